@@ -1,0 +1,87 @@
+# gpubpf — top-level build.  `make` builds everything into build/;
+# `make test`, `make bench`, `make demo` run after installing what they need.
+
+VERSION    := 0.1.0
+BUILD      := build
+PREFIX     ?= /usr/local
+CC         ?= gcc
+CLANG      ?= clang
+BPFTOOL    ?= bpftool
+ARCH_TRIPLE := $(shell $(CC) -dumpmachine)
+CUDA_HOME  ?= /usr/local/cuda
+
+CFLAGS     ?= -O2 -g
+CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
+              -DGPUBPF_VERSION='"$(VERSION)"' -Ibpf -Iuser -I$(BUILD)
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall \
+              -I/usr/include/$(ARCH_TRIPLE) -Ibpf
+# libbpf, libelf (and its zstd) and zlib are linked statically so the binary
+# runs on machines without them; glibc and cJSON stay shared.
+STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lzstd -lz -Wl,-Bdynamic
+LDLIBS     := $(STATIC_LIBS) -lcjson -lpthread -lm
+
+BPF_SRCS   := $(wildcard bpf/*.bpf.c)
+BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
+SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
+USER_SRCS  := $(wildcard user/*.c)
+USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
+LIB_OBJS   := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
+UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
+UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
+TEST_BIN_SRCS := $(wildcard tests/bin/*.c)
+TEST_BINS  := $(patsubst tests/bin/%.c,$(BUILD)/tests/%,$(TEST_BIN_SRCS))
+BENCH_SRCS := $(wildcard bench/*.c)
+SIM_LIB    := $(BUILD)/sim/libcuda.so.1
+DEPS_STAMP := $(BUILD)/.deps-ok
+
+.PHONY: all deps test bench demo install clean
+all: $(BUILD)/gpubpf $(SIM_LIB) $(UNIT_BINS) $(TEST_BINS)
+
+# Install build and test dependencies (idempotent; fast when present).
+deps $(DEPS_STAMP): scripts/install-deps.sh
+	@bash scripts/install-deps.sh
+	@mkdir -p $(BUILD) && touch $(DEPS_STAMP)
+
+$(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
+	$(BPFTOOL) gen skeleton $< name $(subst .skel.h,,$(notdir $@))_bpf > $@.tmp && mv $@.tmp $@
+
+$(BUILD)/user/%.o: user/%.c user/*.h bpf/gpubpf.h $(SKELS) | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(BUILD)/gpubpf: $(USER_OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The simulated CUDA driver.  -fno-ipa-icf: identical stubs must stay
+# separate functions, as in the real libcuda.
+$(SIM_LIB): sim/libcuda_sim.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -fPIC -shared -pthread -fno-ipa-icf \
+	      -I$(CUDA_HOME)/include -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+
+$(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ $(LDLIBS)
+
+$(BUILD)/tests/%: tests/bin/%.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -pthread -I$(CUDA_HOME)/include -o $@ $< -ldl
+
+test: all
+	@bash tests/run.sh
+
+demo: all
+	@bash scripts/demo.sh
+
+bench: all
+	@bash bench/run.sh
+
+install: $(BUILD)/gpubpf
+	install -D -m 0755 $(BUILD)/gpubpf $(DESTDIR)$(PREFIX)/bin/gpubpf
+
+clean:
+	rm -rf $(BUILD)

@@ -1,0 +1,277 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * uprobes on libcuda entry points.  One entry program and one return
+ * program serve every entry point: the attach cookie (see gpubpf.h) says
+ * which call it is and what to read.  Calls whose return is probed keep
+ * their record in "inflight" until the return fires and then emit it
+ * whole; the others are emitted from the entry probe.
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <asm/ptrace.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "kernel_types.h"
+#include "gpubpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __u8 filter_pids = 0;    /* only tgids in "pids" */
+const volatile __u8 follow_forks = 0;   /* children of traced tgids join */
+const volatile __u64 wake_bytes = 1 << 20; /* wake the reader past this fill */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 1 << 24);   /* resized by the loader */
+} rb SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);             /* tgid */
+	__type(value, __u8);
+} pids SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);             /* tgid */
+	__type(value, __u64);           /* failed reserves */
+} drops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);             /* tid << 32 | call id */
+	__type(value, struct gb_call);
+} inflight SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gb_call);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, GB_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+
+	if (v)
+		(*v)++;
+}
+
+static __always_inline void count_drop(__u32 tgid)
+{
+	__u64 one = 1, *v;
+
+	count(GB_CNT_DROPS);
+	v = bpf_map_lookup_elem(&drops, &tgid);
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	else
+		bpf_map_update_elem(&drops, &tgid, &one, BPF_NOEXIST);
+}
+
+/* Batch wakeups: waking the reader on every record doubles a probe's cost. */
+static __always_inline __u64 wake_flags(void)
+{
+	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wake_bytes)
+		return BPF_RB_FORCE_WAKEUP;
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline int traced(__u32 tgid)
+{
+	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+}
+
+static __always_inline void read_deref(struct gb_call *c, __u32 deref)
+{
+	const char *p;
+	__u64 sum = 0, n, v;
+	__u32 t;
+
+	switch (deref) {
+	case GB_DEREF_LAUNCH_CONFIG:
+		bpf_probe_read_user(c->ext, GB_LAUNCH_CONFIG_SIZE, (void *)c->arg[0]);
+		break;
+	case GB_DEREF_MEMCPY2D:
+		p = (const char *)c->arg[0];
+		t = 0;
+		bpf_probe_read_user(&t, 4, p + GB_M2D_SRC_TYPE);
+		c->ext[0] = t;
+		t = 0;
+		bpf_probe_read_user(&t, 4, p + GB_M2D_DST_TYPE);
+		c->ext[1] = t;
+		bpf_probe_read_user(&c->ext[2], 8, p + GB_M2D_WIDTH);
+		bpf_probe_read_user(&c->ext[3], 8, p + GB_M2D_HEIGHT);
+		c->ext[4] = 1;
+		break;
+	case GB_DEREF_MEMCPY3D:
+		p = (const char *)c->arg[0];
+		t = 0;
+		bpf_probe_read_user(&t, 4, p + GB_M3D_SRC_TYPE);
+		c->ext[0] = t;
+		t = 0;
+		bpf_probe_read_user(&t, 4, p + GB_M3D_DST_TYPE);
+		c->ext[1] = t;
+		bpf_probe_read_user(&c->ext[2], 8, p + GB_M3D_WIDTH);
+		bpf_probe_read_user(&c->ext[3], 8, p + GB_M3D_HEIGHT);
+		bpf_probe_read_user(&c->ext[4], 8, p + GB_M3D_DEPTH);
+		break;
+	case GB_DEREF_SIZES:
+		p = (const char *)c->arg[2];
+		n = c->arg[3];
+		for (int i = 0; i < GB_MAX_BATCH; i++) {
+			if (i >= n)
+				break;
+			v = 0;
+			bpf_probe_read_user(&v, 8, p + 8 * i);
+			sum += v;
+		}
+		c->ext[0] = sum;
+		c->ext[1] = n;
+		c->ext[2] = n > GB_MAX_BATCH;
+		break;
+	case GB_DEREF_BATCH3D:
+		p = (const char *)c->arg[1];
+		n = c->arg[0];
+		for (int i = 0; i < GB_MAX_BATCH; i++) {
+			__u64 e[3] = {};
+
+			if (i >= n)
+				break;
+			bpf_probe_read_user(e, sizeof(e), p + GB_BATCH3D_OP_SIZE * i + GB_BATCH3D_EXTENT);
+			sum += e[0] * e[1] * e[2];
+		}
+		c->ext[0] = sum;
+		c->ext[1] = n;
+		c->ext[2] = n > GB_MAX_BATCH;
+		break;
+	}
+}
+
+static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
+				       __u64 ck, __u64 pid_tgid)
+{
+	c->type = GB_REC_CALL;
+	c->call_id = GB_CK_ID(ck);
+	c->pid = pid_tgid >> 32;
+	c->tid = (__u32)pid_tgid;
+	c->ts_entry = bpf_ktime_get_ns();
+	c->ts_return = 0;
+	c->ret = 0;
+	c->arg[0] = PT_REGS_PARM1(ctx);
+	c->arg[1] = PT_REGS_PARM2(ctx);
+	c->arg[2] = PT_REGS_PARM3(ctx);
+	c->arg[3] = PT_REGS_PARM4(ctx);
+	c->arg[4] = PT_REGS_PARM5(ctx);
+	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
+	__builtin_memset(c->stk, 0, sizeof(c->stk));
+	if (ck & GB_CK_STACK)
+		bpf_probe_read_user(c->stk, sizeof(c->stk), (void *)(PT_REGS_SP(ctx) + 8));
+	c->out = 0;
+	__builtin_memset(c->ext, 0, sizeof(c->ext));
+	read_deref(c, GB_CK_DEREF(ck));
+	bpf_get_current_comm(c->comm, sizeof(c->comm));
+}
+
+SEC("uprobe")
+int gb_entry(struct pt_regs *ctx)
+{
+	__u64 ck = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, zero = 0;
+	struct gb_call *c;
+	__u64 key;
+
+	if (!traced(tgid))
+		return 0;
+	if (!(ck & GB_CK_RET)) {
+		c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
+		if (!c) {
+			count_drop(tgid);
+			return 0;
+		}
+		fill_entry(c, ctx, ck, pid_tgid);
+		count(GB_CNT_EVENTS);
+		bpf_ringbuf_submit(c, wake_flags());
+		return 0;
+	}
+	c = bpf_map_lookup_elem(&scratch, &zero);
+	if (!c)
+		return 0;
+	fill_entry(c, ctx, ck, pid_tgid);
+	key = (pid_tgid << 32) | GB_CK_ID(ck);
+	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
+		count(GB_CNT_INFLIGHT_FULL);
+	return 0;
+}
+
+static __always_inline void emit_name(__u32 tgid, __u64 handle, const char *str)
+{
+	struct gb_name *n = bpf_ringbuf_reserve(&rb, sizeof(*n), 0);
+
+	if (!n) {
+		count_drop(tgid);
+		return;
+	}
+	n->type = GB_REC_NAME;
+	n->pid = tgid;
+	n->handle = handle;
+	if (bpf_probe_read_user_str(n->name, sizeof(n->name), str) < 0)
+		n->name[0] = 0;
+	count(GB_CNT_EVENTS);
+	bpf_ringbuf_submit(n, wake_flags());
+}
+
+SEC("uretprobe")
+int gb_return(struct pt_regs *ctx)
+{
+	__u64 ck = bpf_get_attach_cookie(ctx);
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u64 key = (pid_tgid << 32) | GB_CK_ID(ck);
+	__u32 tgid = pid_tgid >> 32, out = GB_CK_OUT(ck);
+	struct gb_call *c;
+
+	c = bpf_map_lookup_elem(&inflight, &key);
+	if (!c)
+		return 0;
+	c->ts_return = bpf_ktime_get_ns();
+	c->ret = PT_REGS_RC(ctx);
+	if (out >= 1 && out <= GB_NREG)
+		bpf_probe_read_user(&c->out, 8, (void *)c->arg[out - 1]);
+	if (c->ret == 0) {
+		if (ck & GB_CK_NAME_ARG2)
+			emit_name(tgid, c->out, (const char *)c->arg[2]);
+		else if (ck & GB_CK_NAME_OUT)
+			emit_name(tgid, c->arg[1], (const char *)c->out);
+	}
+	if (bpf_ringbuf_output(&rb, c, sizeof(*c), wake_flags()))
+		count_drop(tgid);
+	else
+		count(GB_CNT_EVENTS);
+	bpf_map_delete_elem(&inflight, &key);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(gb_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u8 one = 1;
+
+	if (!filter_pids || !follow_forks || ptgid == ctgid)
+		return 0;
+	if (bpf_map_lookup_elem(&pids, &ptgid))
+		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+	return 0;
+}

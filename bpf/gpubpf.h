@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Records shared by the BPF programs (bpf/cuda.bpf.c) and the collector
+ * (user/collector.c).  Every record starts with a u32 type tag; the
+ * collector switches on it and treats an unknown tag as an error.
+ *
+ * Plain fixed-width types only: this header is compiled both for the BPF
+ * target and for x86-64 user space.
+ */
+#ifndef GPUBPF_H
+#define GPUBPF_H
+
+#define GB_COMM_LEN 16
+#define GB_NAME_LEN 128
+#define GB_NREG 6     /* register arguments captured raw */
+#define GB_NSTACK 5   /* stack arguments captured when GB_CK_STACK is set */
+#define GB_NEXT 8     /* words read through pointers (see enum gb_deref) */
+
+enum gb_rec_type {
+	GB_REC_CALL = 1,  /* one libcuda call: struct gb_call */
+	GB_REC_NAME = 2,  /* a handle -> name binding: struct gb_name */
+};
+
+/*
+ * The attach cookie of every libcuda uprobe tells the BPF program what to
+ * capture for that entry point, so one program serves them all.
+ */
+#define GB_CK_ID(ck)      ((__u32)((ck) & 0xffff))          /* call id */
+#define GB_CK_DEREF(ck)   ((__u32)(((ck) >> 16) & 0xff))    /* enum gb_deref */
+#define GB_CK_OUT(ck)     ((__u32)(((ck) >> 24) & 0xff))    /* out arg + 1 */
+#define GB_CK_STACK       (1ULL << 32) /* read GB_NSTACK stack arguments */
+#define GB_CK_RET         (1ULL << 33) /* probe the return too */
+#define GB_CK_NAME_ARG2   (1ULL << 34) /* name string at arg2, handle = out */
+#define GB_CK_NAME_OUT    (1ULL << 35) /* name string at out, handle = arg1 */
+#define GB_CK_MAKE(id, deref, out_plus1) \
+	((__u64)(id) | ((__u64)(deref) << 16) | ((__u64)(out_plus1) << 24))
+
+/* What the entry probe reads through a pointer argument into gb_call.ext. */
+enum gb_deref {
+	GB_DEREF_NONE = 0,
+	GB_DEREF_LAUNCH_CONFIG, /* arg0 CUlaunchConfig: ext = its first 40 bytes */
+	GB_DEREF_MEMCPY2D,      /* arg0 CUDA_MEMCPY2D: src/dst type, width, height */
+	GB_DEREF_MEMCPY3D,      /* arg0 CUDA_MEMCPY3D(_PEER): + depth */
+	GB_DEREF_SIZES,         /* arg2 size_t[arg3]: ext0 = sum, ext1 = count */
+	GB_DEREF_BATCH3D,       /* arg1 CUDA_MEMCPY3D_BATCH_OP[arg0]: sum of extents */
+};
+
+/* Layouts from the CUDA 13.0 headers, checked by tests/unit/test_cuda_abi.c. */
+#define GB_LAUNCH_CONFIG_SIZE 40
+#define GB_M2D_SRC_TYPE 16
+#define GB_M2D_DST_TYPE 72
+#define GB_M2D_WIDTH 112
+#define GB_M2D_HEIGHT 120
+#define GB_M3D_SRC_TYPE 32
+#define GB_M3D_DST_TYPE 120
+#define GB_M3D_WIDTH 176
+#define GB_M3D_HEIGHT 184
+#define GB_M3D_DEPTH 192
+#define GB_BATCH3D_OP_SIZE 112
+#define GB_BATCH3D_EXTENT 80
+#define GB_MAX_BATCH 32         /* batch entries summed in BPF */
+
+struct gb_call {
+	__u32 type;             /* GB_REC_CALL */
+	__u32 call_id;          /* index into the user-space call table */
+	__u32 pid;              /* tgid */
+	__u32 tid;
+	__u64 ts_entry;         /* CLOCK_MONOTONIC ns */
+	__u64 ts_return;        /* 0: return not probed */
+	__s64 ret;              /* return value, valid when ts_return != 0 */
+	__u64 arg[GB_NREG];
+	__u64 stk[GB_NSTACK];   /* arguments 7..11, valid with GB_CK_STACK */
+	__u64 out;              /* *(u64 *)arg[out] read at return */
+	__u64 ext[GB_NEXT];     /* see enum gb_deref */
+	char comm[GB_COMM_LEN]; /* thread name */
+};
+
+struct gb_name {
+	__u32 type;             /* GB_REC_NAME */
+	__u32 pid;
+	__u64 handle;           /* CUfunction or CUkernel */
+	char name[GB_NAME_LEN];
+};
+
+/* Index of the global counters in the "counters" array map. */
+enum gb_counter {
+	GB_CNT_EVENTS = 0,      /* records submitted */
+	GB_CNT_DROPS,           /* failed ring-buffer reserves */
+	GB_CNT_INFLIGHT_FULL,   /* entry state lost: in-flight map full */
+	GB_CNT_MAX,
+};
+
+#endif

@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The libcuda entry points gpubpf probes, and how to read each one's
+ * arguments.  The same table drives the attach cookies (what BPF captures)
+ * and the decoding of records into model events, so the two cannot drift.
+ */
+#ifndef GPUBPF_CUDA_CALLS_H
+#define GPUBPF_CUDA_CALLS_H
+
+#include <stdint.h>
+
+enum cuda_family {
+	CF_LAUNCH,
+	CF_GRAPH,
+	CF_MEMCPY,
+	CF_MEMSET,
+	CF_SYNC,
+	CF_ALLOC,
+	CF_FREE,
+	CF_LOOKUP,
+	CF_NFAMILIES,
+};
+
+enum cuda_copy_kind {
+	CK_NONE,
+	CK_HTOD, CK_DTOH, CK_DTOD, CK_HTOH,
+	CK_HTOA, CK_ATOH, CK_DTOA, CK_ATOD, CK_ATOA,
+	CK_PEER,
+	CK_DEFAULT,     /* direction inferred by the driver from the pointers */
+	CK_NKINDS,
+};
+
+/* How arguments are laid out beyond the simple roles below. */
+enum cuda_layout {
+	CL_PLAIN,       /* roles only */
+	CL_LAUNCH_EX,   /* grid, block, shmem, stream from CUlaunchConfig */
+	CL_MEMCPY_ND,   /* bytes and kind from CUDA_MEMCPY2D/3D(_PEER) */
+	CL_BATCH,       /* bytes and count from the batch arrays */
+	CL_MEMSET2D,    /* bytes = width (arg3) * height (arg4) * element */
+};
+
+#define NOARG (-1)
+
+struct cuda_call {
+	const char *name;
+	uint8_t family;         /* enum cuda_family */
+	uint8_t layout;         /* enum cuda_layout */
+	uint8_t deref;          /* enum gb_deref */
+	uint8_t ret;            /* probe the return */
+	uint8_t kind;           /* enum cuda_copy_kind */
+	uint8_t elem;           /* memset element size in bytes */
+	uint8_t name_src;       /* 0, or GB_CK_NAME_ARG2 / GB_CK_NAME_OUT >> 32 */
+	/* argument roles: index 0..5 registers, 6..10 stack, NOARG none */
+	int8_t out;             /* out-pointer read at return (register arg) */
+	int8_t func, grid, block, shmem, stream, bytes, ptr, handle;
+	uint8_t ngrid;          /* 3, or 2 for cuLaunchGrid* */
+};
+
+extern const struct cuda_call cuda_calls[];
+extern const unsigned cuda_ncalls;
+
+const char *cuda_family_name(unsigned family);
+const char *cuda_copy_kind_name(unsigned kind);
+/* Index of the named entry point, or -1. */
+int cuda_call_find(const char *name);
+/* The attach cookie for call id (see bpf/gpubpf.h). */
+uint64_t cuda_call_cookie(unsigned id);
+
+#endif

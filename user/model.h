@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The event model: what the collector builds and the exporters read.
+ * Events are kept in one array, sorted by start time by model_finish();
+ * strings (names, kernel names, thread names) are interned once and
+ * referred to by id.  Exporters must treat the model as read-only.
+ */
+#ifndef GPUBPF_MODEL_H
+#define GPUBPF_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Interned strings: id 0 is the empty string. */
+struct strtab {
+	char **strs;
+	size_t n, cap;
+	uint32_t *slots;          /* open-addressing hash of ids */
+	size_t nslots;
+};
+
+void strtab_init(struct strtab *t);
+void strtab_release(struct strtab *t);
+/* Return the id of s, adding it if new; 0 on allocation failure. */
+uint32_t strtab_intern(struct strtab *t, const char *s);
+const char *strtab_get(const struct strtab *t, uint32_t id);
+
+/* Fields present in a model_event (bitmask in ev->fields). */
+enum {
+	MF_GRID = 1 << 0,       /* grid[3] */
+	MF_BLOCK = 1 << 1,      /* block[3] */
+	MF_SHMEM = 1 << 2,      /* shared_mem */
+	MF_STREAM = 1 << 3,     /* stream */
+	MF_FUNC = 1 << 4,       /* func (kernel handle), kernel name id if known */
+	MF_BYTES = 1 << 5,      /* bytes */
+	MF_KIND = 1 << 6,       /* copy_kind (enum cuda_copy_kind) */
+	MF_PTR = 1 << 7,        /* ptr: allocated/freed/copied-to address */
+	MF_RET = 1 << 8,        /* ret */
+	MF_COUNT = 1 << 9,      /* count: batch entries */
+	MF_HANDLE = 1 << 10,    /* handle: event, graph, graph exec, module */
+};
+
+struct model_event {
+	uint64_t ts;            /* start, ns, CLOCK_MONOTONIC */
+	uint64_t dur;           /* ns; 0 when the return was not probed */
+	uint32_t pid, tid;
+	uint32_t name;          /* strtab id of the entry point's symbol */
+	uint16_t call_id;       /* index in the call table (cuda_calls.h) */
+	uint8_t family;         /* enum cuda_family */
+	uint8_t copy_kind;      /* enum cuda_copy_kind */
+	uint32_t fields;        /* MF_* */
+	int32_t ret;
+	uint32_t kernel;        /* strtab id of the kernel name, 0 unknown */
+	uint32_t grid[3], block[3];
+	uint32_t shared_mem;
+	uint32_t count;
+	uint64_t func, stream, bytes, ptr, handle;
+};
+
+struct model_thread {
+	uint32_t pid, tid;
+	uint32_t name;          /* strtab id */
+};
+
+struct model_process {
+	uint32_t pid;
+	uint32_t name;          /* strtab id */
+	uint64_t dropped;       /* events lost for this process */
+};
+
+/* (pid, handle) -> kernel name, from lookup calls. */
+struct model_kname {
+	uint32_t pid;
+	uint32_t name;
+	uint64_t handle;
+};
+
+struct model {
+	struct strtab strs;
+	struct model_event *ev;
+	size_t nev, cap_ev;
+	struct model_thread *threads;
+	size_t nthreads, cap_threads;
+	struct model_process *procs;
+	size_t nprocs, cap_procs;
+	struct model_kname *knames;
+	size_t nknames, cap_knames;
+	/* trace-level metadata */
+	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+	char host[256];
+	uint64_t dropped_total;      /* all lost events, per-process or not */
+};
+
+void model_init(struct model *m);
+void model_release(struct model *m);
+
+/* Append an event; returns a pointer to fill or NULL on allocation failure. */
+struct model_event *model_add_event(struct model *m);
+/* Find or add; the name is set (or replaced when non-empty). */
+struct model_process *model_process(struct model *m, uint32_t pid, const char *name);
+struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, const char *name);
+int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name);
+/* Kernel name id for (pid, handle), 0 if none is known. */
+uint32_t model_kernel_name(const struct model *m, uint32_t pid, uint64_t handle);
+
+/*
+ * Sort events by (ts, pid, tid), stably, and resolve kernel names of events
+ * that carry a function handle.  Call once, after the last event is added.
+ */
+void model_finish(struct model *m);
+
+#endif
