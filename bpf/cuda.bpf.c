@@ -184,8 +184,7 @@ static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 	bpf_get_current_comm(c->comm, sizeof(c->comm));
 }
 
-SEC("uprobe")
-int gb_entry(struct pt_regs *ctx)
+static __always_inline int on_entry(struct pt_regs *ctx)
 {
 	__u64 ck = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -211,8 +210,10 @@ int gb_entry(struct pt_regs *ctx)
 		return 0;
 	fill_entry(c, ctx, ck, pid_tgid);
 	key = (pid_tgid << 32) | GB_CK_ID(ck);
-	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
+	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY)) {
 		count(GB_CNT_INFLIGHT_FULL);
+		count_drop(tgid);
+	}
 	return 0;
 }
 
@@ -233,8 +234,21 @@ static __always_inline void emit_name(__u32 tgid, __u64 handle, const char *str)
 	bpf_ringbuf_submit(n, wake_flags());
 }
 
-SEC("uretprobe")
-int gb_return(struct pt_regs *ctx)
+/* c->arg[i] through constant indices only: the verifier rejects variable ones */
+static __always_inline __u64 reg_arg(const struct gb_call *c, __u32 i)
+{
+	switch (i) {
+	case 0: return c->arg[0];
+	case 1: return c->arg[1];
+	case 2: return c->arg[2];
+	case 3: return c->arg[3];
+	case 4: return c->arg[4];
+	case 5: return c->arg[5];
+	}
+	return 0;
+}
+
+static __always_inline int on_return(struct pt_regs *ctx)
 {
 	__u64 ck = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
@@ -247,8 +261,8 @@ int gb_return(struct pt_regs *ctx)
 		return 0;
 	c->ts_return = bpf_ktime_get_ns();
 	c->ret = PT_REGS_RC(ctx);
-	if (out >= 1 && out <= GB_NREG)
-		bpf_probe_read_user(&c->out, 8, (void *)c->arg[out - 1]);
+	if (out)
+		bpf_probe_read_user(&c->out, 8, (void *)reg_arg(c, out - 1));
 	if (c->ret == 0) {
 		if (ck & GB_CK_NAME_ARG2)
 			emit_name(tgid, c->out, (const char *)c->arg[2]);
@@ -261,6 +275,35 @@ int gb_return(struct pt_regs *ctx)
 		count(GB_CNT_EVENTS);
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
+}
+
+/*
+ * Each probe exists twice: the _multi programs are attached with one
+ * uprobe_multi link per library (kernel 6.6+: fast to attach and detach);
+ * the others one perf-event link per entry point, on older kernels.
+ */
+SEC("uprobe")
+int gb_entry(struct pt_regs *ctx)
+{
+	return on_entry(ctx);
+}
+
+SEC("uprobe")
+int gb_entry_multi(struct pt_regs *ctx)
+{
+	return on_entry(ctx);
+}
+
+SEC("uretprobe")
+int gb_return(struct pt_regs *ctx)
+{
+	return on_return(ctx);
+}
+
+SEC("uretprobe")
+int gb_return_multi(struct pt_regs *ctx)
+{
+	return on_return(ctx);
 }
 
 SEC("tp_btf/sched_process_fork")

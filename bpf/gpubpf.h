@@ -10,6 +10,8 @@
 #ifndef GPUBPF_H
 #define GPUBPF_H
 
+#include <linux/types.h>
+
 #define GB_COMM_LEN 16
 #define GB_NAME_LEN 128
 #define GB_NREG 6     /* register arguments captured raw */
@@ -85,8 +87,8 @@ struct gb_name {
 /* Index of the global counters in the "counters" array map. */
 enum gb_counter {
 	GB_CNT_EVENTS = 0,      /* records submitted */
-	GB_CNT_DROPS,           /* failed ring-buffer reserves */
-	GB_CNT_INFLIGHT_FULL,   /* entry state lost: in-flight map full */
+	GB_CNT_DROPS,           /* records lost, for any reason */
+	GB_CNT_INFLIGHT_FULL,   /* of which: in-flight map full at entry */
 	GB_CNT_MAX,
 };
 

@@ -36,8 +36,14 @@ enum cuda_layout {
 	CL_LAUNCH_EX,   /* grid, block, shmem, stream from CUlaunchConfig */
 	CL_MEMCPY_ND,   /* bytes and kind from CUDA_MEMCPY2D/3D(_PEER) */
 	CL_BATCH,       /* bytes and count from the batch arrays */
-	CL_MEMSET2D,    /* bytes = width (arg3) * height (arg4) * element */
+	CL_AREA,        /* bytes = arg[bytes] * arg[bytes + 1] * element */
 };
+
+/* Where a kernel name comes from, for lookups (see GB_CK_NAME_*). */
+enum cuda_name_src { NAME_NONE, NAME_ARG2, NAME_OUT };
+
+/* What the value read through the out pointer at return is. */
+enum cuda_out { OUT_NONE, OUT_PTR, OUT_HANDLE, OUT_FUNC };
 
 #define NOARG (-1)
 
@@ -49,7 +55,8 @@ struct cuda_call {
 	uint8_t ret;            /* probe the return */
 	uint8_t kind;           /* enum cuda_copy_kind */
 	uint8_t elem;           /* memset element size in bytes */
-	uint8_t name_src;       /* 0, or GB_CK_NAME_ARG2 / GB_CK_NAME_OUT >> 32 */
+	uint8_t name_src;       /* enum cuda_name_src */
+	uint8_t out_as;         /* enum cuda_out: what the out value is */
 	/* argument roles: index 0..5 registers, 6..10 stack, NOARG none */
 	int8_t out;             /* out-pointer read at return (register arg) */
 	int8_t func, grid, block, shmem, stream, bytes, ptr, handle;

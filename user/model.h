@@ -55,6 +55,7 @@ struct model_event {
 	uint32_t shared_mem;
 	uint32_t count;
 	uint64_t func, stream, bytes, ptr, handle;
+	uint64_t seq;           /* arrival order: the tie-break that keeps sorting stable */
 };
 
 struct model_thread {
@@ -85,6 +86,8 @@ struct model {
 	size_t nprocs, cap_procs;
 	struct model_kname *knames;
 	size_t nknames, cap_knames;
+	uint32_t *kname_slots;       /* hash index into knames, 1-based */
+	size_t nkname_slots;
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	char host[256];

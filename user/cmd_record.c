@@ -1,0 +1,622 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * gpubpf record: attach the libcuda probes to running processes (-p), to
+ * every CUDA process (-a) or to a command started held until the probes
+ * are in place (-- CMD), collect until told to stop, write the trace.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <linux/capability.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <bpf/libbpf.h>
+#include "collector.h"
+#include "commands.h"
+#include "discover.h"
+#include "export.h"
+#include "model.h"
+#include "parse.h"
+#include "probes.h"
+#include "proc.h"
+#include "sink.h"
+
+#define DEFAULT_RINGBUF (16ULL << 20)
+#define POLL_MS 100
+#define SCAN_NS 250000000ULL    /* how often to look for libcuda and exits */
+#define SCAN_ALL_NS 1000000000ULL
+#define MAX_TRACED 4096
+
+enum mode { MODE_PIDS, MODE_ALL, MODE_CMD };
+
+struct target {
+	pid_t pid;
+	int seen_libcuda;       /* libcuda was mapped at some point */
+	int gone;               /* exit reported */
+};
+
+struct record {
+	enum mode mode;
+	struct target *targets;
+	int ntargets;
+	char **cmd;
+	uint64_t duration_ns;
+	const char *output;
+	char outbuf[PATH_MAX];
+	const char *libcuda;
+	char libcuda_buf[PATH_MAX];
+	uint64_t ringbuf;
+	int verbose;
+	pid_t child;
+	int child_status;
+	int child_done;
+	struct probes probes;
+	struct ring_buffer *rb;
+	struct model model;
+	struct collector coll;
+};
+
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t nsignals;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+	nsignals++;
+}
+
+static const char usage[] =
+"usage: gpubpf record [options] -p PID[,PID...]\n"
+"       gpubpf record [options] -a\n"
+"       gpubpf record [options] -- CMD [ARGS...]\n"
+"\n"
+"Trace every libcuda driver call (launches, copies, memsets, syncs,\n"
+"allocations, graphs, lookups) into a Chrome/Perfetto trace.\n"
+"\n"
+"  -p, --pid PID[,PID]    attach to running processes; waits for libcuda to\n"
+"                         be loaded if it is not yet\n"
+"  -a, --all              every process using libcuda, new ones included\n"
+"  -- CMD [ARGS...]       run CMD, held until the probes are attached, and\n"
+"                         trace it and its children; exit with its status\n"
+"  -d, --duration TIME    stop after TIME (500ms, 10s, 2m); default: until\n"
+"                         Ctrl-C or SIGTERM (or until CMD exits)\n"
+"  -o, --output FILE      trace file, .json or .json.gz; default\n"
+"                         gpubpf-<pid|all>-<YYYYmmdd-HHMMSS>.json\n"
+"      --libcuda PATH     the libcuda to probe instead of the discovered one\n"
+"      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
+"  -v, --verbose          libbpf's own messages\n"
+"  -h, --help             this help\n"
+"\n"
+"Needs root (or CAP_BPF and CAP_PERFMON).\n";
+
+static uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* CLOCK_REALTIME minus CLOCK_MONOTONIC, from the tightest of a few reads. */
+static int64_t realtime_offset(void)
+{
+	int64_t best = 0;
+	uint64_t best_gap = UINT64_MAX;
+
+	for (int i = 0; i < 5; i++) {
+		uint64_t a = now_ns(CLOCK_MONOTONIC), r = now_ns(CLOCK_REALTIME);
+		uint64_t b = now_ns(CLOCK_MONOTONIC);
+
+		if (b - a < best_gap) {
+			best_gap = b - a;
+			best = (int64_t)(r - (a + (b - a) / 2));
+		}
+	}
+	return best;
+}
+
+static int has_capabilities(void)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+	uint64_t eff;
+
+	if (geteuid() == 0)
+		return 1;
+	if (syscall(SYS_capget, &h, d))
+		return 0;
+	eff = d[0].effective | (uint64_t)d[1].effective << 32;
+#define CAP(n) (eff & (1ULL << (n)))
+	return CAP(CAP_SYS_ADMIN) || (CAP(CAP_BPF) && CAP(CAP_PERFMON));
+#undef CAP
+}
+
+static int parse_args(struct record *r, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "pid", required_argument, NULL, 'p' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "duration", required_argument, NULL, 'd' },
+		{ "output", required_argument, NULL, 'o' },
+		{ "libcuda", required_argument, NULL, 'L' },
+		{ "buffer-size", required_argument, NULL, 'B' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	pid_t *pids = NULL;
+	int c, n = 0, all = 0;
+
+	r->ringbuf = DEFAULT_RINGBUF;
+	optind = 1;
+	while ((c = getopt_long(argc, argv, "+p:ad:o:vh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p':
+			n = parse_pid_list(optarg, &pids, n);
+			if (n < 0) {
+				fprintf(stderr, "gpubpf: invalid pid list '%s'\n", optarg);
+				return -1;
+			}
+			break;
+		case 'a':
+			all = 1;
+			break;
+		case 'd':
+			if (parse_duration_ns(optarg, &r->duration_ns)) {
+				fprintf(stderr, "gpubpf: invalid duration '%s' (use e.g. 500ms, 10s, 2m)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'o':
+			r->output = optarg;
+			break;
+		case 'L':
+			r->libcuda = optarg;
+			break;
+		case 'B':
+			if (parse_size(optarg, &r->ringbuf) || r->ringbuf > (1ULL << 30)) {
+				fprintf(stderr, "gpubpf: invalid buffer size '%s' (use e.g. 64M, at most 1G)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'v':
+			r->verbose = 1;
+			break;
+		case 'h':
+			fputs(usage, stdout);
+			exit(0);
+		default:
+			fprintf(stderr, "gpubpf: see 'gpubpf record --help'\n");
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		r->cmd = &argv[optind];
+		r->mode = MODE_CMD;
+	} else {
+		r->mode = all ? MODE_ALL : MODE_PIDS;
+	}
+	if ((!!n + all + !!r->cmd) != 1) {
+		fprintf(stderr, "gpubpf: record needs exactly one of -p PID, -a or -- CMD "
+			"(see 'gpubpf record --help')\n");
+		free(pids);
+		return -1;
+	}
+	r->targets = calloc(n ? n : 1, sizeof(*r->targets));
+	if (!r->targets) {
+		free(pids);
+		return -1;
+	}
+	for (int i = 0; i < n; i++)
+		r->targets[i].pid = pids[i];
+	r->ntargets = n;
+	free(pids);
+	return 0;
+}
+
+static int attach_lib(struct record *r, const char *path, pid_t pid)
+{
+	char err[512];
+	int n = probes_attach(&r->probes, path, pid, err, sizeof(err));
+
+	if (n < 0)
+		fprintf(stderr, "gpubpf: %s\n", err);
+	else if (n > 0 && r->verbose)
+		fprintf(stderr, "gpubpf: attached %d probes to %s%s\n", n, path,
+			pid > 0 ? "" : " for all processes");
+	return n;
+}
+
+/* -p: attach to the libcuda each target has mapped, note exits. */
+static void scan_targets(struct record *r)
+{
+	char path[PATH_MAX];
+	int alive = 0;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		struct target *t = &r->targets[i];
+
+		if (t->gone)
+			continue;
+		if (!proc_alive(t->pid)) {
+			t->gone = 1;
+			fprintf(stderr, "gpubpf: pid %d exited\n", t->pid);
+			continue;
+		}
+		alive++;
+		if (proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path)))
+			continue;
+		if (!t->seen_libcuda && r->verbose)
+			fprintf(stderr, "gpubpf: pid %d has loaded %s\n", t->pid, path);
+		t->seen_libcuda = 1;
+		if (!r->libcuda && !probes_attached(&r->probes, path, t->pid))
+			attach_lib(r, path, t->pid);
+	}
+	if (!alive && !stop_signal)
+		stop_signal = -1;
+}
+
+/* -a and -- CMD: attach, for all processes, to any libcuda a traced one maps. */
+static void scan_libs(struct record *r)
+{
+	char path[PATH_MAX];
+	pid_t *pids = NULL;
+	int n;
+
+	if (r->libcuda)
+		return;
+	if (r->mode == MODE_ALL) {
+		n = proc_list(&pids);
+	} else {
+		pids = malloc(MAX_TRACED * sizeof(*pids));
+		n = pids ? probes_traced_pids(&r->probes, pids, MAX_TRACED) : 0;
+	}
+	for (int i = 0; i < n; i++)
+		if (!proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path)) &&
+		    !probes_attached(&r->probes, path, -1))
+			attach_lib(r, path, -1);
+	free(pids);
+}
+
+static int setup_pids(struct record *r)
+{
+	char path[PATH_MAX];
+	int have_default = 0;
+
+	if (r->libcuda)
+		have_default = 1;
+	for (int i = 0; i < r->ntargets; i++) {
+		struct target *t = &r->targets[i];
+
+		if (!proc_alive(t->pid)) {
+			fprintf(stderr, "gpubpf: no such process: %d\n", t->pid);
+			return -ESRCH;
+		}
+		if (probes_trace_pid(&r->probes, t->pid))
+			return -ENOMEM;
+		if (!r->libcuda && !proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
+			t->seen_libcuda = 1;
+			if (attach_lib(r, path, t->pid) < 0)
+				return -EINVAL;
+			continue;
+		}
+		/* not loaded yet: probe the library it will most likely load */
+		if (!r->libcuda && !have_default) {
+			have_default = !discover_libcuda(getenv("LD_LIBRARY_PATH"), r->libcuda_buf,
+							 sizeof(r->libcuda_buf)) ? 1 : -1;
+		}
+		if (!r->libcuda)
+			fprintf(stderr, "gpubpf: pid %d has not loaded libcuda yet; waiting for it\n",
+				t->pid);
+		if (have_default > 0 &&
+		    attach_lib(r, r->libcuda ? r->libcuda : r->libcuda_buf, t->pid) < 0)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+static int setup_global(struct record *r)
+{
+	const char *lib = r->libcuda;
+
+	if (!lib && !discover_libcuda(getenv("LD_LIBRARY_PATH"), r->libcuda_buf,
+				      sizeof(r->libcuda_buf)))
+		lib = r->libcuda_buf;
+	if (lib)
+		return attach_lib(r, lib, -1) < 0 ? -EINVAL : 0;
+	scan_libs(r);
+	if (r->mode == MODE_ALL && !r->probes.ntargets) {
+		fprintf(stderr, "gpubpf: no libcuda.so.1 found on this machine "
+			"(use --libcuda PATH)\n");
+		return -ENOENT;
+	}
+	if (r->mode == MODE_CMD)
+		fprintf(stderr, "gpubpf: no libcuda.so.1 found yet; the command's will be "
+			"probed when it loads one (use --libcuda PATH to catch every call)\n");
+	return 0;
+}
+
+/*
+ * Fork the command, held on a pipe until the probes are attached.  A
+ * second, close-on-exec pipe reports a failed exec.
+ */
+static int spawn_held(struct record *r, int *release_fd, int *exec_err_fd)
+{
+	int go[2], err[2];
+
+	if (pipe2(go, O_CLOEXEC) || pipe2(err, O_CLOEXEC))
+		return -errno;
+	r->child = fork();
+	if (r->child < 0)
+		return -errno;
+	if (r->child == 0) {
+		char c;
+		int e;
+
+		close(go[1]);
+		close(err[0]);
+		signal(SIGINT, SIG_DFL);
+		signal(SIGTERM, SIG_DFL);
+		if (read(go[0], &c, 1) != 1)
+			_exit(127);
+		execvp(r->cmd[0], r->cmd);
+		e = errno;
+		if (write(err[1], &e, sizeof(e)) < 0)
+			_exit(127);
+		_exit(127);
+	}
+	close(go[0]);
+	close(err[1]);
+	*release_fd = go[1];
+	*exec_err_fd = err[0];
+	return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct record *r = ctx;
+	int ret = collector_record(&r->coll, data, size);
+
+	/* a malformed record is counted; only running out of memory stops us */
+	return ret == -ENOMEM ? ret : 0;
+}
+
+static void add_drops(void *ctx, uint32_t pid, uint64_t n)
+{
+	struct record *r = ctx;
+	struct model_process *p = model_process(&r->model, pid, NULL);
+
+	if (p)
+		p->dropped = n;
+}
+
+static void progress(struct record *r, uint64_t start, int final)
+{
+	uint64_t drops = probes_dropped(&r->probes, NULL, NULL);
+
+	fprintf(stderr, "\rgpubpf: recording %.1fs, %llu events, %llu dropped%s",
+		(now_ns(CLOCK_MONOTONIC) - start) / 1e9, (unsigned long long)r->coll.calls,
+		(unsigned long long)drops, final ? "\n" : "   ");
+}
+
+static void check_child(struct record *r)
+{
+	int st;
+
+	if (r->child_done || waitpid(r->child, &st, WNOHANG) != r->child)
+		return;
+	r->child_done = 1;
+	r->child_status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	if (!stop_signal)
+		stop_signal = -1;
+}
+
+static void collect(struct record *r)
+{
+	uint64_t start = now_ns(CLOCK_MONOTONIC), last_scan = start, last_progress = start;
+	int tty = isatty(2), forwarded = 0;
+
+	while (!stop_signal || (r->mode == MODE_CMD && !r->child_done && nsignals < 2)) {
+		uint64_t now;
+
+		ring_buffer__poll(r->rb, POLL_MS);
+		/* records are submitted without wakeups: read what is there */
+		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
+			break;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (r->mode == MODE_CMD) {
+			check_child(r);
+			/* a signal to us goes on to the command, whose exit ends us */
+			if (stop_signal > 0 && !forwarded && !r->child_done) {
+				kill(r->child, stop_signal == SIGINT && tty ? 0 : stop_signal);
+				forwarded = 1;
+			}
+		}
+		if (r->duration_ns && now - start >= r->duration_ns)
+			break;
+		if (now - last_scan >= (r->mode == MODE_ALL ? SCAN_ALL_NS : SCAN_NS)) {
+			last_scan = now;
+			if (r->mode == MODE_PIDS)
+				scan_targets(r);
+			else
+				scan_libs(r);
+		}
+		if (tty && now - last_progress >= 1000000000ULL) {
+			last_progress = now;
+			progress(r, start, 0);
+		}
+	}
+	ring_buffer__consume(r->rb);
+	if (tty)
+		progress(r, start, 1);
+}
+
+static void default_output(struct record *r)
+{
+	char stamp[32], who[32];
+	time_t t = time(NULL);
+
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&t));
+	if (r->mode == MODE_ALL)
+		snprintf(who, sizeof(who), "all");
+	else
+		snprintf(who, sizeof(who), "%d", r->mode == MODE_CMD ? r->child : r->targets[0].pid);
+	snprintf(r->outbuf, sizeof(r->outbuf), "gpubpf-%s-%s.json", who, stamp);
+	r->output = r->outbuf;
+}
+
+static int write_trace(struct record *r)
+{
+	struct sink out;
+	int ret;
+
+	model_finish(&r->model);
+	ret = sink_open(&out, r->output);
+	if (!ret)
+		ret = export_chrome.write(&r->model, &out);
+	if (ret) {
+		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out) :
+			strerror(-ret));
+		sink_abort(&out);
+		return ret;
+	}
+	ret = sink_commit(&out);
+	if (ret)
+		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
+	return ret;
+}
+
+/* -p: a process that never loaded libcuda is not a CUDA process. */
+static int check_cuda_seen(struct record *r)
+{
+	int any = 0;
+
+	if (r->mode != MODE_PIDS || r->libcuda)
+		return 0;
+	for (int i = 0; i < r->ntargets; i++) {
+		any |= r->targets[i].seen_libcuda;
+		if (!r->targets[i].seen_libcuda)
+			fprintf(stderr, "gpubpf: pid %d never loaded libcuda (is it a CUDA program?)\n",
+				r->targets[i].pid);
+	}
+	return any || r->coll.calls ? 0 : -ENOENT;
+}
+
+int cmd_record(int argc, char **argv)
+{
+	struct record r = { 0 };
+	struct probes_opts po = { 0 };
+	struct sigaction sa = { .sa_handler = on_signal };
+	char err[512];
+	int release_fd = -1, exec_err_fd = -1, e, ret = 1;
+
+	if (parse_args(&r, argc, argv))
+		return 1;
+	if (!has_capabilities()) {
+		fprintf(stderr, "gpubpf: recording needs root (or CAP_BPF and CAP_PERFMON): "
+			"run it with sudo\n");
+		free(r.targets);
+		return 2;
+	}
+	if (r.libcuda && access(r.libcuda, R_OK)) {
+		fprintf(stderr, "gpubpf: cannot read libcuda '%s': %s\n", r.libcuda, strerror(errno));
+		free(r.targets);
+		return 1;
+	}
+	if (r.output && sink_check_path(r.output, err, sizeof(err))) {
+		fprintf(stderr, "gpubpf: %s\n", err);
+		free(r.targets);
+		return 1;
+	}
+	model_init(&r.model);
+	collector_init(&r.coll, &r.model);
+	po.filter_pids = r.mode != MODE_ALL;
+	po.follow_forks = r.mode == MODE_CMD;
+	po.ringbuf_bytes = r.ringbuf;
+	po.verbose = r.verbose;
+	if (probes_open(&r.probes, &po, err, sizeof(err))) {
+		fprintf(stderr, "gpubpf: %s\n", err);
+		ret = 2;
+		goto cleanup;
+	}
+	r.rb = ring_buffer__new(probes_ringbuf_fd(&r.probes), on_record, &r, NULL);
+	if (!r.rb) {
+		fprintf(stderr, "gpubpf: cannot open the ring buffer: %s\n", strerror(errno));
+		ret = 2;
+		goto cleanup;
+	}
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	r.model.realtime_offset_ns = realtime_offset();
+	gethostname(r.model.host, sizeof(r.model.host) - 1);
+
+	if (r.mode == MODE_CMD) {
+		if (spawn_held(&r, &release_fd, &exec_err_fd)) {
+			fprintf(stderr, "gpubpf: cannot start '%s': %s\n", r.cmd[0], strerror(errno));
+			goto cleanup;
+		}
+		if (probes_trace_pid(&r.probes, r.child) || setup_global(&r))
+			goto cleanup;
+	} else if ((r.mode == MODE_PIDS ? setup_pids(&r) : setup_global(&r))) {
+		goto cleanup;
+	}
+	if (!r.output)
+		default_output(&r);
+	if (r.mode == MODE_CMD) {
+		if (write(release_fd, "g", 1) != 1)
+			goto cleanup;
+		close(release_fd);
+		release_fd = -1;
+		if (read(exec_err_fd, &e, sizeof(e)) == sizeof(e)) {
+			fprintf(stderr, "gpubpf: cannot run '%s': %s\n", r.cmd[0], strerror(e));
+			waitpid(r.child, NULL, 0);
+			r.child = 0;
+			ret = 127;
+			goto cleanup;
+		}
+	}
+	collect(&r);
+	r.model.dropped_total = probes_dropped(&r.probes, add_drops, &r);
+	if (check_cuda_seen(&r))
+		goto cleanup;
+	if (write_trace(&r))
+		goto cleanup;
+	fprintf(stderr, "gpubpf: %llu events, %llu dropped, written to %s\n",
+		(unsigned long long)r.coll.calls, (unsigned long long)r.model.dropped_total,
+		r.output);
+	if (r.coll.bad)
+		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
+			(unsigned long long)r.coll.bad);
+	ret = r.mode == MODE_CMD ? r.child_status : 0;
+cleanup:
+	if (r.mode == MODE_CMD && r.child > 0 && !r.child_done) {
+		/* the command runs on, untraced, if we stopped first */
+		if (release_fd >= 0)
+			kill(r.child, SIGKILL);
+		if (release_fd >= 0 || nsignals < 2) {
+			waitpid(r.child, &e, 0);
+			if (ret == 0 || ret == 1)
+				ret = ret ? ret : (WIFEXITED(e) ? WEXITSTATUS(e) : 128 + WTERMSIG(e));
+		}
+	}
+	if (release_fd >= 0)
+		close(release_fd);
+	if (exec_err_fd >= 0)
+		close(exec_err_fd);
+	ring_buffer__free(r.rb);
+	probes_close(&r.probes);
+	collector_release(&r.coll);
+	model_release(&r.model);
+	free(r.targets);
+	return ret;
+}

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The table of probed libcuda entry points; see cuda_calls.h. */
+#include <string.h>
+#include "gpubpf.h"
+#include "cuda_calls.h"
+
+/*
+ * Roles default to NOARG; each row names the ones its entry point has.
+ * Signatures are those of the CUDA 13.0 cuda.h.  Calls that can block or
+ * whose duration matters (syncs, synchronous copies and memsets,
+ * allocations, frees, lookups) probe their return; launches and other
+ * enqueue-only calls are entry-only, which halves their cost.
+ */
+#pragma GCC diagnostic ignored "-Woverride-init"
+#define CALL(n, fam, ...) { .name = n, .family = fam, .elem = 1, .ngrid = 3, \
+	.out = NOARG, .func = NOARG, .grid = NOARG, .block = NOARG, \
+	.shmem = NOARG, .stream = NOARG, .bytes = NOARG, .ptr = NOARG, \
+	.handle = NOARG, __VA_ARGS__ }
+
+const struct cuda_call cuda_calls[] = {
+	CALL("cuLaunchKernel", CF_LAUNCH, .func = 0, .grid = 1, .block = 4, .shmem = 7, .stream = 8),
+	CALL("cuLaunchKernel_ptsz", CF_LAUNCH, .func = 0, .grid = 1, .block = 4, .shmem = 7, .stream = 8),
+	CALL("cuLaunchKernelEx", CF_LAUNCH, .layout = CL_LAUNCH_EX, .deref = GB_DEREF_LAUNCH_CONFIG, .func = 1),
+	CALL("cuLaunchKernelEx_ptsz", CF_LAUNCH, .layout = CL_LAUNCH_EX, .deref = GB_DEREF_LAUNCH_CONFIG, .func = 1),
+	CALL("cuLaunchCooperativeKernel", CF_LAUNCH, .func = 0, .grid = 1, .block = 4, .shmem = 7, .stream = 8),
+	CALL("cuLaunchCooperativeKernel_ptsz", CF_LAUNCH, .func = 0, .grid = 1, .block = 4, .shmem = 7, .stream = 8),
+	CALL("cuLaunchCooperativeKernelMultiDevice", CF_LAUNCH),
+	CALL("cuLaunchHostFunc", CF_LAUNCH, .stream = 0, .handle = 1),
+	CALL("cuLaunchHostFunc_ptsz", CF_LAUNCH, .stream = 0, .handle = 1),
+	CALL("cuLaunch", CF_LAUNCH, .func = 0),
+	CALL("cuLaunchGrid", CF_LAUNCH, .func = 0, .grid = 1, .ngrid = 2),
+	CALL("cuLaunchGridAsync", CF_LAUNCH, .func = 0, .grid = 1, .stream = 3, .ngrid = 2),
+	CALL("cuGraphLaunch", CF_GRAPH, .stream = 1, .handle = 0),
+	CALL("cuGraphLaunch_ptsz", CF_GRAPH, .stream = 1, .handle = 0),
+	CALL("cuGraphUpload", CF_GRAPH, .stream = 1, .handle = 0),
+	CALL("cuGraphUpload_ptsz", CF_GRAPH, .stream = 1, .handle = 0),
+	CALL("cuGraphInstantiate", CF_GRAPH, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuGraphInstantiate_v2", CF_GRAPH, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuGraphInstantiateWithFlags", CF_GRAPH, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuGraphInstantiateWithParams", CF_GRAPH, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuGraphInstantiateWithParams_ptsz", CF_GRAPH, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuStreamBeginCapture", CF_GRAPH, .stream = 0),
+	CALL("cuStreamBeginCapture_v2", CF_GRAPH, .stream = 0),
+	CALL("cuStreamBeginCapture_ptsz", CF_GRAPH, .stream = 0),
+	CALL("cuStreamBeginCapture_v2_ptsz", CF_GRAPH, .stream = 0),
+	CALL("cuStreamBeginCaptureToGraph", CF_GRAPH, .stream = 0),
+	CALL("cuStreamBeginCaptureToGraph_ptsz", CF_GRAPH, .stream = 0),
+	CALL("cuStreamEndCapture", CF_GRAPH, .ret = 1, .out = 1, .out_as = OUT_HANDLE, .stream = 0),
+	CALL("cuStreamEndCapture_ptsz", CF_GRAPH, .ret = 1, .out = 1, .out_as = OUT_HANDLE, .stream = 0),
+	CALL("cuMemcpy", CF_MEMCPY, .ret = 1, .kind = CK_DEFAULT, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpy_ptds", CF_MEMCPY, .ret = 1, .kind = CK_DEFAULT, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyAsync", CF_MEMCPY, .kind = CK_DEFAULT, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyAsync_ptsz", CF_MEMCPY, .kind = CK_DEFAULT, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyHtoD", CF_MEMCPY, .ret = 1, .kind = CK_HTOD, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyHtoD_v2", CF_MEMCPY, .ret = 1, .kind = CK_HTOD, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyHtoD_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_HTOD, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyHtoDAsync", CF_MEMCPY, .kind = CK_HTOD, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyHtoDAsync_v2", CF_MEMCPY, .kind = CK_HTOD, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyHtoDAsync_v2_ptsz", CF_MEMCPY, .kind = CK_HTOD, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoH", CF_MEMCPY, .ret = 1, .kind = CK_DTOH, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoH_v2", CF_MEMCPY, .ret = 1, .kind = CK_DTOH, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoH_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_DTOH, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoHAsync", CF_MEMCPY, .kind = CK_DTOH, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoHAsync_v2", CF_MEMCPY, .kind = CK_DTOH, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoHAsync_v2_ptsz", CF_MEMCPY, .kind = CK_DTOH, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoD", CF_MEMCPY, .ret = 1, .kind = CK_DTOD, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoD_v2", CF_MEMCPY, .ret = 1, .kind = CK_DTOD, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoD_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_DTOD, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoDAsync", CF_MEMCPY, .kind = CK_DTOD, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoDAsync_v2", CF_MEMCPY, .kind = CK_DTOD, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyDtoDAsync_v2_ptsz", CF_MEMCPY, .kind = CK_DTOD, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemcpyHtoA", CF_MEMCPY, .ret = 1, .kind = CK_HTOA, .bytes = 3),
+	CALL("cuMemcpyAtoH", CF_MEMCPY, .ret = 1, .kind = CK_ATOH, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyDtoA", CF_MEMCPY, .ret = 1, .kind = CK_DTOA, .bytes = 3),
+	CALL("cuMemcpyAtoD", CF_MEMCPY, .ret = 1, .kind = CK_ATOD, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyAtoA", CF_MEMCPY, .ret = 1, .kind = CK_ATOA, .bytes = 4),
+	CALL("cuMemcpyHtoA_v2", CF_MEMCPY, .ret = 1, .kind = CK_HTOA, .bytes = 3),
+	CALL("cuMemcpyAtoH_v2", CF_MEMCPY, .ret = 1, .kind = CK_ATOH, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyDtoA_v2", CF_MEMCPY, .ret = 1, .kind = CK_DTOA, .bytes = 3),
+	CALL("cuMemcpyAtoD_v2", CF_MEMCPY, .ret = 1, .kind = CK_ATOD, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyAtoA_v2", CF_MEMCPY, .ret = 1, .kind = CK_ATOA, .bytes = 4),
+	CALL("cuMemcpyHtoA_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_HTOA, .bytes = 3),
+	CALL("cuMemcpyAtoH_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_ATOH, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyDtoA_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_DTOA, .bytes = 3),
+	CALL("cuMemcpyAtoD_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_ATOD, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyAtoA_v2_ptds", CF_MEMCPY, .ret = 1, .kind = CK_ATOA, .bytes = 4),
+	CALL("cuMemcpyHtoAAsync", CF_MEMCPY, .kind = CK_HTOA, .stream = 4, .bytes = 3),
+	CALL("cuMemcpyAtoHAsync", CF_MEMCPY, .kind = CK_ATOH, .stream = 4, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyHtoAAsync_v2", CF_MEMCPY, .kind = CK_HTOA, .stream = 4, .bytes = 3),
+	CALL("cuMemcpyAtoHAsync_v2", CF_MEMCPY, .kind = CK_ATOH, .stream = 4, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyHtoAAsync_v2_ptsz", CF_MEMCPY, .kind = CK_HTOA, .stream = 4, .bytes = 3),
+	CALL("cuMemcpyAtoHAsync_v2_ptsz", CF_MEMCPY, .kind = CK_ATOH, .stream = 4, .bytes = 3, .ptr = 0),
+	CALL("cuMemcpyPeer", CF_MEMCPY, .ret = 1, .kind = CK_PEER, .bytes = 4, .ptr = 0),
+	CALL("cuMemcpyPeer_ptds", CF_MEMCPY, .ret = 1, .kind = CK_PEER, .bytes = 4, .ptr = 0),
+	CALL("cuMemcpyPeerAsync", CF_MEMCPY, .kind = CK_PEER, .stream = 5, .bytes = 4, .ptr = 0),
+	CALL("cuMemcpyPeerAsync_ptsz", CF_MEMCPY, .kind = CK_PEER, .stream = 5, .bytes = 4, .ptr = 0),
+	CALL("cuMemcpy2D", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .ret = 1),
+	CALL("cuMemcpy2D_v2", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .ret = 1),
+	CALL("cuMemcpy2D_v2_ptds", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .ret = 1),
+	CALL("cuMemcpy2DUnaligned", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .ret = 1),
+	CALL("cuMemcpy2DUnaligned_v2", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .ret = 1),
+	CALL("cuMemcpy2DUnaligned_v2_ptds", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .ret = 1),
+	CALL("cuMemcpy2DAsync", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .stream = 1),
+	CALL("cuMemcpy2DAsync_v2", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .stream = 1),
+	CALL("cuMemcpy2DAsync_v2_ptsz", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY2D, .stream = 1),
+	CALL("cuMemcpy3D", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .ret = 1),
+	CALL("cuMemcpy3D_v2", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .ret = 1),
+	CALL("cuMemcpy3D_v2_ptds", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .ret = 1),
+	CALL("cuMemcpy3DAsync", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .stream = 1),
+	CALL("cuMemcpy3DAsync_v2", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .stream = 1),
+	CALL("cuMemcpy3DAsync_v2_ptsz", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .stream = 1),
+	CALL("cuMemcpy3DPeer", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .ret = 1, .kind = CK_PEER),
+	CALL("cuMemcpy3DPeer_ptds", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .ret = 1, .kind = CK_PEER),
+	CALL("cuMemcpy3DPeerAsync", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .kind = CK_PEER, .stream = 1),
+	CALL("cuMemcpy3DPeerAsync_ptsz", CF_MEMCPY, .layout = CL_MEMCPY_ND, .deref = GB_DEREF_MEMCPY3D, .kind = CK_PEER, .stream = 1),
+	CALL("cuMemcpyBatchAsync", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_SIZES, .kind = CK_DEFAULT, .stream = 8),
+	CALL("cuMemcpyBatchAsync_v2", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_SIZES, .kind = CK_DEFAULT, .stream = 7),
+	CALL("cuMemcpy3DBatchAsync", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_BATCH3D, .kind = CK_DEFAULT, .stream = 4),
+	CALL("cuMemcpy3DBatchAsync_v2", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_BATCH3D, .kind = CK_DEFAULT, .stream = 3),
+	CALL("cuMemcpyBatchAsync_ptsz", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_SIZES, .kind = CK_DEFAULT, .stream = 8),
+	CALL("cuMemcpyBatchAsync_v2_ptsz", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_SIZES, .kind = CK_DEFAULT, .stream = 7),
+	CALL("cuMemcpy3DBatchAsync_ptsz", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_BATCH3D, .kind = CK_DEFAULT, .stream = 4),
+	CALL("cuMemcpy3DBatchAsync_v2_ptsz", CF_MEMCPY, .layout = CL_BATCH, .deref = GB_DEREF_BATCH3D, .kind = CK_DEFAULT, .stream = 3),
+	CALL("cuMemsetD8", CF_MEMSET, .ret = 1, .elem = 1, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D8", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 1, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD8_v2", CF_MEMSET, .ret = 1, .elem = 1, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D8_v2", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 1, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD8_v2_ptds", CF_MEMSET, .ret = 1, .elem = 1, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D8_v2_ptds", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 1, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD8Async", CF_MEMSET, .elem = 1, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D8Async", CF_MEMSET, .layout = CL_AREA, .elem = 1, .stream = 5, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD8Async_ptsz", CF_MEMSET, .elem = 1, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D8Async_ptsz", CF_MEMSET, .layout = CL_AREA, .elem = 1, .stream = 5, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD16", CF_MEMSET, .ret = 1, .elem = 2, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D16", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 2, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD16_v2", CF_MEMSET, .ret = 1, .elem = 2, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D16_v2", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 2, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD16_v2_ptds", CF_MEMSET, .ret = 1, .elem = 2, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D16_v2_ptds", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 2, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD16Async", CF_MEMSET, .elem = 2, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D16Async", CF_MEMSET, .layout = CL_AREA, .elem = 2, .stream = 5, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD16Async_ptsz", CF_MEMSET, .elem = 2, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D16Async_ptsz", CF_MEMSET, .layout = CL_AREA, .elem = 2, .stream = 5, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD32", CF_MEMSET, .ret = 1, .elem = 4, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D32", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 4, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD32_v2", CF_MEMSET, .ret = 1, .elem = 4, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D32_v2", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 4, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD32_v2_ptds", CF_MEMSET, .ret = 1, .elem = 4, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D32_v2_ptds", CF_MEMSET, .layout = CL_AREA, .ret = 1, .elem = 4, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD32Async", CF_MEMSET, .elem = 4, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D32Async", CF_MEMSET, .layout = CL_AREA, .elem = 4, .stream = 5, .bytes = 3, .ptr = 0),
+	CALL("cuMemsetD32Async_ptsz", CF_MEMSET, .elem = 4, .stream = 3, .bytes = 2, .ptr = 0),
+	CALL("cuMemsetD2D32Async_ptsz", CF_MEMSET, .layout = CL_AREA, .elem = 4, .stream = 5, .bytes = 3, .ptr = 0),
+	CALL("cuCtxSynchronize", CF_SYNC, .ret = 1),
+	CALL("cuCtxSynchronize_v2", CF_SYNC, .ret = 1, .handle = 0),
+	CALL("cuStreamSynchronize", CF_SYNC, .ret = 1, .stream = 0),
+	CALL("cuStreamSynchronize_ptsz", CF_SYNC, .ret = 1, .stream = 0),
+	CALL("cuEventSynchronize", CF_SYNC, .ret = 1, .handle = 0),
+	CALL("cuStreamWaitEvent", CF_SYNC, .stream = 0, .handle = 1),
+	CALL("cuEventRecord", CF_SYNC, .stream = 1, .handle = 0),
+	CALL("cuEventRecordWithFlags", CF_SYNC, .stream = 1, .handle = 0),
+	CALL("cuStreamQuery", CF_SYNC, .ret = 1, .stream = 0),
+	CALL("cuStreamWaitEvent_ptsz", CF_SYNC, .stream = 0, .handle = 1),
+	CALL("cuEventRecord_ptsz", CF_SYNC, .stream = 1, .handle = 0),
+	CALL("cuEventRecordWithFlags_ptsz", CF_SYNC, .stream = 1, .handle = 0),
+	CALL("cuStreamQuery_ptsz", CF_SYNC, .ret = 1, .stream = 0),
+	CALL("cuEventQuery", CF_SYNC, .ret = 1, .handle = 0),
+	CALL("cuMemAlloc", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 1),
+	CALL("cuMemAlloc_v2", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 1),
+	CALL("cuMemAllocHost", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 1),
+	CALL("cuMemAllocHost_v2", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 1),
+	CALL("cuMemHostAlloc", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 1),
+	CALL("cuMemAllocManaged", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 1),
+	CALL("cuMemAllocPitch", CF_ALLOC, .layout = CL_AREA, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 2),
+	CALL("cuMemAllocPitch_v2", CF_ALLOC, .layout = CL_AREA, .ret = 1, .out = 0, .out_as = OUT_PTR, .bytes = 2),
+	CALL("cuMemAllocAsync", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .stream = 2, .bytes = 1),
+	CALL("cuMemAllocFromPoolAsync", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .stream = 3, .bytes = 1, .handle = 2),
+	CALL("cuMemAllocAsync_ptsz", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .stream = 2, .bytes = 1),
+	CALL("cuMemAllocFromPoolAsync_ptsz", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_PTR, .stream = 3, .bytes = 1, .handle = 2),
+	CALL("cuMemCreate", CF_ALLOC, .ret = 1, .out = 0, .out_as = OUT_HANDLE, .bytes = 1),
+	CALL("cuMemMap", CF_ALLOC, .ret = 1, .bytes = 1, .ptr = 0, .handle = 3),
+	CALL("cuMemFree", CF_FREE, .ret = 1, .ptr = 0),
+	CALL("cuMemFree_v2", CF_FREE, .ret = 1, .ptr = 0),
+	CALL("cuMemFreeHost", CF_FREE, .ret = 1, .ptr = 0),
+	CALL("cuMemFreeAsync", CF_FREE, .ret = 1, .stream = 1, .ptr = 0),
+	CALL("cuMemFreeAsync_ptsz", CF_FREE, .ret = 1, .stream = 1, .ptr = 0),
+	CALL("cuMemRelease", CF_FREE, .ret = 1, .handle = 0),
+	CALL("cuMemUnmap", CF_FREE, .ret = 1, .bytes = 1, .ptr = 0),
+	CALL("cuModuleLoad", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuModuleLoadData", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuModuleLoadDataEx", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuModuleLoadFatBinary", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuLibraryLoadData", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuLibraryLoadFromFile", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
+	CALL("cuModuleGetFunction", CF_LOOKUP, .ret = 1, .name_src = NAME_ARG2, .out = 0, .out_as = OUT_FUNC, .handle = 1),
+	CALL("cuLibraryGetKernel", CF_LOOKUP, .ret = 1, .name_src = NAME_ARG2, .out = 0, .out_as = OUT_FUNC, .handle = 1),
+	CALL("cuKernelGetFunction", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_FUNC, .handle = 1),
+	CALL("cuFuncGetName", CF_LOOKUP, .ret = 1, .name_src = NAME_OUT, .out = 0, .out_as = OUT_NONE, .func = 1),
+	CALL("cuKernelGetName", CF_LOOKUP, .ret = 1, .name_src = NAME_OUT, .out = 0, .out_as = OUT_NONE, .func = 1),
+};
+
+const unsigned cuda_ncalls = sizeof(cuda_calls) / sizeof(cuda_calls[0]);
+
+static const char *const family_names[CF_NFAMILIES] = {
+	[CF_LAUNCH] = "launch", [CF_GRAPH] = "graph", [CF_MEMCPY] = "memcpy",
+	[CF_MEMSET] = "memset", [CF_SYNC] = "sync", [CF_ALLOC] = "alloc",
+	[CF_FREE] = "free", [CF_LOOKUP] = "lookup",
+};
+
+static const char *const kind_names[CK_NKINDS] = {
+	[CK_NONE] = "", [CK_HTOD] = "HtoD", [CK_DTOH] = "DtoH",
+	[CK_DTOD] = "DtoD", [CK_HTOH] = "HtoH", [CK_HTOA] = "HtoA",
+	[CK_ATOH] = "AtoH", [CK_DTOA] = "DtoA", [CK_ATOD] = "AtoD",
+	[CK_ATOA] = "AtoA", [CK_PEER] = "Peer", [CK_DEFAULT] = "Default",
+};
+
+const char *cuda_family_name(unsigned family)
+{
+	return family < CF_NFAMILIES ? family_names[family] : "unknown";
+}
+
+const char *cuda_copy_kind_name(unsigned kind)
+{
+	return kind < CK_NKINDS ? kind_names[kind] : "unknown";
+}
+
+int cuda_call_find(const char *name)
+{
+	for (unsigned i = 0; i < cuda_ncalls; i++)
+		if (!strcmp(cuda_calls[i].name, name))
+			return i;
+	return -1;
+}
+
+static int max_role(const struct cuda_call *c)
+{
+	int8_t roles[] = { c->func, c->grid + 2, c->block + 2, c->shmem,
+			   c->stream, c->bytes + (c->layout == CL_AREA),
+			   c->ptr, c->handle };
+	int m = NOARG;
+
+	for (unsigned i = 0; i < sizeof(roles); i++)
+		if (roles[i] > m)
+			m = roles[i];
+	return m;
+}
+
+uint64_t cuda_call_cookie(unsigned id)
+{
+	const struct cuda_call *c = &cuda_calls[id];
+	uint64_t ck = GB_CK_MAKE(id, c->deref, c->out == NOARG ? 0 : c->out + 1);
+
+	if (max_role(c) >= GB_NREG)
+		ck |= GB_CK_STACK;
+	if (c->ret)
+		ck |= GB_CK_RET;
+	if (c->name_src == NAME_ARG2)
+		ck |= GB_CK_NAME_ARG2;
+	else if (c->name_src == NAME_OUT)
+		ck |= GB_CK_NAME_OUT;
+	return ck;
+}

@@ -1,0 +1,16 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Where libcuda is: the library a new CUDA process would load. */
+#ifndef GPUBPF_DISCOVER_H
+#define GPUBPF_DISCOVER_H
+
+#include <stddef.h>
+
+/*
+ * Resolve libcuda.so.1 the way the dynamic loader would for a process with
+ * the given LD_LIBRARY_PATH (may be NULL): its directories, then the
+ * ldconfig cache, then the usual driver directories.  0 with the path
+ * filled in, -ENOENT if no libcuda is installed.
+ */
+int discover_libcuda(const char *ld_library_path, char *path, size_t len);
+
+#endif

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The event model; see model.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "model.h"
+
+static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
+{
+	const unsigned char *s = p;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
+	return h;
+}
+
+#define HASH_SEED 14695981039346656037ULL
+
+/* Grow an array of elem-sized items so that it holds at least want. */
+static int grow(void **arr, size_t *cap, size_t want, size_t elem)
+{
+	size_t ncap = *cap ? *cap : 64;
+	void *p;
+
+	if (want <= *cap)
+		return 0;
+	while (ncap < want)
+		ncap *= 2;
+	p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
+
+void strtab_init(struct strtab *t)
+{
+	memset(t, 0, sizeof(*t));
+	strtab_intern(t, "");
+}
+
+void strtab_release(struct strtab *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		free(t->strs[i]);
+	free(t->strs);
+	free(t->slots);
+	memset(t, 0, sizeof(*t));
+}
+
+static int strtab_rehash(struct strtab *t)
+{
+	size_t n = t->nslots ? t->nslots * 2 : 256;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t id = 1; id < t->n; id++) {
+		size_t i = hash_bytes(t->strs[id], strlen(t->strs[id]), HASH_SEED) & (n - 1);
+
+		while (slots[i])
+			i = (i + 1) & (n - 1);
+		slots[i] = id;
+	}
+	free(t->slots);
+	t->slots = slots;
+	t->nslots = n;
+	return 0;
+}
+
+uint32_t strtab_intern(struct strtab *t, const char *s)
+{
+	size_t len = strlen(s), i;
+	char *copy;
+
+	if (!len && t->n)
+		return 0;
+	if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t))
+		return 0;
+	i = hash_bytes(s, len, HASH_SEED) & (t->nslots - 1);
+	for (; t->slots[i]; i = (i + 1) & (t->nslots - 1))
+		if (!strcmp(t->strs[t->slots[i]], s))
+			return t->slots[i];
+	if (grow((void **)&t->strs, &t->cap, t->n + 1, sizeof(*t->strs)))
+		return 0;
+	copy = strdup(s);
+	if (!copy)
+		return 0;
+	t->strs[t->n] = copy;
+	if (t->n)
+		t->slots[i] = t->n;
+	return t->n++;
+}
+
+const char *strtab_get(const struct strtab *t, uint32_t id)
+{
+	return id < t->n ? t->strs[id] : "";
+}
+
+void model_init(struct model *m)
+{
+	memset(m, 0, sizeof(*m));
+	strtab_init(&m->strs);
+}
+
+void model_release(struct model *m)
+{
+	strtab_release(&m->strs);
+	free(m->ev);
+	free(m->threads);
+	free(m->procs);
+	free(m->knames);
+	free(m->kname_slots);
+	memset(m, 0, sizeof(*m));
+}
+
+struct model_event *model_add_event(struct model *m)
+{
+	struct model_event *e;
+
+	if (grow((void **)&m->ev, &m->cap_ev, m->nev + 1, sizeof(*m->ev)))
+		return NULL;
+	e = &m->ev[m->nev++];
+	memset(e, 0, sizeof(*e));
+	return e;
+}
+
+struct model_process *model_process(struct model *m, uint32_t pid, const char *name)
+{
+	struct model_process *p = NULL;
+
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == pid)
+			p = &m->procs[i];
+	if (!p) {
+		if (grow((void **)&m->procs, &m->cap_procs, m->nprocs + 1, sizeof(*m->procs)))
+			return NULL;
+		p = &m->procs[m->nprocs++];
+		memset(p, 0, sizeof(*p));
+		p->pid = pid;
+	}
+	if (name && *name)
+		p->name = strtab_intern(&m->strs, name);
+	return p;
+}
+
+struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, const char *name)
+{
+	struct model_thread *t = NULL;
+
+	for (size_t i = m->nthreads; i-- > 0;)
+		if (m->threads[i].tid == tid && m->threads[i].pid == pid) {
+			t = &m->threads[i];
+			break;
+		}
+	if (!t) {
+		if (grow((void **)&m->threads, &m->cap_threads, m->nthreads + 1, sizeof(*m->threads)))
+			return NULL;
+		t = &m->threads[m->nthreads++];
+		memset(t, 0, sizeof(*t));
+		t->pid = pid;
+		t->tid = tid;
+	}
+	if (name && *name)
+		t->name = strtab_intern(&m->strs, name);
+	return t;
+}
+
+static size_t kname_slot(const struct model *m, uint32_t pid, uint64_t handle)
+{
+	uint64_t key[2] = { pid, handle };
+
+	return hash_bytes(key, sizeof(key), HASH_SEED) & (m->nkname_slots - 1);
+}
+
+static int kname_rehash(struct model *m)
+{
+	size_t n = m->nkname_slots ? m->nkname_slots * 2 : 256;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	free(m->kname_slots);
+	m->kname_slots = slots;
+	m->nkname_slots = n;
+	for (size_t k = 0; k < m->nknames; k++) {
+		size_t i = kname_slot(m, m->knames[k].pid, m->knames[k].handle);
+
+		while (slots[i])
+			i = (i + 1) & (n - 1);
+		slots[i] = k + 1;
+	}
+	return 0;
+}
+
+/* Slot holding (pid, handle), or the empty slot where it would go. */
+static size_t kname_find(const struct model *m, uint32_t pid, uint64_t handle)
+{
+	size_t i = kname_slot(m, pid, handle);
+
+	for (; m->kname_slots[i]; i = (i + 1) & (m->nkname_slots - 1)) {
+		const struct model_kname *k = &m->knames[m->kname_slots[i] - 1];
+
+		if (k->pid == pid && k->handle == handle)
+			break;
+	}
+	return i;
+}
+
+int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name)
+{
+	uint32_t id = strtab_intern(&m->strs, name);
+	size_t i;
+
+	if (!id)
+		return -EINVAL;
+	if ((m->nknames + 1) * 2 > m->nkname_slots && kname_rehash(m))
+		return -ENOMEM;
+	i = kname_find(m, pid, handle);
+	if (m->kname_slots[i]) {
+		m->knames[m->kname_slots[i] - 1].name = id;
+		return 0;
+	}
+	if (grow((void **)&m->knames, &m->cap_knames, m->nknames + 1, sizeof(*m->knames)))
+		return -ENOMEM;
+	m->knames[m->nknames] = (struct model_kname){ .pid = pid, .name = id, .handle = handle };
+	m->kname_slots[i] = ++m->nknames;
+	return 0;
+}
+
+uint32_t model_kernel_name(const struct model *m, uint32_t pid, uint64_t handle)
+{
+	size_t i;
+
+	if (!m->nkname_slots)
+		return 0;
+	i = kname_find(m, pid, handle);
+	return m->kname_slots[i] ? m->knames[m->kname_slots[i] - 1].name : 0;
+}
+
+static int cmp_event(const void *a, const void *b)
+{
+	const struct model_event *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+void model_finish(struct model *m)
+{
+	for (size_t i = 0; i < m->nev; i++)
+		m->ev[i].seq = i;
+	qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
+	for (size_t i = 0; i < m->nev; i++) {
+		struct model_event *e = &m->ev[i];
+
+		if ((e->fields & MF_FUNC) && !e->kernel)
+			e->kernel = model_kernel_name(m, e->pid, e->func);
+	}
+}

@@ -1,0 +1,386 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The probe loader; see probes.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cuda.skel.h"
+#include "cuda_calls.h"
+#include "elf_syms.h"
+#include "gpubpf.h"
+#include "probes.h"
+
+static int verbose_libbpf;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* without -v, failures surface as gpubpf's own one-line errors */
+	return verbose_libbpf ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+/*
+ * uprobe_multi links (Linux 6.6) postdate the UAPI headers and libbpf of
+ * Debian 12, so the attach type and the link_create layout are spelled
+ * out here; the values are the kernel's ABI.
+ */
+#define ATTACH_UPROBE_MULTI 48
+#define UPROBE_MULTI_RETURN 1
+
+union uprobe_multi_attr {
+	struct {
+		uint32_t prog_fd, target_fd, attach_type, flags;
+		uint64_t path, offsets, ref_ctr_offsets, cookies;
+		uint32_t cnt, um_flags, pid;
+	} lc;
+	char size[sizeof(union bpf_attr)];
+};
+
+static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
+			     const uint64_t *cookies, uint32_t cnt, pid_t pid, int ret)
+{
+	union uprobe_multi_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.lc.prog_fd = prog_fd;
+	a.lc.attach_type = ATTACH_UPROBE_MULTI;
+	a.lc.path = (uintptr_t)path;
+	a.lc.offsets = (uintptr_t)offs;
+	a.lc.cookies = (uintptr_t)cookies;
+	a.lc.cnt = cnt;
+	a.lc.um_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	a.lc.pid = pid > 0 ? pid : 0;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+static uint64_t pow2_at_least(uint64_t v)
+{
+	uint64_t p = 4096;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t errlen)
+{
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->verbose = o->verbose;
+	verbose_libbpf = o->verbose;
+	libbpf_set_print(libbpf_print);
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			 "gpubpf needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOTSUP;
+	}
+	/* try with uprobe_multi programs, then without them */
+	for (p->multi = 1; p->multi >= 0; p->multi--) {
+		p->skel = cuda_bpf__open();
+		if (!p->skel) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
+			return ret;
+		}
+		p->skel->rodata->filter_pids = !!o->filter_pids;
+		p->skel->rodata->follow_forks = !!o->follow_forks;
+		if (o->ringbuf_bytes) {
+			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
+
+			bpf_map__set_max_entries(p->skel->maps.rb, sz);
+			p->skel->rodata->wake_bytes = sz / 4;
+		}
+		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
+		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
+		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
+						      ATTACH_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,
+						      ATTACH_UPROBE_MULTI);
+		ret = cuda_bpf__load(p->skel);
+		if (!ret)
+			break;
+		cuda_bpf__destroy(p->skel);
+		p->skel = NULL;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot load the BPF programs: %s; the kernel needs "
+			 "CONFIG_BPF_SYSCALL, uprobes and BTF (run with -v for details)",
+			 strerror(-ret));
+		return ret;
+	}
+	if (!o->follow_forks)
+		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
+	ret = cuda_bpf__attach(p->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(-ret));
+		probes_close(p);
+		return ret;
+	}
+	return 0;
+}
+
+static struct probe_target *find_target(struct probes *p, dev_t dev, ino_t ino, pid_t pid)
+{
+	for (size_t i = 0; i < p->ntargets; i++) {
+		struct probe_target *t = &p->targets[i];
+
+		if (t->dev == dev && t->ino == ino && (t->pid == pid || t->pid == -1))
+			return t;
+	}
+	return NULL;
+}
+
+int probes_attached(struct probes *p, const char *path, pid_t pid)
+{
+	struct stat st;
+
+	return !stat(path, &st) && find_target(p, st.st_dev, st.st_ino, pid);
+}
+
+static int add_link(struct probe_target *t, struct bpf_link *l, size_t *cap)
+{
+	struct bpf_link **nl;
+
+	if (t->nlinks == *cap) {
+		*cap = *cap ? *cap * 2 : 256;
+		nl = realloc(t->links, *cap * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		t->links = nl;
+	}
+	t->links[t->nlinks++] = l;
+	return 0;
+}
+
+static int attach_one(struct probes *p, struct probe_target *t, size_t *cap, unsigned id,
+		      uint64_t off, int retprobe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cuda_call_cookie(id), .retprobe = retprobe);
+	struct bpf_program *prog = retprobe ? p->skel->progs.gb_return : p->skel->progs.gb_entry;
+	struct bpf_link *l;
+	int ret;
+
+	l = bpf_program__attach_uprobe_opts(prog, t->pid, t->path, off, &uo);
+	if (!l)
+		return -errno;
+	ret = add_link(t, l, cap);
+	if (ret)
+		bpf_link__destroy(l);
+	return ret;
+}
+
+/*
+ * One uprobe_multi link for the entries and one for the returns.  -EINVAL
+ * or -EOPNOTSUPP from the first link means the kernel lacks them.
+ */
+static int attach_multi(struct probes *p, struct probe_target *t, const unsigned *ids,
+			const uint64_t *offs, unsigned n)
+{
+	uint64_t *o = calloc(n, sizeof(*o)), *ck = calloc(n, sizeof(*ck));
+	int ret = -ENOMEM;
+
+	if (!o || !ck)
+		goto cleanup;
+	for (int r = 0; r < 2; r++) {
+		unsigned k = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			if (r && !cuda_calls[ids[i]].ret)
+				continue;
+			o[k] = offs[i];
+			ck[k++] = cuda_call_cookie(ids[i]);
+		}
+		if (!k)
+			continue;
+		ret = uprobe_multi_link(bpf_program__fd(r ? p->skel->progs.gb_return_multi :
+							p->skel->progs.gb_entry_multi),
+					t->path, o, ck, k, t->pid, r);
+		if (ret < 0)
+			goto cleanup;
+		t->multi_fds[r] = ret;
+	}
+	ret = 0;
+cleanup:
+	free(o);
+	free(ck);
+	return ret;
+}
+
+static void detach(struct probe_target *t)
+{
+	for (size_t j = 0; j < t->nlinks; j++)
+		bpf_link__destroy(t->links[j]);
+	free(t->links);
+	t->links = NULL;
+	t->nlinks = 0;
+	for (int r = 0; r < 2; r++) {
+		if (t->multi_fds[r] >= 0)
+			close(t->multi_fds[r]);
+		t->multi_fds[r] = -1;
+	}
+}
+
+int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size_t errlen)
+{
+	const char **names = NULL;
+	uint64_t *offs = NULL;
+	unsigned *ids = NULL, n = 0;
+	struct probe_target *t, *nt;
+	struct stat st;
+	size_t cap = 0;
+	int ret;
+
+	if (stat(path, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot read libcuda '%s': %s", path, strerror(-ret));
+		return ret;
+	}
+	if (find_target(p, st.st_dev, st.st_ino, pid))
+		return 0;
+	names = calloc(cuda_ncalls, sizeof(*names));
+	offs = calloc(cuda_ncalls, sizeof(*offs));
+	ids = calloc(cuda_ncalls, sizeof(*ids));
+	nt = realloc(p->targets, (p->ntargets + 1) * sizeof(*nt));
+	if (nt)
+		p->targets = nt;
+	if (!names || !offs || !ids || !nt) {
+		free(names);
+		free(offs);
+		free(ids);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	t = &p->targets[p->ntargets];
+	memset(t, 0, sizeof(*t));
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	t->pid = pid;
+	t->multi_fds[0] = t->multi_fds[1] = -1;
+	t->path = strdup(path);
+	for (unsigned i = 0; i < cuda_ncalls; i++)
+		names[i] = cuda_calls[i].name;
+	ret = t->path ? elf_sym_offsets(path, names, cuda_ncalls, offs) : -ENOMEM;
+	if (ret <= 0) {
+		snprintf(err, errlen, "'%s' %s", path, ret == -ENOEXEC ? "is not an ELF file" :
+			 ret == 0 ? "defines no CUDA driver entry point" : strerror(-ret));
+		ret = ret ? ret : -ENOENT;
+		goto cleanup;
+	}
+	/* keep the found ones, in table order, each address once */
+	for (unsigned i = 0; i < cuda_ncalls; i++) {
+		int dup = 0;
+
+		if (!offs[i])
+			continue;
+		/* two names at one address would fire both probes on every call */
+		for (unsigned j = 0; j < n && !dup; j++)
+			dup = offs[j] == offs[i];
+		if (dup) {
+			if (p->verbose)
+				fprintf(stderr, "gpubpf: %s shares its address with another "
+					"entry point, not probed twice\n", names[i]);
+			continue;
+		}
+		ids[n] = i;
+		offs[n++] = offs[i];
+	}
+	ret = p->multi ? attach_multi(p, t, ids, offs, n) : -EOPNOTSUPP;
+	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
+		detach(t);
+		p->multi = 0;
+		ret = 0;
+		for (unsigned i = 0; i < n && !ret; i++) {
+			ret = attach_one(p, t, &cap, ids[i], offs[i], 0);
+			if (!ret && cuda_calls[ids[i]].ret)
+				ret = attach_one(p, t, &cap, ids[i], offs[i], 1);
+		}
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot attach uprobes to '%s': %s", path, strerror(-ret));
+		goto cleanup;
+	}
+	p->ntargets++;
+	free(names);
+	free(offs);
+	free(ids);
+	return n;
+cleanup:
+	detach(t);
+	free(t->path);
+	free(names);
+	free(offs);
+	free(ids);
+	return ret;
+}
+
+int probes_trace_pid(struct probes *p, pid_t pid)
+{
+	uint32_t key = pid;
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(p->skel->maps.pids, &key, sizeof(key), &one, sizeof(one),
+				    BPF_ANY) ? -errno : 0;
+}
+
+int probes_traced_pids(struct probes *p, pid_t *pids, int max)
+{
+	uint32_t key, next;
+	int n = 0, fd = bpf_map__fd(p->skel->maps.pids);
+	void *prev = NULL;
+
+	while (n < max && !bpf_map_get_next_key(fd, prev, &next)) {
+		pids[n++] = next;
+		key = next;
+		prev = &key;
+	}
+	return n;
+}
+
+int probes_ringbuf_fd(struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.rb);
+}
+
+uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+			void *ctx)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint32_t key = GB_CNT_DROPS, pid, *prev = NULL;
+	int fd = bpf_map__fd(p->skel->maps.drops);
+	uint64_t total = 0, n;
+
+	if (ncpu > 0) {
+		uint64_t vals[ncpu];
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.counters), &key, vals))
+			for (int i = 0; i < ncpu; i++)
+				total += vals[i];
+	}
+	while (per_pid && !bpf_map_get_next_key(fd, prev, &pid)) {
+		if (!bpf_map_lookup_elem(fd, &pid, &n))
+			per_pid(ctx, pid, n);
+		key = pid;
+		prev = &key;
+	}
+	return total;
+}
+
+void probes_close(struct probes *p)
+{
+	for (size_t i = 0; i < p->ntargets; i++) {
+		detach(&p->targets[i]);
+		free(p->targets[i].path);
+	}
+	free(p->targets);
+	if (p->skel)
+		cuda_bpf__destroy(p->skel);
+	memset(p, 0, sizeof(*p));
+}

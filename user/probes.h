@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The probe loader: opens and loads the BPF programs, attaches them to
+ * libcuda files, keeps the set of traced processes.  The only code besides
+ * the collector that touches libbpf.
+ */
+#ifndef GPUBPF_PROBES_H
+#define GPUBPF_PROBES_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+struct cuda_bpf;
+struct bpf_link;
+
+struct probes_opts {
+	int filter_pids;        /* trace only the pids added */
+	int follow_forks;       /* children of traced pids are traced too */
+	uint64_t ringbuf_bytes; /* rounded up to a power of two */
+	int verbose;            /* libbpf's own messages */
+};
+
+/* One library attached for one pid (-1: every process). */
+struct probe_target {
+	dev_t dev;
+	ino_t ino;
+	pid_t pid;
+	char *path;
+	struct bpf_link **links;  /* per-entry-point links (older kernels) */
+	size_t nlinks;
+	int multi_fds[2];         /* uprobe_multi links: entries, returns; -1 none */
+};
+
+struct probes {
+	struct cuda_bpf *skel;
+	struct probe_target *targets;
+	size_t ntargets;
+	int verbose;
+	int multi;              /* the kernel has uprobe_multi links */
+};
+
+/*
+ * Open and load the BPF programs.  On failure returns -errno and writes a
+ * one-line reason, saying what to do, into err.
+ */
+int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t errlen);
+/*
+ * Attach every probed entry point that the library at path defines, for
+ * pid (-1: all processes).  Returns the number of probes attached, 0 if
+ * this library (by inode) was already attached for pid, or -errno with a
+ * one-line reason in err.
+ */
+int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size_t errlen);
+/* 1 if the library file at path is attached for pid (or for all). */
+int probes_attached(struct probes *p, const char *path, pid_t pid);
+/* Add pid to the traced set (with filter_pids). */
+int probes_trace_pid(struct probes *p, pid_t pid);
+/* The pids in the traced set (children joined by fork included); count or -errno. */
+int probes_traced_pids(struct probes *p, pid_t *pids, int max);
+/* The ring buffer's map fd. */
+int probes_ringbuf_fd(struct probes *p);
+/* Lost records: total, and per pid through the callback. */
+uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+			void *ctx);
+void probes_close(struct probes *p);
+
+#endif

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/* Reading processes through /proc. */
+#ifndef GPUBPF_PROC_H
+#define GPUBPF_PROC_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* 1 if pid is a live process (not a zombie), 0 if not. */
+int proc_alive(pid_t pid);
+/* Command name of pid (tid 0) or of its thread tid; -errno if gone. */
+int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
+/*
+ * Path of the first mapped file of pid whose base name starts with prefix
+ * (e.g. "libcuda.so"), reachable from our mount namespace through
+ * /proc/PID/root.  0 on success, -ENOENT if none is mapped, -errno if the
+ * process cannot be read.
+ */
+int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len);
+/* All pids on the machine, in a malloc'd array; the count or -errno. */
+int proc_list(pid_t **pids);
+
+#endif
