@@ -30,6 +30,7 @@
 
 #define DEFAULT_RINGBUF (16ULL << 20)
 #define POLL_MS 100
+#define WAIT_POLL_MS 10         /* while a -p target has no libcuda yet */
 #define SCAN_NS 250000000ULL    /* how often to look for libcuda and exits */
 #define SCAN_ALL_NS 1000000000ULL
 #define MAX_TRACED 4096
@@ -54,6 +55,7 @@ struct record {
 	char libcuda_buf[PATH_MAX];
 	uint64_t ringbuf;
 	int verbose;
+	int waiting;            /* a -p target has not loaded libcuda yet */
 	pid_t child;
 	int child_status;
 	int child_done;
@@ -242,6 +244,7 @@ static void scan_targets(struct record *r)
 	char path[PATH_MAX];
 	int alive = 0;
 
+	r->waiting = 0;
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
 
@@ -253,8 +256,10 @@ static void scan_targets(struct record *r)
 			continue;
 		}
 		alive++;
-		if (proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path)))
+		if (proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
+			r->waiting = 1;
 			continue;
+		}
 		if (!t->seen_libcuda && r->verbose)
 			fprintf(stderr, "gpubpf: pid %d has loaded %s\n", t->pid, path);
 		t->seen_libcuda = 1;
@@ -314,9 +319,11 @@ static int setup_pids(struct record *r)
 			have_default = !discover_libcuda(getenv("LD_LIBRARY_PATH"), r->libcuda_buf,
 							 sizeof(r->libcuda_buf)) ? 1 : -1;
 		}
-		if (!r->libcuda)
+		if (!r->libcuda) {
 			fprintf(stderr, "gpubpf: pid %d has not loaded libcuda yet; waiting for it\n",
 				t->pid);
+			r->waiting = 1;
+		}
 		if (have_default > 0 &&
 		    attach_lib(r, r->libcuda ? r->libcuda : r->libcuda_buf, t->pid) < 0)
 			return -EINVAL;
@@ -428,7 +435,7 @@ static void collect(struct record *r)
 	while (!stop_signal || (r->mode == MODE_CMD && !r->child_done && nsignals < 2)) {
 		uint64_t now;
 
-		ring_buffer__poll(r->rb, POLL_MS);
+		ring_buffer__poll(r->rb, r->waiting ? WAIT_POLL_MS : POLL_MS);
 		/* records are submitted without wakeups: read what is there */
 		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
 			break;
@@ -443,7 +450,7 @@ static void collect(struct record *r)
 		}
 		if (r->duration_ns && now - start >= r->duration_ns)
 			break;
-		if (now - last_scan >= (r->mode == MODE_ALL ? SCAN_ALL_NS : SCAN_NS)) {
+		if (r->waiting || now - last_scan >= (r->mode == MODE_ALL ? SCAN_ALL_NS : SCAN_NS)) {
 			last_scan = now;
 			if (r->mode == MODE_PIDS)
 				scan_targets(r);

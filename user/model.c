@@ -256,7 +256,8 @@ void model_finish(struct model *m)
 {
 	for (size_t i = 0; i < m->nev; i++)
 		m->ev[i].seq = i;
-	qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
+	if (m->nev)
+		qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
 	for (size_t i = 0; i < m->nev; i++) {
 		struct model_event *e = &m->ev[i];
 

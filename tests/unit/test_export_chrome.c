@@ -1,0 +1,489 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Unit tests for the Chrome trace exporter and the output sink. */
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "cuda_calls.h"
+#include "export.h"
+#include "model.h"
+#include "sink.h"
+#include "tap.h"
+
+#ifndef GPUBPF_VERSION
+#define GPUBPF_VERSION "unknown"
+#endif
+
+static char dir[] = "/tmp/gpubpf-export-XXXXXX";
+
+static char *in_dir(const char *name)
+{
+	static char buf[4][512];
+	static int k;
+	char *p = buf[k++ % 4];
+
+	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
+	return p;
+}
+
+/* Entries in the test directory (temporaries included). */
+static int count_entries(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	int n = 0;
+
+	if (!d)
+		return -1;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+	gzFile f = gzopen(path, "rb");     /* reads plain files as they are */
+	char *buf = NULL;
+	size_t n = 0, cap = 0;
+	int r;
+
+	if (!f)
+		return NULL;
+	do {
+		if (cap - n < 65536) {
+			cap = cap ? cap * 2 : 65536;
+			buf = realloc(buf, cap + 1);
+		}
+		r = gzread(f, buf + n, (unsigned)(cap - n));
+		if (r > 0)
+			n += r;
+	} while (r > 0);
+	gzclose(f);
+	buf[n] = '\0';
+	if (len)
+		*len = n;
+	return buf;
+}
+
+static struct model_event *add(struct model *m, uint64_t ts, uint64_t dur,
+			       uint32_t pid, uint32_t tid, const char *name,
+			       unsigned family)
+{
+	struct model_event *e = model_add_event(m);
+
+	if (!e) {
+		printf("Bail out! model_add_event\n");
+		exit(1);
+	}
+	e->ts = ts;
+	e->dur = dur;
+	e->pid = pid;
+	e->tid = tid;
+	e->name = strtab_intern(&m->strs, name);
+	e->family = family;
+	return e;
+}
+
+static void build_model(struct model *m)
+{
+	struct model_event *e;
+
+	model_init(m);
+	snprintf(m->host, sizeof(m->host), "node-7");
+	m->realtime_offset_ns = 1700000000123456789LL;
+	m->dropped_total = 7;
+	model_process(m, 100, "python3")->dropped = 3;
+	model_process(m, 200, NULL);
+	model_thread(m, 100, 100, "python3");
+	model_thread(m, 100, 101, "pt_autograd_0");
+	model_thread(m, 200, 201, NULL);
+	model_set_kernel_name(m, 100, 0xabc, "void gemm<float>(int, \"x\")");
+	model_set_kernel_name(m, 100, 0xdef, "only_in_pid_100");
+	model_set_kernel_name(m, 100, 0x777, "bad\xff\x01name");
+
+	/* added out of order: model_finish sorts */
+	e = add(m, 2000000500, 1500, 100, 101, "cuLaunchKernel", CF_LAUNCH);
+	e->fields = MF_GRID | MF_BLOCK | MF_SHMEM | MF_STREAM | MF_FUNC | MF_RET;
+	e->func = 0xabc;
+	e->grid[0] = 4, e->grid[1] = 2, e->grid[2] = 1;
+	e->block[0] = 256, e->block[1] = 1, e->block[2] = 1;
+	e->shared_mem = 1024;
+	e->stream = 0x55aa00;
+	e->ret = 0;
+
+	e = add(m, 1000000000, 0, 100, 100, "cuMemcpyHtoDAsync_v2", CF_MEMCPY);
+	e->fields = MF_BYTES | MF_KIND | MF_PTR | MF_STREAM;
+	e->bytes = 4096;
+	e->copy_kind = CK_HTOD;
+	e->ptr = 0x7f0000001000;
+	e->stream = 0;
+
+	e = add(m, 3000000001, 999, 200, 201, "cuLaunchKernel", CF_LAUNCH);
+	e->fields = MF_FUNC | MF_GRID;
+	e->func = 0xdef;        /* named in pid 100 only */
+	e->grid[0] = 1, e->grid[1] = 1, e->grid[2] = 1;
+
+	e = add(m, 4000000000, 123456789, 100, 100, "cuGraphLaunch", CF_GRAPH);
+	e->fields = MF_HANDLE | MF_COUNT | MF_RET;
+	e->handle = 0x1234;
+	e->count = 3;
+	e->ret = 700;
+
+	e = add(m, 5000000000, 1, 100, 100, "cuLaunchKernel", CF_LAUNCH);
+	e->fields = MF_FUNC;
+	e->func = 0x777;
+
+	e = add(m, 6000000000, 2, 100, 100, "cuCtxSynchronize", CF_SYNC);
+	e->fields = 0;
+
+	model_finish(m);
+}
+
+static int write_trace(const struct model *m, const char *path)
+{
+	struct sink s;
+	int ret;
+
+	ret = sink_open(&s, path);
+	if (ret) {
+		diag("sink_open: %s", sink_errmsg(&s));
+		return ret;
+	}
+	ret = export_chrome.write(m, &s);
+	if (ret) {
+		sink_abort(&s);
+		return ret;
+	}
+	ret = sink_commit(&s);
+	if (ret)
+		diag("sink_commit: %s", sink_errmsg(&s));
+	return ret;
+}
+
+static cJSON *item(const cJSON *o, const char *k)
+{
+	return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static const char *sval(const cJSON *o, const char *k)
+{
+	const cJSON *v = item(o, k);
+
+	return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static double nval(const cJSON *o, const char *k)
+{
+	const cJSON *v = item(o, k);
+
+	return cJSON_IsNumber(v) ? v->valuedouble : -12345;
+}
+
+static int is_triple(const cJSON *a, double x, double y, double z)
+{
+	return cJSON_IsArray(a) && cJSON_GetArraySize(a) == 3 &&
+	       cJSON_GetArrayItem(a, 0)->valuedouble == x &&
+	       cJSON_GetArrayItem(a, 1)->valuedouble == y &&
+	       cJSON_GetArrayItem(a, 2)->valuedouble == z;
+}
+
+static void check_trace(const char *text, const char *what)
+{
+	cJSON *j = cJSON_Parse(text), *g, *d, *evs, *e, *a;
+	int nmeta = 0, nx = 0;
+
+	ok(j != NULL, "%s: valid JSON", what);
+	if (!j)
+		return;
+	ok(j->child && j->child->string && !strcmp(j->child->string, "gpubpf"),
+	   "%s: the gpubpf object comes first", what);
+	is_str(sval(j, "displayTimeUnit"), "ns", "%s: displayTimeUnit", what);
+
+	g = item(j, "gpubpf");
+	is_str(sval(g, "version"), GPUBPF_VERSION, "%s: version", what);
+	is_str(sval(g, "clock"), "CLOCK_MONOTONIC", "%s: clock", what);
+	ok(strstr(text, "\"realtime_offset_ns\":1700000000123456789,"),
+	   "%s: realtime_offset_ns exact", what);
+	is_str(sval(g, "host"), "node-7", "%s: host", what);
+	d = item(g, "dropped_events");
+	ok(cJSON_IsObject(d) && cJSON_GetArraySize(d) == 2, "%s: dropped_events per process", what);
+	is_int(nval(d, "100"), 3, "%s: dropped for pid 100", what);
+	is_int(nval(d, "200"), 0, "%s: dropped for pid 200", what);
+	is_int(nval(g, "dropped_total"), 7, "%s: dropped_total", what);
+	is_int(nval(g, "events"), 6, "%s: events", what);
+
+	evs = item(j, "traceEvents");
+	ok(cJSON_IsArray(evs), "%s: traceEvents is an array", what);
+	is_int(cJSON_GetArraySize(evs), 3 + 6, "%s: 3 metadata + 6 events", what);
+
+	cJSON_ArrayForEach(e, evs) {
+		const char *ph = sval(e, "ph");
+
+		if (ph && !strcmp(ph, "M"))
+			nmeta++;
+		else if (ph && !strcmp(ph, "X") && !nmeta)
+			break;          /* metadata must come first */
+		else if (ph && !strcmp(ph, "X"))
+			nx++;
+	}
+	is_int(nmeta, 3, "%s: metadata events come first", what);
+	is_int(nx, 6, "%s: then complete events", what);
+
+	e = cJSON_GetArrayItem(evs, 0);
+	ok(!strcmp(sval(e, "name") ?: "", "process_name") && nval(e, "pid") == 100 &&
+	   nval(e, "tid") == 100 && !strcmp(sval(item(e, "args"), "name") ?: "", "python3"),
+	   "%s: process_name for pid 100", what);
+	e = cJSON_GetArrayItem(evs, 1);
+	ok(!strcmp(sval(e, "name") ?: "", "thread_name") && nval(e, "pid") == 100 &&
+	   nval(e, "tid") == 100 && !strcmp(sval(item(e, "args"), "name") ?: "", "python3"),
+	   "%s: thread_name for 100/100", what);
+	e = cJSON_GetArrayItem(evs, 2);
+	ok(!strcmp(sval(e, "name") ?: "", "thread_name") && nval(e, "pid") == 100 &&
+	   nval(e, "tid") == 101 &&
+	   !strcmp(sval(item(e, "args"), "name") ?: "", "pt_autograd_0"),
+	   "%s: thread_name for 100/101 (unnamed ones skipped)", what);
+
+	/* events, sorted by time */
+	e = cJSON_GetArrayItem(evs, 3);
+	is_str(sval(e, "name"), "cuMemcpyHtoDAsync_v2", "%s: first event by time", what);
+	is_str(sval(e, "cat"), "cuda_api", "%s: cat", what);
+	is_str(sval(e, "ph"), "X", "%s: ph", what);
+	ok(nval(e, "pid") == 100 && nval(e, "tid") == 100, "%s: memcpy pid/tid", what);
+	ok(strstr(text, "\"ts\":1000000.000,\"dur\":0.000,"), "%s: memcpy ts/dur text", what);
+	a = item(e, "args");
+	is_int(nval(a, "bytes"), 4096, "%s: bytes", what);
+	is_str(sval(a, "kind"), "HtoD", "%s: kind", what);
+	is_str(sval(a, "ptr"), "0x7f0000001000", "%s: ptr", what);
+	is_str(sval(a, "stream"), "0x0", "%s: null stream", what);
+	is_int(cJSON_GetArraySize(a), 4, "%s: memcpy has 4 args", what);
+
+	e = cJSON_GetArrayItem(evs, 4);
+	is_str(sval(e, "name"), "cuLaunchKernel", "%s: launch name", what);
+	ok(nval(e, "pid") == 100 && nval(e, "tid") == 101, "%s: launch pid/tid", what);
+	ok(nval(e, "ts") == 2000000.5 && nval(e, "dur") == 1.5, "%s: launch ts/dur", what);
+	ok(strstr(text, "\"ts\":2000000.500,\"dur\":1.500,"), "%s: launch ts/dur text", what);
+	a = item(e, "args");
+	is_str(sval(a, "kernel"), "void gemm<float>(int, \"x\")", "%s: kernel name resolved", what);
+	ok(is_triple(item(a, "grid"), 4, 2, 1), "%s: grid", what);
+	ok(is_triple(item(a, "block"), 256, 1, 1), "%s: block", what);
+	is_int(nval(a, "shared_mem"), 1024, "%s: shared_mem", what);
+	is_str(sval(a, "stream"), "0x55aa00", "%s: stream hex", what);
+	is_int(nval(a, "ret"), 0, "%s: ret", what);
+	is_int(cJSON_GetArraySize(a), 6, "%s: launch has 6 args", what);
+
+	e = cJSON_GetArrayItem(evs, 5);
+	ok(nval(e, "pid") == 200 && nval(e, "tid") == 201, "%s: pid 200 launch", what);
+	ok(strstr(text, "\"ts\":3000000.001,\"dur\":0.999,"), "%s: ts/dur ns precision", what);
+	a = item(e, "args");
+	is_str(sval(a, "kernel"), "0xdef", "%s: unknown kernel as hex handle", what);
+	ok(is_triple(item(a, "grid"), 1, 1, 1), "%s: grid 1,1,1", what);
+
+	e = cJSON_GetArrayItem(evs, 6);
+	is_str(sval(e, "name"), "cuGraphLaunch", "%s: graph launch", what);
+	ok(strstr(text, "\"ts\":4000000.000,\"dur\":123456.789,"), "%s: long dur", what);
+	a = item(e, "args");
+	is_str(sval(a, "handle"), "0x1234", "%s: handle", what);
+	is_int(nval(a, "count"), 3, "%s: count", what);
+	is_int(nval(a, "ret"), 700, "%s: error ret", what);
+
+	e = cJSON_GetArrayItem(evs, 7);
+	is_str(sval(item(e, "args"), "kernel"), "bad\xef\xbf\xbd\x01name",
+	       "%s: garbage kernel name made valid", what);
+
+	e = cJSON_GetArrayItem(evs, 8);
+	is_str(sval(e, "name"), "cuCtxSynchronize", "%s: last event", what);
+	a = item(e, "args");
+	ok(cJSON_IsObject(a) && cJSON_GetArraySize(a) == 0, "%s: no fields, empty args", what);
+
+	cJSON_Delete(j);
+}
+
+static void test_export(void)
+{
+	struct model m;
+	char *plain, *unz, *raw;
+	size_t nplain = 0, nunz = 0;
+	const char *pj = in_dir("trace.json"), *pz = in_dir("trace.json.gz");
+	FILE *f;
+	unsigned char magic[2] = { 0, 0 };
+
+	build_model(&m);
+	is_int(write_trace(&m, pj), 0, "export to .json");
+	is_int(write_trace(&m, pz), 0, "export to .json.gz");
+	plain = slurp(pj, &nplain);
+	unz = slurp(pz, &nunz);
+	f = fopen(pz, "rb");
+	if (f) {
+		if (fread(magic, 1, 2, f) != 2)
+			magic[0] = 0;
+		fclose(f);
+	}
+	ok(magic[0] == 0x1f && magic[1] == 0x8b, ".json.gz is gzip");
+	ok(plain && unz && nplain == nunz && !memcmp(plain, unz, nplain),
+	   "gzip content equals the plain file");
+	raw = plain;
+	ok(raw && !strncmp(raw, "{\"gpubpf\":{", 11), "file starts with the gpubpf object");
+	if (plain)
+		check_trace(plain, "json");
+	if (unz)
+		check_trace(unz, "json.gz");
+	is_int(count_entries(), 2, "no temporaries left");
+	unlink(pj);
+	unlink(pz);
+	free(plain);
+	free(unz);
+	model_release(&m);
+
+	/* an empty model is still a valid trace */
+	model_init(&m);
+	model_finish(&m);
+	is_int(write_trace(&m, pj), 0, "export an empty model");
+	plain = slurp(pj, NULL);
+	{
+		cJSON *j = plain ? cJSON_Parse(plain) : NULL;
+
+		ok(j && cJSON_GetArraySize(item(j, "traceEvents")) == 0 &&
+		   nval(item(j, "gpubpf"), "events") == 0, "empty model: empty traceEvents");
+		cJSON_Delete(j);
+	}
+	free(plain);
+	unlink(pj);
+	model_release(&m);
+}
+
+static void test_sink(void)
+{
+	char err[512];
+	struct sink s;
+	struct stat st;
+	char *txt;
+	const char *p = in_dir("s.json");
+	int ret;
+
+	is_int(sink_format("a.json"), SINK_JSON, "format .json");
+	is_int(sink_format("a.json.gz"), SINK_JSON_GZ, "format .json.gz");
+	is_int(sink_format("A.JSON.GZ"), SINK_JSON_GZ, "format case-insensitive");
+	is_int(sink_format("a.txt"), SINK_NONE, "format .txt unsupported");
+	is_int(sink_format("a.gz"), SINK_NONE, "format .gz alone unsupported");
+
+	/* early path checks */
+	is_int(sink_check_path(p, err, sizeof(err)), 0, "check: writable dir");
+	is_str(err, "", "check: no message when fine");
+	ret = sink_check_path(in_dir("x.txt"), err, sizeof(err));
+	is_int(ret, -EINVAL, "check: bad extension -EINVAL");
+	ok(strstr(err, "unsupported output format") && strstr(err, "x.txt"),
+	   "check: bad extension message: %s", err);
+	ret = sink_check_path("/nonexistent-gpubpf-dir/t.json", err, sizeof(err));
+	is_int(ret, -ENOENT, "check: missing directory -ENOENT");
+	is_str(err, "cannot write '/nonexistent-gpubpf-dir/t.json': No such file or directory",
+	       "check: missing directory message");
+	mkdir(in_dir("d.json"), 0755);
+	is_int(sink_check_path(in_dir("d.json"), err, sizeof(err)), -EISDIR,
+	       "check: path is a directory -EISDIR");
+	rmdir(in_dir("d.json"));
+	is_int(sink_check_path(in_dir("x.txt"), NULL, 0), -EINVAL, "check: NULL message buffer");
+
+	/* bad extension refused by sink_open too */
+	ret = sink_open(&s, in_dir("x.txt"));
+	is_int(ret, -EINVAL, "open: .txt rejected");
+	ok(strstr(sink_errmsg(&s), "unsupported output format") != NULL,
+	   "open: message: %s", sink_errmsg(&s));
+	sink_abort(&s);
+
+	/* unwritable places (root ignores mode bits: use missing dirs and /proc) */
+	ret = sink_open(&s, "/nonexistent-gpubpf-dir/t.json");
+	is_int(ret, -ENOENT, "open: missing directory -ENOENT");
+	is_str(sink_errmsg(&s), "cannot write '/nonexistent-gpubpf-dir/t.json': No such file or directory",
+	       "open: missing directory message");
+	sink_abort(&s);
+	ret = sink_open(&s, "/proc/gpubpf-test.json");
+	ok(ret < 0, "open: /proc refused (%d)", ret);
+	ok(strncmp(sink_errmsg(&s), "cannot write '/proc/gpubpf-test.json': ", 39) == 0,
+	   "open: /proc message: %s", sink_errmsg(&s));
+	sink_abort(&s);
+
+	/* abort leaves nothing */
+	is_int(sink_open(&s, p), 0, "open s.json");
+	is_int(count_entries(), 1, "a temporary exists while writing");
+	ok(access(p, F_OK) < 0, "the final path does not exist while writing");
+	is_int(sink_write(&s, "{}", 2), 0, "write");
+	sink_abort(&s);
+	is_int(count_entries(), 0, "abort removes the temporary");
+	ok(access(p, F_OK) < 0, "abort leaves no file at the final path");
+	sink_abort(&s);
+	ok(1, "abort twice is safe");
+
+	/* commit: final name, umask-respecting mode, nothing else left */
+	umask(027);
+	is_int(sink_open(&s, p), 0, "open again");
+	{
+		char big[100000];
+
+		memset(big, ' ', sizeof(big));
+		big[0] = '[';
+		big[sizeof(big) - 1] = ']';
+		ret = 0;
+		for (int i = 0; i < 5 && !ret; i++) {
+			ret = sink_write(&s, "[", 1);
+			ret = ret ?: sink_write(&s, big, sizeof(big));
+			ret = ret ?: sink_write(&s, "]", 1);
+		}
+		/* not valid JSON; the sink does not care */
+	}
+	is_int(ret, 0, "write 500 KB in mixed sizes");
+	is_int(sink_commit(&s), 0, "commit");
+	ok(stat(p, &st) == 0 && st.st_size == 5 * 100002, "committed file at the final path, size %lld",
+	   (long long)st.st_size);
+	is_int(st.st_mode & 07777, 0640, "mode is 0666 & ~umask");
+	is_int(count_entries(), 1, "no temporary left after commit");
+	umask(022);
+
+	/* commit replaces an existing file; under sudo it goes to the user */
+	if (geteuid() == 0) {
+		setenv("SUDO_UID", "12345", 1);
+		setenv("SUDO_GID", "23456", 1);
+	}
+	is_int(sink_open(&s, p), 0, "open over an existing file");
+	is_int(sink_write(&s, "[1]", 3), 0, "write");
+	is_int(sink_commit(&s), 0, "commit over it");
+	txt = slurp(p, NULL);
+	is_str(txt, "[1]", "the file was replaced");
+	free(txt);
+	if (geteuid() == 0) {
+		ok(stat(p, &st) == 0 && st.st_uid == 12345 && st.st_gid == 23456,
+		   "under sudo the file belongs to SUDO_UID:SUDO_GID");
+		unsetenv("SUDO_UID");
+		unsetenv("SUDO_GID");
+	} else {
+		ok(1, "# SKIP not root");
+	}
+	is_int(st.st_mode & 07777, 0644, "mode 0644 under umask 022");
+	unlink(p);
+
+	/* commit after a failed open reports the error, leaves nothing */
+	sink_open(&s, "/nonexistent-gpubpf-dir/t.json");
+	ok(sink_commit(&s) < 0, "commit of a failed sink fails");
+	sink_abort(&s);
+	is_int(count_entries(), 0, "directory empty at the end");
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		printf("Bail out! mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+	test_export();
+	test_sink();
+	rmdir(dir);
+	return done_testing();
+}

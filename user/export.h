@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Exporters: each turns a finished model (see model_finish()) into one
+ * output format, streaming into a sink.  Exporters only read the model.
+ *
+ *	struct sink out;
+ *	if (sink_open(&out, path) < 0) -> sink_errmsg(&out)
+ *	err = export_chrome.write(model, &out);
+ *	err ? sink_abort(&out) : (err = sink_commit(&out));
+ */
+#ifndef GPUBPF_EXPORT_H
+#define GPUBPF_EXPORT_H
+
+struct model;
+struct sink;
+
+struct exporter {
+	const char *name;               /* "chrome" */
+	const char *description;        /* one line, for help texts */
+	/*
+	 * Write the whole document into out (an open sink; the caller commits
+	 * or aborts it).  Returns 0 or -errno.
+	 */
+	int (*write)(const struct model *m, struct sink *out);
+};
+
+/*
+ * Chrome trace event JSON, as read by ui.perfetto.dev and chrome://tracing:
+ * {"gpubpf":{metadata},"displayTimeUnit":"ns","traceEvents":[...]}.
+ */
+extern const struct exporter export_chrome;
+
+#endif

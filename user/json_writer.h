@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A streaming JSON writer: tokens go straight to a buffer flushed into a
+ * sink, no document tree is built.  Commas are inserted automatically from
+ * a small nesting stack; strings are escaped and made valid UTF-8 (invalid
+ * bytes become U+FFFD), so the output is always valid JSON.
+ *
+ * Errors are sticky: after the first failure (I/O, misuse such as a value
+ * in an object without a key, nesting too deep) every call returns the
+ * same -errno and writes nothing.  All functions return 0 or -errno.
+ *
+ *	struct jw jw;
+ *	jw_init(&jw, &sink);
+ *	jw_obj_begin(&jw);
+ *	jw_key(&jw, "ts"); jw_us(&jw, 1234567);   // "ts":1234.567
+ *	jw_obj_end(&jw);
+ *	err = jw_finish(&jw);                      // flush into the sink
+ *	jw_release(&jw);
+ */
+#ifndef GPUBPF_JSON_WRITER_H
+#define GPUBPF_JSON_WRITER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct sink;
+
+#define JW_MAX_DEPTH 64
+
+struct jw {
+	struct sink *out;
+	char *buf;
+	size_t len, cap;
+	int err;                        /* sticky, -errno */
+	int depth;                      /* open containers */
+	bool want_value;                /* a key was written, its value is due */
+	bool done;                      /* a complete top-level value was written */
+	uint8_t level[JW_MAX_DEPTH];    /* JW_L_* flags per open container */
+};
+
+/* Prepare a writer over out (an open sink).  Returns 0 or -ENOMEM. */
+int jw_init(struct jw *jw, struct sink *out);
+/* Free the buffer (without flushing).  NULL-safe, idempotent. */
+void jw_release(struct jw *jw);
+
+/* Write the buffered bytes to the sink.  Returns 0 or the sticky error. */
+int jw_flush(struct jw *jw);
+/*
+ * Check that the document is complete (all containers closed, one value
+ * written; -EINVAL otherwise) and flush.  Returns 0 or -errno.
+ */
+int jw_finish(struct jw *jw);
+/* The sticky error, 0 if none. */
+int jw_error(const struct jw *jw);
+
+int jw_obj_begin(struct jw *jw);
+int jw_obj_end(struct jw *jw);
+int jw_arr_begin(struct jw *jw);
+/* Like jw_arr_begin, but each element goes on a line of its own. */
+int jw_arr_begin_lines(struct jw *jw);
+int jw_arr_end(struct jw *jw);
+
+/* An object key (escaped like any string); only valid inside an object. */
+int jw_key(struct jw *jw, const char *key);
+
+/* A string value; s == NULL writes null. */
+int jw_str(struct jw *jw, const char *s);
+/* A string value of len bytes (may contain NUL, written as \u0000). */
+int jw_strn(struct jw *jw, const char *s, size_t len);
+int jw_int(struct jw *jw, int64_t v);
+int jw_uint(struct jw *jw, uint64_t v);
+/* A double with enough digits to round-trip; NaN and infinities write null. */
+int jw_double(struct jw *jw, double v);
+/* ns as microseconds with exactly 3 decimals, no rounding: 1234567 -> 1234.567 */
+int jw_us(struct jw *jw, uint64_t ns);
+int jw_bool(struct jw *jw, bool v);
+int jw_null(struct jw *jw);
+/* A string "0x..." in lowercase hex: 0 -> "0x0". */
+int jw_hex(struct jw *jw, uint64_t v);
+
+#endif
