@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
 /*
  * uprobes on libcuda entry points.  One entry program and one return
  * program serve every entry point: the attach cookie (see gpubpf.h) says

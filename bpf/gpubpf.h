@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Records shared by the BPF programs (bpf/cuda.bpf.c) and the collector
  * (user/collector.c).  Every record starts with a u32 type tag; the

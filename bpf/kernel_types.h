@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * The few kernel types the BPF programs touch, declared by hand instead of a
  * full vmlinux.h.  Why: a vmlinux.h generated at build time would tie the
