@@ -77,7 +77,7 @@ test: all
 demo: all
 	@bash scripts/demo.sh
 
-bench: all
+bench: all bench-bins
 	@bash bench/run.sh
 
 install: $(BUILD)/gpubpf
@@ -85,3 +85,36 @@ install: $(BUILD)/gpubpf
 
 clean:
 	rm -rf $(BUILD)
+
+# benchmarks -----------------------------------------------------------------
+# Binaries for `make bench` (bench/run.sh); see BENCHMARKS.md.
+BENCH_DIR  := $(BUILD)/bench
+BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost \
+              $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench
+
+.PHONY: bench-bins
+bench-bins: $(BENCH_BINS)
+
+# Trivial stand-ins for the probed entry points: separate, never inlined.
+$(BENCH_DIR)/libcuda.so.1: bench/libcuda_bench.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -fPIC -shared -fno-ipa-icf -fno-inline \
+	      -Wl,-soname,libcuda.so.1 -o $@ $<
+
+$(BENCH_DIR)/callcost: bench/callcost.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -pthread -o $@ $< -ldl
+
+$(BENCH_DIR)/empty.bpf.o: bench/empty.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_DIR)/empty.skel.h: $(BENCH_DIR)/empty.bpf.o
+	$(BPFTOOL) gen skeleton $< name empty_bpf > $@.tmp && mv $@.tmp $@
+
+$(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
+	$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
+
+$(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+# end of benchmarks ----------------------------------------------------------

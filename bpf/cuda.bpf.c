@@ -93,39 +93,49 @@ static __always_inline int traced(__u32 tgid)
 	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
 }
 
+static __always_inline __u64 read_field(const char *p, __u32 off, int wide)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, wide ? 8 : 4, p + off);
+	return v;
+}
+
+/* The memory types and extent of a 2D/3D copy descriptor (depth 0: 2D). */
+static __always_inline void read_nd(struct gb_call *c, __u32 src, __u32 dst, __u32 width,
+				    __u32 height, __u32 depth, int wide)
+{
+	const char *p = (const char *)c->arg[0];
+
+	c->ext[0] = read_field(p, src, 0);
+	c->ext[1] = read_field(p, dst, 0);
+	c->ext[2] = read_field(p, width, wide);
+	c->ext[3] = read_field(p, height, wide);
+	c->ext[4] = depth ? read_field(p, depth, wide) : 1;
+}
+
 static __always_inline void read_deref(struct gb_call *c, __u32 deref)
 {
 	const char *p;
 	__u64 sum = 0, n, v;
-	__u32 t;
 
 	switch (deref) {
 	case GB_DEREF_LAUNCH_CONFIG:
 		bpf_probe_read_user(c->ext, GB_LAUNCH_CONFIG_SIZE, (void *)c->arg[0]);
 		break;
 	case GB_DEREF_MEMCPY2D:
-		p = (const char *)c->arg[0];
-		t = 0;
-		bpf_probe_read_user(&t, 4, p + GB_M2D_SRC_TYPE);
-		c->ext[0] = t;
-		t = 0;
-		bpf_probe_read_user(&t, 4, p + GB_M2D_DST_TYPE);
-		c->ext[1] = t;
-		bpf_probe_read_user(&c->ext[2], 8, p + GB_M2D_WIDTH);
-		bpf_probe_read_user(&c->ext[3], 8, p + GB_M2D_HEIGHT);
-		c->ext[4] = 1;
+		read_nd(c, GB_M2D_SRC_TYPE, GB_M2D_DST_TYPE, GB_M2D_WIDTH, GB_M2D_HEIGHT, 0, 1);
 		break;
 	case GB_DEREF_MEMCPY3D:
-		p = (const char *)c->arg[0];
-		t = 0;
-		bpf_probe_read_user(&t, 4, p + GB_M3D_SRC_TYPE);
-		c->ext[0] = t;
-		t = 0;
-		bpf_probe_read_user(&t, 4, p + GB_M3D_DST_TYPE);
-		c->ext[1] = t;
-		bpf_probe_read_user(&c->ext[2], 8, p + GB_M3D_WIDTH);
-		bpf_probe_read_user(&c->ext[3], 8, p + GB_M3D_HEIGHT);
-		bpf_probe_read_user(&c->ext[4], 8, p + GB_M3D_DEPTH);
+		read_nd(c, GB_M3D_SRC_TYPE, GB_M3D_DST_TYPE, GB_M3D_WIDTH, GB_M3D_HEIGHT,
+			GB_M3D_DEPTH, 1);
+		break;
+	case GB_DEREF_MEMCPY2D_V1:
+		read_nd(c, GB_M2D1_SRC_TYPE, GB_M2D1_DST_TYPE, GB_M2D1_WIDTH, GB_M2D1_HEIGHT, 0, 0);
+		break;
+	case GB_DEREF_MEMCPY3D_V1:
+		read_nd(c, GB_M3D1_SRC_TYPE, GB_M3D1_DST_TYPE, GB_M3D1_WIDTH, GB_M3D1_HEIGHT,
+			GB_M3D1_DEPTH, 0);
 		break;
 	case GB_DEREF_SIZES:
 		p = (const char *)c->arg[2];

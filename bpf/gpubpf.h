@@ -41,8 +41,11 @@ enum gb_rec_type {
 enum gb_deref {
 	GB_DEREF_NONE = 0,
 	GB_DEREF_LAUNCH_CONFIG, /* arg0 CUlaunchConfig: ext = its first 40 bytes */
-	GB_DEREF_MEMCPY2D,      /* arg0 CUDA_MEMCPY2D: src/dst type, width, height */
-	GB_DEREF_MEMCPY3D,      /* arg0 CUDA_MEMCPY3D(_PEER): + depth */
+	GB_DEREF_MEMCPY2D,      /* arg0 CUDA_MEMCPY2D: ext0 src type, ext1 dst type,
+				   ext2 width, ext3 height, ext4 1 */
+	GB_DEREF_MEMCPY3D,      /* arg0 CUDA_MEMCPY3D(_PEER): the same, ext4 depth */
+	GB_DEREF_MEMCPY2D_V1,   /* arg0 CUDA_MEMCPY2D_v1 (32-bit fields), as 2D */
+	GB_DEREF_MEMCPY3D_V1,   /* arg0 CUDA_MEMCPY3D_v1, as 3D */
 	GB_DEREF_SIZES,         /* arg2 size_t[arg3]: ext0 = sum, ext1 = count */
 	GB_DEREF_BATCH3D,       /* arg1 CUDA_MEMCPY3D_BATCH_OP[arg0]: sum of extents */
 };
@@ -58,6 +61,15 @@ enum gb_deref {
 #define GB_M3D_WIDTH 176
 #define GB_M3D_HEIGHT 184
 #define GB_M3D_DEPTH 192
+#define GB_M2D1_SRC_TYPE 8
+#define GB_M2D1_DST_TYPE 52
+#define GB_M2D1_WIDTH 84
+#define GB_M2D1_HEIGHT 88
+#define GB_M3D1_SRC_TYPE 16
+#define GB_M3D1_DST_TYPE 80
+#define GB_M3D1_WIDTH 128
+#define GB_M3D1_HEIGHT 132
+#define GB_M3D1_DEPTH 136
 #define GB_BATCH3D_OP_SIZE 112
 #define GB_BATCH3D_EXTENT 80
 #define GB_MAX_BATCH 32         /* batch entries summed in BPF */

@@ -592,6 +592,9 @@ int cmd_record(int argc, char **argv)
 			goto cleanup;
 		}
 	}
+	if (r.mode != MODE_CMD)
+		fprintf(stderr, "gpubpf: recording%s; Ctrl-C to stop\n",
+			r.mode == MODE_ALL ? " every CUDA process" : "");
 	collect(&r);
 	r.model.dropped_total = probes_dropped(&r.probes, add_drops, &r);
 	if (check_cuda_seen(&r))

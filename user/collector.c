@@ -34,6 +34,12 @@ static uint64_t role(const struct gb_call *r, int idx)
 	return idx < GB_NREG ? r->arg[idx] : r->stk[idx - GB_NREG];
 }
 
+/* The low 32 bits of a v1 argument: the rest of its register is undefined. */
+static uint64_t narrow(uint64_t v, int is_narrow)
+{
+	return is_narrow ? (uint32_t)v : v;
+}
+
 static uint8_t nd_kind(uint64_t src, uint64_t dst)
 {
 	static const uint8_t kinds[4][4] = {
@@ -93,13 +99,13 @@ int collector_decode_call(const struct gb_call *r, struct model_event *ev)
 	}
 	if (cc->bytes != NOARG) {
 		ev->fields |= MF_BYTES;
-		ev->bytes = role(r, cc->bytes) * cc->elem;
+		ev->bytes = narrow(role(r, cc->bytes), cc->narrow & NARROW_SIZE) * cc->elem;
 		if (cc->layout == CL_AREA)
-			ev->bytes *= role(r, cc->bytes + 1);
+			ev->bytes *= narrow(role(r, cc->bytes + 1), cc->narrow & NARROW_SIZE);
 	}
 	if (cc->ptr != NOARG) {
 		ev->fields |= MF_PTR;
-		ev->ptr = role(r, cc->ptr);
+		ev->ptr = narrow(role(r, cc->ptr), cc->narrow & NARROW_PTR);
 	}
 	if (cc->handle != NOARG) {
 		ev->fields |= MF_HANDLE;
@@ -134,7 +140,7 @@ int collector_decode_call(const struct gb_call *r, struct model_event *ev)
 		switch (cc->out_as) {
 		case OUT_PTR:
 			ev->fields |= MF_PTR;
-			ev->ptr = r->out;
+			ev->ptr = narrow(r->out, cc->narrow & NARROW_PTR);
 			break;
 		case OUT_HANDLE:
 			ev->fields |= MF_HANDLE;

@@ -42,6 +42,13 @@ enum cuda_layout {
 /* Where a kernel name comes from, for lookups (see GB_CK_NAME_*). */
 enum cuda_name_src { NAME_NONE, NAME_ARG2, NAME_OUT };
 
+/*
+ * The unsuffixed names of entry points that have a _v2 are the CUDA 3.x
+ * (v1) ABI: 32-bit sizes and device pointers, whose upper register halves
+ * are undefined.
+ */
+enum { NARROW_SIZE = 1, NARROW_PTR = 2, NARROW_ALL = 3 };
+
 /* What the value read through the out pointer at return is. */
 enum cuda_out { OUT_NONE, OUT_PTR, OUT_HANDLE, OUT_FUNC };
 
@@ -57,6 +64,7 @@ struct cuda_call {
 	uint8_t elem;           /* memset element size in bytes */
 	uint8_t name_src;       /* enum cuda_name_src */
 	uint8_t out_as;         /* enum cuda_out: what the out value is */
+	uint8_t narrow;         /* NARROW_*: a CUDA 3.x (v1) signature */
 	/* argument roles: index 0..5 registers, 6..10 stack, NOARG none */
 	int8_t out;             /* out-pointer read at return (register arg) */
 	int8_t func, grid, block, shmem, stream, bytes, ptr, handle;

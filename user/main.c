@@ -10,6 +10,7 @@ static const struct command {
 	const char *help;
 } commands[] = {
 	{ "record", cmd_record, "trace CUDA driver calls into a timeline" },
+	{ "list", cmd_list, "list the probed libcuda entry points" },
 };
 
 static void usage(FILE *f)

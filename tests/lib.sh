@@ -1,0 +1,344 @@
+# SPDX-License-Identifier: BSD-2-Clause
+# shellcheck shell=bash
+#
+# Helpers for gpubpf's shell tests.  Source at the top of each test:
+#
+#	. "$(dirname "$0")/lib.sh"
+#	test_description "what this test checks"
+#	require_root                    # or require_bpf, require_gpu, ...
+#	plan 3                          # or done_testing at the end
+#	check "runs" "$GPUBPF" --version
+#	is "answer" "$(echo 42)" 42
+#	pass "reached the end"
+#
+# Every test prints TAP on stdout; diagnostics go to stdout as "# ..."
+# lines.  Helpers return 0 when the test passed and 1 when it failed, so
+# "check ... || skip 'no trace' 2" works.  Each test gets a fresh $TMPD,
+# removed at exit, and at_exit registers more cleanup.
+
+GPUBPF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+export GPUBPF_ROOT
+export LC_ALL=C
+
+GPUBPF="$GPUBPF_ROOT/build/gpubpf"
+SIMLIB="$GPUBPF_ROOT/build/sim"
+STUBLIB="${CUDA_HOME:-/usr/local/cuda}/lib64/stubs"
+TESTBIN="$GPUBPF_ROOT/build/tests"
+PY=/usr/bin/python3
+export GPUBPF SIMLIB STUBLIB TESTBIN PY
+
+_t_count=0            # test results printed
+_t_failed=0           # of which failed
+_t_planned=           # N from plan, empty until planned
+_t_exit_cmds=()
+
+TMPD=$(mktemp -d "${TMPDIR:-/tmp}/gpubpf-test.XXXXXX")
+export TMPD
+
+# Run cmd (a string, eval'd) when the test exits, before $TMPD is removed;
+# latest registered runs first.
+at_exit() {
+	_t_exit_cmds=("$1" "${_t_exit_cmds[@]}")
+}
+
+_t_on_exit() {
+	local rc=$? c
+	for c in "${_t_exit_cmds[@]}"; do
+		eval "$c" || true
+	done
+	rm -rf "$TMPD"
+	if [[ -n "$_t_planned" && $_t_count -ne $_t_planned ]]; then
+		echo "# planned $_t_planned tests but ran $_t_count"
+		((rc)) || rc=1
+	elif [[ -z "$_t_planned" && $_t_count -gt 0 ]]; then
+		echo "# no plan: call plan N or done_testing"
+		((rc)) || rc=1
+	elif ((rc == 1 && _t_failed > 0)); then
+		# the plan is complete and the script ended on a failed helper:
+		# the failure is already reported as "not ok"
+		rc=0
+	fi
+	exit "$rc"
+}
+trap _t_on_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+test_description() {
+	echo "# $*"
+}
+
+plan() {
+	_t_planned=$1
+	echo "1..$1"
+}
+
+done_testing() {
+	if [[ -z "$_t_planned" ]]; then
+		_t_planned=$_t_count
+		echo "1..$_t_count"
+	fi
+}
+
+# Print every line of stdin as a TAP diagnostic.
+diag() {
+	if (($#)); then
+		printf '%s\n' "$*" | sed 's/^/# /'
+	else
+		sed 's/^/# /'
+	fi
+}
+
+pass() {
+	_t_count=$((_t_count + 1))
+	echo "ok $_t_count - $1"
+	return 0
+}
+
+fail() {
+	_t_count=$((_t_count + 1))
+	_t_failed=$((_t_failed + 1))
+	echo "not ok $_t_count - $1"
+	return 1
+}
+
+# ok DESC COND...: pass when the test command COND... succeeds.
+ok() {
+	local desc=$1
+	shift
+	if "$@"; then pass "$desc"; else fail "$desc"; fi
+}
+
+# check DESC CMD ARGS...: run CMD; pass when it exits 0.  On failure its
+# exit status and the tail of its output are shown as diagnostics.
+check() {
+	local desc=$1 rc=0 out
+	shift
+	out="$TMPD/.check.out"
+	"$@" >"$out" 2>&1 || rc=$?
+	if ((rc == 0)); then
+		pass "$desc"
+	else
+		fail "$desc"
+		diag "command: $*"
+		diag "exit status $rc; last output:"
+		tail -n 15 "$out" | diag
+		return 1
+	fi
+}
+
+# check_fails DESC CMD ARGS...: pass when CMD exits non-zero.
+check_fails() {
+	local desc=$1
+	shift
+	if "$@" >"$TMPD/.check.out" 2>&1; then
+		fail "$desc"
+		diag "command unexpectedly succeeded: $*"
+		return 1
+	fi
+	pass "$desc"
+}
+
+# is DESC GOT EXPECTED: pass when the strings are equal.
+is() {
+	if [[ "$2" == "$3" ]]; then
+		pass "$1"
+	else
+		fail "$1"
+		diag "     got: '$2'"
+		diag "expected: '$3'"
+		return 1
+	fi
+}
+
+# isnt DESC GOT UNEXPECTED
+isnt() {
+	if [[ "$2" != "$3" ]]; then
+		pass "$1"
+	else
+		fail "$1"
+		diag "got unexpected '$2'"
+		return 1
+	fi
+}
+
+# like DESC GOT REGEX: pass when GOT matches the extended regex.
+like() {
+	if [[ "$2" =~ $3 ]]; then
+		pass "$1"
+	else
+		fail "$1"
+		diag "     got: '$2'"
+		diag "expected to match: $3"
+		return 1
+	fi
+}
+
+# cmp_ok DESC A OP B: numeric comparison, OP one of -eq -ne -lt -le -gt -ge
+# (or == != < <= > >=).
+cmp_ok() {
+	local a=$2 op=$3 b=$4 r=1
+	if [[ "$a" =~ ^-?[0-9]+$ && "$b" =~ ^-?[0-9]+$ ]]; then
+		case "$op" in
+		-eq | '==') ((a == b)) && r=0 ;;
+		-ne | '!=') ((a != b)) && r=0 ;;
+		-lt | '<') ((a < b)) && r=0 ;;
+		-le | '<=') ((a <= b)) && r=0 ;;
+		-gt | '>') ((a > b)) && r=0 ;;
+		-ge | '>=') ((a >= b)) && r=0 ;;
+		esac
+	fi
+	if ((r == 0)); then
+		pass "$1"
+	else
+		fail "$1"
+		diag "'$a' $op '$b' is false"
+		return 1
+	fi
+}
+
+# skip REASON [N]: report N (default 1) tests as skipped.
+skip() {
+	local i n=${2:-1}
+	for ((i = 0; i < n; i++)); do
+		_t_count=$((_t_count + 1))
+		echo "ok $_t_count # SKIP $1"
+	done
+	return 0
+}
+
+# skip_all REASON: skip the whole test.  Before plan this is a "1..0"
+# plan; after it, the remaining planned tests are reported as skipped.
+skip_all() {
+	if [[ -z "$_t_planned" ]]; then
+		_t_planned=0
+		_t_count=0
+		echo "1..0 # SKIP $1"
+	elif ((_t_count < _t_planned)); then
+		skip "$1" $((_t_planned - _t_count))
+	fi
+	exit 0
+}
+
+# bail_out REASON: abort the test as failed.
+bail_out() {
+	echo "Bail out! $*"
+	exit 2
+}
+
+# --- prerequisites: each skips the whole test when unmet -------------------
+
+require_root() {
+	[[ $(id -u) -eq 0 ]] || skip_all "needs root"
+}
+
+require_cmd() {
+	local c
+	for c in "$@"; do
+		command -v "$c" >/dev/null 2>&1 || skip_all "needs command $c"
+	done
+}
+
+require_file() {
+	local f
+	for f in "$@"; do
+		[[ -e "$f" ]] || skip_all "needs $f"
+	done
+}
+
+# Root, BTF, the bpf() syscall usable, and perf uprobes in the kernel.
+require_bpf() {
+	require_root
+	[[ -r /sys/kernel/btf/vmlinux ]] ||
+		skip_all "needs BPF: no /sys/kernel/btf/vmlinux"
+	[[ -e /sys/bus/event_source/devices/uprobe ]] ||
+		skip_all "needs BPF: kernel has no uprobe perf events"
+	if command -v bpftool >/dev/null 2>&1; then
+		bpftool prog list >/dev/null 2>&1 ||
+			skip_all "needs BPF: bpf() syscall not permitted here"
+	fi
+}
+
+require_gpu() {
+	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
+		return 0
+	fi
+	[[ -e /dev/nvidia0 ]] || skip_all "needs an NVIDIA GPU"
+}
+
+# The built binaries a test needs.
+require_gpubpf() {
+	[[ -x "$GPUBPF" ]] || skip_all "needs $GPUBPF (run make)"
+}
+
+require_sim() {
+	[[ -e "$SIMLIB/libcuda.so.1" ]] || skip_all "needs $SIMLIB/libcuda.so.1 (run make)"
+}
+
+# --- utilities --------------------------------------------------------------
+
+# json_query FILE EXPR: evaluate the python expression EXPR with d bound to
+# the parsed JSON of FILE (ev = d["traceEvents"] when present).  Strings print
+# as they are, everything else as JSON (so True prints "true", 3 prints "3").
+json_query() {
+	"$PY" - "$1" "$2" <<'PYEOF'
+import collections, json, sys
+with open(sys.argv[1]) as f:
+    d = json.load(f)
+ev = d.get("traceEvents", []) if isinstance(d, dict) else d
+r = eval(sys.argv[2])
+if isinstance(r, str):
+    print(r)
+else:
+    print(json.dumps(r))
+PYEOF
+}
+
+# wait_for_file PATH [TIMEOUT]: wait up to TIMEOUT seconds (default 10) for
+# PATH to exist; 0 when it does, 1 on timeout.
+wait_for_file() {
+	local path=$1 tenths=$(( ${2:-10} * 10 ))
+	while ((tenths-- > 0)); do
+		[[ -e "$path" ]] && return 0
+		sleep 0.1
+	done
+	[[ -e "$path" ]]
+}
+
+# wait_for_cmd TIMEOUT CMD...: retry CMD every 0.1 s until it succeeds.
+wait_for_cmd() {
+	local tenths=$(( $1 * 10 ))
+	shift
+	while ((tenths-- > 0)); do
+		"$@" >/dev/null 2>&1 && return 0
+		sleep 0.1
+	done
+	"$@" >/dev/null 2>&1
+}
+
+# tap_from CMD ARGS...: run a checker that prints unnumbered TAP lines
+# ("ok - desc", "not ok - desc", "# diagnostics") and count each one as a
+# test of this script.  Fails when a line failed, when the checker printed
+# no result or when it exited non-zero.
+tap_from() {
+	local line rc=0 any=0 bad=0 out="$TMPD/.tap_from.out"
+	"$@" >"$out" 2>&1 || rc=$?
+	while IFS= read -r line; do
+		case "$line" in
+		"ok - "*) any=1; pass "${line#ok - }" ;;
+		"not ok - "*) any=1; bad=1; fail "${line#not ok - }" ;;
+		*) echo "# $line" ;;
+		esac
+	done <"$out"
+	if ((!any || (rc && !bad))); then
+		fail "checker $(basename "$1") ran (exit status $rc)"
+		return 1
+	fi
+	return $bad
+}
+
+# The probed entry points, as `gpubpf list` prints them, in $TMPD/probed.txt.
+probed_list() {
+	"$GPUBPF" list >"$TMPD/probed.txt"
+	echo "$TMPD/probed.txt"
+}

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Every probed entry point, called once by tests/bin/cudacalls with known
+# arguments, is captured with those arguments: against the simulated driver
+# (calls succeed) and against NVIDIA's stub libcuda.so (a real NVIDIA
+# binary whose calls all fail with CUDA_ERROR_STUB_LIBRARY).
+. "$(dirname "$0")/lib.sh"
+test_description "record -- CMD captures every entry point with its arguments"
+require_bpf
+require_sim
+probed=$(probed_list)
+
+record_calls() { # LIB NAME [gpubpf options...]
+	local lib=$1 name=$2
+	shift 2
+	check "$name: record exits with the command's status" \
+		"$GPUBPF" record "$@" -o "$TMPD/$name.json" -- \
+		"$TESTBIN/cudacalls" "$lib" "$TMPD/$name.truth.json"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --exact-args \
+		"$TMPD/$name.json" "$TMPD/$name.truth.json" "$probed"
+}
+
+record_calls "$SIMLIB/libcuda.so.1" sim --libcuda "$SIMLIB/libcuda.so.1"
+is "sim: all calls succeeded" "$(json_query "$TMPD/sim.json" \
+	'sorted({e["args"]["ret"] for e in ev if e.get("cat") == "cuda_api" and "ret" in e["args"]} - {600})')" "[0]"
+
+# the library a command loads is found through its LD_LIBRARY_PATH
+LD_LIBRARY_PATH="$SIMLIB" record_calls "$SIMLIB/libcuda.so.1" sim-discovered
+
+if [[ -r "$STUBLIB/libcuda.so" ]]; then
+	record_calls "$STUBLIB/libcuda.so" stub --libcuda "$STUBLIB/libcuda.so"
+	is "stub: every probed return carries CUDA_ERROR_STUB_LIBRARY" "$(json_query "$TMPD/stub.json" \
+		'sorted({e["args"]["ret"] for e in ev if e.get("cat") == "cuda_api" and "ret" in e["args"]})')" "[34]"
+	is "stub: all 179 entry points probed, every call captured" "$(json_query "$TMPD/stub.json" \
+		'len({e["name"] for e in ev if e.get("cat") == "cuda_api"})')" \
+		"$(json_query "$TMPD/stub.truth.json" 'len({c["name"] for c in d["calls"] if c["phase"] == "probe"})')"
+else
+	skip "no CUDA stub libcuda at $STUBLIB" 6
+fi
+done_testing

@@ -1,0 +1,302 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Unit tests for the event model (user/model.c). */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model.h"
+#include "tap.h"
+
+static void test_strtab(void)
+{
+	struct strtab t;
+	uint32_t a, b, a2, e;
+	char buf[32];
+
+	strtab_init(&t);
+	is_int(t.n, 1, "fresh strtab holds only the empty string");
+	is_str(strtab_get(&t, 0), "", "id 0 is the empty string");
+	e = strtab_intern(&t, "");
+	is_int(e, 0, "interning \"\" gives id 0");
+	a = strtab_intern(&t, "cuLaunchKernel");
+	b = strtab_intern(&t, "cuMemcpyHtoD_v2");
+	is_int(a, 1, "first string gets id 1");
+	is_int(b, 2, "second string gets id 2");
+	strcpy(buf, "cuLaunchKernel");
+	a2 = strtab_intern(&t, buf);
+	is_int(a2, a, "equal string (different pointer) gives the same id");
+	is_int(t.n, 3, "no duplicate added");
+	ok(strtab_get(&t, a) != buf, "strtab keeps its own copy");
+	buf[0] = 'X';
+	is_str(strtab_get(&t, a), "cuLaunchKernel", "id %u round-trips", a);
+	is_str(strtab_get(&t, b), "cuMemcpyHtoD_v2", "id %u round-trips", b);
+	is_str(strtab_get(&t, 3), "", "unknown id 3 gives \"\"");
+	is_str(strtab_get(&t, 0xffffffffu), "", "unknown id UINT32_MAX gives \"\"");
+	is_int(strtab_intern(&t, "cuLaunchKernel "), 3, "trailing space is a distinct string");
+	strtab_release(&t);
+	is_int(t.n, 0, "release empties the table");
+	ok(!t.strs && !t.slots, "release frees the arrays");
+}
+
+static void test_strtab_many(void)
+{
+	enum { N = 100000 };
+	struct strtab t;
+	char buf[32];
+	int bad_id = 0, bad_get = 0, bad_again = 0;
+
+	strtab_init(&t);
+	for (int i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "kernel_%d", i);
+		if (strtab_intern(&t, buf) != (uint32_t)i + 1)
+			bad_id++;
+	}
+	is_int(bad_id, 0, "%d strings get ids 1..%d in order", N, N);
+	is_int(t.n, N + 1, "table holds %d + 1 strings", N);
+	ok(t.nslots >= 2 * (size_t)(N + 1), "hash grew past twice the count (%zu slots)", t.nslots);
+	ok(t.nslots && !(t.nslots & (t.nslots - 1)), "slot count is a power of two");
+	for (int i = 0; i < N; i++) {
+		snprintf(buf, sizeof(buf), "kernel_%d", i);
+		if (strcmp(strtab_get(&t, i + 1), buf))
+			bad_get++;
+		if (strtab_intern(&t, buf) != (uint32_t)i + 1)
+			bad_again++;
+	}
+	is_int(bad_get, 0, "all ids round-trip after rehashes");
+	is_int(bad_again, 0, "re-interning finds every string after rehashes");
+	is_int(t.n, N + 1, "re-interning added nothing");
+	is_int(strtab_intern(&t, ""), 0, "\"\" is still id 0");
+	strtab_release(&t);
+}
+
+struct evspec {
+	uint64_t ts;
+	uint32_t pid, tid;
+};
+
+static void test_sort(void)
+{
+	/* inserted in this order; bytes = insertion index + 100 */
+	static const struct evspec in[] = {
+		{ 30, 1, 1 }, { 10, 2, 5 }, { 10, 1, 9 }, { 20, 1, 1 },
+		{ 10, 1, 9 }, { 10, 1, 3 }, { 30, 1, 1 }, { 5, 9, 9 },
+		{ 10, 1, 9 }, { 30, 1, 1 }, { 10, 2, 5 }, { 30, 0, 7 },
+	};
+	/* expected order, as insertion indexes */
+	static const int want[] = { 7, 5, 2, 4, 8, 1, 10, 3, 11, 0, 6, 9 };
+	enum { N = sizeof(in) / sizeof(in[0]) };
+	struct model m;
+	int bad = 0;
+
+	model_init(&m);
+	for (int i = 0; i < N; i++) {
+		struct model_event *e = model_add_event(&m);
+
+		if (!e) {
+			ok(0, "model_add_event");
+			return;
+		}
+		e->ts = in[i].ts;
+		e->pid = in[i].pid;
+		e->tid = in[i].tid;
+		e->bytes = 100 + i;
+		/* seq deliberately reversed: model_finish must not trust it */
+		e->seq = N - i;
+	}
+	is_int(m.nev, N, "%d events added", N);
+	model_finish(&m);
+	is_int(m.nev, N, "model_finish keeps %d events", N);
+	for (int i = 0; i < N; i++) {
+		if (m.ev[i].bytes != 100 + (uint64_t)want[i]) {
+			diag("position %d: bytes %llu, want %d", i,
+			     (unsigned long long)m.ev[i].bytes, 100 + want[i]);
+			bad++;
+		}
+	}
+	is_int(bad, 0, "sorted by ts, pid, tid; equal keys keep insertion order");
+	for (int i = 1; i < N; i++)
+		if (m.ev[i - 1].ts > m.ev[i].ts)
+			bad++;
+	is_int(bad, 0, "timestamps non-decreasing");
+	model_release(&m);
+}
+
+static void test_sort_large_stable(void)
+{
+	/* many equal keys: qsort alone is not stable at this size */
+	enum { N = 20000 };
+	struct model m;
+	int bad = 0;
+
+	model_init(&m);
+	for (int i = 0; i < N; i++) {
+		struct model_event *e = model_add_event(&m);
+
+		e->ts = 1000 + (uint64_t)(i % 7);
+		e->pid = 4;
+		e->tid = 4 + (i % 3);
+		e->bytes = i;
+	}
+	model_finish(&m);
+	for (int i = 1; i < N; i++) {
+		const struct model_event *x = &m.ev[i - 1], *y = &m.ev[i];
+
+		if (x->ts > y->ts || (x->ts == y->ts && x->tid > y->tid) ||
+		    (x->ts == y->ts && x->tid == y->tid && x->bytes >= y->bytes))
+			bad++;
+	}
+	is_int(bad, 0, "%d events with repeated keys: sorted and stable", N);
+	model_release(&m);
+}
+
+static void test_knames(void)
+{
+	struct model m;
+	uint32_t id;
+	int bad = 0;
+	char buf[48];
+
+	model_init(&m);
+	is_int(model_kernel_name(&m, 1, 0x1000), 0, "no names: lookup gives 0");
+	is_int(model_set_kernel_name(&m, 100, 0xabc0, "vecAdd"), 0, "set (100, 0xabc0)");
+	is_int(model_set_kernel_name(&m, 200, 0xabc0, "matMul"), 0, "set (200, 0xabc0)");
+	id = model_kernel_name(&m, 100, 0xabc0);
+	is_str(strtab_get(&m.strs, id), "vecAdd", "(100, 0xabc0) -> vecAdd");
+	id = model_kernel_name(&m, 200, 0xabc0);
+	is_str(strtab_get(&m.strs, id), "matMul", "same handle in pid 200 -> matMul");
+	is_int(model_kernel_name(&m, 300, 0xabc0), 0, "same handle, other pid: unknown");
+	is_int(model_kernel_name(&m, 100, 0xabc8), 0, "other handle, same pid: unknown");
+	is_int(model_set_kernel_name(&m, 100, 0xabc0, "vecAdd2"), 0, "overwrite (100, 0xabc0)");
+	id = model_kernel_name(&m, 100, 0xabc0);
+	is_str(strtab_get(&m.strs, id), "vecAdd2", "overwritten name wins");
+	is_int(m.nknames, 2, "overwrite adds no entry");
+	id = model_kernel_name(&m, 200, 0xabc0);
+	is_str(strtab_get(&m.strs, id), "matMul", "other pid untouched by overwrite");
+	ok(model_set_kernel_name(&m, 100, 0xdead, "") < 0, "empty name rejected");
+	is_int(model_kernel_name(&m, 100, 0xdead), 0, "rejected name not stored");
+
+	for (int i = 0; i < 10000; i++) {
+		snprintf(buf, sizeof(buf), "k%d", i);
+		if (model_set_kernel_name(&m, 1000 + (i & 3), 0x7f0000000000ULL + 64 * i, buf))
+			bad++;
+	}
+	is_int(bad, 0, "10000 names set");
+	is_int(m.nknames, 10002, "10002 names stored");
+	for (int i = 0; i < 10000; i++) {
+		snprintf(buf, sizeof(buf), "k%d", i);
+		id = model_kernel_name(&m, 1000 + (i & 3), 0x7f0000000000ULL + 64 * i);
+		if (strcmp(strtab_get(&m.strs, id), buf))
+			bad++;
+		if (model_kernel_name(&m, 1000 + ((i + 1) & 3), 0x7f0000000000ULL + 64 * i))
+			bad++;
+	}
+	is_int(bad, 0, "all 10000 names found after rehash, none under the wrong pid");
+	id = model_kernel_name(&m, 100, 0xabc0);
+	is_str(strtab_get(&m.strs, id), "vecAdd2", "early name survives rehash");
+	model_release(&m);
+}
+
+static void test_finish_resolves(void)
+{
+	struct model m;
+	struct model_event *e;
+	uint32_t preset;
+
+	model_init(&m);
+	/* a launch of 0x5000 in pid 7, named only after it was added */
+	e = model_add_event(&m);
+	e->ts = 20; e->pid = 7; e->tid = 7; e->fields = MF_FUNC; e->func = 0x5000;
+	e->bytes = 1;
+	/* same handle but no MF_FUNC: must stay unresolved */
+	e = model_add_event(&m);
+	e->ts = 30; e->pid = 7; e->tid = 7; e->fields = MF_HANDLE; e->func = 0x5000;
+	e->bytes = 2;
+	/* same handle in another pid that has no name for it */
+	e = model_add_event(&m);
+	e->ts = 10; e->pid = 8; e->tid = 8; e->fields = MF_FUNC; e->func = 0x5000;
+	e->bytes = 3;
+	/* already resolved: kept */
+	preset = strtab_intern(&m.strs, "preset");
+	e = model_add_event(&m);
+	e->ts = 40; e->pid = 7; e->tid = 7; e->fields = MF_FUNC; e->func = 0x5000;
+	e->kernel = preset; e->bytes = 4;
+
+	model_set_kernel_name(&m, 7, 0x5000, "late_kernel");
+	model_finish(&m);
+	is_int(m.ev[0].bytes, 3, "pid 8 event first (ts 10)");
+	is_int(m.ev[0].kernel, 0, "pid 8 launch stays unnamed");
+	is_int(m.ev[1].bytes, 1, "pid 7 launch second");
+	is_str(strtab_get(&m.strs, m.ev[1].kernel), "late_kernel",
+	       "launch resolved to a name set after it was added");
+	is_int(m.ev[2].bytes, 2, "non-launch third");
+	is_int(m.ev[2].kernel, 0, "event without MF_FUNC not resolved");
+	is_int(m.ev[3].bytes, 4, "preset event last");
+	is_int(m.ev[3].kernel, preset, "an already-set kernel name is kept");
+	model_release(&m);
+}
+
+static void test_procs_threads(void)
+{
+	struct model m;
+	struct model_process *p;
+	struct model_thread *t;
+
+	model_init(&m);
+	p = model_process(&m, 10, "app");
+	ok(p != NULL, "process 10 added");
+	is_int(p->pid, 10, "process pid");
+	is_str(strtab_get(&m.strs, p->name), "app", "process named app");
+	is_int(p->dropped, 0, "dropped starts at 0");
+	p->dropped = 5;
+	p = model_process(&m, 10, NULL);
+	is_int(m.nprocs, 1, "same pid: found, not added");
+	is_str(strtab_get(&m.strs, p->name), "app", "NULL name keeps the old one");
+	is_int(p->dropped, 5, "found entry is the same one");
+	p = model_process(&m, 10, "");
+	is_str(strtab_get(&m.strs, p->name), "app", "\"\" keeps the old one");
+	p = model_process(&m, 10, "app2");
+	is_str(strtab_get(&m.strs, p->name), "app2", "non-empty name replaces");
+	p = model_process(&m, 11, NULL);
+	is_int(m.nprocs, 2, "second pid added");
+	is_int(p->name, 0, "added without a name: id 0");
+	is_int(m.procs[0].pid, 10, "first process still pid 10");
+
+	t = model_thread(&m, 10, 10, "main");
+	ok(t != NULL, "thread added");
+	is_int(t->pid, 10, "thread pid");
+	is_int(t->tid, 10, "thread tid");
+	is_str(strtab_get(&m.strs, t->name), "main", "thread named main");
+	t = model_thread(&m, 10, 12, "worker");
+	t = model_thread(&m, 11, 12, NULL);
+	is_int(m.nthreads, 3, "same tid in another pid is another thread");
+	is_int(t->name, 0, "(11, 12) unnamed");
+	t = model_thread(&m, 10, 12, NULL);
+	is_int(m.nthreads, 3, "(10, 12) found again");
+	is_str(strtab_get(&m.strs, t->name), "worker", "NULL keeps the thread name");
+	t = model_thread(&m, 10, 12, "");
+	is_str(strtab_get(&m.strs, t->name), "worker", "\"\" keeps the thread name");
+	t = model_thread(&m, 10, 12, "worker2");
+	is_str(strtab_get(&m.strs, t->name), "worker2", "non-empty replaces the thread name");
+	is_int(m.nthreads, 3, "still three threads");
+	is_str(strtab_get(&m.strs, m.threads[0].name), "main", "(10, 10) untouched");
+	for (int i = 0; i < 1000; i++)
+		model_thread(&m, 20, 1000 + i, "t");
+	is_int(m.nthreads, 1003, "1000 more threads (array growth)");
+	t = model_thread(&m, 10, 12, NULL);
+	is_str(strtab_get(&m.strs, t->name), "worker2", "old thread found after growth");
+	is_int(m.nthreads, 1003, "lookup after growth adds nothing");
+	model_release(&m);
+}
+
+int main(void)
+{
+	test_strtab();
+	test_strtab_many();
+	test_sort();
+	test_sort_large_stable();
+	test_knames();
+	test_finish_resolves();
+	test_procs_threads();
+	return done_testing();
+}
