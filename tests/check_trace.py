@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Compare a gpubpf trace with the ground truth a workload recorded.
 
-usage: check_trace.py TRACE TRUTH PROBED_LIST [--pid PID] [--exact-args]
+usage: check_trace.py TRACE TRUTH PROBED_LIST [--pid PID] [--sim-syncs]
 
 TRUTH is either tests/bin/cudacalls' format ({"pid","tid","calls":[...]})
 or sim/train.py's (a list of calls, each with "pid" and "tid").
@@ -12,7 +12,9 @@ test) and exits 1 if any check failed.  Checks, per process:
   - the trace has exactly the probed calls the workload made, per name;
   - matched in order per name, each call's tid equals the workload's;
   - the host call lies within the workload's own timestamps around it;
-  - decoded arguments equal the values the workload passed.
+  - decoded arguments equal the values the workload passed;
+  - with --sim-syncs (simulated driver): each blocking sync lasts until the
+    simulated kernels it waited for were done (see check_syncs).
 """
 import collections
 import json
@@ -73,27 +75,80 @@ def compare_args(tc, ev, names_by_handle):
     # pointers: allocation results, freed/copied/set addresses
     if "ptr" in ta and hexval(ta["ptr"]) and hexval(ea.get("ptr", "0x0")) != hexval(ta["ptr"]):
         bad.append("ptr: trace %r, truth %r" % (ea.get("ptr"), ta["ptr"]))
-    # kernels: the trace names a kernel by name when a lookup named it
+    # launches name their kernel when a captured lookup named its handle,
+    # and show the handle otherwise
     func = ta.get("func")
-    if func is not None and name.startswith("cuLaunch") and "kernel" in ea:
-        want = names_by_handle.get(hexval(func), None)
-        got = ea["kernel"]
+    if func is not None and name.startswith("cuLaunch") and "Host" not in name:
+        want = names_by_handle.get(hexval(func))
+        got = ea.get("kernel", "")
         if want is not None and got != want:
             bad.append("kernel: trace %r, truth %r" % (got, want))
-        if want is None and got.startswith("0x") and hexval(got) != hexval(func):
-            bad.append("kernel handle: trace %r, truth %r" % (got, func))
-    if ("kernel" in ta and "kernel" in ea and not ta["kernel"].startswith("0x")
-            and ta["kernel"] != ea["kernel"]):
-        bad.append("kernel: trace %r, truth %r" % (ea["kernel"], ta["kernel"]))
+        if want is None and (not got.startswith("0x") or hexval(got) != hexval(func)):
+            bad.append("kernel: trace %r, truth handle %r (no lookup captured)" % (got, func))
     if "ret" in ea and ea["ret"] != tc.get("ret"):
         bad.append("ret: trace %r, truth %r" % (ea["ret"], tc.get("ret")))
     return bad
 
 
+DEFAULT_STREAMS = (0, 1, 2)   # NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD
+SLACK_NS = 20000              # clock reads and rounding between two processes
+
+
+def stream_key(v):
+    v = hexval(v)
+    return 0 if v in DEFAULT_STREAMS else v
+
+
+def check_syncs(p, tcalls, evs):
+    """Each blocking sync must end no earlier than the simulated kernels it
+    waited for.  A lower bound from the trace alone: a kernel cannot start
+    before its launch call began nor before the previous kernel on its
+    stream ended (the simulated driver serves each stream in order), and
+    runs for the duration the workload gave it."""
+    durations = collections.defaultdict(list)
+    for c in tcalls:
+        if "duration_us" in c.get("args", {}):
+            durations[c["name"], c["tid"]].append((c.get("t0", c.get("t0_ns")),
+                                                   c["args"]["duration_us"]))
+    for lst in durations.values():
+        lst.sort()
+    seen = collections.Counter()
+    busy = collections.defaultdict(int)
+    waited, bad = 0, []
+    for e in sorted(evs, key=lambda e: e["ts"]):
+        name, a = e["name"], e.get("args", {})
+        ts = round(e["ts"] * 1000)
+        end = round((e["ts"] + e["dur"]) * 1000)
+        key = (name, e["tid"])
+        if key in durations:
+            i = seen[key]
+            seen[key] += 1
+            if i < len(durations[key]):
+                s = stream_key(a.get("stream", 0))
+                busy[s] = max(busy[s], ts) + durations[key][i][1] * 1000
+            continue
+        if name.startswith("cuStreamSynchronize"):
+            need = busy[stream_key(a.get("stream", 0))]
+        elif name.startswith("cuCtxSynchronize"):
+            need = max(busy.values(), default=0)
+        elif name.startswith("cuMemcpyDtoH") and "Async" not in name:
+            need = busy[0]
+        else:
+            continue
+        if need > ts:
+            waited += 1
+        if end + SLACK_NS < need:
+            bad.append("%s at %d ended %.1f us before its work was done"
+                       % (name, ts, (need - end) / 1000))
+    ok(waited > 0, "pid %d: %d blocking syncs had kernels to wait for" % (p, waited))
+    ok(not bad, "pid %d: every blocking sync lasted until the kernels it waited for ended" % p,
+       "\n".join(bad))
+
+
 def main():
     args = sys.argv[1:]
-    exact = "--exact-args" in args
-    args = [a for a in args if a != "--exact-args"]
+    sim_syncs = "--sim-syncs" in args
+    args = [a for a in args if a != "--sim-syncs"]
     pid = None
     if "--pid" in args:
         i = args.index("--pid")
@@ -121,17 +176,24 @@ def main():
         for c in tcalls:
             if c["name"] in ("cuModuleGetFunction", "cuLibraryGetKernel") and c.get("ret") == 0:
                 a = c["args"]
-                names_by_handle[hexval(a.get("handle", a.get("func", "0x0")))] = a["name"]
+                names_by_handle[hexval(a.get("handle", a.get("func", "0x0")))] = \
+                    a.get("name", a.get("kernel"))
 
-        by_name = collections.defaultdict(list)
+        # calls of one thread are ordered; match them per name and thread
+        by_key = collections.defaultdict(list)
         for e in sorted(evs, key=lambda e: e["ts"]):
-            by_name[e["name"]].append(e)
-        tid_bad, time_bad, arg_bad = [], [], []
-        for name in want:
-            tc_list = sorted([c for c in tcalls if c["name"] == name], key=lambda c: t_bounds(c)[0])
-            for tc, ev in zip(tc_list, by_name.get(name, [])):
-                if ev["tid"] != tc["tid"]:
-                    tid_bad.append("%s: tid %d, workload %d" % (name, ev["tid"], tc["tid"]))
+            by_key[e["name"], e["tid"]].append(e)
+        want_tids = collections.Counter((c["name"], c["tid"]) for c in tcalls)
+        got_tids = collections.Counter((e["name"], e["tid"]) for e in evs)
+        tid_bad = ["%s: %d calls on tid %d, workload made %d"
+                   % (k[0], got_tids.get(k, 0), k[1], n)
+                   for k, n in want_tids.items() if got_tids.get(k, 0) != n]
+        time_bad, arg_bad = [], []
+        for key in want_tids:
+            name = key[0]
+            tc_list = sorted([c for c in tcalls if (c["name"], c["tid"]) == key],
+                             key=lambda c: t_bounds(c)[0])
+            for tc, ev in zip(tc_list, by_key.get(key, [])):
                 t0, t1 = t_bounds(tc)
                 ts_ns = round(ev["ts"] * 1000)
                 end_ns = round((ev["ts"] + ev["dur"]) * 1000)
@@ -147,6 +209,8 @@ def main():
            "\n".join(time_bad))
         ok(not arg_bad, "pid %d: decoded arguments equal what the workload passed" % p,
            "\n".join(arg_bad))
+        if sim_syncs:
+            check_syncs(p, tcalls, evs)
     sys.exit(1 if failed else 0)
 
 

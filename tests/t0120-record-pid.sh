@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# record -p: attach to running processes, before or after they load
+# libcuda; stop when they exit, at -d, or at SIGINT, always writing a
+# valid trace; the traced program runs on unharmed.
+. "$(dirname "$0")/lib.sh"
+test_description "record -p PID"
+require_bpf
+require_sim
+probed=$(probed_list)
+export LD_LIBRARY_PATH="$SIMLIB"
+train=("$PY" "$GPUBPF_ROOT/sim/train.py")
+monotonic_ns() { "$PY" -c 'import time; print(time.monotonic_ns())'; }
+
+# Keep the workload's calls made at or after time T (ns).
+truth_since() { # TRUTH T OUT
+	"$PY" -c 'import json, sys
+d = json.load(open(sys.argv[1]))
+json.dump([c for c in d if c["t0_ns"] >= int(sys.argv[2])], open(sys.argv[3], "w"))' "$@"
+}
+
+# 1. A process that has loaded libcuda and waits; everything after the go
+# signal is captured.
+"${train[@]}" --steps 6 --wait-file "$TMPD/go1" --truth "$TMPD/t1.json" 2>"$TMPD/w1.err" &
+w1=$!
+wait_for_cmd 20 grep -q libcuda "/proc/$w1/maps"
+"$GPUBPF" record -p "$w1" -d 60s -o "$TMPD/p1.json" 2>"$TMPD/g1.err" &
+g1=$!
+wait_for_cmd 20 grep -q "recording" "$TMPD/g1.err"
+t_go=$(monotonic_ns)
+touch "$TMPD/go1"
+wait "$w1"
+is "workload 1 ran to its end" "$?" 0
+wait "$g1"
+is "record ends with the process, exit 0" "$?" 0
+like "it says the process exited" "$(cat "$TMPD/g1.err")" "pid $w1 exited"
+truth_since "$TMPD/t1.json" "$t_go" "$TMPD/t1.since.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --sim-syncs \
+	"$TMPD/p1.json" "$TMPD/t1.since.json" "$probed"
+
+# 2. Attached before the process loads libcuda: waits for it, loses nothing.
+"${train[@]}" --steps 3 --pause-before-cuda 1.5 --truth "$TMPD/t2.json" 2>"$TMPD/w2.err" &
+w2=$!
+"$GPUBPF" record -p "$w2" -o "$TMPD/p2.json" 2>"$TMPD/g2.err"
+is "record -p before libcuda: exit 0" "$?" 0
+like "it says it waits for libcuda" "$(cat "$TMPD/g2.err")" "pid $w2 has not loaded libcuda yet; waiting"
+wait "$w2"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/p2.json" "$TMPD/t2.json" "$probed"
+is "the lookups right after loading libcuda were captured" "$(json_query "$TMPD/p2.json" \
+	'len([e for e in ev if e.get("name") == "cuModuleGetFunction"])')" 9
+
+# 3. -d stops the recording while the process runs on; SIGINT too.  Both
+# traces are valid, and the workload finishes untouched.
+"${train[@]}" --steps 400 --truth "$TMPD/t3.json" 2>"$TMPD/w3.err" &
+w3=$!
+wait_for_cmd 20 grep -q libcuda "/proc/$w3/maps"
+start=$(date +%s%N)
+"$GPUBPF" record -p "$w3" -d 700ms -o "$TMPD/p3.json" 2>"$TMPD/g3.err"
+is "record -d 700ms: exit 0" "$?" 0
+elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
+cmp_ok "it stopped after about 700 ms (took $elapsed_ms ms)" "$elapsed_ms" -lt 3000
+cmp_ok "events were captured" "$(json_query "$TMPD/p3.json" 'd["gpubpf"]["events"]')" -gt 0
+"$GPUBPF" record -p "$w3" -o "$TMPD/p4.json" 2>"$TMPD/g4.err" &
+g4=$!
+wait_for_cmd 20 grep -q "recording" "$TMPD/g4.err"
+sleep 0.5
+kill -INT "$g4"
+wait "$g4"
+is "record stopped by SIGINT: exit 0" "$?" 0
+cmp_ok "the interrupted trace holds events" "$(json_query "$TMPD/p4.json" \
+	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+ok "the process was still running when recording stopped" kill -0 "$w3"
+wait "$w3"
+is "the workload finished normally after being traced twice" "$?" 0
+done_testing

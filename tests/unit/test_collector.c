@@ -1,0 +1,625 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Unit tests for the collector (user/collector.c): call records built by
+ * hand the way bpf/cuda.bpf.c fills them, decoded through the call table.
+ */
+#include <cuda.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "collector.h"
+#include "cuda_calls.h"
+#include "gpubpf.h"
+#include "model.h"
+#include "tap.h"
+
+/* pids above PID_MAX_LIMIT (4M): no /proc entry can name them */
+#define P1 0x3ffff000u
+#define P2 0x3ffff100u
+
+static uint32_t id_of(const char *name)
+{
+	int id = cuda_call_find(name);
+
+	if (id < 0) {
+		printf("Bail out! %s missing from the call table\n", name);
+		exit(1);
+	}
+	return id;
+}
+
+/* A record as the entry probe leaves it; ts_return 0 = entry-only. */
+static struct gb_call call(const char *name, uint64_t ts, uint64_t ts_ret, int64_t ret)
+{
+	struct gb_call r;
+
+	memset(&r, 0, sizeof(r));
+	r.type = GB_REC_CALL;
+	r.call_id = id_of(name);
+	r.pid = P1;
+	r.tid = P1;
+	r.ts_entry = ts;
+	r.ts_return = ts_ret;
+	r.ret = ret;
+	strcpy(r.comm, "app");
+	return r;
+}
+
+static int decode(const struct gb_call *r, struct model_event *ev)
+{
+	/* garbage first: decode must set what it reports */
+	memset(ev, 0xa5, sizeof(*ev));
+	return collector_decode_call(r, ev);
+}
+
+static void test_launch(void)
+{
+	struct gb_call r = call("cuLaunchKernel", 1000, 0, 0);
+	struct model_event ev;
+
+	r.arg[0] = 0x7f00deadbe00;      /* CUfunction */
+	r.arg[1] = 64; r.arg[2] = 32; r.arg[3] = 2;
+	r.arg[4] = 256; r.arg[5] = 4;
+	r.stk[0] = 3;                   /* blockDimZ: 7th argument */
+	r.stk[1] = 49152;               /* sharedMemBytes */
+	r.stk[2] = 0x55550000;          /* hStream */
+	r.stk[3] = 0x1234;              /* kernelParams: ignored */
+	is_int(decode(&r, &ev), 0, "cuLaunchKernel decodes");
+	is_int(ev.ts, 1000, "launch ts");
+	is_int(ev.dur, 0, "entry-only launch: dur 0");
+	is_int(ev.pid, P1, "launch pid");
+	is_int(ev.tid, P1, "launch tid");
+	is_int(ev.call_id, id_of("cuLaunchKernel"), "launch call id");
+	is_int(ev.family, CF_LAUNCH, "launch family");
+	is_int(ev.fields, MF_FUNC | MF_GRID | MF_BLOCK | MF_SHMEM | MF_STREAM,
+	       "launch fields: func grid block shmem stream, no ret");
+	ok(ev.func == 0x7f00deadbe00, "launch func = arg0");
+	is_int(ev.grid[0], 64, "grid x = arg1");
+	is_int(ev.grid[1], 32, "grid y = arg2");
+	is_int(ev.grid[2], 2, "grid z = arg3");
+	is_int(ev.block[0], 256, "block x = arg4");
+	is_int(ev.block[1], 4, "block y = arg5");
+	is_int(ev.block[2], 3, "block z = stk[0]");
+	is_int(ev.shared_mem, 49152, "shared mem = stk[1]");
+	ok(ev.stream == 0x55550000, "stream = stk[2]");
+
+	/* cuLaunchGrid(f, grid_width, grid_height): two grid dims */
+	r = call("cuLaunchGrid", 5, 0, 0);
+	r.arg[0] = 0xf00; r.arg[1] = 7; r.arg[2] = 9; r.arg[3] = 99;
+	is_int(decode(&r, &ev), 0, "cuLaunchGrid decodes");
+	is_int(ev.fields, MF_FUNC | MF_GRID, "cuLaunchGrid fields");
+	ok(ev.grid[0] == 7 && ev.grid[1] == 9 && ev.grid[2] == 1, "cuLaunchGrid grid = (7, 9, 1)");
+}
+
+static void test_launch_ex(void)
+{
+	struct gb_call r = call("cuLaunchKernelEx", 2000, 0, 0);
+	struct model_event ev;
+	CUlaunchConfig cfg;
+
+	/* the probe copies the first GB_LAUNCH_CONFIG_SIZE bytes of *arg0 */
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.gridDimX = 1024; cfg.gridDimY = 3; cfg.gridDimZ = 5;
+	cfg.blockDimX = 128; cfg.blockDimY = 2; cfg.blockDimZ = 1;
+	cfg.sharedMemBytes = 8192;
+	cfg.hStream = (CUstream)0x7f0011112222;
+	cfg.attrs = (CUlaunchAttribute *)0x99;
+	cfg.numAttrs = 1;
+	memcpy(r.ext, &cfg, GB_LAUNCH_CONFIG_SIZE);
+	r.arg[0] = 0x7ffc0000;          /* &cfg */
+	r.arg[1] = 0xabcdef00;          /* CUfunction */
+	is_int(decode(&r, &ev), 0, "cuLaunchKernelEx decodes");
+	is_int(ev.fields, MF_FUNC | MF_GRID | MF_BLOCK | MF_SHMEM | MF_STREAM,
+	       "cuLaunchKernelEx fields");
+	ok(ev.func == 0xabcdef00, "cuLaunchKernelEx func = arg1");
+	ok(ev.grid[0] == 1024 && ev.grid[1] == 3 && ev.grid[2] == 5, "grid from config");
+	ok(ev.block[0] == 128 && ev.block[1] == 2 && ev.block[2] == 1, "block from config");
+	is_int(ev.shared_mem, 8192, "shared mem from config");
+	ok(ev.stream == 0x7f0011112222, "stream from config");
+	is_int(ev.family, CF_LAUNCH, "family launch");
+}
+
+static void test_memcpy(void)
+{
+	struct gb_call r;
+	struct model_event ev;
+
+	r = call("cuMemcpyHtoD_v2", 10000, 10500, 0);
+	r.arg[0] = 0x7f0000200000;      /* dstDevice */
+	r.arg[1] = 0x5600000;           /* srcHost */
+	r.arg[2] = 1 << 20;
+	is_int(decode(&r, &ev), 0, "cuMemcpyHtoD_v2 decodes");
+	is_int(ev.fields, MF_BYTES | MF_KIND | MF_PTR | MF_RET, "HtoD fields");
+	is_int(ev.bytes, 1 << 20, "HtoD bytes = arg2");
+	is_int(ev.copy_kind, CK_HTOD, "HtoD kind");
+	ok(ev.ptr == 0x7f0000200000, "HtoD ptr = arg0");
+	is_int(ev.ret, 0, "HtoD ret 0");
+	is_int(ev.dur, 500, "HtoD dur = ts_return - ts_entry");
+	is_int(ev.family, CF_MEMCPY, "HtoD family");
+
+	r.ret = 700;                    /* CUDA_ERROR_ILLEGAL_ADDRESS */
+	is_int(decode(&r, &ev), 0, "failed HtoD decodes");
+	is_int(ev.ret, 700, "HtoD ret 700");
+	ok(ev.fields & MF_RET, "failed HtoD has MF_RET");
+
+	r.ts_return = 9000;             /* clock went backwards: no negative dur */
+	decode(&r, &ev);
+	is_int(ev.dur, 0, "return before entry gives dur 0");
+
+	r = call("cuMemcpyDtoHAsync_v2", 20000, 0, 0);
+	r.arg[0] = 0x5600000; r.arg[1] = 0x7f0000200000; r.arg[2] = 4096;
+	r.arg[3] = 0x4444;
+	is_int(decode(&r, &ev), 0, "cuMemcpyDtoHAsync_v2 decodes");
+	is_int(ev.fields, MF_BYTES | MF_KIND | MF_PTR | MF_STREAM,
+	       "DtoHAsync fields (entry-only: no MF_RET)");
+	is_int(ev.bytes, 4096, "DtoHAsync bytes");
+	is_int(ev.copy_kind, CK_DTOH, "DtoHAsync kind");
+	ok(ev.stream == 0x4444, "DtoHAsync stream = arg3");
+	ok(ev.ptr == 0x5600000, "DtoHAsync ptr = arg0 (dstHost)");
+	is_int(ev.dur, 0, "DtoHAsync dur 0");
+}
+
+static void check_2d(uint64_t src, uint64_t dst, int want_kind)
+{
+	struct gb_call r = call("cuMemcpy2D_v2", 100, 160, 0);
+	struct model_event ev;
+
+	r.arg[0] = 0x7ffd0000;
+	r.ext[0] = src; r.ext[1] = dst; r.ext[2] = 640; r.ext[3] = 480; r.ext[4] = 1;
+	decode(&r, &ev);
+	is_int(ev.copy_kind, want_kind, "2D memtypes (%llu, %llu) -> %s",
+	       (unsigned long long)src, (unsigned long long)dst,
+	       cuda_copy_kind_name(want_kind));
+}
+
+static void test_memcpy_nd(void)
+{
+	struct gb_call r;
+	struct model_event ev;
+
+	r = call("cuMemcpy2D_v2", 100, 160, 0);
+	r.arg[0] = 0x7ffd0000;
+	r.ext[0] = CU_MEMORYTYPE_HOST; r.ext[1] = CU_MEMORYTYPE_DEVICE;
+	r.ext[2] = 640; r.ext[3] = 480; r.ext[4] = 1;
+	is_int(decode(&r, &ev), 0, "cuMemcpy2D_v2 decodes");
+	is_int(ev.fields, MF_BYTES | MF_KIND | MF_RET, "2D fields");
+	is_int(ev.bytes, 640 * 480, "2D bytes = width * height");
+	is_int(ev.copy_kind, CK_HTOD, "2D host->device = HtoD");
+	is_int(ev.dur, 60, "2D dur");
+
+	check_2d(1, 2, CK_HTOD);
+	check_2d(2, 1, CK_DTOH);
+	check_2d(2, 2, CK_DTOD);
+	check_2d(1, 1, CK_HTOH);
+	check_2d(1, 3, CK_HTOA);
+	check_2d(3, 1, CK_ATOH);
+	check_2d(2, 3, CK_DTOA);
+	check_2d(3, 2, CK_ATOD);
+	check_2d(3, 3, CK_ATOA);
+	check_2d(4, 2, CK_DEFAULT);
+	check_2d(2, 4, CK_DEFAULT);
+	check_2d(4, 4, CK_DEFAULT);
+	check_2d(0, 2, CK_NONE);
+	check_2d(2, 5, CK_NONE);
+	check_2d(0x100000001ULL, 2, CK_NONE);
+
+	r = call("cuMemcpy3D_v2", 300, 400, 0);
+	r.ext[0] = CU_MEMORYTYPE_DEVICE; r.ext[1] = CU_MEMORYTYPE_HOST;
+	r.ext[2] = 256; r.ext[3] = 64; r.ext[4] = 10;
+	is_int(decode(&r, &ev), 0, "cuMemcpy3D_v2 decodes");
+	is_int(ev.fields, MF_BYTES | MF_KIND | MF_RET, "3D fields");
+	is_int(ev.bytes, 256 * 64 * 10, "3D bytes = width * height * depth");
+	is_int(ev.copy_kind, CK_DTOH, "3D device->host = DtoH");
+
+	r = call("cuMemcpy3DPeerAsync", 300, 0, 0);
+	r.arg[1] = 0x777;
+	r.ext[0] = CU_MEMORYTYPE_DEVICE; r.ext[1] = CU_MEMORYTYPE_DEVICE;
+	r.ext[2] = 8; r.ext[3] = 4; r.ext[4] = 2;
+	is_int(decode(&r, &ev), 0, "cuMemcpy3DPeerAsync decodes");
+	is_int(ev.fields, MF_BYTES | MF_KIND | MF_STREAM, "3D peer async fields");
+	is_int(ev.copy_kind, CK_PEER, "3D peer kind stays Peer");
+	is_int(ev.bytes, 64, "3D peer bytes");
+	ok(ev.stream == 0x777, "3D peer stream = arg1");
+
+	/* cuMemcpyBatchAsync_v2(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, hStream) */
+	r = call("cuMemcpyBatchAsync_v2", 500, 0, 0);
+	r.arg[3] = 3; r.arg[6] = 0;
+	r.stk[0] = 1;                   /* numAttrs: 7th argument */
+	r.stk[1] = 0x8888;              /* hStream: 8th argument */
+	r.ext[0] = 300; r.ext[1] = 3;
+	is_int(decode(&r, &ev), 0, "cuMemcpyBatchAsync_v2 decodes");
+	is_int(ev.fields, MF_BYTES | MF_COUNT | MF_KIND | MF_STREAM, "batch fields");
+	is_int(ev.bytes, 300, "batch bytes = ext0");
+	is_int(ev.count, 3, "batch count = ext1");
+	ok(ev.stream == 0x8888, "batch stream = stk[1]");
+	is_int(ev.copy_kind, CK_DEFAULT, "batch kind Default");
+}
+
+static void test_memset(void)
+{
+	struct gb_call r;
+	struct model_event ev;
+
+	r = call("cuMemsetD32_v2", 10, 30, 0);
+	r.arg[0] = 0x7f0000300000; r.arg[1] = 0xffffffff; r.arg[2] = 1000;
+	is_int(decode(&r, &ev), 0, "cuMemsetD32_v2 decodes");
+	is_int(ev.fields, MF_BYTES | MF_PTR | MF_RET, "memset D32 fields");
+	is_int(ev.bytes, 4000, "memset D32 bytes = 4 * N");
+	ok(ev.ptr == 0x7f0000300000, "memset ptr");
+	is_int(ev.family, CF_MEMSET, "memset family");
+	is_int(ev.dur, 20, "memset dur");
+
+	/* cuMemsetD2D16Async(dst, pitch, us, width, height, stream) */
+	r = call("cuMemsetD2D16Async", 10, 0, 0);
+	r.arg[0] = 0x7f0000400000; r.arg[1] = 4096; r.arg[2] = 0xbeef;
+	r.arg[3] = 100; r.arg[4] = 50; r.arg[5] = 0x9999;
+	is_int(decode(&r, &ev), 0, "cuMemsetD2D16Async decodes");
+	is_int(ev.fields, MF_BYTES | MF_PTR | MF_STREAM, "memset 2D16 async fields");
+	is_int(ev.bytes, 100 * 50 * 2, "memset 2D16 bytes = width * height * 2");
+	ok(ev.stream == 0x9999, "memset 2D16 stream = arg5");
+}
+
+static void test_alloc_free(void)
+{
+	struct gb_call r;
+	struct model_event ev;
+
+	r = call("cuMemAlloc_v2", 10, 110, 0);
+	r.arg[0] = 0x7ffe1000;          /* &dptr */
+	r.arg[1] = 1 << 24;
+	r.out = 0x7f0000500000;
+	is_int(decode(&r, &ev), 0, "cuMemAlloc_v2 decodes");
+	is_int(ev.fields, MF_BYTES | MF_PTR | MF_RET, "alloc fields");
+	is_int(ev.bytes, 1 << 24, "alloc bytes = arg1");
+	ok(ev.ptr == 0x7f0000500000, "alloc ptr = value read through out");
+	is_int(ev.family, CF_ALLOC, "alloc family");
+	is_int(ev.dur, 100, "alloc dur");
+
+	r.ret = 2;                      /* CUDA_ERROR_OUT_OF_MEMORY */
+	r.out = 0x1111;                 /* whatever was in *dptr */
+	decode(&r, &ev);
+	is_int(ev.fields, MF_BYTES | MF_RET, "failed alloc: no MF_PTR");
+	is_int(ev.ret, 2, "failed alloc ret");
+
+	r = call("cuMemAllocPitch_v2", 10, 20, 0);
+	r.arg[0] = 0x7ffe1000; r.arg[1] = 0x7ffe1008;
+	r.arg[2] = 1000; r.arg[3] = 30; r.arg[4] = 4;
+	r.out = 0x7f0000600000;
+	is_int(decode(&r, &ev), 0, "cuMemAllocPitch_v2 decodes");
+	is_int(ev.bytes, 30000, "alloc pitch bytes = width * height");
+	ok(ev.ptr == 0x7f0000600000, "alloc pitch ptr = out");
+	is_int(ev.fields, MF_BYTES | MF_PTR | MF_RET, "alloc pitch fields");
+
+	r = call("cuMemFree_v2", 10, 15, 0);
+	r.arg[0] = 0x7f0000500000;
+	is_int(decode(&r, &ev), 0, "cuMemFree_v2 decodes");
+	is_int(ev.fields, MF_PTR | MF_RET, "free fields");
+	ok(ev.ptr == 0x7f0000500000, "free ptr = arg0");
+	is_int(ev.family, CF_FREE, "free family");
+}
+
+static void test_sync_graph(void)
+{
+	struct gb_call r;
+	struct model_event ev;
+
+	r = call("cuStreamSynchronize", 1000, 251000, 0);
+	r.arg[0] = 0x3333;
+	is_int(decode(&r, &ev), 0, "cuStreamSynchronize decodes");
+	is_int(ev.fields, MF_STREAM | MF_RET, "stream sync fields");
+	ok(ev.stream == 0x3333, "stream sync stream");
+	is_int(ev.dur, 250000, "stream sync dur");
+	is_int(ev.family, CF_SYNC, "sync family");
+
+	r = call("cuEventRecord", 5, 0, 0);
+	r.arg[0] = 0xe0e0; r.arg[1] = 0x3333;
+	is_int(decode(&r, &ev), 0, "cuEventRecord decodes");
+	is_int(ev.fields, MF_HANDLE | MF_STREAM, "event record fields");
+	ok(ev.handle == 0xe0e0, "event record handle = arg0");
+	ok(ev.stream == 0x3333, "event record stream = arg1");
+
+	r = call("cuGraphLaunch", 5, 0, 0);
+	r.arg[0] = 0x6a6a; r.arg[1] = 0x3334;
+	is_int(decode(&r, &ev), 0, "cuGraphLaunch decodes");
+	is_int(ev.fields, MF_HANDLE | MF_STREAM, "graph launch fields");
+	ok(ev.handle == 0x6a6a, "graph launch handle = arg0");
+	ok(ev.stream == 0x3334, "graph launch stream = arg1");
+	is_int(ev.family, CF_GRAPH, "graph family");
+
+	/* cuStreamEndCapture(hStream, CUgraph *phGraph) */
+	r = call("cuStreamEndCapture", 5, 50, 0);
+	r.arg[0] = 0x3335; r.arg[1] = 0x7ffe2000;
+	r.out = 0x6b6b;
+	is_int(decode(&r, &ev), 0, "cuStreamEndCapture decodes");
+	is_int(ev.fields, MF_STREAM | MF_HANDLE | MF_RET, "end capture fields");
+	ok(ev.handle == 0x6b6b, "end capture handle = out");
+	ok(ev.stream == 0x3335, "end capture stream = arg0");
+
+	r = call("cuStreamSynchronize", 5, 6, 0);
+	r.call_id = cuda_ncalls;
+	is_int(decode(&r, &ev), -EINVAL, "call id == cuda_ncalls: -EINVAL");
+	r.call_id = 0xffffffff;
+	is_int(decode(&r, &ev), -EINVAL, "call id 0xffffffff: -EINVAL");
+}
+
+static struct gb_name name_rec(uint32_t pid, uint64_t handle, const char *name)
+{
+	struct gb_name n;
+
+	memset(&n, 0, sizeof(n));
+	n.type = GB_REC_NAME;
+	n.pid = pid;
+	n.handle = handle;
+	memcpy(n.name, name, strnlen(name, sizeof(n.name)));
+	return n;
+}
+
+static const struct model_event *find_ts(const struct model *m, uint64_t ts)
+{
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].ts == ts)
+			return &m->ev[i];
+	return NULL;
+}
+
+static void test_record_names(void)
+{
+	struct model m;
+	struct collector c;
+	struct gb_call r;
+	struct gb_name n;
+	const struct model_event *e;
+	char long_name[GB_NAME_LEN + 1];
+
+	model_init(&m);
+	collector_init(&c, &m);
+
+	/* cuModuleGetFunction: the name record comes before the call record */
+	n = name_rec(P1, 0xf1, "vecAdd");
+	is_int(collector_record(&c, &n, sizeof(n)), 0, "name record accepted");
+	r = call("cuModuleGetFunction", 100, 200, 0);
+	r.arg[0] = 0x7ffe3000; r.arg[1] = 0xa0d; r.arg[2] = 0x7ffe4000;
+	r.out = 0xf1;
+	is_int(collector_record(&c, &r, sizeof(r)), 0, "cuModuleGetFunction record");
+	r = call("cuLaunchKernel", 300, 0, 0);
+	r.arg[0] = 0xf1; r.arg[1] = r.arg[2] = r.arg[3] = 1;
+	is_int(collector_record(&c, &r, sizeof(r)), 0, "launch of 0xf1 recorded");
+	/* same handle in another pid: no name */
+	r.pid = P2; r.tid = P2; r.ts_entry = 310;
+	is_int(collector_record(&c, &r, sizeof(r)), 0, "launch of 0xf1 in pid 2 recorded");
+
+	/* cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) */
+	n = name_rec(P1, 0xc1, "reduceKernel");
+	collector_record(&c, &n, sizeof(n));
+	r = call("cuKernelGetFunction", 400, 410, 0);
+	r.arg[0] = 0x7ffe5000; r.arg[1] = 0xc1;
+	r.out = 0xf2;
+	is_int(collector_record(&c, &r, sizeof(r)), 0, "cuKernelGetFunction record");
+	is_str(strtab_get(&m.strs, model_kernel_name(&m, P1, 0xf2)), "reduceKernel",
+	       "cuKernelGetFunction gives the function its kernel's name");
+	r = call("cuLaunchKernel", 500, 0, 0);
+	r.arg[0] = 0xf2;
+	collector_record(&c, &r, sizeof(r));
+
+	/* failed cuKernelGetFunction: nothing propagated */
+	n = name_rec(P1, 0xc2, "otherKernel");
+	collector_record(&c, &n, sizeof(n));
+	r = call("cuKernelGetFunction", 600, 610, 1);
+	r.arg[0] = 0x7ffe5000; r.arg[1] = 0xc2;
+	r.out = 0xf3;
+	collector_record(&c, &r, sizeof(r));
+	is_int(model_kernel_name(&m, P1, 0xf3), 0, "failed cuKernelGetFunction propagates nothing");
+
+	/* a name that arrives after the launch still resolves at finish */
+	r = call("cuLaunchKernel", 700, 0, 0);
+	r.arg[0] = 0xf4;
+	collector_record(&c, &r, sizeof(r));
+	n = name_rec(P1, 0xf4, "lateName");
+	collector_record(&c, &n, sizeof(n));
+
+	/* empty name: accepted, nothing stored */
+	n = name_rec(P1, 0xf5, "");
+	is_int(collector_record(&c, &n, sizeof(n)), 0, "empty name record accepted");
+	is_int(model_kernel_name(&m, P1, 0xf5), 0, "empty name not stored");
+
+	/* a full-length name without a terminator is cut at GB_NAME_LEN */
+	memset(long_name, 'k', GB_NAME_LEN);
+	long_name[GB_NAME_LEN] = 0;
+	n = name_rec(P1, 0xf6, "");
+	memset(n.name, 'k', GB_NAME_LEN);
+	collector_record(&c, &n, sizeof(n));
+	is_str(strtab_get(&m.strs, model_kernel_name(&m, P1, 0xf6)), long_name,
+	       "unterminated name truncated to %d chars", GB_NAME_LEN);
+
+	is_int(c.calls, 7, "7 call records counted");
+	is_int(c.records, 13, "13 records counted (7 calls, 6 names)");
+	is_int(c.bad, 0, "no bad records");
+	is_int(m.nev, 7, "7 events");
+
+	model_finish(&m);
+	e = find_ts(&m, 300);
+	ok(e && e->fields & MF_FUNC, "launch at 300 found");
+	is_str(e ? strtab_get(&m.strs, e->kernel) : NULL, "vecAdd", "launch named vecAdd");
+	is_str(e ? strtab_get(&m.strs, e->name) : NULL, "cuLaunchKernel", "event name is the entry point");
+	e = find_ts(&m, 310);
+	is_int(e ? e->kernel : 99, 0, "launch in the other pid unnamed");
+	e = find_ts(&m, 100);
+	is_str(e ? strtab_get(&m.strs, e->name) : NULL, "cuModuleGetFunction", "lookup event name");
+	ok(e && e->func == 0xf1 && (e->fields & MF_FUNC), "cuModuleGetFunction func = out");
+	ok(e && e->handle == 0xa0d && (e->fields & MF_HANDLE), "cuModuleGetFunction handle = module");
+	is_str(e ? strtab_get(&m.strs, e->kernel) : NULL, "vecAdd", "lookup event carries the name too");
+	e = find_ts(&m, 500);
+	is_str(e ? strtab_get(&m.strs, e->kernel) : NULL, "reduceKernel",
+	       "launch of the function from cuKernelGetFunction named");
+	e = find_ts(&m, 700);
+	is_str(e ? strtab_get(&m.strs, e->kernel) : NULL, "lateName", "late name resolved");
+
+	collector_release(&c);
+	model_release(&m);
+}
+
+static void test_record_errors(void)
+{
+	struct model m;
+	struct collector c;
+	struct gb_call r = call("cuStreamSynchronize", 10, 20, 0);
+	struct gb_name n = name_rec(P1, 1, "x");
+	uint32_t junk[64] = { 99 };
+	uint16_t tiny = GB_REC_CALL;
+
+	model_init(&m);
+	collector_init(&c, &m);
+	is_int(collector_record(&c, junk, sizeof(junk)), -EINVAL, "unknown type: -EINVAL");
+	is_int(c.bad, 1, "bad = 1");
+	junk[0] = 0;
+	is_int(collector_record(&c, junk, sizeof(junk)), -EINVAL, "type 0: -EINVAL");
+	is_int(collector_record(&c, &tiny, sizeof(tiny)), -EINVAL, "2-byte record: -EINVAL");
+	is_int(collector_record(&c, &r, sizeof(r) - 1), -EINVAL, "short call record: -EINVAL");
+	is_int(collector_record(&c, &n, sizeof(n) - 1), -EINVAL, "short name record: -EINVAL");
+	r.call_id = cuda_ncalls + 5;
+	is_int(collector_record(&c, &r, sizeof(r)), -EINVAL, "unknown call id: -EINVAL");
+	is_int(c.bad, 6, "six bad records counted");
+	is_int(c.records, 0, "no good records");
+	is_int(c.calls, 0, "no calls");
+	is_int(m.nev, 0, "no events left behind");
+	is_int(m.nthreads, 0, "no threads named from bad records");
+	r = call("cuStreamSynchronize", 10, 20, 0);
+	is_int(collector_record(&c, &r, sizeof(r) + 8), 0, "longer call record accepted");
+	is_int(c.records, 1, "records = 1");
+	is_int(c.calls, 1, "calls = 1");
+	is_int(c.bad, 6, "bad unchanged");
+	collector_release(&c);
+	model_release(&m);
+}
+
+static const struct model_thread *thread(const struct model *m, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < m->nthreads; i++)
+		if (m->threads[i].pid == pid && m->threads[i].tid == tid)
+			return &m->threads[i];
+	return NULL;
+}
+
+static const struct model_process *process(const struct model *m, uint32_t pid)
+{
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].pid == pid)
+			return &m->procs[i];
+	return NULL;
+}
+
+static void test_naming(void)
+{
+	struct model m;
+	struct collector c;
+	struct gb_call r;
+	const struct model_thread *t;
+	const struct model_process *p;
+	char self[64] = "";
+	FILE *f;
+	int bad = 0;
+
+	model_init(&m);
+	collector_init(&c, &m);
+
+	r = call("cuStreamSynchronize", 1, 2, 0);
+	strcpy(r.comm, "trainer");
+	collector_record(&c, &r, sizeof(r));
+	r.tid = P1 + 1; r.ts_entry = 3;
+	strcpy(r.comm, "worker");
+	collector_record(&c, &r, sizeof(r));
+	r.ts_entry = 4;
+	strcpy(r.comm, "renamed");     /* a known thread is not renamed */
+	collector_record(&c, &r, sizeof(r));
+	/* a non-main thread of P2 first: the process stays unnamed */
+	r.pid = P2; r.tid = P2 + 7; r.ts_entry = 5;
+	strcpy(r.comm, "p2worker");
+	collector_record(&c, &r, sizeof(r));
+	p = process(&m, P2);
+	ok(p != NULL, "process P2 added");
+	is_int(p ? p->name : 99, 0, "P2 unnamed while only a worker was seen");
+	/* then its main thread */
+	r.tid = P2; r.ts_entry = 6;
+	strcpy(r.comm, "p2main");
+	collector_record(&c, &r, sizeof(r));
+	/* a 16-char comm without terminator */
+	r.tid = P2 + 8; r.ts_entry = 7;
+	memcpy(r.comm, "0123456789abcdef", GB_COMM_LEN);
+	collector_record(&c, &r, sizeof(r));
+
+	is_int(m.nthreads, 5, "five threads");
+	is_int(m.nprocs, 2, "two processes");
+	is_int(c.calls, 6, "six calls");
+	is_int(c.records, 6, "six records");
+	t = thread(&m, P1, P1);
+	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "trainer", "main thread named from comm");
+	t = thread(&m, P1, P1 + 1);
+	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "worker", "worker named from first comm");
+	p = process(&m, P1);
+	is_str(p ? strtab_get(&m.strs, p->name) : NULL, "trainer", "process named by main thread");
+	p = process(&m, P2);
+	is_str(p ? strtab_get(&m.strs, p->name) : NULL, "p2main", "P2 named once its main thread shows");
+	t = thread(&m, P2, P2 + 7);
+	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "p2worker", "P2 worker named");
+	t = thread(&m, P2, P2 + 8);
+	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "0123456789abcdef",
+	       "16-char comm kept whole and terminated");
+
+	/* a live process seen through a worker: named from /proc/PID/comm */
+	f = fopen("/proc/self/comm", "r");
+	if (f) {
+		if (fgets(self, sizeof(self), f))
+			self[strcspn(self, "\n")] = 0;
+		fclose(f);
+	}
+	r = call("cuStreamSynchronize", 8, 9, 0);
+	r.pid = getpid(); r.tid = P2 + 9;
+	strcpy(r.comm, "someworker");
+	collector_record(&c, &r, sizeof(r));
+	p = process(&m, getpid());
+	is_str(p ? strtab_get(&m.strs, p->name) : NULL, self,
+	       "live process named from /proc (%s)", self);
+
+	/* many threads: the seen set grows */
+	for (uint32_t i = 0; i < 3000; i++) {
+		r = call("cuStreamSynchronize", 100 + i, 101 + i, 0);
+		r.pid = P2; r.tid = 0x20000000u + i * 16;
+		snprintf(r.comm, sizeof(r.comm), "t%u", i);
+		collector_record(&c, &r, sizeof(r));
+		r.ts_entry = 100000 + i;
+		strcpy(r.comm, "again");
+		collector_record(&c, &r, sizeof(r));
+	}
+	is_int(m.nthreads, 5 + 1 + 3000, "3000 more threads, each once");
+	for (uint32_t i = 0; i < 3000; i++) {
+		char want[GB_COMM_LEN];
+
+		snprintf(want, sizeof(want), "t%u", i);
+		t = thread(&m, P2, 0x20000000u + i * 16);
+		if (!t || strcmp(strtab_get(&m.strs, t->name), want))
+			bad++;
+	}
+	is_int(bad, 0, "every thread keeps its first comm across seen-set growth");
+	is_int(c.calls, 6 + 1 + 6000, "call count");
+	collector_release(&c);
+	model_release(&m);
+}
+
+int main(void)
+{
+	test_launch();
+	test_launch_ex();
+	test_memcpy();
+	test_memcpy_nd();
+	test_memset();
+	test_alloc_free();
+	test_sync_graph();
+	test_record_names();
+	test_record_errors();
+	test_naming();
+	return done_testing();
+}
