@@ -158,7 +158,8 @@ static int parse_args(struct record *r, int argc, char **argv)
 
 	r->ringbuf = DEFAULT_RINGBUF;
 	optind = 1;
-	while ((c = getopt_long(argc, argv, "+p:ad:o:vh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+:p:ad:o:vh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			n = parse_pid_list(optarg, &pids, n);
@@ -197,7 +198,8 @@ static int parse_args(struct record *r, int argc, char **argv)
 			fputs(usage, stdout);
 			exit(0);
 		default:
-			fprintf(stderr, "gpubpf: see 'gpubpf record --help'\n");
+			fprintf(stderr, "gpubpf: %s '%s' (see 'gpubpf record --help')\n",
+				c == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
 			return -1;
 		}
 	}
@@ -346,9 +348,6 @@ static int setup_global(struct record *r)
 			"(use --libcuda PATH)\n");
 		return -ENOENT;
 	}
-	if (r->mode == MODE_CMD)
-		fprintf(stderr, "gpubpf: no libcuda.so.1 found yet; the command's will be "
-			"probed when it loads one (use --libcuda PATH to catch every call)\n");
 	return 0;
 }
 
@@ -591,6 +590,9 @@ int cmd_record(int argc, char **argv)
 			ret = 127;
 			goto cleanup;
 		}
+		if (!r.probes.ntargets)
+			fprintf(stderr, "gpubpf: no libcuda.so.1 found yet; the command's will be "
+				"probed when it loads one (use --libcuda PATH to catch every call)\n");
 	}
 	if (r.mode != MODE_CMD)
 		fprintf(stderr, "gpubpf: recording%s; Ctrl-C to stop\n",

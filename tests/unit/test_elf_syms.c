@@ -220,6 +220,20 @@ static void test_errors(void)
 	is_int(elf_sym_offsets("/proc/self/exe", names, 0, off), 0, "no names: 0 found");
 }
 
+/* elf_syms.h: "store its file offset in offsets[i]" for each i */
+static void test_duplicate_names(void)
+{
+	static const char *const names[] = { "gb_elf_test_target", "gb_elf_test_target" };
+	uint64_t off[2] = { 0, 0 }, want = 0;
+	int ret;
+
+	self_offset((uintptr_t)&gb_elf_test_target, &want);
+	ret = elf_sym_offsets("/proc/self/exe", names, 2, off);
+	is_int(off[0], want, "duplicate name: first entry at its offset");
+	is_int(off[1], want, "duplicate name: second entry at its offset too");
+	is_int(ret, 2, "duplicate name: counted for both entries");
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -230,6 +244,7 @@ int main(void)
 	test_built_lib();
 	test_self();
 	test_errors();
+	test_duplicate_names();
 	rmdir(dir);
 	return done_testing();
 }

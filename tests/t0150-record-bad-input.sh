@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Bad input to record: one clear line on stderr, a non-zero exit status,
+# and never an output file.
+. "$(dirname "$0")/lib.sh"
+test_description "record: bad input is refused clearly"
+require_bpf
+require_sim
+out="$TMPD/out"
+mkdir "$out"
+
+# expect_error DESC STATUS REGEX CMD...: exit STATUS, one stderr line
+# matching REGEX, nothing written to $out.
+expect_error() {
+	local desc=$1 status=$2 re=$3 rc=0
+	shift 3
+	"$@" >"$TMPD/stdout" 2>"$TMPD/stderr" </dev/null || rc=$?
+	is "$desc: exit status" "$rc" "$status"
+	like "$desc: says why" "$(cat "$TMPD/stderr")" "$re"
+	is "$desc: one line" "$(wc -l <"$TMPD/stderr")" 1
+	is "$desc: no output file" "$(ls -A "$out")" ""
+}
+
+o=(-o "$out/t.json")
+expect_error "duration 0" 1 "invalid duration '0'" "$GPUBPF" record -p $$ -d 0 "${o[@]}"
+expect_error "duration -1s" 1 "invalid duration '-1s'" "$GPUBPF" record -p $$ -d -1s "${o[@]}"
+expect_error "duration abc" 1 "invalid duration 'abc'" "$GPUBPF" record -p $$ -d abc "${o[@]}"
+expect_error "pid that does not exist" 1 "no such process: 4000000" "$GPUBPF" record -p 4000000 "${o[@]}"
+expect_error "pid list junk" 1 "invalid pid list '12,x'" "$GPUBPF" record -p 12,x "${o[@]}"
+expect_error "no target" 1 "exactly one of -p PID, -a or -- CMD" "$GPUBPF" record "${o[@]}"
+expect_error "two targets" 1 "exactly one of -p PID, -a or -- CMD" "$GPUBPF" record -a -p $$ "${o[@]}"
+expect_error "unwritable output directory" 1 "cannot write '$out/none/t.json'" \
+	"$GPUBPF" record -p $$ -o "$out/none/t.json"
+expect_error "unknown output format" 1 "unsupported output format" "$GPUBPF" record -p $$ -o "$out/t.txt"
+expect_error "unreadable libcuda" 1 "cannot read libcuda '/nonexistent/libcuda.so.1'" \
+	"$GPUBPF" record --libcuda /nonexistent/libcuda.so.1 -p $$ "${o[@]}"
+echo "not a library" >"$TMPD/fake.so"
+expect_error "libcuda that is not ELF" 1 "is not an ELF file" \
+	"$GPUBPF" record --libcuda "$TMPD/fake.so" -a -d 1s "${o[@]}"
+expect_error "libcuda without CUDA entry points" 1 "defines no CUDA driver entry point" \
+	"$GPUBPF" record --libcuda /bin/true -a -d 1s "${o[@]}"
+sleep 30 &
+sleeper=$!
+at_exit "kill $sleeper 2>/dev/null"
+rc=0
+LD_LIBRARY_PATH="$SIMLIB" "$GPUBPF" record -p "$sleeper" -d 1s "${o[@]}" 2>"$TMPD/stderr" || rc=$?
+is "a process without CUDA: exit status" "$rc" 1
+like "a process without CUDA: waits, then says so" "$(tail -n 1 "$TMPD/stderr")" \
+	"^gpubpf: pid $sleeper never loaded libcuda \(is it a CUDA program\?\)$"
+is "a process without CUDA: no output file" "$(ls -A "$out")" ""
+expect_error "not root" 2 "needs root.*sudo" \
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$GPUBPF" record -p $$ -o /tmp/never.json
+ok "not root: no file at /tmp/never.json" test ! -e /tmp/never.json
+
+# a command that cannot be run, and the command's own exit status
+expect_error "command not found" 127 "cannot run 'gpubpf-no-such-command'" \
+	"$GPUBPF" record "${o[@]}" -- gpubpf-no-such-command
+rc=0
+"$GPUBPF" record --libcuda "$SIMLIB/libcuda.so.1" -o "$TMPD/s.json" -- sh -c 'exit 7' 2>/dev/null || rc=$?
+is "record exits with the command's status" "$rc" 7
+rc=0
+"$GPUBPF" record --libcuda "$SIMLIB/libcuda.so.1" -o "$TMPD/k.json" -- sh -c 'kill -KILL $$' 2>/dev/null || rc=$?
+is "a command killed by a signal: 128 + signal" "$rc" 137
+ok "a trace is written even so" test -s "$TMPD/k.json"
+
+# help and unknown commands
+check "gpubpf --help" "$GPUBPF" --help
+check "gpubpf record --help" "$GPUBPF" record --help
+check "gpubpf list --help" "$GPUBPF" list --help
+like "record --help documents -p, -a, -d, -o, --libcuda" "$("$GPUBPF" record --help)" \
+	"--pid.*--all.*--duration.*--output.*--libcuda"
+expect_error "unknown command" 1 "unknown command 'recrod'" "$GPUBPF" recrod
+expect_error "unknown option" 1 "unknown option '--bogus' \\(see 'gpubpf record --help'\\)" "$GPUBPF" record --bogus
+expect_error "missing value" 1 "missing value for '-d'" "$GPUBPF" record -p $$ -d
+done_testing
