@@ -34,8 +34,9 @@ BENCH_SRCS := $(wildcard bench/*.c)
 SIM_LIB    := $(BUILD)/sim/libcuda.so.1
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps test bench demo install clean
-all: $(BUILD)/gpubpf $(SIM_LIB) $(UNIT_BINS) $(TEST_BINS)
+.PHONY: all deps test-bins test bench demo install clean
+all: $(BUILD)/gpubpf $(SIM_LIB)
+test-bins: $(UNIT_BINS) $(TEST_BINS)
 
 # Install build and test dependencies (idempotent; fast when present).
 deps $(DEPS_STAMP): scripts/install-deps.sh
@@ -71,7 +72,7 @@ $(BUILD)/tests/%: tests/bin/%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -pthread -I$(CUDA_HOME)/include -o $@ $< -ldl
 
-test: all
+test: all test-bins
 	@bash tests/run.sh
 
 demo: all

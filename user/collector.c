@@ -125,10 +125,12 @@ int collector_decode_call(const struct gb_call *r, struct model_event *ev)
 		ev->stream = lc.stream;
 		break;
 	case CL_MEMCPY_ND:
-		ev->fields |= MF_BYTES | MF_KIND;
+		ev->fields |= MF_BYTES;
 		ev->bytes = r->ext[2] * r->ext[3] * r->ext[4];
 		if (cc->kind == CK_NONE)
 			ev->copy_kind = nd_kind(r->ext[0], r->ext[1]);
+		if (ev->copy_kind != CK_NONE)
+			ev->fields |= MF_KIND;
 		break;
 	case CL_BATCH:
 		ev->fields |= MF_BYTES | MF_COUNT;

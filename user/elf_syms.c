@@ -52,7 +52,6 @@ static int lookup_section(Elf *elf, Elf_Scn *scn, const char *const *names, size
 				continue;
 			if (!vaddr_to_offset(elf, sym.st_value, &offsets[i]))
 				found++;
-			break;
 		}
 	}
 	return found;

@@ -18,7 +18,7 @@ int parse_duration_ns(const char *s, uint64_t *ns)
 	if (!isdigit((unsigned char)*p))
 		return -EINVAL;
 	for (; isdigit((unsigned char)*p); p++) {
-		if (whole > (UINT64_MAX - 9) / 10)
+		if (whole > (UINT64_MAX - (*p - '0')) / 10)
 			return -EINVAL;
 		whole = whole * 10 + (*p - '0');
 	}
@@ -37,10 +37,12 @@ int parse_duration_ns(const char *s, uint64_t *ns)
 
 		if (strcmp(p, units[i].unit))
 			continue;
-		if (whole > UINT64_MAX / u)
+		__uint128_t total = (__uint128_t)whole * u + (__uint128_t)frac * u / scale;
+
+		if (total > UINT64_MAX || !total)
 			return -EINVAL;
-		*ns = whole * u + (uint64_t)((__uint128_t)frac * u / scale);
-		return *ns ? 0 : -EINVAL;
+		*ns = (uint64_t)total;
+		return 0;
 	}
 	return -EINVAL;
 }

@@ -163,6 +163,63 @@ static void test_memcpy(void)
 	is_int(ev.dur, 0, "DtoHAsync dur 0");
 }
 
+/*
+ * The unsuffixed v1 entry points (CUDA 3.x ABI) take 32-bit sizes and
+ * device pointers whose upper register halves are undefined; host
+ * pointers (void *) stay 64-bit.
+ */
+static void test_v1(void)
+{
+	struct gb_call r;
+	struct model_event ev;
+
+	/* cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned ByteCount) */
+	r = call("cuMemcpyHtoD", 10, 20, 0);
+	r.arg[0] = 0xdead0000c0001000ULL; r.arg[1] = 0x7f1234567000ULL;
+	r.arg[2] = 0xffffffff00010000ULL;
+	is_int(decode(&r, &ev), 0, "v1 cuMemcpyHtoD decodes");
+	ok(ev.bytes == 0x10000, "v1 HtoD bytes: low 32 bits of arg2");
+	ok(ev.ptr == 0xc0001000, "v1 HtoD device ptr: low 32 bits of arg0");
+
+	/* cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize) */
+	r = call("cuMemAlloc", 10, 20, 0);
+	r.arg[0] = 0x7ffe1000; r.arg[1] = 0x1234567800000400ULL;
+	r.out = 0xabcdabcd00200000ULL;  /* only the low half was written */
+	decode(&r, &ev);
+	ok(ev.bytes == 0x400, "v1 cuMemAlloc bytes: low 32 bits");
+	ok(ev.ptr == 0x200000, "v1 cuMemAlloc ptr: low 32 bits of out");
+
+	/* cuMemAllocHost(void **pp, unsigned int bytesize): host pointer kept */
+	r = call("cuMemAllocHost", 10, 20, 0);
+	r.arg[0] = 0x7ffe1000; r.arg[1] = 0xffffffff00000800ULL;
+	r.out = 0x7f1234560000ULL;
+	decode(&r, &ev);
+	ok(ev.bytes == 0x800, "v1 cuMemAllocHost bytes: low 32 bits");
+	ok(ev.ptr == 0x7f1234560000ULL, "v1 cuMemAllocHost host ptr kept whole");
+
+	/* cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned ByteCount) */
+	r = call("cuMemcpyDtoH", 10, 20, 0);
+	r.arg[0] = 0x7f1234567000ULL; r.arg[1] = 0xdead0000c0001000ULL;
+	r.arg[2] = 0xffffffff00010000ULL;
+	decode(&r, &ev);
+	ok(ev.bytes == 0x10000, "v1 DtoH bytes: low 32 bits");
+	ok(ev.ptr == 0x7f1234567000ULL, "v1 DtoH ptr is dstHost (void *): kept whole");
+	if (ev.ptr != 0x7f1234567000ULL)
+		diag("got ptr 0x%llx", (unsigned long long)ev.ptr);
+
+	/* cuMemcpyAtoH(void *dstHost, CUarray, unsigned srcOffset, unsigned ByteCount) */
+	r = call("cuMemcpyAtoH", 10, 20, 0);
+	r.arg[0] = 0x7f1234567000ULL; r.arg[3] = 0x100;
+	decode(&r, &ev);
+	ok(ev.ptr == 0x7f1234567000ULL, "v1 AtoH ptr is dstHost (void *): kept whole");
+
+	/* _v2 is 64-bit throughout */
+	r = call("cuMemcpyDtoH_v2", 10, 20, 0);
+	r.arg[0] = 0x7f1234567000ULL; r.arg[2] = 0x100000000ULL;
+	decode(&r, &ev);
+	ok(ev.ptr == 0x7f1234567000ULL && ev.bytes == 0x100000000ULL, "v2 DtoH 64-bit ptr and size");
+}
+
 static void check_2d(uint64_t src, uint64_t dst, int want_kind)
 {
 	struct gb_call r = call("cuMemcpy2D_v2", 100, 160, 0);
@@ -614,6 +671,7 @@ int main(void)
 	test_launch();
 	test_launch_ex();
 	test_memcpy();
+	test_v1();
 	test_memcpy_nd();
 	test_memset();
 	test_alloc_free();

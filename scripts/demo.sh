@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# make demo: record the simulated training loop (sim/train.py on the
+# simulated GPU in build/sim) with gpubpf and say where the trace is.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "demo: recording needs root: run 'sudo make demo'" >&2
+	exit 2
+fi
+out=build/demo
+mkdir -p "$out"
+trace="$out/gpubpf-demo.json"
+echo "demo: recording a simulated training job (sim/train.py on the simulated GPU)"
+LD_LIBRARY_PATH="$PWD/build/sim" build/gpubpf record -o "$trace" -- \
+	python3 sim/train.py --steps 30 --sync-every 5
+cat <<MSG
+
+demo: the timeline is $PWD/$trace
+      open https://ui.perfetto.dev, choose "Open trace file" and pick it
+      (or load it in chrome://tracing).  Each host thread shows its CUDA
+      driver calls; click one to see its arguments (kernel, grid, block,
+      stream, bytes, return code).
+MSG
