@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The baseline for the cost benchmark: a uprobe and a uretprobe that do
+ * nothing.  Whatever gpubpf costs beyond these is gpubpf's own work.
+ */
+#include <linux/types.h>
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+SEC("uprobe")
+int empty_entry(void *ctx)
+{
+	return 0;
+}
+
+SEC("uretprobe")
+int empty_return(void *ctx)
+{
+	return 0;
+}

@@ -1,0 +1,82 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * empty_uprobe - attach bench/empty.bpf.c to one function of one process.
+ *
+ *	empty_uprobe -p PID -l LIB -f FUNC [-r]
+ *
+ * Attaches an empty uprobe (and with -r an empty uretprobe too) to FUNC in
+ * LIB for PID only, prints "attached" on stdout, and holds the probes until
+ * SIGINT or SIGTERM.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "empty.skel.h"
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+int main(int argc, char **argv)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo);
+	struct empty_bpf *skel = NULL;
+	struct bpf_link *le = NULL, *lr = NULL;
+	const char *lib = NULL, *func = NULL;
+	int pid = -1, ret_probe = 0, c, ret = 1;
+
+	while ((c = getopt(argc, argv, "p:l:f:r")) != -1) {
+		switch (c) {
+		case 'p': pid = atoi(optarg); break;
+		case 'l': lib = optarg; break;
+		case 'f': func = optarg; break;
+		case 'r': ret_probe = 1; break;
+		default: goto usage;
+		}
+	}
+	if (!lib || !func || pid <= 0)
+		goto usage;
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	skel = empty_bpf__open_and_load();
+	if (!skel) {
+		fprintf(stderr, "empty_uprobe: cannot load: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	uo.func_name = func;
+	uo.retprobe = false;
+	le = bpf_program__attach_uprobe_opts(skel->progs.empty_entry, pid, lib, 0, &uo);
+	if (!le) {
+		fprintf(stderr, "empty_uprobe: cannot attach uprobe: %s\n", strerror(errno));
+		goto cleanup;
+	}
+	if (ret_probe) {
+		uo.retprobe = true;
+		lr = bpf_program__attach_uprobe_opts(skel->progs.empty_return, pid, lib, 0, &uo);
+		if (!lr) {
+			fprintf(stderr, "empty_uprobe: cannot attach uretprobe: %s\n",
+				strerror(errno));
+			goto cleanup;
+		}
+	}
+	printf("attached\n");
+	fflush(stdout);
+	while (!stop)
+		pause();
+	ret = 0;
+cleanup:
+	bpf_link__destroy(lr);
+	bpf_link__destroy(le);
+	empty_bpf__destroy(skel);
+	return ret;
+usage:
+	fprintf(stderr, "usage: empty_uprobe -p PID -l LIB -f FUNC [-r]\n");
+	return 2;
+}

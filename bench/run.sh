@@ -1,0 +1,323 @@
+#!/bin/bash
+# bench/run.sh - gpubpf benchmarks (`make bench`); see BENCHMARKS.md.
+#
+# 1. cost per traced call: untraced vs an empty uprobe (+uretprobe) vs gpubpf
+#    record -p, interleaved across repetitions, medians;
+# 2. collector decode and Chrome-trace export throughput (one thread);
+# 3. highest sustained call rate gpubpf records with zero lost events.
+#
+# Prints tables and splices them into BENCHMARKS.md between the
+# "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
+# Knobs (environment): COST_REPS (7), COST_N (30000 traced calls per run),
+# UNTRACED_N (5000000), COLL_N (2000000), COLL_REPS (3), RATE_REPS (3),
+# RATE_SECS (3), RATE_LIST ("10000 20000 50000 100000 0"; 0 = unlimited),
+# BENCH_MD (BENCHMARKS.md; "-" to leave it alone).  Needs root.
+set -u
+cd "$(dirname "$0")/.."
+
+B=build/bench
+LIB=$B/libcuda.so.1
+GPUBPF=build/gpubpf
+COST_REPS=${COST_REPS:-7}
+COST_N=${COST_N:-30000}
+UNTRACED_N=${UNTRACED_N:-5000000}
+COLL_N=${COLL_N:-2000000}
+COLL_REPS=${COLL_REPS:-3}
+RATE_REPS=${RATE_REPS:-3}
+RATE_SECS=${RATE_SECS:-3}
+RATE_LIST=${RATE_LIST:-"10000 20000 50000 100000 0"}
+BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
+
+for f in $LIB $B/callcost $B/empty_uprobe $B/collector_bench $GPUBPF; do
+	[ -e "$f" ] || { echo "bench: $f missing (run make bench)" >&2; exit 1; }
+done
+if [ "$(id -u)" != 0 ]; then
+	echo "bench: needs root (uprobes)" >&2
+	exit 1
+fi
+
+T=$(mktemp -d /tmp/gpubpf-bench.XXXXXX)
+HELPERS=()
+cleanup() {
+	for p in "${HELPERS[@]}"; do kill "$p" 2>/dev/null; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+START=$(date +%s)
+LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
+
+# median of the numbers on stdin (one per line)
+median() {
+	sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "nan"; exit }
+		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+kv() { tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
+
+# Start callcost held at its handshake; sets CC_PID (its pid) and CC_JOB.
+start_held() { # out-file callcost-args...
+	local out=$1 ready=$T/ready
+	shift
+	rm -f "$ready"
+	$B/callcost -R "$ready" -w "$@" > "$out" 2> "$out.err" &
+	CC_JOB=$!
+	for _ in $(seq 500); do [ -s "$ready" ] && break; sleep 0.01; done
+	CC_PID=$(cat "$ready" 2>/dev/null)
+	[ -n "$CC_PID" ] || { echo "bench: callcost did not get ready" >&2; cat "$out.err" >&2; exit 1; }
+}
+
+# Attach the empty uprobe to callcost ($CC_PID) and wait until both links
+# are in place (perf-event uprobes plant the int3 before the program is
+# attached, so -w alone is not enough); sets TP.
+start_empty() { # symbol [-r]
+	local tr=$T/empty.out
+	: > $tr
+	$B/empty_uprobe -p "$CC_PID" -l $LIB -f "$@" > $tr 2>&1 &
+	TP=$!
+	HELPERS+=($TP)
+	for _ in $(seq 1000); do grep -q '^attached' $tr && return; kill -0 $TP 2>/dev/null || break; sleep 0.01; done
+	echo "bench: empty_uprobe did not attach" >&2; cat $tr >&2; exit 1
+}
+
+# one_cost MODE: run callcost once under MODE, print its key=value line
+# (gpubpf modes add events= and dropped= from the summary line).
+one_cost() {
+	local mode=$1 func out=$T/cc.out tr=$T/tracer.err
+	case $mode in *launch*) func=launch ;; *) func=sync ;; esac
+	local sym=cuLaunchKernel; [ $func = sync ] && sym=cuStreamSynchronize
+	case $mode in
+	untraced_*)
+		$B/callcost -f $func -n "$UNTRACED_N"
+		return ;;
+	empty_*)
+		start_held $out -f $func -n "$COST_N"
+		local ropt=; [ "$mode" = empty_ret_sync ] && ropt=-r
+		start_empty $sym $ropt
+		kill -USR1 "$CC_PID"
+		wait "$CC_JOB"
+		kill -INT $TP; wait $TP
+		cat $out ;;
+	gpubpf_*)
+		start_held $out -f $func -n "$COST_N"
+		$GPUBPF record --libcuda $LIB -p "$CC_PID" -o $T/trace.json 2> "$tr" &
+		local tp=$!
+		HELPERS+=($tp)
+		kill -USR1 "$CC_PID"
+		wait "$CC_JOB"
+		kill -INT $tp; wait $tp
+		echo "$(cat $out) $(sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/events=\1 dropped=\2/p' "$tr")" ;;
+	esac
+}
+
+hr() { printf '%s\n' "$1"; }
+
+###########################################################################
+echo "== 1. cost per call (medians of $COST_REPS interleaved repetitions) =="
+MODES="untraced_launch untraced_sync empty_launch empty_sync empty_ret_sync gpubpf_launch gpubpf_sync"
+for rep in $(seq "$COST_REPS"); do
+	for m in $MODES; do
+		line=$(one_cost $m)
+		echo "$line" >> $T/cost.$m
+		printf '  rep %d %-16s %s\n' "$rep" "$m" "$line"
+	done
+done
+declare -A NS
+for m in $MODES; do
+	NS[$m]=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^ns_per_call=/) print substr($i, 13) }' $T/cost.$m | median)
+done
+GB_ISSUES=
+for m in gpubpf_launch gpubpf_sync; do
+	while read -r l; do
+		c=$(echo "$l" | kv calls); e=$(echo "$l" | kv events); d=$(echo "$l" | kv dropped)
+		[ "$e" = "$c" ] && [ "$d" = 0 ] || GB_ISSUES+="$m: calls=$c events=${e:-?} dropped=${d:-?}; "
+	done < $T/cost.$m
+done
+# median over repetitions of the paired ratio (a_i - ua_i) / (b_i - ub_i)
+paired() { # gpubpf-mode empty-mode untraced-mode
+	paste -d' ' <(nsc $T/cost.$1) <(nsc $T/cost.$2) <(nsc $T/cost.$3) |
+		awk '{ printf "%.4f\n", ($1 - $3) / ($2 - $3) }' | median
+}
+nsc() { awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^ns_per_call=/) print substr($i, 13) }' "$1"; }
+ovh() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.0f", a - b }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
+O_EL=$(ovh ${NS[empty_launch]} ${NS[untraced_launch]})
+O_ES=$(ovh ${NS[empty_sync]} ${NS[untraced_sync]})
+O_ER=$(ovh ${NS[empty_ret_sync]} ${NS[untraced_sync]})
+O_GL=$(ovh ${NS[gpubpf_launch]} ${NS[untraced_launch]})
+O_GS=$(ovh ${NS[gpubpf_sync]} ${NS[untraced_sync]})
+{
+hr "| mode | function | probes | ns/call (median) | overhead ns/call | gpubpf / empty (ratio of medians) | gpubpf / empty (median of per-rep ratios) |"
+hr "|---|---|---|---:|---:|---:|---:|"
+hr "| untraced | cuLaunchKernel | none | ${NS[untraced_launch]} | – | | |"
+hr "| untraced | cuStreamSynchronize | none | ${NS[untraced_sync]} | – | | |"
+hr "| empty BPF | cuLaunchKernel | uprobe | ${NS[empty_launch]} | $O_EL | | |"
+hr "| empty BPF | cuStreamSynchronize | uprobe | ${NS[empty_sync]} | $O_ES | | |"
+hr "| empty BPF | cuStreamSynchronize | uprobe + uretprobe | ${NS[empty_ret_sync]} | $O_ER | | |"
+hr "| gpubpf record -p | cuLaunchKernel | entry only | ${NS[gpubpf_launch]} | $O_GL | **$(ratio $O_GL $O_EL)x** (vs empty uprobe) | $(printf %.2f $(paired gpubpf_launch empty_launch untraced_launch))x |"
+hr "| gpubpf record -p | cuStreamSynchronize | entry + return | ${NS[gpubpf_sync]} | $O_GS | **$(ratio $O_GS $O_ER)x** (vs empty uprobe + uretprobe) | $(printf %.2f $(paired gpubpf_sync empty_ret_sync untraced_sync))x |"
+} > $T/table1
+cat $T/table1
+[ -n "$GB_ISSUES" ] && echo "  WARNING: gpubpf lost or miscounted events: $GB_ISSUES"
+
+# BPF run time per hit (kernel.bpf_stats_enabled), a low-noise view of what
+# the programs themselves cost: progs loaded after the snapshot whose
+# run_cnt equals the calls made (other jobs' programs never match exactly).
+STATS_N=20000
+bpf_runtime() { # mode -> "name=ns/run ..." of its programs
+	local mode=$1 func sym=cuLaunchKernel ropt= first
+	case $mode in *launch*) func=launch ;; *) func=sync; sym=cuStreamSynchronize ;; esac
+	[ "$mode" = empty_ret_sync ] && ropt=-r
+	first=$(bpftool -j prog show 2>/dev/null | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
+	start_held $T/cc.out -f $func -n $STATS_N
+	case $mode in
+	empty_*) start_empty $sym $ropt ;;
+	gpubpf_*) $GPUBPF record --libcuda $LIB -p "$CC_PID" -o $T/trace.json 2> $T/tracer.err &
+		TP=$!; HELPERS+=($TP) ;;
+	esac
+	kill -USR1 "$CC_PID"
+	wait "$CC_JOB"
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+first, n = int(sys.argv[1]), int(sys.argv[2])
+for p in json.load(sys.stdin):
+    if p["id"] > first and p.get("name", "").startswith(("gb_entry", "gb_return", "empty_")) \
+            and p.get("run_cnt") == n:
+        print("%s=%.0f" % (p["name"], p["run_time_ns"] / n), end=" ")' "$first" $STATS_N
+	kill -INT $TP; wait $TP
+}
+OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
+if [ -n "$OLD_STATS" ] && command -v bpftool > /dev/null && sysctl -qw kernel.bpf_stats_enabled=1; then
+	{
+	hr ""
+	hr "BPF program run time per hit (kernel.bpf_stats_enabled, one run of $STATS_N calls each; excludes the trap itself):"
+	hr ""
+	hr "| mode | program ns/hit |"
+	hr "|---|---|"
+	for m in empty_launch empty_ret_sync gpubpf_launch gpubpf_sync; do
+		hr "| $m | $(bpf_runtime $m) |"
+	done
+	} > $T/table1b
+	sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+	cat $T/table1b
+	cat $T/table1b >> $T/table1
+fi
+
+###########################################################################
+echo "== 2. collector decode + Chrome-trace export ($COLL_N events, medians of $COLL_REPS) =="
+$B/collector_bench -n "$COLL_N" -r "$COLL_REPS" -d "$T" | tee $T/coll.out | sed 's/^/  /'
+CL=$(grep '^median' $T/coll.out)
+[ -n "$CL" ] || { echo "bench: collector_bench failed" >&2; exit 1; }
+mev() { awk -v v="$1" 'BEGIN { printf "%.2f M", v / 1e6 }'; }
+{
+hr "| stage | events/s (median) | MB/s (median) | output size |"
+hr "|---|---:|---:|---:|"
+hr "| decode (collector_record) | $(mev $(echo $CL | kv decode_ev_s)) | | |"
+hr "| model_finish (sort + kernel names) | $(mev $(echo $CL | kv finish_ev_s)) | | |"
+hr "| export .json, write only (page cache) | $(mev $(echo $CL | kv jsonw_ev_s)) | $(echo $CL | kv jsonw_mb_s) | |"
+hr "| export .json incl. commit (fsync + rename) | $(mev $(echo $CL | kv json_ev_s)) | $(echo $CL | kv json_mb_s) | $(awk -v b=$(echo $CL | kv json_bytes) 'BEGIN { printf "%.0f MB", b / 1e6 }') |"
+hr "| export .json.gz incl. commit | $(mev $(echo $CL | kv gz_ev_s)) | $(echo $CL | kv gz_mb_s) (of JSON) | $(awk -v b=$(echo $CL | kv gz_bytes) 'BEGIN { printf "%.0f MB", b / 1e6 }') |"
+} > $T/table2
+cat $T/table2
+
+###########################################################################
+echo "== 3. sustained rate with zero lost events (cuLaunchKernel, ${RATE_SECS}s runs, $RATE_REPS reps) =="
+one_rate() { # rate threads
+	local out=$T/rate.out tr=$T/tracer.err
+	start_held $out -f launch -T "$RATE_SECS" -r "$1" -t "$2"
+	$GPUBPF record --libcuda $LIB -p "$CC_PID" -o $T/trace.json 2> "$tr" &
+	local tp=$!
+	HELPERS+=($tp)
+	kill -USR1 "$CC_PID"
+	local c0; c0=$(cpu_ticks $tp)
+	wait "$CC_JOB"
+	local c1; c1=$(cpu_ticks $tp)
+	kill -INT $tp; wait $tp
+	echo "$(cat $out) $(sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/events=\1 dropped=\2/p' "$tr") gpubpf_cpu=$(awk -v a=$c0 -v b=$c1 -v hz=$(getconf CLK_TCK) -v s=$RATE_SECS 'BEGIN { printf "%.0f%%", (b - a) / hz / s * 100 }')"
+}
+# user + system CPU ticks of a process
+cpu_ticks() { sed 's/.*) //' /proc/$1/stat 2>/dev/null | awk '{ print $12 + $13 }'; }
+{
+hr "| tracer | threads | target calls/s | achieved calls/s (median) | events recorded / calls made (each rep) | dropped (each rep) | zero loss | gpubpf CPU (median) |"
+hr "|---|---:|---:|---:|---:|---:|---|---:|"
+} > $T/table3
+declare -A BEST REF
+for th in 1 2; do
+	BEST[$th]=none
+	for rate in $RATE_LIST; do
+		: > $T/rate.$th.$rate
+		for rep in $(seq "$RATE_REPS"); do
+			line=$(one_rate $rate $th)
+			echo "$line" >> $T/rate.$th.$rate
+			printf '  threads=%d target=%s rep %d: %s\n' $th $([ $rate = 0 ] && echo max || echo $rate) $rep "$line"
+		done
+		ach=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) print substr($i, 6) }' $T/rate.$th.$rate | median)
+		ev=$(awk '{ e = c = 0; for (i = 1; i <= NF; i++) { if ($i ~ /^events=/) e = substr($i, 8); if ($i ~ /^calls=/) c = substr($i, 7) } printf "%s%d/%d", (NR > 1 ? ", " : ""), e, c }' $T/rate.$th.$rate)
+		dr=$(awk '{ d = "?"; for (i = 1; i <= NF; i++) if ($i ~ /^dropped=/) d = substr($i, 9); printf "%s%s", (NR > 1 ? ", " : ""), d }' $T/rate.$th.$rate)
+		ok=$(awk '{ e = c = -1; d = "?"; for (i = 1; i <= NF; i++) { if ($i ~ /^events=/) e = substr($i, 8); if ($i ~ /^calls=/) c = substr($i, 7); if ($i ~ /^dropped=/) d = substr($i, 9) } if (d != "0" || e != c) bad = 1 } END { print bad ? "no" : "yes" }' $T/rate.$th.$rate)
+		cpu=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^gpubpf_cpu=/) print substr($i, 12) + 0 }' $T/rate.$th.$rate | median)
+		if [ $ok = yes ] && { [ "${BEST[$th]}" = none ] || awk -v a=$ach -v b=${BEST[$th]} 'BEGIN { exit !(a > b) }'; }; then
+			BEST[$th]=$ach
+		fi
+		hr "| gpubpf | $th | $([ $rate = 0 ] && echo "unlimited" || echo $rate) | $(printf %.0f $ach) | $ev | $dr | $ok | ${cpu}% |" >> $T/table3
+	done
+done
+# reference: the most an empty uprobe lets through, same loop, no gpubpf
+for th in 1 2; do
+	: > $T/ref.$th
+	for rep in $(seq "$RATE_REPS"); do
+		start_held $T/rate.out -f launch -T "$RATE_SECS" -t $th
+		start_empty cuLaunchKernel
+		kill -USR1 "$CC_PID"
+		wait "$CC_JOB"
+		kill -INT $TP; wait $TP
+		cat $T/rate.out >> $T/ref.$th
+		printf '  empty uprobe threads=%d target=max rep %d: %s\n' $th $rep "$(cat $T/rate.out)"
+	done
+	ach=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) print substr($i, 6) }' $T/ref.$th | median)
+	REF[$th]=$(printf %.0f $ach)
+	hr "| empty uprobe (reference) | $th | unlimited | ${REF[$th]} | – | – | – | – |" >> $T/table3
+done
+cat $T/table3
+SUM3="Highest achieved rate with zero lost events in every repetition: 1 thread $(printf %.0f ${BEST[1]} 2>/dev/null || echo ${BEST[1]}) calls/s, 2 threads $(printf %.0f ${BEST[2]} 2>/dev/null || echo ${BEST[2]}) calls/s (an empty uprobe alone lets through ${REF[1]} and ${REF[2]} calls/s)."
+echo "$SUM3"
+
+###########################################################################
+ELAPSED=$(( $(date +%s) - START ))
+echo "bench: done in ${ELAPSED}s"
+[ "$BENCH_MD" = - ] && exit 0
+MACHINE="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), virt: $(systemd-detect-virt --vm 2>/dev/null || echo unknown)"
+{
+echo "<!-- bench:begin (generated by bench/run.sh; edit outside these markers) -->"
+echo "## Results"
+echo
+echo "- command: \`make bench\` (= \`bash bench/run.sh\`, as root)"
+echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+echo "- kernel: $(uname -srm)"
+echo "- machine: $MACHINE ($(hostname))"
+echo "- gpubpf: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' + uncommitted changes in user/ bpf/')"
+echo "- load average at start: $LOAD0 (other jobs share these 2 vCPUs; see the spread per repetition in the run's output)"
+echo "- knobs: COST_REPS=$COST_REPS COST_N=$COST_N UNTRACED_N=$UNTRACED_N COLL_N=$COLL_N COLL_REPS=$COLL_REPS RATE_REPS=$RATE_REPS RATE_SECS=$RATE_SECS; run took ${ELAPSED}s"
+echo
+echo "### 1. Cost per traced call"
+echo
+cat $T/table1
+echo
+[ -n "$GB_ISSUES" ] && { echo "**gpubpf lost or miscounted events:** $GB_ISSUES"; echo; }
+echo "### 2. Collector and export throughput (one thread, $COLL_N events)"
+echo
+cat $T/table2
+echo
+echo "### 3. Sustained call rate with zero lost events (default ring buffer, 16 MiB)"
+echo
+cat $T/table3
+echo
+echo "$SUM3"
+echo "<!-- bench:end -->"
+} > $T/block
+if [ -f "$BENCH_MD" ] && grep -q '^<!-- bench:begin' "$BENCH_MD"; then
+	awk -v blk=$T/block '/^<!-- bench:begin/ { while ((getline l < blk) > 0) print l; skip = 1; next }
+		/^<!-- bench:end/ { skip = 0; next } !skip' "$BENCH_MD" > $T/md && cat $T/md > "$BENCH_MD"
+else
+	{ [ -f "$BENCH_MD" ] && echo; cat $T/block; } >> "$BENCH_MD"
+fi
+echo "bench: results written to $BENCH_MD"
