@@ -6,5 +6,6 @@
 /* Each returns the process exit status. */
 int cmd_record(int argc, char **argv);
 int cmd_list(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 #endif

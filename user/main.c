@@ -11,6 +11,7 @@ static const struct command {
 } commands[] = {
 	{ "record", cmd_record, "trace CUDA driver calls into a timeline" },
 	{ "list", cmd_list, "list the probed libcuda entry points" },
+	{ "merge", cmd_merge, "merge traces of several hosts into one timeline" },
 };
 
 static void usage(FILE *f)

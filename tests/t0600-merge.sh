@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# gpubpf merge on synthetic traces with known clocks (tests/cluster/
+# gentrace.py): alignment by realtime offsets exact to the nanosecond,
+# colliding pids and flow ids kept apart, .json.gz and pretty-printed
+# inputs, slightly unsorted input, --align-collectives recovering known
+# skews, every kind of bad input refused with one line and no output; and
+# a real recording merged with itself shifted.
+. "$(dirname "$0")/lib.sh"
+test_description "merge: clock alignment, pid remapping, collectives, bad inputs"
+require_gpubpf
+require_cmd "$PY"
+
+GEN="$PY $GPUBPF_ROOT/tests/cluster/gentrace.py"
+CHECK="$GPUBPF_ROOT/tests/cluster/check_merge.py"
+cd "$TMPD" || bail_out "no temporary directory"
+
+# three hosts, clocks booted at different times, the same pids on all
+$GEN -o a.json --host node1 --offset 1700000000000000000 --pids 100,200 --events 600 --nccl 40
+$GEN -o b.json.gz --host node2 --offset 1699999000000123456 --pids 100,300 --events 600 --nccl 40
+$GEN -o c.json --host node3 --offset 1700000500000000789 --pids 100 --events 600 --nccl 40 \
+	--pretty --shuffle 30
+check "merge of three traces (.json, .json.gz, pretty-printed and unsorted)" \
+	"$GPUBPF" merge -o m.json a.json b.json.gz c.json
+tap_from "$PY" "$CHECK" m.json --hosts node1,node2,node3 --inputs a.json,b.json.gz,c.json
+
+check "gzip output" "$GPUBPF" merge -q -o m.json.gz a.json b.json.gz c.json
+is "gzip output holds the same trace" "$(zcat m.json.gz | md5sum)" "$(md5sum <m.json)"
+
+# two traces of one host name are told apart
+$GEN -o d.json --host node1 --offset 1700000000000000000 --pids 100 --events 50
+check "merge of two traces from hosts with the same name" "$GPUBPF" merge -o dup.json a.json d.json
+is "the second gets a suffix" "$(json_query dup.json '[h["host"] for h in d["gpubpf"]["merge"]["hosts"]]')" \
+	'["node1", "node1#2"]'
+
+# residual skews that only collectives reveal; node2 missed 3 collectives
+$GEN -o s1.json --host node1 --offset 1700000000000000000 --pids 100 --events 400 --nccl 60
+$GEN -o s2.json --host node2 --offset 1699999000000123456 --skew-ns 123456 --pids 100 \
+	--events 400 --nccl 60 --nccl-skip 3
+$GEN -o s3.json.gz --host node3 --offset 1700000500000000789 --skew-ns -2500321 --pids 100 \
+	--events 400 --nccl 60
+"$GPUBPF" merge --align-collectives -o s.json s1.json s2.json s3.json.gz 2>skew.err
+is "--align-collectives exits 0" "$?" 0
+diag <skew.err
+tap_from "$PY" "$CHECK" s.json --hosts node1,node2,node3 --inputs s1.json,s2.json,s3.json.gz \
+	--tolerance-ns 1000 --skew node2=123456,node3=-2500321
+like "the skew found is reported on stderr" "$(grep node2 skew.err)" \
+	'^gpubpf: node2: clock skew \+123\.[0-9]{3} us against node1 \(57 NCCL kernels matched'
+"$GPUBPF" merge -q -o noalign.json s1.json s2.json s3.json.gz
+is "without --align-collectives the skew stays (node3 events 2500 us early)" \
+	"$(json_query noalign.json 'sorted({round(float(e["ts"]) * 1000 - (e["args"]["rt"] - 1700000000000000000)) for e in ev if e.get("args", {}).get("host") == "node3" and "rt" in e["args"]})')" \
+	'[-2500321]'
+is "skew_ns is null without the refinement" \
+	"$(json_query noalign.json '[h["skew_ns"] for h in d["gpubpf"]["merge"]["hosts"]]')" '[null, null, null]'
+
+# unsorted beyond the reorder window
+$GEN -o u.json --host node9 --pids 100 --events 300 --shuffle 50
+"$GPUBPF" merge --reorder-window 1 -o u-out.json a.json u.json 2>u.err
+is "an input out of order beyond the window: exit 1" "$?" 1
+like "... naming the file and the window" "$(cat u.err)" \
+	'^gpubpf: u\.json: events out of time order beyond the reorder window \(line [0-9]+'
+ok "... and no output" test ! -e u-out.json
+
+# bad inputs: one line naming the file, exit 1, no output file
+: >empty.json
+echo hello >notjson.json
+echo '{"traceEvents":[{"ph":"X","name":"k","pid":1,"tid":1,"ts":1,"dur":1}]}' >foreign.json
+echo '[{"ph":"X","ts":1}]' >array.json
+head -c 20000 a.json >trunc.json
+head -c 3000 b.json.gz >trunc.json.gz
+$GEN -o v9.json --host node9 --version 9.9.0
+printf '{"gpubpf":{"version":"0.1.0","host":"x"},"traceEvents":[]}' >nooffset.json
+printf '{"gpubpf":{"version":"0.1.0","host":"x","realtime_offset_ns":5},"traceEvents":[{"ph":"X","ts":1,"dur":tru}]}' >badvalue.json
+bad_input() { # file expected-message-regex
+	local rc=0 err
+	err=$("$GPUBPF" merge -o out.json a.json "$1" 2>&1) || rc=$?
+	if ((rc == 1)) && [[ "$err" =~ $2 ]] && [[ $(wc -l <<<"$err") == 1 ]] &&
+		[[ ! -e out.json ]] && [[ -z $(find . -name '.out.json.*') ]]; then
+		pass "$1 refused: $err"
+	else
+		fail "$1 refused with one clear line, exit 1, no output"
+		diag "exit status $rc, output: $err"
+	fi
+	rm -f out.json
+}
+bad_input empty.json '^gpubpf: empty\.json: empty file$'
+bad_input notjson.json '^gpubpf: notjson\.json: not JSON'
+bad_input foreign.json '^gpubpf: foreign\.json: not a gpubpf trace \(no "gpubpf" object\)$'
+bad_input array.json '^gpubpf: array\.json: not a gpubpf trace'
+bad_input trunc.json '^gpubpf: trunc\.json: truncated \(the file ends inside "traceEvents" after [0-9]+ events'
+bad_input trunc.json.gz '^gpubpf: trunc\.json\.gz: truncated'
+bad_input v9.json '^gpubpf: v9\.json: recorded by gpubpf 9\.9\.0, but a\.json by 0\.1\.0 \(major\.minor differ'
+bad_input nooffset.json '^gpubpf: nooffset\.json: .*no realtime_offset_ns'
+bad_input badvalue.json '^gpubpf: badvalue\.json: invalid JSON at line 1'
+bad_input missing.json '^gpubpf: missing\.json: cannot open: No such file or directory$'
+check_fails "no trace given" "$GPUBPF" merge -o out.json
+check_fails "unsupported output format" "$GPUBPF" merge -o out.txt a.json
+
+# a real recording, merged with a copy of itself whose clock is 1 s later
+if [[ $(id -u) -eq 0 && -e "$SIMLIB/libcuda.so.1" && -r /sys/kernel/btf/vmlinux ]]; then
+	LD_LIBRARY_PATH="$SIMLIB" "$GPUBPF" record -o real.json -- \
+		"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 3 >/dev/null 2>&1
+	"$PY" - real.json real2.json <<'PYEOF'
+import re, sys
+s = open(sys.argv[1]).read()
+s = re.sub(r'"realtime_offset_ns":(-?\d+)', lambda m: '"realtime_offset_ns":%d' % (int(m.group(1)) + 1000000000), s, 1)
+s = s.replace('"host":"', '"host":"twin-', 1)
+open(sys.argv[2], "w").write(s)
+PYEOF
+	check "a real recording merges with its twin" "$GPUBPF" merge -o real-m.json real.json real2.json
+	is "the twin's events are 1 s later, the same pids remapped" \
+		"$(json_query real-m.json 'sorted({round(float(b["ts"]) - float(a["ts"]), 3) for a, b in zip([e for e in ev if e["ph"] == "X" and e["pid"] < 10**7], [e for e in ev if e["ph"] == "X" and e["pid"] >= 10**7])})')" \
+		'[1000000.0]'
+	is "two process groups" "$(json_query real-m.json '[e["args"]["host"] for e in ev if e["name"] == "process_name"]')" \
+		"[\"$(json_query real.json 'd["gpubpf"]["host"]')\", \"twin-$(json_query real.json 'd["gpubpf"]["host"]')\"]"
+else
+	skip "recording needs root, BPF and the simulated driver" 3
+fi
+done_testing
