@@ -12,7 +12,7 @@ CUDA_HOME  ?= /usr/local/cuda
 
 CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
-              -DGPUBPF_VERSION='"$(VERSION)"' -Ibpf -Iuser -I$(BUILD)
+              -DGPUBPF_VERSION='"$(VERSION)"' -Ibpf -Iuser -Icupti -I$(BUILD)
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall \
               -I/usr/include/$(ARCH_TRIPLE) -Ibpf
 # libbpf, libelf (and its zstd) and zlib are linked statically so the binary
@@ -32,10 +32,12 @@ TEST_BIN_SRCS := $(wildcard tests/bin/*.c)
 TEST_BINS  := $(patsubst tests/bin/%.c,$(BUILD)/tests/%,$(TEST_BIN_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
 SIM_LIB    := $(BUILD)/sim/libcuda.so.1
+CUPTI_SRCS := $(wildcard cupti/*.c)
+CUPTI_LIB  := $(BUILD)/libgpubpf_cupti.so
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 .PHONY: all deps test-bins test bench demo install clean
-all: $(BUILD)/gpubpf $(SIM_LIB)
+all: $(BUILD)/gpubpf $(CUPTI_LIB) $(SIM_LIB)
 test-bins: $(UNIT_BINS) $(TEST_BINS)
 
 # Install build and test dependencies (idempotent; fast when present).
@@ -50,12 +52,20 @@ $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h | $(DEPS_STAMP)
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(BPFTOOL) gen skeleton $< name $(subst .skel.h,,$(notdir $@))_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c user/*.h bpf/gpubpf.h $(SKELS) | $(DEPS_STAMP)
+$(BUILD)/user/%.o: user/%.c user/*.h bpf/gpubpf.h cupti/gpu_activity.h $(SKELS) | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/gpubpf: $(USER_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# The injection library, loaded by the driver through CUDA_INJECTION64_PATH.
+# libcupti is dlopen'ed at run time, so the library loads anywhere; only
+# InitializeInjection is exported.
+$(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h sim/simcu_profiler.h | $(DEPS_STAMP)
+	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -fPIC -shared \
+	      -pthread -fvisibility=hidden -Icupti -Isim -I$(CUDA_HOME)/include \
+	      -Wl,--no-undefined -Wl,-soname,libgpubpf_cupti.so -o $@ $(CUPTI_SRCS) -ldl -lpthread
 
 # The simulated CUDA driver.  -fno-ipa-icf: identical stubs must stay
 # separate functions, as in the real libcuda.
@@ -63,6 +73,17 @@ $(SIM_LIB): sim/libcuda_sim.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -fPIC -shared -pthread -fno-ipa-icf \
 	      -I$(CUDA_HOME)/include -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
+
+# libcupti's record iterator runs without a driver: the CUPTI conversion test
+# reads hand-filled activity buffers with it.
+CUPTI_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/lib64 $(CUDA_HOME)/lib64))
+$(BUILD)/cupti/%.o: cupti/%.c cupti/*.h
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
+
+$(BUILD)/tests/test_cupti_records: tests/unit/test_cupti_records.c $(BUILD)/cupti/cupti_convert.o
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
@@ -81,8 +102,9 @@ demo: all
 bench: all bench-bins
 	@bash bench/run.sh
 
-install: $(BUILD)/gpubpf
+install: $(BUILD)/gpubpf $(CUPTI_LIB)
 	install -D -m 0755 $(BUILD)/gpubpf $(DESTDIR)$(PREFIX)/bin/gpubpf
+	install -D -m 0755 $(CUPTI_LIB) $(DESTDIR)$(PREFIX)/lib/gpubpf/libgpubpf_cupti.so
 
 clean:
 	rm -rf $(BUILD)

@@ -11,6 +11,8 @@
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include <stdbool.h>
+#include <bpf/usdt.bpf.h>
 #include "kernel_types.h"
 #include "gpubpf.h"
 
@@ -52,6 +54,13 @@ struct {
 	__type(key, __u32);
 	__type(value, struct gb_call);
 } scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct gb_gpu);
+} gpu_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -314,6 +323,59 @@ SEC("uretprobe")
 int gb_return_multi(struct pt_regs *ctx)
 {
 	return on_return(ctx);
+}
+
+/* The injection library's markers (cupti/publish.c). */
+SEC("usdt")
+int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32, zero = 0;
+	struct gb_gpu *g;
+
+	if (!traced(tgid) || !len || len > GB_GPU_BATCH_MAX)
+		return 0;
+	g = bpf_map_lookup_elem(&gpu_scratch, &zero);
+	if (!g)
+		return 0;
+	g->type = GB_REC_GPU;
+	g->pid = tgid;
+	g->tid = (__u32)pid_tgid;
+	g->len = len;
+	if (bpf_probe_read_user(g->data, len & (GB_GPU_BATCH_MAX * 2 - 1) & ~0ULL, buf))
+		return 0;
+	if (bpf_ringbuf_output(&rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
+			       wake_flags()))
+		count_drop(tgid);
+	else
+		count(GB_CNT_EVENTS);
+	return 0;
+}
+
+SEC("usdt")
+int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_corr *c;
+
+	if (!traced(tgid))
+		return 0;
+	c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
+	if (!c) {
+		count_drop(tgid);
+		return 0;
+	}
+	c->type = GB_REC_CORR;
+	c->pid = tgid;
+	c->tid = (__u32)pid_tgid;
+	c->correlation = correlation;
+	c->ts = bpf_ktime_get_ns();
+	c->cbid = cbid;
+	c->pad = 0;
+	count(GB_CNT_EVENTS);
+	bpf_ringbuf_submit(c, wake_flags());
+	return 0;
 }
 
 SEC("tp_btf/sched_process_fork")

@@ -21,6 +21,8 @@
 enum gb_rec_type {
 	GB_REC_CALL = 1,  /* one libcuda call: struct gb_call */
 	GB_REC_NAME = 2,  /* a handle -> name binding: struct gb_name */
+	GB_REC_GPU = 3,   /* a batch of GPU activity records: struct gb_gpu */
+	GB_REC_CORR = 4,  /* a driver call's correlation id: struct gb_corr */
 };
 
 /*
@@ -94,6 +96,35 @@ struct gb_name {
 	__u32 pid;
 	__u64 handle;           /* CUfunction or CUkernel */
 	char name[GB_NAME_LEN];
+};
+
+/*
+ * A batch from the injection library's batch marker: len bytes of
+ * cupti/gpu_activity.h records.  Emitted with its exact length.
+ */
+#define GB_GPU_BATCH_MAX 8192   /* GA_BATCH_MAX */
+
+struct gb_gpu {
+	__u32 type;             /* GB_REC_GPU */
+	__u32 pid;
+	__u32 tid;
+	__u32 len;
+	__u8 data[GB_GPU_BATCH_MAX];
+};
+
+/*
+ * From the injection library's api marker, on the thread making a driver
+ * call and during it: the correlation id the GPU records of that call
+ * carry.  The call is the thread's latest call whose entry precedes ts.
+ */
+struct gb_corr {
+	__u32 type;             /* GB_REC_CORR */
+	__u32 pid;
+	__u32 tid;
+	__u32 correlation;
+	__u64 ts;
+	__u32 cbid;
+	__u32 pad;
 };
 
 /* Index of the global counters in the "counters" array map. */

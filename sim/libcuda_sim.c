@@ -51,6 +51,20 @@
  *    and must call cuInit again.
  *  - Entry points never call other exported entry points (only static
  *    helpers), so one API call hits exactly one uprobe.
+ *  - Profiling, as the real driver with CUPTI: cuInit loads
+ *    CUDA_INJECTION64_PATH (once per process, and again in a forked child)
+ *    and calls its InitializeInjection; simcuProfilerSubscribe
+ *    (simcu_profiler.h) subscribes one profiler.  While subscribed, each
+ *    launch, copy, memset and graph launch call (host functions included)
+ *    draws a correlation id and calls api_enter on the calling thread before
+ *    queueing its work; each kernel, copy and memset it queued is reported
+ *    with the same id by activity() from the stream's worker when its
+ *    virtual end has passed (before synchronisation sees it done).  Stream
+ *    ids: 1 for the default stream (every default handle, and synchronous
+ *    copies and memsets), created streams 2, 3, ... in creation order.  A
+ *    graph launch's nodes share its id, node i reported as graph_node i + 1.
+ *    Unsubscribed, a call costs one relaxed atomic load and its work is
+ *    never reported, even if a profiler subscribes before it runs.
  */
 #define _GNU_SOURCE
 /* NVIDIA's own switch: declare every versioned entry point (v1, _v2, _ptsz,
@@ -59,7 +73,9 @@
 #define __CUDA_API_VERSION_INTERNAL 1
 #include <cuda.h>
 
+#include <dlfcn.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -70,6 +86,8 @@
 #include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "simcu_profiler.h"
 
 #define SIM_DRIVER_VERSION 13000
 #define SPIN_NS            (50 * 1000ull)	/* spin the last 50 us of a wait */
@@ -112,6 +130,114 @@ static uint64_t bytes_ns(uint64_t bytes)
 static uint64_t max_u64(uint64_t a, uint64_t b)
 {
 	return a > b ? a : b;
+}
+
+/* ------------------------------------------------------------- profiler */
+
+/* The profiler interface (simcu_profiler.h), what CUPTI is to the real
+ * driver.  Unsubscribed, each launch/copy/memset/graph launch costs one
+ * relaxed load of g_prof_on and nothing else: no correlation id is drawn and
+ * its work is never reported.  Subscribed, the call draws the next id of a
+ * process-wide counter (from 1), calls api_enter on the calling thread
+ * before queueing the work, and each kernel/copy/memset it queued is
+ * reported by activity() from the stream's worker once its virtual end time
+ * has passed, before the stream counts it as done (so after a
+ * synchronisation returns, its work has been reported).  Work is reported
+ * only to the subscription that saw its call (g_prof_gen).
+ *
+ * Callbacks run inside g_cb_inflight (incremented before g_prof_on is
+ * checked, Dekker style, both seq_cst); unsubscribing clears g_prof_on and
+ * waits until no callback of another thread is in flight, so after it
+ * returns no callback of the old subscriber runs.  g_prof is written only
+ * while g_prof_on is clear and drained.  Subscription changes are
+ * serialised by g_prof_mu; callbacks may call the driver, and may
+ * unsubscribe (the call cannot wait for its own callback). */
+static int g_prof_on;
+static int g_cb_inflight;
+static uint32_t g_prof_gen;
+static uint32_t g_corr_next = 1;
+static struct simcu_profiler g_prof;
+static pthread_mutex_t g_prof_mu = PTHREAD_MUTEX_INITIALIZER;
+static __thread int t_in_cb;		/* this thread's callbacks in flight */
+
+/* One API call's profiler state: corr 0 = not reported. */
+struct prof_call {
+	const char *fn;			/* the exported entry point */
+	uint32_t corr, gen;
+	bool entered;
+};
+
+static bool cb_begin(void)
+{
+	__atomic_add_fetch(&g_cb_inflight, 1, __ATOMIC_SEQ_CST);
+	t_in_cb++;
+	if (__atomic_load_n(&g_prof_on, __ATOMIC_SEQ_CST))
+		return true;
+	t_in_cb--;
+	__atomic_sub_fetch(&g_cb_inflight, 1, __ATOMIC_RELEASE);
+	return false;
+}
+
+static void cb_end(void)
+{
+	t_in_cb--;
+	__atomic_sub_fetch(&g_cb_inflight, 1, __ATOMIC_RELEASE);
+}
+
+static void __attribute__((noinline)) prof_enter_slow(struct prof_call *pc)
+{
+	if (!cb_begin())
+		return;
+	pc->corr = __atomic_fetch_add(&g_corr_next, 1, __ATOMIC_RELAXED);
+	if (!pc->corr)		/* 0 means "not reported": skip it on wrap */
+		pc->corr = __atomic_fetch_add(&g_corr_next, 1, __ATOMIC_RELAXED);
+	pc->gen = g_prof_gen;
+	if (g_prof.api_enter)
+		g_prof.api_enter(g_prof.ctx, pc->corr, pc->fn);
+	cb_end();
+}
+
+/* Once per API call, after validation and before its work is queued. */
+static inline void prof_enter(struct prof_call *pc)
+{
+	if (pc->entered)
+		return;
+	pc->entered = true;
+	if (__atomic_load_n(&g_prof_on, __ATOMIC_RELAXED))
+		prof_enter_slow(pc);
+}
+
+static void prof_activity(uint32_t gen, const struct simcu_activity *a)
+{
+	if (!cb_begin())
+		return;
+	if (gen == g_prof_gen && g_prof.activity)
+		g_prof.activity(g_prof.ctx, a);
+	cb_end();
+}
+
+__attribute__((visibility("default")))
+int simcuProfilerSubscribe(const struct simcu_profiler *p)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&g_prof_mu);
+	if (p) {
+		if (__atomic_load_n(&g_prof_on, __ATOMIC_RELAXED)) {
+			rc = 1;
+		} else {
+			g_prof = *p;
+			g_prof_gen++;
+			__atomic_store_n(&g_prof_on, 1, __ATOMIC_SEQ_CST);
+		}
+	} else if (__atomic_load_n(&g_prof_on, __ATOMIC_RELAXED)) {
+		__atomic_store_n(&g_prof_on, 0, __ATOMIC_SEQ_CST);
+		/* drain: callbacks of other threads still running */
+		while (__atomic_load_n(&g_cb_inflight, __ATOMIC_SEQ_CST) > t_in_cb)
+			sched_yield();
+	}
+	pthread_mutex_unlock(&g_prof_mu);
+	return rc;
 }
 
 /* ------------------------------------------------------- handle registry */
@@ -396,6 +522,13 @@ struct op {
 	uint64_t dur_ns;
 	bool move;			/* copy/memset really touches memory */
 	struct sim_alloc *pin[2];	/* allocations kept mapped until done */
+	/* profiler: corr 0 = not reported; the rest fills simcu_activity */
+	uint32_t corr, gen;
+	uint64_t graph_node;
+	const char *name;		/* kernels: lives as long as the process */
+	uint32_t grid[3], block[3], smem;
+	uint32_t copy_kind;
+	uint64_t bytes;
 	union {
 		struct xfer x;
 		struct fill f;
@@ -530,7 +663,7 @@ struct sim_stream {
 	uint64_t gpu_ns;		/* worker only: end of the last operation */
 	bool started, closing;
 	struct sim_graph *capture;	/* non-NULL while capturing */
-	unsigned id;
+	unsigned id;			/* profiler stream id: default 1, then 2, 3... */
 };
 
 static struct sim_stream g_default = {
@@ -538,8 +671,9 @@ static struct sim_stream g_default = {
 	.mu = PTHREAD_MUTEX_INITIALIZER,
 	.work_cv = PTHREAD_COND_INITIALIZER,
 	.done_cv = PTHREAD_COND_INITIALIZER,
+	.id = 1,
 };
-static unsigned g_next_stream_id = 1;
+static unsigned g_next_stream_id = 2;	/* under g_lock */
 
 static bool is_default_handle(CUstream h)
 {
@@ -573,6 +707,29 @@ static void stream_put(struct sim_stream *s)
 	}
 }
 
+/* Tell the profiler that op (kernel, copy or memset) ran on s from start. */
+static void report(struct sim_stream *s, const struct op *op, uint64_t start)
+{
+	struct simcu_activity a = {
+		.kind = op->type == OP_KERNEL ? SIMCU_KERNEL :
+			op->type == OP_COPY ? SIMCU_MEMCPY : SIMCU_MEMSET,
+		.correlation = op->corr,
+		.device = 0,
+		.stream = s->id,
+		.start = start,
+		.end = start + op->dur_ns,
+		.name = op->name ? op->name : "",
+		.shared_mem = op->smem,
+		.copy_kind = op->copy_kind,
+		.bytes = op->bytes,
+		.graph_node = op->graph_node,
+	};
+
+	memcpy(a.grid, op->grid, sizeof(a.grid));
+	memcpy(a.block, op->block, sizeof(a.block));
+	prof_activity(op->gen, &a);
+}
+
 /* Execute one operation on the stream's virtual GPU clock. */
 static void run_op(struct sim_stream *s, struct op *op)
 {
@@ -589,6 +746,8 @@ static void run_op(struct sim_stream *s, struct op *op)
 			do_fill(&op->u.f);
 		s->gpu_ns = start + op->dur_ns;
 		wait_until(s->gpu_ns);
+		if (op->corr)
+			report(s, op, start);
 		break;
 	case OP_HOSTFN:
 		op->u.host.fn(op->u.host.arg);
@@ -932,37 +1091,53 @@ static uint32_t kernel_us(void **params, void **extra)
 	return us;
 }
 
-static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+/* fn: the exported entry point, for the profiler. */
+static CUresult launch(const char *fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 		       unsigned bx, unsigned by, unsigned bz, unsigned smem,
 		       CUstream h, void **params, void **extra)
 {
+	struct prof_call pc = { .fn = fn };
+	const char *name = NULL;
+	struct obj *o;
 	struct op *op;
-	bool valid;
 
 	CHECK_INIT();
 	pthread_mutex_lock(&g_lock);
-	valid = obj_find_locked(f, OBJ_FUNC) || obj_find_locked(f, OBJ_KERNEL);
+	if ((o = obj_find_locked(f, OBJ_FUNC)))
+		name = ((struct sim_func *)o)->name;
+	else if ((o = obj_find_locked(f, OBJ_KERNEL)))
+		name = ((struct sim_kernel *)o)->func->name;
 	pthread_mutex_unlock(&g_lock);
-	if (!valid || !gx || !gy || !gz || !bx || !by || !bz)
+	if (!o || !gx || !gy || !gz || !bx || !by || !bz)
 		return CUDA_ERROR_INVALID_VALUE;
 	op = op_new(OP_KERNEL);
 	if (!op)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	op->dur_ns = (uint64_t)kernel_us(params, extra) * 1000ull;
+	op->name = name;
+	op->grid[0] = gx; op->grid[1] = gy; op->grid[2] = gz;
+	op->block[0] = bx; op->block[1] = by; op->block[2] = bz;
+	op->smem = smem;
+	prof_enter(&pc);
+	op->corr = pc.corr;
+	op->gen = pc.gen;
 	return submit(h, op, false);
 }
 
-static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+static CUresult launch_ex(const char *fn, const CUlaunchConfig *c, CUfunction f,
+			  void **params, void **extra)
 {
 	if (!c)
 		return g_inited ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
-	return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
+	return launch(fn, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
 		      c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
 		      params, extra);
 }
 
-static CUresult launch_host(CUstream h, CUhostFn fn, void *arg)
+/* A host function gets a correlation id but is never reported as activity. */
+static CUresult launch_host(const char *api, CUstream h, CUhostFn fn, void *arg)
 {
+	struct prof_call pc = { .fn = api };
 	struct op *op;
 
 	CHECK_INIT();
@@ -973,6 +1148,7 @@ static CUresult launch_host(CUstream h, CUhostFn fn, void *arg)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	op->u.host.fn = fn;
 	op->u.host.arg = arg;
+	prof_enter(&pc);
 	return submit(h, op, false);
 }
 
@@ -981,7 +1157,7 @@ CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDi
 			unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 			void **kernelParams, void **extra)
 {
-	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+	return launch(__func__, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
 		      sharedMemBytes, hStream, kernelParams, extra);
 }
 
@@ -990,18 +1166,18 @@ CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int g
 			     unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 			     void **kernelParams, void **extra)
 {
-	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+	return launch(__func__, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
 		      sharedMemBytes, hStream, kernelParams, extra);
 }
 
 CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	return launch_ex(config, f, kernelParams, extra);
+	return launch_ex(__func__, config, f, kernelParams, extra);
 }
 
 CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-	return launch_ex(config, f, kernelParams, extra);
+	return launch_ex(__func__, config, f, kernelParams, extra);
 }
 
 CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
@@ -1009,7 +1185,7 @@ CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned
 				   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 				   void **kernelParams)
 {
-	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+	return launch(__func__, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
 		      sharedMemBytes, hStream, kernelParams, NULL);
 }
 
@@ -1018,18 +1194,18 @@ CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, uns
 					unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
 					void **kernelParams)
 {
-	return launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+	return launch(__func__, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
 		      sharedMemBytes, hStream, kernelParams, NULL);
 }
 
 CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
-	return launch_host(hStream, fn, userData);
+	return launch_host(__func__, hStream, fn, userData);
 }
 
 CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData)
 {
-	return launch_host(hStream, fn, userData);
+	return launch_host(__func__, hStream, fn, userData);
 }
 
 /* -------------------------------------------------------------- copies */
@@ -1048,6 +1224,7 @@ struct copy_desc {
 	enum side sk, dk;
 	size_t width, height, depth;
 	size_t spitch, dpitch, sheight, dheight;
+	bool peer;		/* a peer copy (reported as such) */
 };
 
 /* Check one endpoint spanning span bytes; pin it if it is an allocation.
@@ -1079,7 +1256,35 @@ static CUresult side_check(uintptr_t p, size_t span, enum side k,
 	return CUDA_ERROR_INVALID_VALUE;
 }
 
-static CUresult copy_submit(const struct copy_desc *d, CUstream h, bool sync)
+/* The profiler's copy kind of one endpoint: true if device memory.  Arrays
+ * are device memory; a unified pointer is device memory when it lies in a
+ * device or managed allocation of this driver, host memory when it lies in
+ * cuMemAllocHost memory or in no allocation at all (pageable host memory,
+ * as every device pointer of this driver is an allocation). */
+static bool side_is_device(enum side k, const struct sim_alloc *pin)
+{
+	switch (k) {
+	case SIDE_HOST:   return false;
+	case SIDE_DEVICE: return true;
+	case SIDE_ARRAY:  return true;
+	case SIDE_ANY:    return pin && pin->kind != MEM_HOST;
+	}
+	return false;
+}
+
+/* CUPTI's copy kinds: 1 HtoD, 2 DtoH, 8 DtoD, 9 HtoH, 10 peer. */
+static uint32_t copy_kind(const struct copy_desc *d, const struct op *op)
+{
+	bool sdev = side_is_device(d->sk, op->pin[0]);
+	bool ddev = side_is_device(d->dk, op->pin[1]);
+
+	if (d->peer)
+		return 10;
+	return sdev ? (ddev ? 8 : 2) : (ddev ? 1 : 9);
+}
+
+/* pc: the API call's profiler state (one per call, shared by a batch). */
+static CUresult copy_submit(struct prof_call *pc, const struct copy_desc *d, CUstream h, bool sync)
 {
 	size_t sspan = 0, dspan = 0, bytes;
 	struct op *op;
@@ -1108,6 +1313,11 @@ static CUresult copy_submit(const struct copy_desc *d, CUstream h, bool sync)
 		return rc;
 	}
 	op->dur_ns = bytes_ns(bytes);
+	op->bytes = bytes;
+	op->copy_kind = copy_kind(d, op);
+	prof_enter(pc);
+	op->corr = pc->corr;
+	op->gen = pc->gen;
 	op->u.x = (struct xfer){
 		.dst = (char *)d->dst, .src = (const char *)d->src,
 		.width = d->width, .height = d->height, .depth = d->depth,
@@ -1117,16 +1327,25 @@ static CUresult copy_submit(const struct copy_desc *d, CUstream h, bool sync)
 	return submit(h, op, sync);
 }
 
-static CUresult copy_1d(uintptr_t dst, enum side dk, uintptr_t src, enum side sk,
-			size_t bytes, CUstream h, bool sync)
+static CUresult copy_1d_pc(struct prof_call *pc, uintptr_t dst, enum side dk, uintptr_t src,
+			   enum side sk, size_t bytes, CUstream h, bool sync, bool peer)
 {
 	struct copy_desc d = {
 		.src = src, .dst = dst, .sk = sk, .dk = dk,
 		.width = bytes, .height = 1, .depth = 1,
 		.spitch = bytes, .dpitch = bytes, .sheight = 1, .dheight = 1,
+		.peer = peer,
 	};
 
-	return copy_submit(&d, h, sync);
+	return copy_submit(pc, &d, h, sync);
+}
+
+static CUresult copy_1d(const char *fn, uintptr_t dst, enum side dk, uintptr_t src, enum side sk,
+			size_t bytes, CUstream h, bool sync)
+{
+	struct prof_call pc = { .fn = fn };
+
+	return copy_1d_pc(&pc, dst, dk, src, sk, bytes, h, sync, false);
 }
 
 /* Endpoint address and kind from a CUmemorytype and its pointer fields. */
@@ -1166,63 +1385,69 @@ static CUresult side_from(CUmemorytype t, const void *host, CUdeviceptr dev,
 		_rc;									\
 	})
 
-static CUresult copy_2d(const CUDA_MEMCPY2D *c, CUstream h, bool sync)
+static CUresult copy_2d(const char *fn, const CUDA_MEMCPY2D *c, CUstream h, bool sync)
 {
+	struct prof_call pc = { .fn = fn };
 	struct copy_desc d = { 0 };
 
 	CHECK_INIT();
 	if (!c || COPY_DESC_FROM(d, c, 0, 0, 1, 0, 0) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
-	return copy_submit(&d, h, sync);
+	return copy_submit(&pc, &d, h, sync);
 }
 
-static CUresult copy_2d_v1(const CUDA_MEMCPY2D_v1 *c, CUstream h, bool sync)
+static CUresult copy_2d_v1(const char *fn, const CUDA_MEMCPY2D_v1 *c, CUstream h, bool sync)
 {
+	struct prof_call pc = { .fn = fn };
 	struct copy_desc d = { 0 };
 
 	CHECK_INIT();
 	if (!c || COPY_DESC_FROM(d, c, 0, 0, 1, 0, 0) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
-	return copy_submit(&d, h, sync);
+	return copy_submit(&pc, &d, h, sync);
 }
 
-static CUresult copy_3d(const CUDA_MEMCPY3D *c, CUstream h, bool sync)
+static CUresult copy_3d(const char *fn, const CUDA_MEMCPY3D *c, CUstream h, bool sync)
 {
+	struct prof_call pc = { .fn = fn };
 	struct copy_desc d = { 0 };
 
 	CHECK_INIT();
 	if (!c || COPY_DESC_FROM(d, c, c->srcZ, c->dstZ, c->Depth, c->srcHeight,
 				 c->dstHeight) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
-	return copy_submit(&d, h, sync);
+	return copy_submit(&pc, &d, h, sync);
 }
 
-static CUresult copy_3d_v1(const CUDA_MEMCPY3D_v1 *c, CUstream h, bool sync)
+static CUresult copy_3d_v1(const char *fn, const CUDA_MEMCPY3D_v1 *c, CUstream h, bool sync)
 {
+	struct prof_call pc = { .fn = fn };
 	struct copy_desc d = { 0 };
 
 	CHECK_INIT();
 	if (!c || COPY_DESC_FROM(d, c, c->srcZ, c->dstZ, c->Depth, c->srcHeight,
 				 c->dstHeight) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
-	return copy_submit(&d, h, sync);
+	return copy_submit(&pc, &d, h, sync);
 }
 
-static CUresult copy_3d_peer(const CUDA_MEMCPY3D_PEER *c, CUstream h, bool sync)
+static CUresult copy_3d_peer(const char *fn, const CUDA_MEMCPY3D_PEER *c, CUstream h, bool sync)
 {
-	struct copy_desc d = { 0 };
+	struct prof_call pc = { .fn = fn };
+	struct copy_desc d = { .peer = true };
 
 	CHECK_INIT();
 	if (!c || COPY_DESC_FROM(d, c, c->srcZ, c->dstZ, c->Depth, c->srcHeight,
 				 c->dstHeight) != CUDA_SUCCESS)
 		return CUDA_ERROR_INVALID_VALUE;
-	return copy_submit(&d, h, sync);
+	return copy_submit(&pc, &d, h, sync);
 }
 
 /* cuMemcpyBatchAsync: count independent unified-address copies. */
-static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+static CUresult copy_batch(const char *fn, CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
 			   size_t count, size_t *fail_idx, CUstream h)
 {
+	struct prof_call pc = { .fn = fn };	/* one correlation id for the batch */
 	struct sim_stream *s;
 	size_t i;
 	CUresult rc = CUDA_SUCCESS;
@@ -1235,7 +1460,7 @@ static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
 		return CUDA_ERROR_INVALID_VALUE;
 	stream_put(s);
 	for (i = 0; i < count && rc == CUDA_SUCCESS; i++)
-		rc = copy_1d(dsts[i], SIDE_ANY, srcs[i], SIDE_ANY, sizes[i], h, false);
+		rc = copy_1d_pc(&pc, dsts[i], SIDE_ANY, srcs[i], SIDE_ANY, sizes[i], h, false, false);
 	if (rc != CUDA_SUCCESS && fail_idx)
 		*fail_idx = i - 1;
 	return rc;
@@ -1258,8 +1483,10 @@ static void batch_operand(const CUmemcpy3DOperand *o, const CUextent3D *e,
 	}
 }
 
-static CUresult copy_batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fail_idx, CUstream h)
+static CUresult copy_batch_3d(const char *fn, size_t n, CUDA_MEMCPY3D_BATCH_OP *ops,
+			      size_t *fail_idx, CUstream h)
 {
+	struct prof_call pc = { .fn = fn };	/* one correlation id for the batch */
 	struct sim_stream *s;
 	size_t i;
 	CUresult rc = CUDA_SUCCESS;
@@ -1279,7 +1506,7 @@ static CUresult copy_batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fai
 		d.width = ops[i].extent.width;
 		d.height = ops[i].extent.height;
 		d.depth = ops[i].extent.depth;
-		rc = (d.width && d.height && d.depth) ? copy_submit(&d, h, false)
+		rc = (d.width && d.height && d.depth) ? copy_submit(&pc, &d, h, false)
 						      : CUDA_ERROR_INVALID_VALUE;
 	}
 	if (rc != CUDA_SUCCESS && fail_idx)
@@ -1290,142 +1517,145 @@ static CUresult copy_batch_3d(size_t n, CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fai
 #define H(p)  ((uintptr_t)(p))
 
 CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{ return copy_1d(dst, SIDE_ANY, src, SIDE_ANY, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dst, SIDE_ANY, src, SIDE_ANY, ByteCount, NULL, true); }
 CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
-{ return copy_1d(dst, SIDE_ANY, src, SIDE_ANY, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dst, SIDE_ANY, src, SIDE_ANY, ByteCount, NULL, true); }
 CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-{ return copy_1d(dst, SIDE_ANY, src, SIDE_ANY, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dst, SIDE_ANY, src, SIDE_ANY, ByteCount, hStream, false); }
 CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream)
-{ return copy_1d(dst, SIDE_ANY, src, SIDE_ANY, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dst, SIDE_ANY, src, SIDE_ANY, ByteCount, hStream, false); }
 
 CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount)
-{ return copy_1d(dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, NULL, true); }
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{ return copy_1d(dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, NULL, true); }
 CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
-{ return copy_1d(dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, NULL, true); }
 
 CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
-{ return copy_1d(H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
+{ return copy_1d(__func__, H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
 CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-{ return copy_1d(H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
+{ return copy_1d(__func__, H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
 CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
-{ return copy_1d(H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
+{ return copy_1d(__func__, H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
 
 CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
-{ return copy_1d(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{ return copy_1d(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
 CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{ return copy_1d(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL, true); }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount, CUstream hStream)
-{ return copy_1d(dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, hStream, false); }
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
-{ return copy_1d(dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, hStream, false); }
 CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream)
-{ return copy_1d(dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, H(srcHost), SIDE_HOST, ByteCount, hStream, false); }
 
 CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount, CUstream hStream)
-{ return copy_1d(H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
+{ return copy_1d(__func__, H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
 CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-{ return copy_1d(H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
+{ return copy_1d(__func__, H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
 CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-{ return copy_1d(H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
+{ return copy_1d(__func__, H(dstHost), SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
 
 CUresult cuMemcpyDtoDAsync(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount, CUstream hStream)
-{ return copy_1d(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
 CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-{ return copy_1d(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
 CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
-{ return copy_1d(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
+{ return copy_1d(__func__, dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream, false); }
 
 /* Peer copies: one device, so contexts must be the implicit one (or NULL). */
-static CUresult copy_peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
-			  size_t bytes, CUstream h, bool sync)
+static CUresult copy_peer(const char *fn, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src,
+			  CUcontext sctx, size_t bytes, CUstream h, bool sync)
 {
+	struct prof_call pc = { .fn = fn };
+
 	if ((dctx && dctx != SIM_CTX) || (sctx && sctx != SIM_CTX))
 		return g_inited ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
-	return copy_1d(dst, SIDE_DEVICE, src, SIDE_DEVICE, bytes, h, sync);
+	return copy_1d_pc(&pc, dst, SIDE_DEVICE, src, SIDE_DEVICE, bytes, h, sync, true);
 }
 
 CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
 		      CUcontext srcContext, size_t ByteCount)
-{ return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, true); }
+{ return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, true); }
 CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
 			   CUcontext srcContext, size_t ByteCount)
-{ return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, true); }
+{ return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, NULL, true); }
 CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
 			   CUcontext srcContext, size_t ByteCount, CUstream hStream)
-{ return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false); }
+{ return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false); }
 CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext, CUdeviceptr srcDevice,
 				CUcontext srcContext, size_t ByteCount, CUstream hStream)
-{ return copy_peer(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false); }
+{ return copy_peer(__func__, dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false); }
 
-CUresult cuMemcpy2D(const CUDA_MEMCPY2D_v1 *pCopy) { return copy_2d_v1(pCopy, NULL, true); }
-CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) { return copy_2d(pCopy, NULL, true); }
-CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy) { return copy_2d(pCopy, NULL, true); }
-CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1 *pCopy) { return copy_2d_v1(pCopy, NULL, true); }
-CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy) { return copy_2d(pCopy, NULL, true); }
-CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy) { return copy_2d(pCopy, NULL, true); }
+CUresult cuMemcpy2D(const CUDA_MEMCPY2D_v1 *pCopy) { return copy_2d_v1(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) { return copy_2d(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy) { return copy_2d(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1 *pCopy) { return copy_2d_v1(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy) { return copy_2d(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy) { return copy_2d(__func__, pCopy, NULL, true); }
 CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1 *pCopy, CUstream hStream)
-{ return copy_2d_v1(pCopy, hStream, false); }
+{ return copy_2d_v1(__func__, pCopy, hStream, false); }
 CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{ return copy_2d(pCopy, hStream, false); }
+{ return copy_2d(__func__, pCopy, hStream, false); }
 CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
-{ return copy_2d(pCopy, hStream, false); }
+{ return copy_2d(__func__, pCopy, hStream, false); }
 
-CUresult cuMemcpy3D(const CUDA_MEMCPY3D_v1 *pCopy) { return copy_3d_v1(pCopy, NULL, true); }
-CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) { return copy_3d(pCopy, NULL, true); }
-CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) { return copy_3d(pCopy, NULL, true); }
+CUresult cuMemcpy3D(const CUDA_MEMCPY3D_v1 *pCopy) { return copy_3d_v1(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) { return copy_3d(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) { return copy_3d(__func__, pCopy, NULL, true); }
 CUresult cuMemcpy3DAsync(const CUDA_MEMCPY3D_v1 *pCopy, CUstream hStream)
-{ return copy_3d_v1(pCopy, hStream, false); }
+{ return copy_3d_v1(__func__, pCopy, hStream, false); }
 CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
-{ return copy_3d(pCopy, hStream, false); }
+{ return copy_3d(__func__, pCopy, hStream, false); }
 CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream)
-{ return copy_3d(pCopy, hStream, false); }
-CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy) { return copy_3d_peer(pCopy, NULL, true); }
-CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy) { return copy_3d_peer(pCopy, NULL, true); }
+{ return copy_3d(__func__, pCopy, hStream, false); }
+CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy) { return copy_3d_peer(__func__, pCopy, NULL, true); }
+CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy) { return copy_3d_peer(__func__, pCopy, NULL, true); }
 CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
-{ return copy_3d_peer(pCopy, hStream, false); }
+{ return copy_3d_peer(__func__, pCopy, hStream, false); }
 CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream)
-{ return copy_3d_peer(pCopy, hStream, false); }
+{ return copy_3d_peer(__func__, pCopy, hStream, false); }
 
 CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 			    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 			    size_t *failIdx, CUstream hStream)
-{ return copy_batch(dsts, srcs, sizes, count, failIdx, hStream); }
+{ return copy_batch(__func__, dsts, srcs, sizes, count, failIdx, hStream); }
 CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 				 CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 				 size_t *failIdx, CUstream hStream)
-{ return copy_batch(dsts, srcs, sizes, count, failIdx, hStream); }
+{ return copy_batch(__func__, dsts, srcs, sizes, count, failIdx, hStream); }
 CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 			       CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 			       CUstream hStream)
-{ return copy_batch(dsts, srcs, sizes, count, NULL, hStream); }
+{ return copy_batch(__func__, dsts, srcs, sizes, count, NULL, hStream); }
 CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
 				    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
 				    CUstream hStream)
-{ return copy_batch(dsts, srcs, sizes, count, NULL, hStream); }
+{ return copy_batch(__func__, dsts, srcs, sizes, count, NULL, hStream); }
 CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
 			      unsigned long long flags, CUstream hStream)
-{ return copy_batch_3d(numOps, opList, failIdx, hStream); }
+{ return copy_batch_3d(__func__, numOps, opList, failIdx, hStream); }
 CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
 				   unsigned long long flags, CUstream hStream)
-{ return copy_batch_3d(numOps, opList, failIdx, hStream); }
+{ return copy_batch_3d(__func__, numOps, opList, failIdx, hStream); }
 CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
 				 unsigned long long flags, CUstream hStream)
-{ return copy_batch_3d(numOps, opList, NULL, hStream); }
+{ return copy_batch_3d(__func__, numOps, opList, NULL, hStream); }
 CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
 				      unsigned long long flags, CUstream hStream)
-{ return copy_batch_3d(numOps, opList, NULL, hStream); }
+{ return copy_batch_3d(__func__, numOps, opList, NULL, hStream); }
 
 /* ------------------------------------------------------------- memsets */
 
 /* Fill height rows (pitch apart) of width elements of elsize bytes. */
-static CUresult memset_submit(CUdeviceptr dst, size_t pitch, uint32_t value, unsigned elsize,
-			      size_t width, size_t height, CUstream h, bool sync)
+static CUresult memset_submit(const char *fn, CUdeviceptr dst, size_t pitch, uint32_t value,
+			      unsigned elsize, size_t width, size_t height, CUstream h, bool sync)
 {
+	struct prof_call pc = { .fn = fn };
 	size_t row = width * elsize, span;
 	struct op *op;
 
@@ -1445,6 +1675,10 @@ static CUresult memset_submit(CUdeviceptr dst, size_t pitch, uint32_t value, uns
 		op->move = true;
 	}
 	op->dur_ns = bytes_ns(row * height);
+	op->bytes = row * height;
+	prof_enter(&pc);
+	op->corr = pc.corr;
+	op->gen = pc.gen;
 	op->u.f = (struct fill){
 		.dst = (char *)dst, .pitch = pitch, .width = width, .height = height,
 		.elsize = elsize, .value = value,
@@ -1452,7 +1686,7 @@ static CUresult memset_submit(CUdeviceptr dst, size_t pitch, uint32_t value, uns
 	return submit(h, op, sync);
 }
 
-#define MS1(dst, v, sz, n, h, sync)  memset_submit(dst, (size_t)(n) * (sz), v, sz, n, 1, h, sync)
+#define MS1(dst, v, sz, n, h, sync)  memset_submit(__func__, dst, (size_t)(n) * (sz), v, sz, n, 1, h, sync)
 
 CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N)
 { return MS1(dstDevice, uc, 1, N, NULL, true); }
@@ -1489,45 +1723,45 @@ CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
 
 CUresult cuMemsetD2D8(CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned char uc,
 		      unsigned int Width, unsigned int Height)
-{ return memset_submit(dstDevice, dstPitch, uc, 1, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, uc, 1, Width, Height, NULL, true); }
 CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
-{ return memset_submit(dstDevice, dstPitch, uc, 1, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, uc, 1, Width, Height, NULL, true); }
 CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
-{ return memset_submit(dstDevice, dstPitch, uc, 1, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, uc, 1, Width, Height, NULL, true); }
 CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
 			   size_t Height, CUstream hStream)
-{ return memset_submit(dstDevice, dstPitch, uc, 1, Width, Height, hStream, false); }
+{ return memset_submit(__func__, dstDevice, dstPitch, uc, 1, Width, Height, hStream, false); }
 CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width,
 				size_t Height, CUstream hStream)
-{ return memset_submit(dstDevice, dstPitch, uc, 1, Width, Height, hStream, false); }
+{ return memset_submit(__func__, dstDevice, dstPitch, uc, 1, Width, Height, hStream, false); }
 
 CUresult cuMemsetD2D16(CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned short us,
 		       unsigned int Width, unsigned int Height)
-{ return memset_submit(dstDevice, dstPitch, us, 2, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, us, 2, Width, Height, NULL, true); }
 CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height)
-{ return memset_submit(dstDevice, dstPitch, us, 2, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, us, 2, Width, Height, NULL, true); }
 CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width, size_t Height)
-{ return memset_submit(dstDevice, dstPitch, us, 2, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, us, 2, Width, Height, NULL, true); }
 CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
 			    size_t Height, CUstream hStream)
-{ return memset_submit(dstDevice, dstPitch, us, 2, Width, Height, hStream, false); }
+{ return memset_submit(__func__, dstDevice, dstPitch, us, 2, Width, Height, hStream, false); }
 CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us, size_t Width,
 				 size_t Height, CUstream hStream)
-{ return memset_submit(dstDevice, dstPitch, us, 2, Width, Height, hStream, false); }
+{ return memset_submit(__func__, dstDevice, dstPitch, us, 2, Width, Height, hStream, false); }
 
 CUresult cuMemsetD2D32(CUdeviceptr_v1 dstDevice, unsigned int dstPitch, unsigned int ui,
 		       unsigned int Width, unsigned int Height)
-{ return memset_submit(dstDevice, dstPitch, ui, 4, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, ui, 4, Width, Height, NULL, true); }
 CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height)
-{ return memset_submit(dstDevice, dstPitch, ui, 4, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, ui, 4, Width, Height, NULL, true); }
 CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width, size_t Height)
-{ return memset_submit(dstDevice, dstPitch, ui, 4, Width, Height, NULL, true); }
+{ return memset_submit(__func__, dstDevice, dstPitch, ui, 4, Width, Height, NULL, true); }
 CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
 			    size_t Height, CUstream hStream)
-{ return memset_submit(dstDevice, dstPitch, ui, 4, Width, Height, hStream, false); }
+{ return memset_submit(__func__, dstDevice, dstPitch, ui, 4, Width, Height, hStream, false); }
 CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui, size_t Width,
 				 size_t Height, CUstream hStream)
-{ return memset_submit(dstDevice, dstPitch, ui, 4, Width, Height, hStream, false); }
+{ return memset_submit(__func__, dstDevice, dstPitch, ui, 4, Width, Height, hStream, false); }
 
 /* ------------------------------------------------------ synchronisation */
 
@@ -2060,8 +2294,11 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph)
 }
 
 /* Queue the instantiated operations, in order, on stream h. */
-static CUresult graph_launch(CUgraphExec hExec, CUstream h)
+/* One correlation id for the call, carried by every node it runs; node i
+ * is reported as graph node i + 1. */
+static CUresult graph_launch(const char *fn, CUgraphExec hExec, CUstream h)
 {
+	struct prof_call pc = { .fn = fn };
 	struct sim_stream *s;
 	struct sim_exec *e;
 	struct op **ops = NULL;
@@ -2084,7 +2321,12 @@ static CUresult graph_launch(CUgraphExec hExec, CUstream h)
 	s = stream_get(h);
 	if (!s)
 		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc == CUDA_SUCCESS)
+		prof_enter(&pc);
 	for (i = 0; i < n; i++) {
+		ops[i]->corr = pc.corr;
+		ops[i]->gen = pc.gen;
+		ops[i]->graph_node = i + 1;
 		if (rc == CUDA_SUCCESS)
 			rc = stream_submit(s, ops[i], false, NULL);
 		if (rc != CUDA_SUCCESS)
@@ -2142,8 +2384,8 @@ CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGr
 					   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
 { return instantiate_params(phGraphExec, hGraph, instantiateParams); }
 
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) { return graph_launch(hGraphExec, hStream); }
-CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) { return graph_launch(hGraphExec, hStream); }
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) { return graph_launch(__func__, hGraphExec, hStream); }
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) { return graph_launch(__func__, hGraphExec, hStream); }
 CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream) { return graph_upload(hGraphExec, hStream); }
 CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream) { return graph_upload(hGraphExec, hStream); }
 
@@ -2173,11 +2415,66 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
 
 /* -------------------------------------------- set-up, streams and events */
 
+/* CUDA_INJECTION64_PATH, as the real driver: the first cuInit of a process
+ * (a forked child counts anew) dlopens it and calls its InitializeInjection
+ * once, after the driver is initialised, so the library may call the
+ * driver (even cuInit: that nested call returns at once).  Concurrent
+ * cuInit calls wait for it.  A library that cannot be loaded costs one
+ * line on stderr; cuInit still succeeds. */
+static pthread_mutex_t g_inj_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t g_inj_cv = PTHREAD_COND_INITIALIZER;
+static int g_inj_state;			/* 0 not yet, 1 running, 2 done */
+static pthread_t g_inj_thread;
+
+static void load_injection(void)
+{
+	const char *path;
+	void *lib;
+	int (*init)(void);
+
+	if (__atomic_load_n(&g_inj_state, __ATOMIC_ACQUIRE) == 2)
+		return;
+	pthread_mutex_lock(&g_inj_mu);
+	if (g_inj_state == 1 && pthread_equal(g_inj_thread, pthread_self())) {
+		pthread_mutex_unlock(&g_inj_mu);
+		return;
+	}
+	while (g_inj_state == 1)
+		pthread_cond_wait(&g_inj_cv, &g_inj_mu);
+	if (g_inj_state == 2) {
+		pthread_mutex_unlock(&g_inj_mu);
+		return;
+	}
+	g_inj_state = 1;
+	g_inj_thread = pthread_self();
+	pthread_mutex_unlock(&g_inj_mu);
+
+	path = getenv("CUDA_INJECTION64_PATH");
+	if (path && *path) {
+		lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+		if (lib) {
+			dlerror();
+			init = (int (*)(void))dlsym(lib, "InitializeInjection");
+			if (init)
+				init();
+		}
+		if (!lib || !init)
+			fprintf(stderr, "libcuda_sim: cannot load injection library %s: %s\n",
+				path, dlerror());
+	}
+
+	pthread_mutex_lock(&g_inj_mu);
+	__atomic_store_n(&g_inj_state, 2, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&g_inj_cv);
+	pthread_mutex_unlock(&g_inj_mu);
+}
+
 CUresult cuInit(unsigned int Flags)
 {
 	if (Flags)
 		return CUDA_ERROR_INVALID_VALUE;
 	g_inited = 1;
+	load_injection();
 	return CUDA_SUCCESS;
 }
 
@@ -2368,6 +2665,18 @@ static void fork_child(void)
 	pthread_cond_init(&g_ev_cv, NULL);
 	pthread_mutex_init(&g_mem_mu, NULL);
 	pthread_mutex_init(&g_lock, NULL);
+	g_next_stream_id = 2;
+	/* the child loads its injection library (again) at its cuInit, and
+	 * starts unsubscribed with fresh correlation ids; only this thread
+	 * survives, so only its own callbacks can still be in flight */
+	g_inj_state = 0;
+	pthread_mutex_init(&g_inj_mu, NULL);
+	pthread_cond_init(&g_inj_cv, NULL);
+	g_prof_on = 0;
+	g_cb_inflight = t_in_cb;
+	g_corr_next = 1;
+	memset(&g_prof, 0, sizeof(g_prof));
+	pthread_mutex_init(&g_prof_mu, NULL);
 }
 
 __attribute__((constructor)) static void sim_load(void)

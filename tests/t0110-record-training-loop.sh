@@ -24,6 +24,6 @@ is "a .item()-style sync every 4 steps (plus the set-up copies)" "$(json_query "
 	'len([e for e in ev if e.get("name") == "cuMemcpyDtoH_v2"])')" \
 	"$(json_query "$TMPD/truth.json" 'len([c for c in d if c["name"] == "cuMemcpyDtoH_v2"])')"
 is "process and thread names are metadata events" "$(json_query "$TMPD/train.json" \
-	'sorted({e["name"] for e in ev if e["ph"] == "M"})')" '["process_name", "thread_name"]'
+	'sorted({e["name"] for e in ev if e["ph"] == "M"})')" '["process_name", "thread_name", "thread_sort_index"]'
 is "no event lost" "$(json_query "$TMPD/train.json" 'd["gpubpf"]["dropped_total"]')" 0
 done_testing

@@ -33,6 +33,7 @@
 #define WAIT_POLL_MS 10         /* while a -p target has no libcuda yet */
 #define SCAN_NS 250000000ULL    /* how often to look for libcuda and exits */
 #define SCAN_ALL_NS 1000000000ULL
+#define GRACE_NS 150000000ULL   /* the injection library delivers every 50 ms */
 #define MAX_TRACED 4096
 
 enum mode { MODE_PIDS, MODE_ALL, MODE_CMD };
@@ -40,6 +41,7 @@ enum mode { MODE_PIDS, MODE_ALL, MODE_CMD };
 struct target {
 	pid_t pid;
 	int seen_libcuda;       /* libcuda was mapped at some point */
+	int markers;            /* the injection library's markers are attached */
 	int gone;               /* exit reported */
 };
 
@@ -54,6 +56,9 @@ struct record {
 	const char *libcuda;
 	char libcuda_buf[PATH_MAX];
 	uint64_t ringbuf;
+	int device;             /* GPU timing through the injection library */
+	char injlib[PATH_MAX];  /* its path */
+	int nmarkers;           /* marker attachments made */
 	int verbose;
 	int waiting;            /* a -p target has not loaded libcuda yet */
 	pid_t child;
@@ -92,6 +97,9 @@ static const char usage[] =
 "  -o, --output FILE      trace file, .json or .json.gz; default\n"
 "                         gpubpf-<pid|all>-<YYYYmmdd-HHMMSS>.json\n"
 "      --libcuda PATH     the libcuda to probe instead of the discovered one\n"
+"      --no-device        host calls only: no GPU timing (with -- CMD, do not\n"
+"                         set CUDA_INJECTION64_PATH)\n"
+"      --cupti-lib PATH   the injection library (libgpubpf_cupti.so) to use\n"
 "      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
 "  -v, --verbose          libbpf's own messages\n"
 "  -h, --help             this help\n"
@@ -149,6 +157,8 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "libcuda", required_argument, NULL, 'L' },
 		{ "buffer-size", required_argument, NULL, 'B' },
+		{ "no-device", no_argument, NULL, 'N' },
+		{ "cupti-lib", required_argument, NULL, 'C' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -157,6 +167,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 	int c, n = 0, all = 0;
 
 	r->ringbuf = DEFAULT_RINGBUF;
+	r->device = 1;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:ad:o:vh", opts, NULL)) != -1) {
@@ -188,6 +199,16 @@ static int parse_args(struct record *r, int argc, char **argv)
 			if (parse_size(optarg, &r->ringbuf) || r->ringbuf > (1ULL << 30)) {
 				fprintf(stderr, "gpubpf: invalid buffer size '%s' (use e.g. 64M, at most 1G)\n",
 					optarg);
+				return -1;
+			}
+			break;
+		case 'N':
+			r->device = 0;
+			break;
+		case 'C':
+			if (!realpath(optarg, r->injlib)) {
+				fprintf(stderr, "gpubpf: cannot read injection library '%s': %s\n",
+					optarg, strerror(errno));
 				return -1;
 			}
 			break;
@@ -240,6 +261,31 @@ static int attach_lib(struct record *r, const char *path, pid_t pid)
 	return n;
 }
 
+static int attach_markers(struct record *r, const char *path, pid_t pid)
+{
+	char err[512];
+	int n = probes_attach_markers(&r->probes, path, pid, err, sizeof(err));
+
+	if (n < 0)
+		fprintf(stderr, "gpubpf: GPU timing off: %s\n", err);
+	else
+		r->nmarkers += n;
+	return n;
+}
+
+/* -p: GPU timing comes from the injection library if the target loaded it. */
+static int target_markers(struct record *r, struct target *t)
+{
+	char path[PATH_MAX];
+
+	if (!r->device || t->markers)
+		return t->markers;
+	if (!proc_find_mapping(t->pid, INJECTION_LIB, path, sizeof(path)) &&
+	    attach_markers(r, path, t->pid) >= 0)
+		t->markers = 1;
+	return t->markers;
+}
+
 /* -p: attach to the libcuda each target has mapped, note exits. */
 static void scan_targets(struct record *r)
 {
@@ -267,6 +313,7 @@ static void scan_targets(struct record *r)
 		t->seen_libcuda = 1;
 		if (!r->libcuda && !probes_attached(&r->probes, path, t->pid))
 			attach_lib(r, path, t->pid);
+		target_markers(r, t);
 	}
 	if (!alive && !stop_signal)
 		stop_signal = -1;
@@ -279,7 +326,7 @@ static void scan_libs(struct record *r)
 	pid_t *pids = NULL;
 	int n;
 
-	if (r->libcuda)
+	if (r->libcuda && !r->device)
 		return;
 	if (r->mode == MODE_ALL) {
 		n = proc_list(&pids);
@@ -287,10 +334,14 @@ static void scan_libs(struct record *r)
 		pids = malloc(MAX_TRACED * sizeof(*pids));
 		n = pids ? probes_traced_pids(&r->probes, pids, MAX_TRACED) : 0;
 	}
-	for (int i = 0; i < n; i++)
+	for (int i = 0; i < n; i++) {
 		if (!proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path)) &&
 		    !probes_attached(&r->probes, path, -1))
 			attach_lib(r, path, -1);
+		if (r->device && !proc_find_mapping(pids[i], INJECTION_LIB, path, sizeof(path)) &&
+		    !probes_attached(&r->probes, path, -1))
+			attach_markers(r, path, -1);
+	}
 	free(pids);
 }
 
@@ -310,11 +361,16 @@ static int setup_pids(struct record *r)
 		}
 		if (probes_trace_pid(&r->probes, t->pid))
 			return -ENOMEM;
-		if (!r->libcuda && !proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
+		if (!proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
 			t->seen_libcuda = 1;
-			if (attach_lib(r, path, t->pid) < 0)
+			if (!r->libcuda && attach_lib(r, path, t->pid) < 0)
 				return -EINVAL;
-			continue;
+			if (r->device && !target_markers(r, t))
+				fprintf(stderr, "gpubpf: pid %d: GPU timing needs %s loaded at start: "
+					"run the job with CUDA_INJECTION64_PATH=%s; recording host "
+					"calls only\n", t->pid, INJECTION_LIB, r->injlib);
+			if (!r->libcuda)
+				continue;
 		}
 		/* not loaded yet: probe the library it will most likely load */
 		if (!r->libcuda && !have_default) {
@@ -340,6 +396,8 @@ static int setup_global(struct record *r)
 	if (!lib && !discover_libcuda(getenv("LD_LIBRARY_PATH"), r->libcuda_buf,
 				      sizeof(r->libcuda_buf)))
 		lib = r->libcuda_buf;
+	if (r->device)
+		attach_markers(r, r->injlib, -1);
 	if (lib)
 		return attach_lib(r, lib, -1) < 0 ? -EINVAL : 0;
 	scan_libs(r);
@@ -374,6 +432,8 @@ static int spawn_held(struct record *r, int *release_fd, int *exec_err_fd)
 		signal(SIGTERM, SIG_DFL);
 		if (read(go[0], &c, 1) != 1)
 			_exit(127);
+		if (r->device)
+			setenv("CUDA_INJECTION64_PATH", r->injlib, 1);
 		execvp(r->cmd[0], r->cmd);
 		e = errno;
 		if (write(err[1], &e, sizeof(e)) < 0)
@@ -461,6 +521,16 @@ static void collect(struct record *r)
 			progress(r, start, 0);
 		}
 	}
+	/*
+	 * Still attached, the injection library delivers what it holds
+	 * within one of its periods; a command that exited flushed at exit.
+	 */
+	if (r->nmarkers && !(r->mode == MODE_CMD && r->child_done)) {
+		uint64_t until = now_ns(CLOCK_MONOTONIC) + GRACE_NS;
+
+		while (now_ns(CLOCK_MONOTONIC) < until)
+			ring_buffer__poll(r->rb, 20), ring_buffer__consume(r->rb);
+	}
 	ring_buffer__consume(r->rb);
 	if (tty)
 		progress(r, start, 1);
@@ -485,7 +555,11 @@ static int write_trace(struct record *r)
 	struct sink out;
 	int ret;
 
-	model_finish(&r->model);
+	ret = model_finish(&r->model);
+	if (ret) {
+		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
+		return ret;
+	}
 	ret = sink_open(&out, r->output);
 	if (!ret)
 		ret = export_chrome.write(&r->model, &out);
@@ -542,6 +616,17 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		free(r.targets);
 		return 1;
+	}
+	if (r.device && !r.injlib[0] && discover_injection_lib(r.injlib, sizeof(r.injlib))) {
+		fprintf(stderr, "gpubpf: GPU timing off: %s not found beside gpubpf "
+			"(use --cupti-lib PATH)\n", INJECTION_LIB);
+		r.device = 0;
+	}
+	if (r.device && r.mode == MODE_CMD && getenv("CUDA_INJECTION64_PATH") &&
+	    strcmp(getenv("CUDA_INJECTION64_PATH"), r.injlib)) {
+		fprintf(stderr, "gpubpf: GPU timing off: CUDA_INJECTION64_PATH is already set to "
+			"'%s'\n", getenv("CUDA_INJECTION64_PATH"));
+		r.device = 0;
 	}
 	model_init(&r.model);
 	collector_init(&r.coll, &r.model);
@@ -603,9 +688,18 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	if (write_trace(&r))
 		goto cleanup;
+	/* the traced command printed its own; a -p or -a target's stderr is elsewhere */
+	for (size_t i = 0; i < r.model.nprocs && r.mode != MODE_CMD; i++)
+		if (r.model.procs[i].gpu_error)
+			fprintf(stderr, "gpubpf: pid %u: GPU timing off: %s\n", r.model.procs[i].pid,
+				strtab_get(&r.model.strs, r.model.procs[i].gpu_error));
+	if (r.model.skewed)
+		fprintf(stderr, "gpubpf: warning: %llu GPU records start before the call that "
+			"launched them (by up to %.3f us): host and GPU clocks disagree\n",
+			(unsigned long long)r.model.skewed, r.model.max_skew_ns / 1e3);
 	fprintf(stderr, "gpubpf: %llu events, %llu dropped, written to %s\n",
-		(unsigned long long)r.coll.calls, (unsigned long long)r.model.dropped_total,
-		r.output);
+		(unsigned long long)(r.coll.calls + r.coll.gpu_records),
+		(unsigned long long)r.model.dropped_total, r.output);
 	if (r.coll.bad)
 		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
 			(unsigned long long)r.coll.bad);

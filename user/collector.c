@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The collector; see collector.h. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "collector.h"
 #include "cuda_calls.h"
+#include "gpu_activity.h"
 #include "proc.h"
 
 /* CUmemorytype values in CUDA_MEMCPY2D/3D. */
@@ -235,6 +237,150 @@ static int on_call(struct collector *c, const struct gb_call *r)
 	return name_thread(c, r);
 }
 
+static void set_where(struct model_event *ev, const struct ga_where *w, uint32_t pid)
+{
+	ev->pid = pid;
+	ev->tid = 0;
+	ev->device = w->device;
+	ev->gpu_stream = w->stream;
+}
+
+/* Kernels, copies, memsets and syncs begin alike: the untimed check reads k. */
+_Static_assert(offsetof(struct ga_kernel, start) == offsetof(struct ga_memcpy, start) &&
+	       offsetof(struct ga_kernel, start) == offsetof(struct ga_memset, start) &&
+	       offsetof(struct ga_kernel, start) == offsetof(struct ga_sync, start) &&
+	       offsetof(struct ga_kernel, end) == offsetof(struct ga_sync, end),
+	       "GPU activity records share their where/start/end prefix");
+
+/* One activity record; its size has been checked against the batch. */
+static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr *h)
+{
+	const struct ga_kernel *k = (const void *)h;
+	const struct ga_memcpy *cp = (const void *)h;
+	const struct ga_memset *ms = (const void *)h;
+	const struct ga_sync *sy = (const void *)h;
+	const struct ga_memory *mem = (const void *)h;
+	const struct ga_name *n = (const void *)h;
+	const struct ga_error *er = (const void *)h;
+	static const uint16_t min_size[] = {
+		[GA_KERNEL] = sizeof(struct ga_kernel), [GA_MEMCPY] = sizeof(struct ga_memcpy),
+		[GA_MEMSET] = sizeof(struct ga_memset), [GA_SYNC] = sizeof(struct ga_sync),
+		[GA_MEMORY] = sizeof(struct ga_memory), [GA_NAME] = sizeof(struct ga_name) + 8,
+		[GA_DROPPED] = sizeof(struct ga_dropped), [GA_ERROR] = sizeof(struct ga_error) + 8,
+	};
+	struct model_process *p;
+	struct model_event *ev;
+	char buf[GA_NAME_MAX];
+	size_t len;
+
+	if (!h->type || h->type > GA_ERROR || h->size < min_size[h->type])
+		return -EINVAL;
+	switch (h->type) {
+	case GA_NAME:
+	case GA_ERROR:
+		len = h->size - (h->type == GA_NAME ? sizeof(*n) : sizeof(*er));
+		len = len < sizeof(buf) ? len : sizeof(buf) - 1;
+		memcpy(buf, h->type == GA_NAME ? n->name : er->message, len);
+		buf[len] = 0;
+		if (h->type == GA_NAME)
+			return model_set_kernel_name(c->m, pid, MODEL_GPU_NAME | n->id, buf[0] ? buf : "?");
+		p = model_process(c->m, pid, NULL);
+		if (!p)
+			return -ENOMEM;
+		p->gpu_error = strtab_intern(&c->m->strs, buf);
+		return 0;
+	case GA_DROPPED:
+		p = model_process(c->m, pid, NULL);
+		if (!p)
+			return -ENOMEM;
+		p->gpu_dropped += ((const struct ga_dropped *)h)->records;
+		return 0;
+	}
+	/* CUPTI gives no timing to work it could not time (start = end = 0) */
+	if (h->type != GA_MEMORY && !k->start && !k->end) {
+		c->gpu_untimed++;
+		return 0;
+	}
+	ev = model_add_event(c->m);
+	if (!ev)
+		return -ENOMEM;
+	ev->correlation = h->correlation;
+	ev->link = MODEL_NO_LINK;
+	switch (h->type) {
+	case GA_KERNEL:
+		set_where(ev, &k->w, pid);
+		ev->kind = EV_KERNEL;
+		ev->ts = k->start;
+		ev->dur = k->end > k->start ? k->end - k->start : 0;
+		ev->kernel = model_kernel_name(c->m, pid, MODEL_GPU_NAME | k->name_id);
+		memcpy(ev->grid, k->grid, sizeof(ev->grid));
+		memcpy(ev->block, k->block, sizeof(ev->block));
+		ev->registers = k->registers;
+		ev->static_shmem = k->static_shmem;
+		ev->shared_mem = k->dynamic_shmem;
+		ev->graph_node = k->graph_node;
+		break;
+	case GA_MEMCPY:
+		set_where(ev, &cp->w, pid);
+		ev->kind = EV_MEMCPY;
+		ev->ts = cp->start;
+		ev->dur = cp->end > cp->start ? cp->end - cp->start : 0;
+		ev->bytes = cp->bytes;
+		ev->gpu_kind = cp->kind;
+		ev->graph_node = cp->graph_node;
+		break;
+	case GA_MEMSET:
+		set_where(ev, &ms->w, pid);
+		ev->kind = EV_MEMSET;
+		ev->ts = ms->start;
+		ev->dur = ms->end > ms->start ? ms->end - ms->start : 0;
+		ev->bytes = ms->bytes;
+		ev->graph_node = ms->graph_node;
+		break;
+	case GA_SYNC:
+		set_where(ev, &sy->w, pid);
+		ev->kind = EV_GPU_SYNC;
+		ev->ts = sy->start;
+		ev->dur = sy->end > sy->start ? sy->end - sy->start : 0;
+		ev->gpu_kind = sy->kind;
+		ev->handle = sy->event;
+		break;
+	case GA_MEMORY:
+		set_where(ev, &mem->w, pid);
+		ev->kind = EV_MEMORY;
+		ev->ts = mem->ts;
+		ev->ptr = mem->address;
+		ev->bytes = mem->bytes;
+		ev->gpu_kind = mem->op;
+		break;
+	}
+	c->gpu_records++;
+	return 0;
+}
+
+static int on_gpu_batch(struct collector *c, const struct gb_gpu *g, size_t size)
+{
+	size_t off = 0, len = g->len;
+	int ret;
+
+	if (len > sizeof(g->data) || size < offsetof(struct gb_gpu, data) + len)
+		return -EINVAL;
+	while (off + sizeof(struct ga_hdr) <= len) {
+		struct ga_hdr h;
+		const void *rec = g->data + off;
+
+		memcpy(&h, rec, sizeof(h));
+		if (h.size < sizeof(h) || h.size % 8 || off + h.size > len)
+			return -EINVAL;
+		/* records are 8-byte aligned in the batch, which the ring buffer keeps */
+		ret = on_gpu_record(c, g->pid, rec);
+		if (ret)
+			return ret;
+		off += h.size;
+	}
+	return off == len ? 0 : -EINVAL;
+}
+
 int collector_record(struct collector *c, const void *data, size_t size)
 {
 	const struct gb_name *n = data;
@@ -258,6 +404,17 @@ int collector_record(struct collector *c, const void *data, size_t size)
 		memcpy(name, n->name, GB_NAME_LEN);
 		name[GB_NAME_LEN] = 0;
 		ret = name[0] ? model_set_kernel_name(c->m, n->pid, n->handle, name) : 0;
+		break;
+	case GB_REC_GPU:
+		if (size >= offsetof(struct gb_gpu, data))
+			ret = on_gpu_batch(c, data, size);
+		break;
+	case GB_REC_CORR:
+		if (size >= sizeof(struct gb_corr)) {
+			const struct gb_corr *k = data;
+
+			ret = model_add_corr(c->m, k->ts, k->pid, k->tid, k->correlation);
+		}
 		break;
 	}
 	if (ret == -EINVAL)

@@ -15,6 +15,8 @@ struct collector {
 	struct model *m;
 	uint64_t records;       /* records decoded */
 	uint64_t calls;         /* of which driver calls */
+	uint64_t gpu_records;   /* GPU activity records (kernels, copies...) */
+	uint64_t gpu_untimed;   /* of which skipped: CUPTI gave them no timestamps */
 	uint64_t bad;           /* malformed or unknown records */
 	uint32_t *seen;         /* open-addressing set of tids already named */
 	size_t nseen, nseen_slots;

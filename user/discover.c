@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Where libcuda is; see discover.h. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -66,5 +67,31 @@ int discover_libcuda(const char *ld_library_path, char *path, size_t len)
 	for (size_t i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++)
 		if (!try_dir(dirs[i], strlen(dirs[i]), path, len))
 			return 0;
+	return -ENOENT;
+}
+
+int discover_injection_lib(char *path, size_t len)
+{
+	static const char *const rel[] = { "", "/../lib/gpubpf" };
+	char exe[PATH_MAX], *slash;
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return -ENOENT;
+	exe[n] = 0;
+	slash = strrchr(exe, '/');
+	if (!slash)
+		return -ENOENT;
+	*slash = 0;
+	for (size_t i = 0; i < sizeof(rel) / sizeof(rel[0]); i++) {
+		char cand[PATH_MAX];
+
+		if ((size_t)snprintf(cand, sizeof(cand), "%s%s/" INJECTION_LIB, exe, rel[i]) >=
+		    sizeof(cand) || access(cand, R_OK))
+			continue;
+		if (!realpath(cand, path) && (size_t)snprintf(path, len, "%s", cand) >= len)
+			return -ENAMETOOLONG;
+		return 0;
+	}
 	return -ENOENT;
 }

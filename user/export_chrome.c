@@ -9,8 +9,14 @@
  *	 "displayTimeUnit":"ns",
  *	 "traceEvents":[
  *	   {"ph":"M","name":"process_name",...},      metadata first
- *	   {"ph":"X","cat":"cuda_api",...},           then events by time
- *	 ]}
+ *	   {"ph":"X","cat":"cuda_api",...},           then events by time:
+ *	   {"ph":"X","cat":"kernel",...},             GPU work on its stream's
+ *	   {"ph":"s"...}, {"ph":"f"...}               track, with a flow from
+ *	 ]}                                           the call that caused it
+ *
+ * GPU tracks are threads of the process with synthetic tids,
+ * GPU_TID_BASE + (device << 20) + stream, above any real tid (pid_max is
+ * at most 2^22), named "GPU <device> / stream <stream>".
  *
  * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns).
  * Perfetto reads "ts" and "dur" with a light tokenizer that stops at an
@@ -18,6 +24,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cuda_calls.h"
@@ -29,6 +36,19 @@
 #ifndef GPUBPF_VERSION
 #define GPUBPF_VERSION "unknown"
 #endif
+
+#define GPU_TID_BASE 0x40000000u
+
+static uint32_t gpu_tid(const struct model_event *ev)
+{
+	return GPU_TID_BASE + (ev->device << 20) + (ev->gpu_stream & 0xfffff);
+}
+
+/* GPU events that get a track: work that ran on a stream. */
+static int on_gpu_track(const struct model_event *ev)
+{
+	return ev->kind == EV_KERNEL || ev->kind == EV_MEMCPY || ev->kind == EV_MEMSET;
+}
 
 static const char *str(const struct model *m, uint32_t id)
 {
@@ -95,6 +115,10 @@ static void write_call_args(struct jw *jw, const struct model *m,
 		jw_key(jw, "ret");
 		jw_int(jw, ev->ret);
 	}
+	if (ev->correlation) {
+		jw_key(jw, "correlation");
+		jw_uint(jw, ev->correlation);
+	}
 	jw_obj_end(jw);
 }
 
@@ -121,26 +145,135 @@ static int write_api_call(struct jw *jw, const struct model *m,
 	return jw_obj_end(jw);
 }
 
-/*
- * One model event.  Every event is a host-side driver call today; GPU-side
- * work (kernels and copies on per-stream tracks), launch-to-kernel flows
- * and memory counters get their own writers here as the model grows.
- */
-static int write_event(struct jw *jw, const struct model *m,
-		       const struct model_event *ev)
+static const char *const gpu_copy_kinds[] = {
+	"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",
+};
+
+static const char *copy_kind(unsigned k)
 {
-	switch (ev->family) {
-	case CF_LAUNCH:
-	case CF_GRAPH:
-	case CF_MEMCPY:
-	case CF_MEMSET:
-	case CF_SYNC:
-	case CF_ALLOC:
-	case CF_FREE:
-	case CF_LOOKUP:
+	return k < sizeof(gpu_copy_kinds) / sizeof(gpu_copy_kinds[0]) ? gpu_copy_kinds[k] : "Unknown";
+}
+
+/* NCCL's kernels are named ncclKernel_..., ncclDevKernel_... */
+static int is_nccl(const char *name)
+{
+	return !strncmp(name, "nccl", 4) || strstr(name, "nccl") != NULL;
+}
+
+/* Kernels, copies and memsets: complete events on their stream's track. */
+static int write_gpu_work(struct jw *jw, const struct model *m, const struct model_event *ev)
+{
+	const char *kname = ev->kernel ? str(m, ev->kernel) : "kernel";
+	char name[32];
+
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "X");
+	jw_key(jw, "cat");
+	switch (ev->kind) {
+	case EV_KERNEL:
+		jw_str(jw, is_nccl(kname) ? "nccl" : "kernel");
+		jw_key(jw, "name");
+		jw_str(jw, kname);
+		break;
+	case EV_MEMCPY:
+		jw_str(jw, "gpu_memcpy");
+		snprintf(name, sizeof(name), "Memcpy %s", copy_kind(ev->gpu_kind));
+		jw_key(jw, "name");
+		jw_str(jw, name);
+		break;
 	default:
-		return write_api_call(jw, m, ev);
+		jw_str(jw, "gpu_memset");
+		jw_key(jw, "name");
+		jw_str(jw, "Memset");
+		break;
 	}
+	jw_key(jw, "pid");
+	jw_uint(jw, ev->pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, gpu_tid(ev));
+	jw_key(jw, "ts");
+	jw_us(jw, ev->ts);
+	jw_key(jw, "dur");
+	jw_us(jw, ev->dur);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	if (ev->kind == EV_KERNEL) {
+		write_u32x3(jw, "grid", ev->grid);
+		write_u32x3(jw, "block", ev->block);
+		jw_key(jw, "registers");
+		jw_uint(jw, ev->registers);
+		jw_key(jw, "shared_mem");
+		jw_uint(jw, ev->shared_mem);
+		jw_key(jw, "static_shared_mem");
+		jw_uint(jw, ev->static_shmem);
+	} else {
+		jw_key(jw, "bytes");
+		jw_uint(jw, ev->bytes);
+	}
+	if (ev->kind == EV_MEMCPY) {
+		jw_key(jw, "kind");
+		jw_str(jw, copy_kind(ev->gpu_kind));
+		jw_key(jw, "GB/s");
+		jw_double(jw, ev->dur ? (double)ev->bytes / ev->dur : 0);
+	}
+	if (ev->graph_node) {
+		jw_key(jw, "graph_node");
+		jw_uint(jw, ev->graph_node);
+	}
+	jw_key(jw, "device");
+	jw_uint(jw, ev->device);
+	jw_key(jw, "stream");
+	jw_uint(jw, ev->gpu_stream);
+	jw_key(jw, "correlation");
+	jw_uint(jw, ev->correlation);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/* One end of a launch -> GPU work arrow (flow events, v1). */
+static int write_flow(struct jw *jw, const char *ph, uint64_t id, uint32_t pid, uint32_t tid,
+		      uint64_t ts)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, ph);
+	if (ph[0] == 'f') {
+		jw_key(jw, "bp");
+		jw_str(jw, "e");
+	}
+	jw_key(jw, "cat");
+	jw_str(jw, "launch");
+	jw_key(jw, "name");
+	jw_str(jw, "launch");
+	jw_key(jw, "id");
+	jw_uint(jw, id);
+	jw_key(jw, "pid");
+	jw_uint(jw, pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, tid);
+	jw_key(jw, "ts");
+	jw_us(jw, ts);
+	return jw_obj_end(jw);
+}
+
+/* One model event, and the flow into it when it is linked to its call. */
+static int write_event(struct jw *jw, const struct model *m,
+		       const struct model_event *ev, uint64_t *flow_id)
+{
+	const struct model_event *h;
+
+	if (ev->kind == EV_API)
+		return write_api_call(jw, m, ev);
+	if (!on_gpu_track(ev))
+		return 0;
+	if (ev->link != MODEL_NO_LINK) {
+		h = &m->ev[ev->link];
+		++*flow_id;
+		write_flow(jw, "s", *flow_id, h->pid, h->tid, h->ts);
+		write_flow(jw, "f", *flow_id, ev->pid, gpu_tid(ev), ev->ts);
+	}
+	return write_gpu_work(jw, m, ev);
 }
 
 /* {"ph":"M","name":what,"pid":pid,"tid":tid,"args":{"name":name}} */
@@ -190,11 +323,87 @@ static int write_metadata(struct jw *jw, const struct model *m)
 	jw_uint(jw, m->dropped_total);
 	jw_key(jw, "events");
 	jw_uint(jw, m->nev);
+	jw_key(jw, "gpu");
+	jw_obj_begin(jw);
+	jw_key(jw, "dropped_events");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].gpu_dropped)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_uint(jw, m->procs[i].gpu_dropped);
+	}
+	jw_obj_end(jw);
+	jw_key(jw, "errors");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].gpu_error)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_str(jw, str(m, m->procs[i].gpu_error));
+	}
+	jw_obj_end(jw);
+	jw_key(jw, "clock_skewed_events");
+	jw_uint(jw, m->skewed);
+	jw_key(jw, "max_clock_skew_us");
+	jw_us(jw, m->max_skew_ns);
+	jw_obj_end(jw);
 	return jw_obj_end(jw);
+}
+
+/* Name each GPU track once: "GPU 0 / stream 7", sorted after the host threads. */
+static int write_gpu_tracks(struct jw *jw, const struct model *m)
+{
+	struct { uint32_t pid, tid; } *seen = NULL, *ns;
+	size_t n = 0;
+	char name[64];
+
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *ev = &m->ev[i];
+		size_t k;
+
+		if (!on_gpu_track(ev))
+			continue;
+		for (k = 0; k < n; k++)
+			if (seen[k].pid == ev->pid && seen[k].tid == gpu_tid(ev))
+				break;
+		if (k < n)
+			continue;
+		ns = realloc(seen, (n + 1) * sizeof(*seen));
+		if (!ns) {
+			free(seen);
+			return -ENOMEM;
+		}
+		seen = ns;
+		seen[n].pid = ev->pid;
+		seen[n++].tid = gpu_tid(ev);
+		snprintf(name, sizeof(name), "GPU %u / stream %u", ev->device, ev->gpu_stream);
+		write_name_meta(jw, "thread_name", ev->pid, gpu_tid(ev), name);
+		jw_obj_begin(jw);
+		jw_key(jw, "ph");
+		jw_str(jw, "M");
+		jw_key(jw, "name");
+		jw_str(jw, "thread_sort_index");
+		jw_key(jw, "pid");
+		jw_uint(jw, ev->pid);
+		jw_key(jw, "tid");
+		jw_uint(jw, gpu_tid(ev));
+		jw_key(jw, "args");
+		jw_obj_begin(jw);
+		jw_key(jw, "sort_index");
+		jw_uint(jw, 1000000 + (ev->device << 16) + (ev->gpu_stream & 0xffff));
+		jw_obj_end(jw);
+		jw_obj_end(jw);
+	}
+	free(seen);
+	return 0;
 }
 
 static int chrome_write(const struct model *m, struct sink *out)
 {
+	uint64_t flow_id = 0;
 	struct jw jw;
 	int ret;
 
@@ -221,11 +430,11 @@ static int chrome_write(const struct model *m, struct sink *out)
 			write_name_meta(&jw, "thread_name", t->pid, t->tid,
 					str(m, t->name));
 	}
-	for (size_t i = 0; i < m->nev; i++) {
-		ret = write_event(&jw, m, &m->ev[i]);
-		if (ret)
-			goto cleanup;
-	}
+	ret = write_gpu_tracks(&jw, m);
+	for (size_t i = 0; i < m->nev && !ret; i++)
+		ret = write_event(&jw, m, &m->ev[i], &flow_id);
+	if (ret)
+		goto cleanup;
 	jw_arr_end(&jw);
 	jw_obj_end(&jw);
 	ret = jw_finish(&jw);

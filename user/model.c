@@ -112,7 +112,17 @@ void model_release(struct model *m)
 	free(m->procs);
 	free(m->knames);
 	free(m->kname_slots);
+	free(m->corrs);
 	memset(m, 0, sizeof(*m));
+}
+
+int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation)
+{
+	if (grow((void **)&m->corrs, &m->cap_corrs, m->ncorrs + 1, sizeof(*m->corrs)))
+		return -ENOMEM;
+	m->corrs[m->ncorrs++] = (struct model_corr){ .ts = ts, .pid = pid, .tid = tid,
+						     .correlation = correlation };
+	return 0;
 }
 
 struct model_event *model_add_event(struct model *m)
@@ -252,8 +262,87 @@ static int cmp_event(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-void model_finish(struct model *m)
+/* Order of API events and announcements within a thread, for linking. */
+static int cmp_thread_ts(uint32_t pa, uint32_t ta, uint64_t sa, uint32_t pb, uint32_t tb,
+			 uint64_t sb)
 {
+	if (pa != pb)
+		return pa < pb ? -1 : 1;
+	if (ta != tb)
+		return ta < tb ? -1 : 1;
+	return sa < sb ? -1 : sa > sb;
+}
+
+static const struct model *sort_model;  /* qsort has no context argument */
+
+static int cmp_api_index(const void *a, const void *b)
+{
+	const struct model_event *x = &sort_model->ev[*(const uint32_t *)a];
+	const struct model_event *y = &sort_model->ev[*(const uint32_t *)b];
+	int c = cmp_thread_ts(x->pid, x->tid, x->ts, y->pid, y->tid, y->ts);
+
+	return c ? c : (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
+static int cmp_corr(const void *a, const void *b)
+{
+	const struct model_corr *x = a, *y = b;
+
+	return cmp_thread_ts(x->pid, x->tid, x->ts, y->pid, y->tid, y->ts);
+}
+
+/*
+ * Each announcement belongs to the latest call its thread entered before
+ * it: the marker fires inside the call.  Both lists are sorted by
+ * (pid, tid, ts), so one merge-like pass pairs them.
+ */
+static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_out)
+{
+	uint32_t *api;
+	size_t napi = 0, j = 0;
+
+	api = malloc((m->nev ? m->nev : 1) * sizeof(*api));
+	if (!api)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].kind == EV_API)
+			api[napi++] = i;
+	sort_model = m;
+	qsort(api, napi, sizeof(*api), cmp_api_index);
+	qsort(m->corrs, m->ncorrs, sizeof(*m->corrs), cmp_corr);
+	for (size_t k = 0; k < m->ncorrs; k++) {
+		const struct model_corr *c = &m->corrs[k];
+		struct model_event *e;
+
+		/* advance to the last call of this thread entered at or before c->ts */
+		while (j + 1 < napi && cmp_thread_ts(m->ev[api[j + 1]].pid, m->ev[api[j + 1]].tid,
+						     m->ev[api[j + 1]].ts, c->pid, c->tid, c->ts) <= 0)
+			j++;
+		if (!napi)
+			break;
+		e = &m->ev[api[j]];
+		if (e->pid == c->pid && e->tid == c->tid && e->ts <= c->ts &&
+		    (!e->dur || c->ts <= e->ts + e->dur))
+			e->correlation = c->correlation;
+	}
+	*api_out = api;
+	*napi_out = napi;
+	return 0;
+}
+
+static size_t corr_slot(uint32_t pid, uint32_t corr, size_t nslots)
+{
+	uint64_t key[1] = { (uint64_t)pid << 32 | corr };
+
+	return hash_bytes(key, sizeof(key), HASH_SEED) & (nslots - 1);
+}
+
+int model_finish(struct model *m)
+{
+	uint32_t *api = NULL, *slots = NULL;
+	size_t napi = 0, nslots = 16;
+	int ret;
+
 	for (size_t i = 0; i < m->nev; i++)
 		m->ev[i].seq = i;
 	if (m->nev)
@@ -261,7 +350,58 @@ void model_finish(struct model *m)
 	for (size_t i = 0; i < m->nev; i++) {
 		struct model_event *e = &m->ev[i];
 
-		if ((e->fields & MF_FUNC) && !e->kernel)
+		e->link = MODEL_NO_LINK;
+		if (e->kind == EV_API && (e->fields & MF_FUNC) && !e->kernel)
 			e->kernel = model_kernel_name(m, e->pid, e->func);
 	}
+	ret = link_correlations(m, &api, &napi);
+	if (ret)
+		return ret;
+	/* (pid, correlation) -> API event */
+	while (nslots < napi * 2)
+		nslots *= 2;
+	slots = calloc(nslots, sizeof(*slots));
+	if (!slots) {
+		free(api);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < napi; k++) {
+		const struct model_event *e = &m->ev[api[k]];
+		size_t i;
+
+		if (!e->correlation)
+			continue;
+		for (i = corr_slot(e->pid, e->correlation, nslots); slots[i]; i = (i + 1) & (nslots - 1))
+			;
+		slots[i] = api[k] + 1;
+	}
+	for (size_t g = 0; g < m->nev; g++) {
+		struct model_event *e = &m->ev[g], *h = NULL;
+
+		if (e->kind == EV_API || !e->correlation)
+			continue;
+		for (size_t i = corr_slot(e->pid, e->correlation, nslots); slots[i];
+		     i = (i + 1) & (nslots - 1)) {
+			struct model_event *c = &m->ev[slots[i] - 1];
+
+			if (c->pid == e->pid && c->correlation == e->correlation) {
+				h = c;
+				e->link = slots[i] - 1;
+				break;
+			}
+		}
+		if (!h)
+			continue;
+		if (e->ts < h->ts) {
+			m->skewed++;
+			if (h->ts - e->ts > m->max_skew_ns)
+				m->max_skew_ns = h->ts - e->ts;
+		}
+		/* the GPU's kernel name replaces a bare handle on the launch */
+		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) && !h->kernel)
+			h->kernel = e->kernel;
+	}
+	free(slots);
+	free(api);
+	return 0;
 }

@@ -40,6 +40,18 @@ enum {
 	MF_HANDLE = 1 << 10,    /* handle: event, graph, graph exec, module */
 };
 
+/* What an event is. */
+enum model_kind {
+	EV_API = 0,             /* a host-side driver call */
+	EV_KERNEL,              /* GPU work, from the injection library: */
+	EV_MEMCPY,
+	EV_MEMSET,
+	EV_GPU_SYNC,
+	EV_MEMORY,              /* an allocation or release seen by the GPU side */
+};
+
+#define MODEL_NO_LINK UINT32_MAX
+
 struct model_event {
 	uint64_t ts;            /* start, ns, CLOCK_MONOTONIC */
 	uint64_t dur;           /* ns; 0 when the return was not probed */
@@ -56,6 +68,22 @@ struct model_event {
 	uint32_t count;
 	uint64_t func, stream, bytes, ptr, handle;
 	uint64_t seq;           /* arrival order: the tie-break that keeps sorting stable */
+	/* GPU side (kind != EV_API); API events use correlation only */
+	uint8_t kind;           /* enum model_kind */
+	uint8_t gpu_kind;       /* copies: enum ga_copy_kind; syncs: ga_sync_kind; memory: op */
+	uint32_t correlation;   /* CUPTI correlation id, 0 if none */
+	uint32_t device, gpu_stream;
+	uint32_t registers, static_shmem;
+	uint64_t graph_node;
+	uint32_t link;          /* after model_finish: GPU event -> index of the
+				   API event that caused it, else MODEL_NO_LINK */
+};
+
+/* A correlation id announced on a thread during a driver call. */
+struct model_corr {
+	uint64_t ts;
+	uint32_t pid, tid;
+	uint32_t correlation;
 };
 
 struct model_thread {
@@ -67,6 +95,8 @@ struct model_process {
 	uint32_t pid;
 	uint32_t name;          /* strtab id */
 	uint64_t dropped;       /* events lost for this process */
+	uint64_t gpu_dropped;   /* GPU records the injection library or CUPTI lost */
+	uint32_t gpu_error;     /* strtab id: why GPU timing went off, 0 if it did not */
 };
 
 /* (pid, handle) -> kernel name, from lookup calls. */
@@ -88,10 +118,15 @@ struct model {
 	size_t nknames, cap_knames;
 	uint32_t *kname_slots;       /* hash index into knames, 1-based */
 	size_t nkname_slots;
+	struct model_corr *corrs;
+	size_t ncorrs, cap_corrs;
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	char host[256];
 	uint64_t dropped_total;      /* all lost events, per-process or not */
+	/* clock sanity, from model_finish: GPU work that starts before its call */
+	uint64_t skewed;             /* such GPU events */
+	uint64_t max_skew_ns;        /* the largest such lead */
 };
 
 void model_init(struct model *m);
@@ -106,10 +141,27 @@ int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const 
 /* Kernel name id for (pid, handle), 0 if none is known. */
 uint32_t model_kernel_name(const struct model *m, uint32_t pid, uint64_t handle);
 
+/* Record a correlation announcement; 0 or -ENOMEM. */
+int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation);
+
 /*
- * Sort events by (ts, pid, tid), stably, and resolve kernel names of events
- * that carry a function handle.  Call once, after the last event is added.
+ * Kernel names of GPU records live in the same (pid, handle) table as the
+ * lookups' names, under handles with this bit set (no user-space address
+ * has it): the injection library's name id n is MODEL_GPU_NAME | n.
  */
-void model_finish(struct model *m);
+#define MODEL_GPU_NAME (1ULL << 63)
+
+/*
+ * Call once, after the last event is added:
+ *  - sort events by (ts, pid, tid), stably;
+ *  - give each API event the correlation id announced on its thread during
+ *    it, and link each GPU event to the API event with its (pid,
+ *    correlation);
+ *  - name kernels: API events by handle, then by the GPU kernel they
+ *    launched (which wins over a bare handle);
+ *  - count GPU events that start before the call that caused them
+ *    (skewed, max_skew_ns).
+ */
+int model_finish(struct model *m);
 
 #endif

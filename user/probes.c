@@ -118,6 +118,8 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 	}
 	if (!o->follow_forks)
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
+	bpf_program__set_autoattach(p->skel->progs.gb_gpu_batch, false);
+	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);
 	ret = cuda_bpf__attach(p->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(-ret));
@@ -319,6 +321,59 @@ cleanup:
 	free(offs);
 	free(ids);
 	return ret;
+}
+
+int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *err,
+			  size_t errlen)
+{
+	static const struct { const char *name; int batch; } markers[] = {
+		{ "batch", 1 }, { "api", 0 },
+	};
+	struct probe_target *t, *nt;
+	struct stat st;
+	size_t cap = 0;
+	int ret = 0;
+
+	if (stat(path, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-ret));
+		return ret;
+	}
+	if (find_target(p, st.st_dev, st.st_ino, pid))
+		return 0;
+	nt = realloc(p->targets, (p->ntargets + 1) * sizeof(*nt));
+	if (!nt) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	p->targets = nt;
+	t = &p->targets[p->ntargets];
+	memset(t, 0, sizeof(*t));
+	t->dev = st.st_dev;
+	t->ino = st.st_ino;
+	t->pid = pid;
+	t->multi_fds[0] = t->multi_fds[1] = -1;
+	t->path = strdup(path);
+	for (size_t i = 0; i < 2 && !ret && t->path; i++) {
+		struct bpf_program *prog = markers[i].batch ? p->skel->progs.gb_gpu_batch :
+							      p->skel->progs.gb_gpu_api;
+		struct bpf_link *l = bpf_program__attach_usdt(prog, pid, path, "gpubpf",
+							      markers[i].name, NULL);
+
+		ret = l ? add_link(t, l, &cap) : -errno;
+		if (ret && l)
+			bpf_link__destroy(l);
+	}
+	if (!t->path || ret) {
+		ret = ret ? ret : -ENOMEM;
+		snprintf(err, errlen, "cannot attach to the markers of '%s': %s", path,
+			 strerror(-ret));
+		detach(t);
+		free(t->path);
+		return ret;
+	}
+	p->ntargets++;
+	return 1;
 }
 
 int probes_trace_pid(struct probes *p, pid_t pid)

@@ -51,6 +51,15 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
  * one-line reason in err.
  */
 int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size_t errlen);
+/*
+ * Attach to the markers of the injection library (libgpubpf_cupti.so) at
+ * path, for pid (-1: all processes).  Attaching raises the markers'
+ * semaphores in every process that maps the library, which wakes it up.
+ * Returns 1 when attached, 0 if already attached, or -errno with a
+ * one-line reason in err.
+ */
+int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *err,
+			  size_t errlen);
 /* 1 if the library file at path is attached for pid (or for all). */
 int probes_attached(struct probes *p, const char *path, pid_t pid);
 /* Add pid to the traced set (with filter_pids). */

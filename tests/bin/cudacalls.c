@@ -1588,6 +1588,21 @@ static bool graph_ok[2];
 static CUgraphExec execs[5];
 static bool exec_ok[5];
 
+/* A kernel launched into a capture: it becomes a node of the graph. */
+static void capture_launch(CUstream s)
+{
+	uint32_t us = 20;
+	void *params[] = { &us };
+	launch_fn launch;
+	CUresult r;
+
+	if (!sym("cuLaunchKernel", &launch))
+		return;
+	r = launch(func, 2, 1, 1, 32, 1, 1, 0, s, params, NULL);
+	rec("cuLaunchKernel", r, "\"func\":\"0x%llx\",\"grid\":[2,1,1],\"block\":[32,1,1],"
+	    "\"shared_mem\":0,\"stream\":\"0x%llx\",\"duration_us\":20", H(func), H(s));
+}
+
 static void graph_calls(void)
 {
 	begin_capture_v1_fn begin1;
@@ -1599,11 +1614,13 @@ static void graph_calls(void)
 	CUresult r;
 
 	phase = "probe";
-	/* two complete (empty) captures, each on its own stream */
+	/* two complete captures of two kernels each, each on its own stream */
 	if (sym("cuStreamBeginCapture", &begin1)) {
 		r = begin1(cap_stream[0]);
 		rec("cuStreamBeginCapture", r, "\"stream\":\"0x%llx\",\"mode\":0",
 		    H(cap_stream[0]));
+		capture_launch(cap_stream[0]);
+		capture_launch(cap_stream[0]);
 	}
 	if (sym("cuStreamEndCapture", &end)) {
 		r = end(cap_stream[0], &graphs[0]);
@@ -1615,6 +1632,8 @@ static void graph_calls(void)
 		r = begin2(cap_stream[1], CU_STREAM_CAPTURE_MODE_RELAXED);
 		rec("cuStreamBeginCapture_v2", r, "\"stream\":\"0x%llx\",\"mode\":%d",
 		    H(cap_stream[1]), CU_STREAM_CAPTURE_MODE_RELAXED);
+		capture_launch(cap_stream[1]);
+		capture_launch(cap_stream[1]);
 	}
 	if (sym("cuStreamEndCapture_ptsz", &end)) {
 		r = end(cap_stream[1], &graphs[1]);

@@ -1,0 +1,384 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * CUPTI as a backend: activity records (kernels, copies, memsets, syncs,
+ * memory) converted to gpu_activity.h records, and a driver-API callback
+ * that announces each launch's correlation id on the launching thread.
+ *
+ * libcupti is opened with dlopen at probe time, never linked: the
+ * injection library must load in any process, with or without CUPTI, and
+ * must use the copy the process already has (PyTorch ships its own) rather
+ * than load a second one.  Every CUPTI call goes through the table fn,
+ * typed with the prototypes of the headers we build against.
+ *
+ * Fail soft: a CUPTI error in enable() (another profiler subscribed, a
+ * libcupti of another major version, no driver) is published, printed once
+ * with a `gpubpf:` prefix, and undone; the program runs on untouched.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <cupti.h>
+#include "backend.h"
+#include "cupti_convert.h"
+#include "publish.h"
+
+/* 4 MiB buffers: about 20000 kernel records, a few per second at most. */
+#define BUF_SIZE  (4u << 20)
+#define BUF_ALIGN 8
+
+/* The CUPTI entry points used, resolved by name from the loaded libcupti. */
+#define CUPTI_FUNCS(X)					\
+	X(cuptiGetVersion)				\
+	X(cuptiGetResultString)				\
+	X(cuptiSubscribe)				\
+	X(cuptiUnsubscribe)				\
+	X(cuptiGetCallbackName)				\
+	X(cuptiEnableCallback)				\
+	X(cuptiActivityRegisterTimestampCallback)	\
+	X(cuptiSetThreadIdType)				\
+	X(cuptiActivityRegisterCallbacks)		\
+	X(cuptiActivityEnable)				\
+	X(cuptiActivityDisable)				\
+	X(cuptiActivityFlushAll)			\
+	X(cuptiActivityGetNextRecord)			\
+	X(cuptiActivityGetNumDroppedRecords)
+
+static struct {
+#define X(f) __typeof__(f) *f;
+	CUPTI_FUNCS(X)
+#undef X
+} fn;
+
+static void *lib;
+
+/* The activity kinds collected (DESIGN.md): CONCURRENT_KERNEL does not serialise. */
+static const CUpti_ActivityKind kinds[] = {
+	CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
+	CUPTI_ACTIVITY_KIND_MEMCPY,
+	CUPTI_ACTIVITY_KIND_MEMCPY2,
+	CUPTI_ACTIVITY_KIND_MEMSET,
+	CUPTI_ACTIVITY_KIND_SYNCHRONIZATION,
+	CUPTI_ACTIVITY_KIND_MEMORY2,
+};
+
+/* enable()/flush()/disable() are serialised by the caller (inject.c). */
+static CUpti_SubscriberHandle subscriber;
+static unsigned kinds_on;               /* bit i: kinds[i] enabled */
+static int active;                      /* enable() succeeded, no disable() since */
+static int warned;                      /* the stderr line was printed */
+
+/* The buffer callbacks run on CUPTI's thread and on whoever flushes. */
+static uint32_t name_id(const char *name, void *arg);
+static pthread_mutex_t conv_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct cupti_conv conv = { .name = name_id };
+static uint64_t bad_buffers;            /* iteration stopped on a bad record */
+
+static void *open_cupti(void)
+{
+	static const char *const names[] = { "libcupti.so.13", "libcupti.so" };
+	static const char *const dirs[] = { "extras/CUPTI/lib64", "lib64" };
+	const char *env, *home;
+	char path[PATH_MAX];
+	unsigned i;
+	void *h;
+
+	/* already in the process (a framework's own CUPTI): never load a second copy */
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD)))
+			return h;
+	env = getenv("GPUBPF_CUPTI_LIB");
+	if (env && *env && (h = dlopen(env, RTLD_NOW | RTLD_LOCAL)))
+		return h;
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+			return h;
+	home = getenv("CUDA_HOME");
+	if (!home || !*home)
+		home = "/usr/local/cuda";
+	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
+		if (snprintf(path, sizeof(path), "%s/%s/libcupti.so.13", home, dirs[i]) >=
+		    (int)sizeof(path))
+			continue;
+		if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+			return h;
+	}
+	return NULL;
+}
+
+/* Silent: the caller says `gpubpf: GPU timing off` when no backend applies. */
+static int cupti_probe(void)
+{
+	if (lib)
+		return 1;
+	lib = open_cupti();
+	if (!lib)
+		return 0;
+#define X(f)						\
+	if (!(fn.f = (__typeof__(fn.f))dlsym(lib, #f)))	\
+		goto fail;
+	CUPTI_FUNCS(X)
+#undef X
+	return 1;
+fail:
+	memset(&fn, 0, sizeof(fn));
+	dlclose(lib);
+	lib = NULL;
+	return 0;
+}
+
+/* The clock of bpf_ktime_get_ns, so GPU and host events share a timeline. */
+static uint64_t CUPTIAPI monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * On every enabled driver call, entry and exit: the marker ties the
+ * correlation id to this thread and its stack.  Runs on the program's
+ * launch path, so nothing but the check and the marker.
+ */
+static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
+				  CUpti_CallbackId cbid, const void *data)
+{
+	const CUpti_CallbackData *cb = data;
+
+	if (!publish_attached() || domain != CUPTI_CB_DOMAIN_DRIVER_API ||
+	    cb->callbackSite != CUPTI_API_ENTER)
+		return;
+	publish_api(cb->correlationId, cbid);
+}
+
+static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
+				      size_t *max_records)
+{
+	/* NULL makes CUPTI drop records, which it counts: reported below */
+	*buffer = aligned_alloc(BUF_ALIGN, BUF_SIZE);
+	*size = *buffer ? BUF_SIZE : 0;
+	*max_records = 0;
+}
+
+static uint32_t name_id(const char *name, void *arg)
+{
+	return publish_name(name);
+}
+
+static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
+				      uint8_t *buffer, size_t size, size_t valid)
+{
+	CUpti_Activity *rec = NULL;
+	union ga_record out;
+	size_t dropped = 0;
+	CUptiResult st;
+
+	pthread_mutex_lock(&conv_lock);
+	while ((st = fn.cuptiActivityGetNextRecord(buffer, valid, &rec)) == CUPTI_SUCCESS)
+		if (cupti_convert(&conv, rec, &out) > 0)
+			publish_record(&out.h);
+	/* MAX_LIMIT_REACHED is the end; anything else is an incomplete record */
+	if (st != CUPTI_ERROR_MAX_LIMIT_REACHED)
+		bad_buffers++;
+	pthread_mutex_unlock(&conv_lock);
+	free(buffer);
+	if (fn.cuptiActivityGetNumDroppedRecords(ctx, stream, &dropped) == CUPTI_SUCCESS &&
+	    dropped)
+		publish_dropped(dropped);
+}
+
+static int cupti_errno(CUptiResult st)
+{
+	switch (st) {
+	case CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED:
+		return -EBUSY;
+	case CUPTI_ERROR_NOT_INITIALIZED:
+		return -ENODEV;
+	case CUPTI_ERROR_INSUFFICIENT_PRIVILEGES:
+	case CUPTI_ERROR_VIRTUALIZED_DEVICE_INSUFFICIENT_PRIVILEGES:
+		return -EPERM;
+	case CUPTI_ERROR_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CUPTI_ERROR_NOT_COMPATIBLE:
+	case CUPTI_ERROR_NOT_SUPPORTED:
+	case CUPTI_ERROR_LEGACY_PROFILER_NOT_SUPPORTED:
+		return -ENOTSUP;
+	default:
+		return -EIO;
+	}
+}
+
+/* Publish why GPU timing is off, and say it once on stderr. */
+static __attribute__((format(printf, 1, 2))) void say_off(const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	publish_error(msg);
+	if (!warned) {
+		fprintf(stderr, "gpubpf: GPU timing off: %s\n", msg);
+		warned = 1;
+	}
+}
+
+static int cupti_failed(const char *what, CUptiResult st)
+{
+	const char *s = NULL;
+
+	if (fn.cuptiGetResultString(st, &s) != CUPTI_SUCCESS || !s)
+		s = "unknown error";
+	say_off("cupti: %s: %s%s", what, s,
+		st == CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED ?
+		" (another profiler is attached)" : "");
+	return cupti_errno(st);
+}
+
+/* The driver calls whose GPU work we record: launches, copies, memsets, graphs. */
+static int wanted_callback(const char *name)
+{
+	if (!strncmp(name, "cuLaunchHostFunc", 16))
+		return 0;       /* no GPU record of ours to link to */
+	return !strncmp(name, "cuLaunch", 8) || !strncmp(name, "cuMemcpy", 8) ||
+	       !strncmp(name, "cuMemset", 8) || !strncmp(name, "cuGraphLaunch", 13);
+}
+
+/*
+ * Enable the callbacks by name rather than by a list of ids: picks up the
+ * _v2/_ptsz/_ptds variants, and those of a newer libcupti of the same major
+ * version (hence looking past the ids our headers know).
+ */
+static CUptiResult enable_callbacks(unsigned *n)
+{
+	CUpti_CallbackId cbid;
+	const char *name;
+	CUptiResult st;
+
+	*n = 0;
+	for (cbid = 1; cbid < 2 * CUPTI_DRIVER_TRACE_CBID_SIZE; cbid++) {
+		name = NULL;
+		if (fn.cuptiGetCallbackName(CUPTI_CB_DOMAIN_DRIVER_API, cbid, &name) !=
+		    CUPTI_SUCCESS || !name || !wanted_callback(name))
+			continue;
+		st = fn.cuptiEnableCallback(1, subscriber, CUPTI_CB_DOMAIN_DRIVER_API, cbid);
+		if (st != CUPTI_SUCCESS)
+			return st;
+		(*n)++;
+	}
+	return CUPTI_SUCCESS;
+}
+
+/* Undo enable(), in whatever state it got to. */
+static void stop(void)
+{
+	unsigned i;
+
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (kinds_on & (1u << i))
+			fn.cuptiActivityDisable(kinds[i]);
+	if (kinds_on)
+		/* after disabling: also delivers what ran since the last flush */
+		fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+	kinds_on = 0;
+	/* unsubscribing drops every callback enabled for the subscriber */
+	if (subscriber)
+		fn.cuptiUnsubscribe(subscriber);
+	subscriber = NULL;
+	active = 0;
+}
+
+static int cupti_enable(void)
+{
+	const char *what;
+	uint32_t version = 0;
+	CUptiResult st;
+	unsigned i, n;
+	int ret;
+
+	if (!lib)
+		return -ENODEV;
+	if (active)
+		return 0;
+	what = "cuptiGetVersion";
+	if ((st = fn.cuptiGetVersion(&version)) != CUPTI_SUCCESS)
+		goto fail;
+	/* record layouts (Kernel10, Memcpy6, ...) hold within one major version */
+	if (version / 10000 != CUPTI_API_VERSION / 10000) {
+		say_off("cupti: libcupti API version %u, gpubpf is built for %u",
+			version, CUPTI_API_VERSION);
+		return -ENOTSUP;
+	}
+	/*
+	 * Subscribe first: it is the check that no other profiler owns CUPTI,
+	 * and the settings below are process-wide, so they must not be
+	 * changed under another profiler.  They are set again at each enable
+	 * because one (torch.profiler) may have run between two recordings.
+	 */
+	what = "cuptiSubscribe";
+	if ((st = fn.cuptiSubscribe(&subscriber, api_callback, NULL)) != CUPTI_SUCCESS) {
+		subscriber = NULL;
+		goto fail;
+	}
+	/* before any activity is enabled, or records mix clocks */
+	what = "cuptiActivityRegisterTimestampCallback";
+	if ((st = fn.cuptiActivityRegisterTimestampCallback(monotonic_ns)) != CUPTI_SUCCESS)
+		goto fail;
+	what = "cuptiSetThreadIdType";
+	if ((st = fn.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) !=
+	    CUPTI_SUCCESS)
+		goto fail;
+	what = "cuptiActivityRegisterCallbacks";
+	if ((st = fn.cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed)) !=
+	    CUPTI_SUCCESS)
+		goto fail;
+	what = "cuptiEnableCallback";
+	if ((st = enable_callbacks(&n)) != CUPTI_SUCCESS)
+		goto fail;
+	if (!n) {
+		say_off("cupti: no driver API callbacks for launches found");
+		stop();
+		return -ENOTSUP;
+	}
+	what = "cuptiActivityEnable";
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		if ((st = fn.cuptiActivityEnable(kinds[i])) != CUPTI_SUCCESS)
+			goto fail;
+		kinds_on |= 1u << i;
+	}
+	active = 1;
+	return 0;
+fail:
+	ret = cupti_failed(what, st);
+	stop();
+	return ret;
+}
+
+static void cupti_flush(int forced)
+{
+	if (active)
+		fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
+}
+
+static void cupti_disable(void)
+{
+	if (!active)
+		return;
+	stop();
+	publish_flush();
+}
+
+const struct backend backend_cupti = {
+	.name = "cupti",
+	.probe = cupti_probe,
+	.enable = cupti_enable,
+	.flush = cupti_flush,
+	.disable = cupti_disable,
+};

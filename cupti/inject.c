@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * libgpubpf_cupti.so: loaded by the CUDA driver through
+ * CUDA_INJECTION64_PATH, which calls InitializeInjection() from cuInit.
+ *
+ * The library stays dormant, costing one wake-up of a sleeping thread every
+ * POLL_MS, until gpubpf attaches to its markers (the kernel raises the
+ * markers' semaphore).  Then it enables the backend (CUPTI, or the
+ * simulated driver's hooks), delivers records every POLL_MS, and when
+ * gpubpf detaches it flushes and disables again: a job started once with
+ * the variable set can be recorded many times.  Nothing here may break or
+ * slow down the program: errors are reported once and the library goes
+ * dormant.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
+#include "backend.h"
+#include "publish.h"
+
+#define POLL_MS 50
+
+static const struct backend *backend;
+static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
+static int enabled;
+static pid_t owner;             /* the process the poll thread runs in */
+
+/* Follow the recorder: enable on attach, flush while attached, disable on detach. */
+static void follow_locked(int forced)
+{
+	int attached = publish_attached();
+
+	if (attached && !enabled) {
+		publish_reset();
+		enabled = backend->enable() == 0;
+		/* a failed enable stays off until the next attach */
+		if (!enabled)
+			enabled = -1;
+	} else if (!attached && enabled) {
+		if (enabled > 0) {
+			backend->flush(1);
+			backend->disable();
+		}
+		enabled = 0;
+	}
+	if (enabled > 0) {
+		backend->flush(forced);
+		publish_flush();
+	}
+}
+
+static void *poll_thread(void *arg)
+{
+	struct timespec ts = { .tv_sec = 0, .tv_nsec = POLL_MS * 1000000L };
+
+	for (;;) {
+		nanosleep(&ts, NULL);
+		pthread_mutex_lock(&state_lock);
+		follow_locked(0);
+		pthread_mutex_unlock(&state_lock);
+	}
+	return arg;
+}
+
+static void at_exit(void)
+{
+	pthread_mutex_lock(&state_lock);
+	if (enabled > 0 && owner == getpid()) {
+		backend->flush(1);
+		publish_flush();
+	}
+	pthread_mutex_unlock(&state_lock);
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int ret = 1;
+
+	pthread_mutex_lock(&state_lock);
+	if (owner == getpid())
+		goto out;       /* already running in this process */
+	if (!backend) {
+		if (backend_sim.probe())
+			backend = &backend_sim;
+		else if (backend_cupti.probe())
+			backend = &backend_cupti;
+		else {
+			fprintf(stderr, "gpubpf: GPU timing off: libcupti not found "
+				"(set GPUBPF_CUPTI_LIB to its path)\n");
+			ret = 0;
+			goto out;
+		}
+		atexit(at_exit);
+	}
+	/* in a forked child, the parent's state does not apply */
+	enabled = 0;
+	owner = getpid();
+	/* recorded from the start (record -- CMD): enable before cuInit returns */
+	follow_locked(0);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, poll_thread, NULL))
+		fprintf(stderr, "gpubpf: GPU timing off: cannot start the library's thread\n");
+	pthread_attr_destroy(&attr);
+out:
+	pthread_mutex_unlock(&state_lock);
+	return ret;
+}

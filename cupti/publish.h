@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The transport from the injection library to gpubpf: GPU activity records
+ * (gpu_activity.h) are batched and handed over at a USDT marker whose site
+ * is a 5-byte NOP (cheap to probe), and the CUPTI correlation id of each
+ * driver call is announced at a second marker on the calling thread.
+ * Each marker has a semaphore that the kernel raises while gpubpf is
+ * attached: publish_attached() is how the library knows it is recorded.
+ * Thread-safe.
+ */
+#ifndef GPUBPF_PUBLISH_H
+#define GPUBPF_PUBLISH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpu_activity.h"
+
+/* 1 while a recorder is attached to the batch marker. */
+int publish_attached(void);
+
+/*
+ * Announce, on the thread making a driver call and during that call, the
+ * correlation id the GPU records of that call will carry.  cbid: the
+ * CUPTI driver callback id (0 when unknown).
+ */
+void publish_api(uint32_t correlation, uint32_t cbid);
+
+/*
+ * Append a record to the current batch (sending the batch first if the
+ * record does not fit).  The record's h.size must be set.  Returns 0, or
+ * -E2BIG for a record larger than a batch.
+ */
+int publish_record(const struct ga_hdr *rec);
+
+/*
+ * The id of a kernel name, sending a GA_NAME record the first time a name
+ * is seen (names longer than GA_NAME_MAX - 1 bytes are cut).
+ */
+uint32_t publish_name(const char *name);
+
+/* Count records lost before they reached publish_record (sent as GA_DROPPED). */
+void publish_dropped(uint64_t n);
+
+/* Say why the library went dormant: a GA_ERROR record, sent at once. */
+void publish_error(const char *message);
+
+/* Send the current batch, if any. */
+void publish_flush(void);
+
+/*
+ * Forget which kernel names were sent: a recorder that attaches later has
+ * not seen them.  Call when a recording starts.
+ */
+void publish_reset(void);
+
+#endif

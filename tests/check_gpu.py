@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Check the GPU side of a gpubpf trace of the simulated driver.
+
+usage: check_gpu.py TRACE [TRUTH]
+
+TRUTH (sim/train.py's) gives each launch's kernel name and duration.
+Prints unnumbered TAP lines (see tests/lib.sh tap_from); exits 1 on failure.
+Checks:
+  - every kernel, copy and memset is linked by exactly one flow to a host
+    call with the same correlation id, on the GPU track of its stream;
+  - a launch's kernel argument names the kernel it caused;
+  - no GPU work starts before the call that caused it, and the trace says
+    no record was skewed;
+  - work on one stream track never overlaps;
+  - with TRUTH: per kernel name, as many kernels as the workload launched,
+    each lasting the duration the workload gave it.
+"""
+import collections
+import json
+import sys
+
+failed = 0
+
+
+def ok(cond, desc, diag=None):
+    global failed
+    print(("ok" if cond else "not ok") + " - " + desc)
+    if not cond:
+        failed += 1
+        for line in str(diag or "").splitlines()[:15]:
+            print("#   " + line)
+    return cond
+
+
+def main():
+    d = json.load(open(sys.argv[1]))
+    truth = json.load(open(sys.argv[2])) if len(sys.argv) > 2 else None
+    ev = d["traceEvents"]
+    api = [e for e in ev if e.get("cat") == "cuda_api"]
+    work = [e for e in ev if e.get("cat") in ("kernel", "nccl", "gpu_memcpy", "gpu_memset")]
+    flows_s = {e["id"]: e for e in ev if e.get("ph") == "s"}
+    flows_f = {e["id"]: e for e in ev if e.get("ph") == "f"}
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
+             if e.get("ph") == "M" and e.get("name") == "thread_name"}
+    ok(work, "the trace has GPU work (%d kernels, copies and memsets)" % len(work))
+
+    by_corr = {(e["pid"], e["args"]["correlation"]): e for e in api if "correlation" in e["args"]}
+    # each GPU event: one flow whose end is at it, whose start is at its call
+    f_at = collections.defaultdict(list)
+    for f in flows_f.values():
+        f_at[f["pid"], f["tid"], f["ts"]].append(f)
+    bad_flow, bad_name, skew, bad_track = [], [], [], []
+    for w in work:
+        corr = w["args"]["correlation"]
+        host = by_corr.get((w["pid"], corr))
+        if host is None:
+            bad_flow.append("%s corr %d: no host call with that correlation" % (w["name"], corr))
+            continue
+        fs = [f for f in f_at[w["pid"], w["tid"], w["ts"]]
+              if f["id"] in flows_s and flows_s[f["id"]]["ts"] == host["ts"]
+              and flows_s[f["id"]]["tid"] == host["tid"]]
+        if len(fs) < 1:
+            bad_flow.append("%s corr %d: no flow from %s" % (w["name"], corr, host["name"]))
+        if w["cat"] == "kernel" and host["name"].startswith("cuLaunch") \
+                and host["args"].get("kernel") != w["name"]:
+            bad_name.append("%s: launch says kernel %r" % (w["name"], host["args"].get("kernel")))
+        if w["ts"] < host["ts"]:
+            skew.append("%s starts %.3f us before %s" % (w["name"], host["ts"] - w["ts"], host["name"]))
+        want = "GPU %d / stream %d" % (w["args"]["device"], w["args"]["stream"])
+        if names.get((w["pid"], w["tid"])) != want:
+            bad_track.append("%s on track %r, not %r" % (w["name"], names.get((w["pid"], w["tid"])), want))
+    ok(not bad_flow, "every GPU event has a flow from the host call with its correlation id",
+       "\n".join(bad_flow))
+    ok(len(flows_s) == len(flows_f) == len(work),
+       "one flow per GPU event (%d starts, %d ends, %d events)" % (len(flows_s), len(flows_f), len(work)))
+    ok(not bad_name, "each launch names the kernel it caused", "\n".join(bad_name))
+    ok(not skew and d["gpubpf"]["gpu"]["clock_skewed_events"] == 0,
+       "no GPU work starts before the call that caused it", "\n".join(skew))
+    ok(not bad_track, "GPU work is on the track of its device and stream", "\n".join(bad_track))
+
+    overlap = []
+    lanes = collections.defaultdict(list)
+    for w in work:
+        lanes[w["pid"], w["tid"]].append(w)
+    for lane in lanes.values():
+        lane.sort(key=lambda w: w["ts"])
+        for a, b in zip(lane, lane[1:]):
+            if b["ts"] < a["ts"] + a["dur"] - 0.001:
+                overlap.append("%s overlaps %s on %s" % (a["name"], b["name"], names.get((a["pid"], a["tid"]))))
+    ok(not overlap, "work on one stream never overlaps (%d tracks)" % len(lanes), "\n".join(overlap))
+
+    if truth is None:
+        sys.exit(1 if failed else 0)
+    launches = [c for c in truth if "duration_us" in c.get("args", {}) and c["ret"] == 0]
+    want = collections.Counter(c["args"]["kernel"] for c in launches)
+    got = collections.Counter(w["name"] for w in work if w["cat"] == "kernel")
+    ok(want == got, "per kernel name, as many kernels as the workload launched (%d)" % sum(want.values()),
+       "trace %s\nworkload %s" % (dict(got), dict(want)))
+    durs = collections.defaultdict(list)
+    for c in launches:
+        durs[c["args"]["kernel"]].append(c["args"]["duration_us"])
+    bad_dur = []
+    for w in work:
+        if w["cat"] == "kernel" and w["name"] in durs:
+            if not any(abs(w["dur"] - u) <= 1.0 for u in durs[w["name"]]):
+                bad_dur.append("%s lasted %.3f us, workload gave %s" % (w["name"], w["dur"], sorted(set(durs[w["name"]]))))
+    ok(not bad_dur, "each kernel lasted the duration the workload gave it (within 1 us)", "\n".join(bad_dur))
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

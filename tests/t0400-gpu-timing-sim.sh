@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# GPU timing through the injection library, on the simulated GPU: the
+# simulated driver's profiler hooks feed the same transport, correlation,
+# tracks and flows as CUPTI does on a real GPU.
+. "$(dirname "$0")/lib.sh"
+test_description "GPU timing: kernels, copies and memsets on stream tracks, linked to their calls"
+require_bpf
+require_sim
+require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+export LD_LIBRARY_PATH="$SIMLIB"
+train=("$PY" "$GPUBPF_ROOT/sim/train.py")
+
+# 1. record -- CMD: the command gets CUDA_INJECTION64_PATH, the GPU work
+# shows up with exact links, names and durations.
+check "record -- train.py" "$GPUBPF" record -o "$TMPD/t.json" -- \
+	"${train[@]}" --steps 8 --truth "$TMPD/truth.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" "$TMPD/t.json" "$TMPD/truth.json"
+is "GPU tracks: the default stream and the loader thread's stream" "$(json_query "$TMPD/t.json" \
+	'sorted({e["args"]["name"] for e in ev if e.get("name") == "thread_name" and e["args"]["name"].startswith("GPU")})')" \
+	'["GPU 0 / stream 1", "GPU 0 / stream 2"]'
+is "copies carry their bytes and direction" "$(json_query "$TMPD/t.json" \
+	'sorted({(e["args"]["kind"], e["args"]["bytes"]) for e in ev if e.get("cat") == "gpu_memcpy"})')" \
+	"$(json_query "$TMPD/truth.json" 'sorted({(c["args"]["kind"], c["args"]["bytes"]) for c in d if c["name"].startswith("cuMemcpy") and c["ret"] == 0})')"
+is "one memset per memset call" "$(json_query "$TMPD/t.json" 'len([e for e in ev if e.get("cat") == "gpu_memset"])')" \
+	"$(json_query "$TMPD/truth.json" 'len([c for c in d if c["name"].startswith("cuMemset")])')"
+is "no GPU record lost" "$(json_query "$TMPD/t.json" 'd["gpubpf"]["gpu"]["dropped_events"]')" "{}"
+
+# 2. graphs: every kernel of a graph launch links to that cuGraphLaunch
+check "record cudacalls (graphs)" "$GPUBPF" record -o "$TMPD/c.json" -- \
+	"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/c.truth.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" "$TMPD/c.json"
+is "graph launches: each links to every kernel of its graph" "$(json_query "$TMPD/c.json" '
+sorted(collections.Counter(
+    next(h["name"] for h in ev if h.get("cat") == "cuda_api" and h["args"].get("correlation") == w["args"]["correlation"])
+    for w in ev if w.get("cat") == "kernel" and "graph_node" in w["args"]).items())')" \
+	'[["cuGraphLaunch", 2], ["cuGraphLaunch_ptsz", 2]]'
+
+# 3. --no-device: host calls only, the command does not get the library
+check "record --no-device" "$GPUBPF" record --no-device -o "$TMPD/n.json" -- \
+	sh -c 'test -z "$CUDA_INJECTION64_PATH" && exec "$0" "$@"' "${train[@]}" --steps 2
+is "--no-device: no GPU events" "$(json_query "$TMPD/n.json" \
+	'len([e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")])')" 0
+
+# 4. a job started once with the library, dormant, recorded twice with -p
+CUDA_INJECTION64_PATH="$GPUBPF_ROOT/build/libgpubpf_cupti.so" \
+	"${train[@]}" --steps 300 --no-thread 2>/dev/null &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libgpubpf_cupti "/proc/$w/maps"
+for i in 1 2; do
+	check "record -p, time $i" "$GPUBPF" record -p "$w" -d 600ms -o "$TMPD/p$i.json"
+	cmp_ok "record -p, time $i: kernels captured" "$(json_query "$TMPD/p$i.json" \
+		'len([e for e in ev if e.get("cat") == "kernel"])')" -gt 10
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" "$TMPD/p$i.json"
+done
+wait "$w"
+is "the job ran to its end, recorded twice" "$?" 0
+
+# 5. -p on a job without the library says how to get GPU timing
+"${train[@]}" --steps 300 --no-thread 2>/dev/null &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+"$GPUBPF" record -p "$w" -d 300ms -o "$TMPD/q.json" 2>"$TMPD/q.err"
+like "-p without the library: says what to do" "$(cat "$TMPD/q.err")" \
+	"pid $w: GPU timing needs libgpubpf_cupti.so loaded at start: run the job with CUDA_INJECTION64_PATH=.*libgpubpf_cupti.so; recording host calls only"
+cmp_ok "-p without the library: host calls recorded" "$(json_query "$TMPD/q.json" \
+	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+kill "$w" 2>/dev/null
+done_testing

@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Unit tests for the CUPTI record conversion (cupti/cupti_convert.c): an
+ * activity buffer filled by hand with CUDA 13.0 records, one after the
+ * other as CUPTI lays them out, read back with libcupti's own iterator
+ * (which works without a GPU or driver) and converted field by field.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cupti.h>
+
+#include "cupti_convert.h"
+#include "tap.h"
+
+#define KERNEL_NAME "void gemm_kernel<float, 128>(float const*, float*, int)"
+
+/* The buffer, 8-aligned as CUPTI's callbacks hand them out. */
+static uint8_t buf[8192] __attribute__((aligned(8)));
+static size_t used;
+
+static void *add(CUpti_ActivityKind kind, size_t size)
+{
+	CUpti_Activity *a = (CUpti_Activity *)(buf + used);
+
+	memset(a, 0, size);
+	a->kind = kind;
+	used += size;
+	return a;
+}
+
+/* The name callback: ids from 100 on, and what it was asked. */
+static char names_seen[4][256];
+static int n_names;
+
+static uint32_t name_id(const char *name, void *arg)
+{
+	int *calls = arg;
+
+	(*calls)++;
+	if (n_names < 4)
+		snprintf(names_seen[n_names], sizeof(names_seen[0]), "%s", name);
+	return 100 + n_names++;
+}
+
+static void fill(void)
+{
+	CUpti_ActivityKernel10 *k;
+	CUpti_ActivityMemcpy6 *m;
+	CUpti_ActivityMemcpyPtoP4 *p;
+	CUpti_ActivityMemset4 *s;
+	CUpti_ActivitySynchronization2 *y;
+	CUpti_ActivityMemory4 *mem;
+	CUpti_ActivityAPI *api;
+
+	k = add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(*k));
+	k->start = 1000000001ull;
+	k->end = 1000005002ull;
+	k->deviceId = 1;
+	k->contextId = 7;
+	k->streamId = 13;
+	k->correlationId = 4242;
+	k->gridX = 65535;
+	k->gridY = 3;
+	k->gridZ = 2;
+	k->blockX = 256;
+	k->blockY = 4;
+	k->blockZ = 1;
+	k->registersPerThread = 168;
+	k->staticSharedMemory = 49152;
+	k->dynamicSharedMemory = 65536;
+	k->name = KERNEL_NAME;
+	k->graphNodeId = 0;
+	k->graphId = 0;
+	k->completed = 1000005003ull;       /* fields not converted, set anyway */
+	k->localMemoryPerThread = 99;
+
+	m = add(CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(*m));
+	m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
+	m->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
+	m->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	m->bytes = 3ull << 30;             /* more than 32 bits */
+	m->start = 2000000000ull;
+	m->end = 2000400000ull;
+	m->deviceId = 1;
+	m->contextId = 7;
+	m->streamId = 14;
+	m->correlationId = 4243;
+	m->runtimeCorrelationId = 77;
+	m->graphNodeId = 0x1122334455667788ull;
+
+	p = add(CUPTI_ACTIVITY_KIND_MEMCPY2, sizeof(*p));
+	p->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
+	p->bytes = 1ull << 26;
+	p->start = 3000000000ull;
+	p->end = 3000100000ull;
+	p->deviceId = 2;
+	p->contextId = 9;
+	p->streamId = 21;
+	p->srcDeviceId = 2;
+	p->srcContextId = 9;
+	p->dstDeviceId = 3;
+	p->dstContextId = 11;
+	p->correlationId = 4244;
+	p->graphNodeId = 5;
+
+	s = add(CUPTI_ACTIVITY_KIND_MEMSET, sizeof(*s));
+	s->value = 0xdeadbeef;
+	s->bytes = 4096;
+	s->start = 4000000000ull;
+	s->end = 4000000500ull;
+	s->deviceId = 1;
+	s->contextId = 7;
+	s->streamId = 15;
+	s->correlationId = 4245;
+	s->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	s->graphNodeId = 6;
+
+	/* a stream sync in context 7, seen above on device 1 */
+	y = add(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(*y));
+	y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
+	y->start = 5000000000ull;
+	y->end = 5000700000ull;
+	y->correlationId = 4246;
+	y->contextId = 7;
+	y->streamId = 13;
+	y->cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+
+	mem = add(CUPTI_ACTIVITY_KIND_MEMORY2, sizeof(*mem));
+	mem->memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
+	mem->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	mem->correlationId = 4247;
+	mem->address = 0x7f0000200000ull;
+	mem->bytes = 2ull << 30;
+	mem->timestamp = 6000000000ull;
+	mem->PC = 0x1234;
+	mem->processId = 555;
+	mem->deviceId = 1;
+	mem->contextId = 7;
+	mem->streamId = 13;
+
+	mem = add(CUPTI_ACTIVITY_KIND_MEMORY2, sizeof(*mem));
+	mem->memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
+	mem->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
+	mem->correlationId = 4248;
+	mem->address = 0x7f0000200000ull;
+	mem->bytes = 2ull << 30;
+	mem->timestamp = 6000000999ull;
+	mem->deviceId = 1;
+	mem->contextId = 7;
+	mem->streamId = 13;
+
+	/* a kind libcupti knows but the converter does not: skipped */
+	api = add(CUPTI_ACTIVITY_KIND_DRIVER, sizeof(*api));
+	api->cbid = CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel;
+	api->start = 900;
+	api->end = 950;
+	api->correlationId = 4242;
+
+	/* an event sync in a context no record named a device for */
+	y = add(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(*y));
+	y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_EVENT_SYNCHRONIZE;
+	y->start = 7000000000ull;
+	y->end = 7000000100ull;
+	y->correlationId = 4249;
+	y->contextId = 8;
+	y->streamId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
+	y->cudaEventId = 31;
+
+	/* a graph kernel with no name, of the serialising KERNEL kind */
+	k = add(CUPTI_ACTIVITY_KIND_KERNEL, sizeof(*k));
+	k->start = 8000000000ull;
+	k->end = 8000000010ull;
+	k->deviceId = 0;
+	k->contextId = 1;
+	k->streamId = 7;
+	k->correlationId = 4250;
+	k->gridX = k->gridY = k->gridZ = 1;
+	k->blockX = k->blockY = k->blockZ = 32;
+	k->registersPerThread = 8;
+	k->name = NULL;
+	k->graphNodeId = 0x0000000100000002ull;
+	k->graphId = 12;
+}
+
+#define N_RECS 10
+
+static union ga_record out[N_RECS];
+static int ret[N_RECS];
+static CUpti_ActivityKind seen_kind[N_RECS];
+
+static void test_iterate(struct cupti_conv *c)
+{
+	CUpti_Activity *rec = NULL;
+	CUptiResult st;
+	int n = 0;
+
+	while ((st = cuptiActivityGetNextRecord(buf, used, &rec)) == CUPTI_SUCCESS) {
+		if (n < N_RECS) {
+			seen_kind[n] = rec->kind;
+			/* garbage first: the converter must clear what it leaves */
+			memset(&out[n], 0xa5, sizeof(out[n]));
+			ret[n] = cupti_convert(c, rec, &out[n]);
+		}
+		n++;
+	}
+	is_int(st, CUPTI_ERROR_MAX_LIMIT_REACHED, "iterator ends at the end of the buffer");
+	is_int(n, N_RECS, "iterator returns every record");
+	is_int(seen_kind[0], CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, "first kind");
+	is_int(seen_kind[7], CUPTI_ACTIVITY_KIND_DRIVER, "eighth kind");
+	is_int(seen_kind[9], CUPTI_ACTIVITY_KIND_KERNEL, "last kind");
+}
+
+static void test_kernel(void)
+{
+	const struct ga_kernel *k = &out[0].kernel;
+
+	is_int(ret[0], sizeof(struct ga_kernel), "kernel: converted, size returned");
+	is_int(k->h.type, GA_KERNEL, "kernel: type");
+	is_int(k->h.size, sizeof(*k), "kernel: size");
+	is_int(k->h.correlation, 4242, "kernel: correlation");
+	is_int(k->w.device, 1, "kernel: device");
+	is_int(k->w.context, 7, "kernel: context");
+	is_int(k->w.stream, 13, "kernel: stream");
+	is_int(k->w.pad, 0, "kernel: where padding zeroed");
+	is_int(k->start, 1000000001ull, "kernel: start");
+	is_int(k->end, 1000005002ull, "kernel: end");
+	is_int(k->name_id, 100, "kernel: name id from the name callback");
+	is_int(k->grid[0], 65535, "kernel: grid x");
+	is_int(k->grid[1], 3, "kernel: grid y");
+	is_int(k->grid[2], 2, "kernel: grid z");
+	is_int(k->block[0], 256, "kernel: block x");
+	is_int(k->block[1], 4, "kernel: block y");
+	is_int(k->block[2], 1, "kernel: block z");
+	is_int(k->registers, 168, "kernel: registers");
+	is_int(k->static_shmem, 49152, "kernel: static shared memory");
+	is_int(k->dynamic_shmem, 65536, "kernel: dynamic shared memory");
+	is_int(k->graph_node, 0, "kernel: no graph node");
+	is_int(k->graph_id, 0, "kernel: no graph");
+	is_int(k->pad, 0, "kernel: padding zeroed");
+}
+
+static void test_memcpy(void)
+{
+	const struct ga_memcpy *m = &out[1].memcpy;
+
+	is_int(ret[1], sizeof(struct ga_memcpy), "memcpy: converted");
+	is_int(m->h.type, GA_MEMCPY, "memcpy: type");
+	is_int(m->h.size, sizeof(*m), "memcpy: size");
+	is_int(m->h.correlation, 4243, "memcpy: correlation");
+	is_int(m->w.device, 1, "memcpy: device");
+	is_int(m->w.context, 7, "memcpy: context");
+	is_int(m->w.stream, 14, "memcpy: stream");
+	is_int(m->start, 2000000000ull, "memcpy: start");
+	is_int(m->end, 2000400000ull, "memcpy: end");
+	is_int(m->bytes, 3ull << 30, "memcpy: bytes past 32 bits");
+	is_int(m->kind, GA_COPY_HTOD, "memcpy: kind HtoD");
+	is_int(m->dst_device, 1, "memcpy: dst device is the copying device");
+	is_int(m->graph_node, 0x1122334455667788ull, "memcpy: graph node");
+}
+
+static void test_peer(void)
+{
+	const struct ga_memcpy *m = &out[2].memcpy;
+
+	is_int(ret[2], sizeof(struct ga_memcpy), "peer: converted");
+	is_int(m->h.type, GA_MEMCPY, "peer: type");
+	is_int(m->h.size, sizeof(*m), "peer: size");
+	is_int(m->h.correlation, 4244, "peer: correlation");
+	is_int(m->w.device, 2, "peer: device");
+	is_int(m->w.context, 9, "peer: context");
+	is_int(m->w.stream, 21, "peer: stream");
+	is_int(m->start, 3000000000ull, "peer: start");
+	is_int(m->end, 3000100000ull, "peer: end");
+	is_int(m->bytes, 1ull << 26, "peer: bytes");
+	is_int(m->kind, GA_COPY_PTOP, "peer: kind PtoP");
+	is_int(m->dst_device, 3, "peer: dst device");
+	is_int(m->graph_node, 5, "peer: graph node");
+}
+
+static void test_memset(void)
+{
+	const struct ga_memset *s = &out[3].memset;
+
+	is_int(ret[3], sizeof(struct ga_memset), "memset: converted");
+	is_int(s->h.type, GA_MEMSET, "memset: type");
+	is_int(s->h.size, sizeof(*s), "memset: size");
+	is_int(s->h.correlation, 4245, "memset: correlation");
+	is_int(s->w.device, 1, "memset: device");
+	is_int(s->w.context, 7, "memset: context");
+	is_int(s->w.stream, 15, "memset: stream");
+	is_int(s->start, 4000000000ull, "memset: start");
+	is_int(s->end, 4000000500ull, "memset: end");
+	is_int(s->bytes, 4096, "memset: bytes");
+	is_int(s->value, 0xdeadbeef, "memset: value");
+	is_int(s->pad, 0, "memset: padding zeroed");
+	is_int(s->graph_node, 6, "memset: graph node");
+}
+
+static void test_sync(void)
+{
+	const struct ga_sync *y = &out[4].sync;
+
+	is_int(ret[4], sizeof(struct ga_sync), "sync: converted");
+	is_int(y->h.type, GA_SYNC, "sync: type");
+	is_int(y->h.size, sizeof(*y), "sync: size");
+	is_int(y->h.correlation, 4246, "sync: correlation");
+	is_int(y->w.device, 1, "sync: device from an earlier record of its context");
+	is_int(y->w.context, 7, "sync: context");
+	is_int(y->w.stream, 13, "sync: stream");
+	is_int(y->start, 5000000000ull, "sync: start");
+	is_int(y->end, 5000700000ull, "sync: end");
+	is_int(y->kind, GA_SYNC_STREAM, "sync: kind stream");
+	is_int(y->event, 0xffffffffull, "sync: no event");
+	is_int(y->pad, 0, "sync: padding zeroed");
+
+	y = &out[8].sync;
+	is_int(ret[8], sizeof(struct ga_sync), "event sync: converted");
+	is_int(y->h.correlation, 4249, "event sync: correlation");
+	is_int(y->w.device, CUPTI_DEVICE_UNKNOWN, "event sync: unknown context, unknown device");
+	is_int(y->w.context, 8, "event sync: context");
+	is_int(y->w.stream, 0xffffffffu, "event sync: no stream");
+	is_int(y->start, 7000000000ull, "event sync: start");
+	is_int(y->end, 7000000100ull, "event sync: end");
+	is_int(y->kind, GA_SYNC_EVENT, "event sync: kind event");
+	is_int(y->event, 31, "event sync: event id");
+}
+
+static void test_memory(void)
+{
+	const struct ga_memory *a = &out[5].memory, *f = &out[6].memory;
+
+	is_int(ret[5], sizeof(struct ga_memory), "alloc: converted");
+	is_int(a->h.type, GA_MEMORY, "alloc: type");
+	is_int(a->h.size, sizeof(*a), "alloc: size");
+	is_int(a->h.correlation, 4247, "alloc: correlation");
+	is_int(a->w.device, 1, "alloc: device");
+	is_int(a->w.context, 7, "alloc: context");
+	is_int(a->w.stream, 13, "alloc: stream");
+	is_int(a->ts, 6000000000ull, "alloc: timestamp");
+	is_int(a->address, 0x7f0000200000ull, "alloc: address");
+	is_int(a->bytes, 2ull << 30, "alloc: bytes");
+	is_int(a->op, 1, "alloc: op allocation");
+	is_int(a->memory_kind, CUPTI_ACTIVITY_MEMORY_KIND_DEVICE, "alloc: memory kind");
+
+	is_int(ret[6], sizeof(struct ga_memory), "free: converted");
+	is_int(f->h.correlation, 4248, "free: correlation");
+	is_int(f->ts, 6000000999ull, "free: timestamp");
+	is_int(f->address, 0x7f0000200000ull, "free: address");
+	is_int(f->bytes, 2ull << 30, "free: bytes");
+	is_int(f->op, 2, "free: op release");
+}
+
+static void test_skipped_and_graph(const struct cupti_conv *c, int name_calls)
+{
+	const struct ga_kernel *k = &out[9].kernel;
+
+	is_int(ret[7], 0, "unconverted kind: skipped");
+	is_int(c->skipped, 1, "unconverted kind: counted");
+
+	is_int(ret[9], sizeof(struct ga_kernel), "graph kernel: converted");
+	is_int(k->h.type, GA_KERNEL, "graph kernel: type");
+	is_int(k->h.correlation, 4250, "graph kernel: correlation");
+	is_int(k->w.device, 0, "graph kernel: device");
+	is_int(k->w.context, 1, "graph kernel: context");
+	is_int(k->w.stream, 7, "graph kernel: stream");
+	is_int(k->grid[2], 1, "graph kernel: grid z");
+	is_int(k->block[0], 32, "graph kernel: block x");
+	is_int(k->registers, 8, "graph kernel: registers");
+	is_int(k->graph_node, 0x0000000100000002ull, "graph kernel: graph node, 64 bits");
+	is_int(k->graph_id, 12, "graph kernel: graph id");
+	is_int(k->name_id, 101, "graph kernel: name id");
+
+	is_int(name_calls, 2, "name callback: once per kernel record");
+	is_str(names_seen[0], KERNEL_NAME, "name callback: the kernel's name");
+	is_str(names_seen[1], "", "name callback: no name as empty string");
+}
+
+static void test_sizes(void)
+{
+	int i;
+
+	for (i = 0; i < N_RECS; i++)
+		if (ret[i] > 0)
+			ok(out[i].h.size % 8 == 0 && out[i].h.size == ret[i],
+			   "record %d: size %d, a multiple of 8", i, ret[i]);
+}
+
+static void test_bad_args(struct cupti_conv *c)
+{
+	union ga_record r;
+
+	is_int(cupti_convert(c, NULL, &r), -EINVAL, "NULL record: -EINVAL");
+	is_int(cupti_convert(NULL, (const CUpti_Activity *)buf, &r), -EINVAL,
+	       "NULL state: -EINVAL");
+	is_int(cupti_convert(c, (const CUpti_Activity *)buf, NULL), -EINVAL,
+	       "NULL output: -EINVAL");
+}
+
+/* A kind no libcupti knows: the converter skips it, the iterator stops. */
+static void test_unknown_kind(struct cupti_conv *c)
+{
+	CUpti_ActivityAPI bogus __attribute__((aligned(8)));
+	CUpti_Activity *rec = NULL;
+	union ga_record r;
+	uint64_t before = c->skipped;
+
+	memset(&bogus, 0, sizeof(bogus));
+	bogus.kind = (CUpti_ActivityKind)0x7777;
+	is_int(cupti_convert(c, (const CUpti_Activity *)&bogus, &r), 0, "unknown kind: skipped");
+	is_int(c->skipped, before + 1, "unknown kind: counted");
+	is_int(cuptiActivityGetNextRecord((uint8_t *)&bogus, sizeof(bogus), &rec),
+	       CUPTI_ERROR_INVALID_KIND, "unknown kind: libcupti's iterator stops");
+}
+
+int main(void)
+{
+	struct cupti_conv c;
+	int name_calls = 0;
+
+	fill();
+	cupti_conv_init(&c, name_id, &name_calls);
+	test_iterate(&c);
+	test_kernel();
+	test_memcpy();
+	test_peer();
+	test_memset();
+	test_sync();
+	test_memory();
+	test_skipped_and_graph(&c, name_calls);
+	test_sizes();
+	test_bad_args(&c);
+	test_unknown_kind(&c);
+	return done_testing();
+}
