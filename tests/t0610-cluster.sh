@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# test-timeout: 240
+# scripts/gpubpf-cluster over real ssh to real hosts: network namespaces
+# joined to this one by veth pairs, each with its own OpenSSH server (keys,
+# host keys and config made for the run, in $TMPD) and its own host name
+# (a UTS namespace), each running the simulated training workload.  Three
+# nodes are recorded in the same window and merged; a fourth has no ssh
+# server (unreachable), a fifth never answers (abandoned after --timeout).
+# Network namespaces share pids with this one, so --pids 'pgrep:{host}/...'
+# picks each node's own workload.
+. "$(dirname "$0")/lib.sh"
+test_description "gpubpf-cluster: record three ssh nodes at once, merge; unreachable and stuck nodes"
+require_bpf
+require_sim
+require_gpubpf
+require_cmd ip ssh ssh-keygen unshare timeout pgrep base64
+SSHD=$(command -v sshd || echo /usr/sbin/sshd)
+[[ -x "$SSHD" ]] || skip_all "needs sshd (openssh-server)"
+ip netns list >/dev/null 2>&1 || skip_all "ip netns unavailable"
+
+CLUSTER="$GPUBPF_ROOT/scripts/gpubpf-cluster"
+id=$(($$ % 100000))
+net=$((100 + $$ % 100))
+NS=()
+add_node() { # k -> namespace gbc<id>n<k> at 10.<net>.<k>.2
+	local k=$1 ns="gbc${id}n$1" h="gbc${id}h$1" p="gbc${id}p$1"
+	ip netns add "$ns" || return 1
+	at_exit "ip netns del $ns 2>/dev/null"
+	# everything left in it: sshd sessions, the workload
+	at_exit "ip netns pids $ns 2>/dev/null | xargs -r kill 2>/dev/null; sleep 0.2"
+	ip link add "$h" type veth peer name "$p" || return 1
+	at_exit "ip link del $h 2>/dev/null"
+	ip link set "$p" netns "$ns" &&
+		ip addr add "10.$net.$k.1/24" dev "$h" && ip link set "$h" up &&
+		ip netns exec "$ns" ip addr add "10.$net.$k.2/24" dev "$p" &&
+		ip netns exec "$ns" ip link set "$p" up &&
+		ip netns exec "$ns" ip link set lo up
+}
+for k in 1 2 3 4 5; do
+	add_node $k || skip_all "cannot create network namespaces and veth pairs here"
+done
+
+ssh-keygen -q -t ed25519 -N '' -f "$TMPD/id_ed25519" -C gpubpf-test || bail_out "ssh-keygen failed"
+cp "$TMPD/id_ed25519.pub" "$TMPD/authorized_keys"
+chmod 700 "$TMPD"
+{
+	for k in 1 2 3 4 5; do
+		printf 'Host node%s\n  HostName 10.%s.%s.2\n' $k $net $k
+	done
+	printf 'Host *\n  User root\n  IdentityFile %s\n  IdentitiesOnly yes\n  LogLevel ERROR\n  ConnectTimeout 5\n' \
+		"$TMPD/id_ed25519"
+} >"$TMPD/ssh_config"
+SSH_OPTS="-F $TMPD/ssh_config -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null"
+
+# sshd in namespace k, host name nodek; extra config lines from stdin
+start_sshd() {
+	local k=$1 d="$TMPD/node$1"
+	mkdir -p "$d"
+	ssh-keygen -q -t ed25519 -N '' -f "$d/hostkey" || return 1
+	{
+		cat <<-EOF
+		ListenAddress 10.$net.$k.2
+		Port 22
+		HostKey $d/hostkey
+		PidFile $d/sshd.pid
+		AuthorizedKeysFile $TMPD/authorized_keys
+		PermitRootLogin yes
+		PubkeyAuthentication yes
+		PasswordAuthentication no
+		KbdInteractiveAuthentication no
+		UsePAM no
+		StrictModes no
+		PrintMotd no
+		EOF
+		cat
+	} >"$d/sshd_config"
+	# sshd wants /run/sshd: a private /run in its own mount namespace
+	ip netns exec "gbc${id}n$k" unshare --uts --mount --propagation private sh -c "
+		hostname node$k
+		[ -d /run/sshd ] || { mount -t tmpfs -o mode=755 tmpfs /run && mkdir /run/sshd; }
+		exec $SSHD -D -e -f $d/sshd_config" >"$d/sshd.log" 2>&1 &
+	at_exit "kill $! 2>/dev/null"
+}
+for k in 1 2 3; do
+	start_sshd $k </dev/null || bail_out "cannot start sshd"
+done
+start_sshd 5 <<<"ForceCommand sleep 600" || bail_out "cannot start sshd"
+for k in 1 2 3; do
+	if ! wait_for_cmd 10 ssh $SSH_OPTS -o BatchMode=yes node$k true; then
+		diag <"$TMPD/node$k/sshd.log"
+		skip_all "sshd in a network namespace did not answer"
+	fi
+done
+is "each node has its own host name" "$(ssh $SSH_OPTS node2 hostname)" node2
+
+# the workload on nodes 1-3, each started in its namespace
+export LD_LIBRARY_PATH="$SIMLIB"
+WPID=()
+for k in 1 2 3; do
+	ln -s "$GPUBPF_ROOT/sim/train.py" "$TMPD/node$k/train.py"
+	ip netns exec "gbc${id}n$k" "$PY" "$TMPD/node$k/train.py" --steps 1000000 --sync-every 4 \
+		>"$TMPD/node$k/train.log" 2>&1 &
+	WPID[k]=$!
+	at_exit "kill ${WPID[k]} 2>/dev/null"
+done
+unset LD_LIBRARY_PATH
+
+OUT="$TMPD/out"
+rc=0
+"$CLUSTER" record --hosts node1,node2,node3,node4,node5 -d 2s --lead 3 --timeout 15 \
+	--pids 'pgrep:{host}/train\.py' --gpubpf "$GPUBPF" --local-gpubpf "$GPUBPF" --no-pdsh \
+	--ssh-opts "$SSH_OPTS" -o "$OUT" >"$TMPD/cluster.out" 2>&1 || rc=$?
+diag <"$TMPD/cluster.out"
+is "exit status 1: nodes missing, the others merged" "$rc" 1
+for k in 1 2 3; do
+	ok "node$k's trace fetched" test -s "$OUT/node$k.json.gz"
+done
+ok "the merged trace is written" test -s "$OUT/merged.json"
+like "the summary says 3 of 5 were merged" "$(head -1 "$OUT/summary.txt")" \
+	"^gpubpf-cluster: 3 of 5 nodes recorded, merged into $OUT/merged.json$"
+like "the summary names the unreachable node and why" "$(grep node4 "$OUT/summary.txt")" \
+	'node4 +MISSING +unreachable \(.*(refused|unreachable|timed out)'
+like "the summary names the stuck node, abandoned" "$(grep node5 "$OUT/summary.txt")" \
+	'node5 +MISSING +abandoned after 15s'
+
+M="$OUT/merged.json"
+is "three host groups, named by each node's host name" \
+	"$(json_query "$M" '[h["host"] for h in d["gpubpf"]["merge"]["hosts"]]')" '["node1", "node2", "node3"]'
+is "each node recorded its own workload, and only it" \
+	"$(json_query "$M" 'sorted((e["args"]["host"], e["args"]["host_pid"]) for e in ev if e["name"] == "process_name")')" \
+	"[[\"node1\", ${WPID[1]}], [\"node2\", ${WPID[2]}], [\"node3\", ${WPID[3]}]]"
+is "every host has events" \
+	"$(json_query "$M" 'sorted({e["pid"] // 10**7 for e in ev if e.get("cat") == "cuda_api"})')" '[0, 1, 2]'
+# one machine, one clock: the offsets agree and the windows line up
+is "clock shifts are below 1 ms (one kernel clock)" \
+	"$(json_query "$M" 'all(abs(h["clock_shift_ns"]) < 10**6 for h in d["gpubpf"]["merge"]["hosts"])')" true
+spans=$(json_query "$M" '[[min(t), max(t)] for t in ([float(e["ts"]) for e in ev if e.get("cat") == "cuda_api" and e["pid"] // 10**7 == h] for h in range(3))]')
+diag "event spans per host (us): $spans"
+is "the three windows line up (starts within 0.5 s, each covers most of the 2 s)" \
+	"$("$PY" -c 'import json,sys; s=json.loads(sys.argv[1]); a=[x[0] for x in s]; print(max(a)-min(a) < 5e5 and all(x[1]-x[0] > 1.2e6 for x in s))' "$spans")" True
+
+# a node without gpubpf
+rc=0
+"$CLUSTER" record --hosts node1 -d 1s --lead 1 --timeout 15 --gpubpf /nonexistent/gpubpf \
+	--local-gpubpf "$GPUBPF" --ssh-opts "$SSH_OPTS" -o "$TMPD/out2" >"$TMPD/cluster2.out" 2>&1 || rc=$?
+is "no node recorded: exit 2" "$rc" 2
+like "the summary says gpubpf is missing there" "$(grep node1 "$TMPD/out2/summary.txt")" \
+	'node1 +MISSING +gpubpf not found at /nonexistent/gpubpf on node1'
+check_fails "usage error without -d" "$CLUSTER" record --hosts node1
+like "--help documents every option" "$("$CLUSTER" --help | grep -c -- '--')" '^[2-9][0-9]$'
+done_testing
