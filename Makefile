@@ -16,9 +16,10 @@ CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall \
               -I/usr/include/$(ARCH_TRIPLE) -Ibpf
 # libbpf, libelf (and its zstd) and zlib are linked statically so the binary
-# runs on machines without them; glibc and cJSON stay shared.
+# runs on machines without them; glibc, cJSON and libstdc++ (for demangling
+# kernel names) stay shared.
 STATIC_LIBS := -Wl,-Bstatic -lbpf -lelf -lzstd -lz -Wl,-Bdynamic
-LDLIBS     := $(STATIC_LIBS) -lcjson -lpthread -lm
+LDLIBS     := $(STATIC_LIBS) -lcjson -lstdc++ -lpthread -lm
 
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))

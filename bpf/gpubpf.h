@@ -13,7 +13,7 @@
 #include <linux/types.h>
 
 #define GB_COMM_LEN 16
-#define GB_NAME_LEN 128
+#define GB_NAME_LEN 1024  /* mangled C++ kernel names are long */
 #define GB_NREG 6     /* register arguments captured raw */
 #define GB_NSTACK 5   /* stack arguments captured when GB_CK_STACK is set */
 #define GB_NEXT 8     /* words read through pointers (see enum gb_deref) */

@@ -10,6 +10,23 @@
 #include "gpu_activity.h"
 #include "proc.h"
 
+/* libstdc++'s demangler (a C-linkage function of the C++ ABI). */
+char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
+
+/*
+ * Kernel names as people read them (and as framework profilers show
+ * them): C++ names demangled, others kept.
+ */
+static int set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name)
+{
+	int status = -1, ret;
+	char *d = name[0] == '_' && name[1] == 'Z' ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
+
+	ret = model_set_kernel_name(m, pid, handle, d && !status ? d : name);
+	free(d);
+	return ret;
+}
+
 /* CUmemorytype values in CUDA_MEMCPY2D/3D. */
 enum { MT_HOST = 1, MT_DEVICE = 2, MT_ARRAY = 3, MT_UNIFIED = 4 };
 
@@ -283,7 +300,7 @@ static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr 
 		memcpy(buf, h->type == GA_NAME ? n->name : er->message, len);
 		buf[len] = 0;
 		if (h->type == GA_NAME)
-			return model_set_kernel_name(c->m, pid, MODEL_GPU_NAME | n->id, buf[0] ? buf : "?");
+			return set_kernel_name(c->m, pid, MODEL_GPU_NAME | n->id, buf[0] ? buf : "?");
 		p = model_process(c->m, pid, NULL);
 		if (!p)
 			return -ENOMEM;
@@ -403,7 +420,7 @@ int collector_record(struct collector *c, const void *data, size_t size)
 			break;
 		memcpy(name, n->name, GB_NAME_LEN);
 		name[GB_NAME_LEN] = 0;
-		ret = name[0] ? model_set_kernel_name(c->m, n->pid, n->handle, name) : 0;
+		ret = name[0] ? set_kernel_name(c->m, n->pid, n->handle, name) : 0;
 		break;
 	case GB_REC_GPU:
 		if (size >= offsetof(struct gb_gpu, data))

@@ -347,13 +347,8 @@ int model_finish(struct model *m)
 		m->ev[i].seq = i;
 	if (m->nev)
 		qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
-	for (size_t i = 0; i < m->nev; i++) {
-		struct model_event *e = &m->ev[i];
-
-		e->link = MODEL_NO_LINK;
-		if (e->kind == EV_API && (e->fields & MF_FUNC) && !e->kernel)
-			e->kernel = model_kernel_name(m, e->pid, e->func);
-	}
+	for (size_t i = 0; i < m->nev; i++)
+		m->ev[i].link = MODEL_NO_LINK;
 	ret = link_correlations(m, &api, &napi);
 	if (ret)
 		return ret;
@@ -397,9 +392,27 @@ int model_finish(struct model *m)
 			if (h->ts - e->ts > m->max_skew_ns)
 				m->max_skew_ns = h->ts - e->ts;
 		}
-		/* the GPU's kernel name replaces a bare handle on the launch */
-		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) && !h->kernel)
-			h->kernel = e->kernel;
+		/*
+		 * The GPU's kernel name is complete (a lookup's may have been
+		 * cut): it names the launch's function handle from now on.
+		 */
+		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) &&
+		    h->kernel != e->kernel &&
+		    model_set_kernel_name(m, h->pid, h->func, strtab_get(&m->strs, e->kernel))) {
+			free(slots);
+			free(api);
+			return -ENOMEM;
+		}
+	}
+	/* every launch of a handle under its best name */
+	for (size_t i = 0; i < m->nev; i++) {
+		struct model_event *e = &m->ev[i];
+
+		uint32_t k;
+
+		if (e->kind == EV_API && (e->fields & MF_FUNC) &&
+		    (k = model_kernel_name(m, e->pid, e->func)))
+			e->kernel = k;
 	}
 	free(slots);
 	free(api);

@@ -157,8 +157,9 @@ int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uin
  *  - give each API event the correlation id announced on its thread during
  *    it, and link each GPU event to the API event with its (pid,
  *    correlation);
- *  - name kernels: API events by handle, then by the GPU kernel they
- *    launched (which wins over a bare handle);
+ *  - name kernels: API events by their function handle, under the name
+ *    of the GPU kernel a launch of that handle ran if any (complete, where
+ *    a lookup's may be cut), else the lookup's;
  *  - count GPU events that start before the call that caused them
  *    (skewed, max_skew_ns).
  */

@@ -260,7 +260,7 @@ static void test_finish_resolves(void)
 	e = model_add_event(&m);
 	e->ts = 10; e->pid = 8; e->tid = 8; e->fields = MF_FUNC; e->func = 0x5000;
 	e->bytes = 3;
-	/* already resolved: kept */
+	/* already named: the handle's name, the best known, replaces it */
 	preset = strtab_intern(&m.strs, "preset");
 	e = model_add_event(&m);
 	e->ts = 40; e->pid = 7; e->tid = 7; e->fields = MF_FUNC; e->func = 0x5000;
@@ -276,7 +276,9 @@ static void test_finish_resolves(void)
 	is_int(m.ev[2].bytes, 2, "non-launch third");
 	is_int(m.ev[2].kernel, 0, "event without MF_FUNC not resolved");
 	is_int(m.ev[3].bytes, 4, "preset event last");
-	is_int(m.ev[3].kernel, preset, "an already-set kernel name is kept");
+	is_str(strtab_get(&m.strs, m.ev[3].kernel), "late_kernel",
+	       "the handle's name replaces a name set on the event");
+	ok(preset != 0, "the preset name was interned");
 	model_release(&m);
 }
 
