@@ -485,6 +485,33 @@ static int write_missing_names(struct merge *m)
 	return 0;
 }
 
+/*
+ * The members of an input's "gpubpf" object that merge does not handle
+ * itself (e.g. the "gpu" counters of GPU timing), copied as they are.
+ */
+static void write_other_meta(struct jw *jw, const cJSON *meta)
+{
+	static const char *const known[] = {
+		"version", "clock", "realtime_offset_ns", "host", "dropped_events",
+		"dropped_total", "events", "file", "trace_host", "clock_shift_ns",
+		"skew_ns", "skew_spread_ns", "collectives_matched", "shift_ns",
+		"pid_base",
+	};
+	const cJSON *c;
+
+	cJSON_ArrayForEach(c, meta) {
+		size_t i;
+
+		for (i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+			if (!strcmp(c->string, known[i]))
+				break;
+		if (i < sizeof(known) / sizeof(known[0]))
+			continue;
+		jw_key(jw, c->string);
+		jw_cjson(jw, c);
+	}
+}
+
 /* The merged "gpubpf" object. */
 static int write_header(struct merge *m)
 {
@@ -545,7 +572,7 @@ static int write_header(struct merge *m)
 	jw_obj_end(&jw);
 	jw_key(&jw, "dropped_total");
 	jw_uint(&jw, dropped);
-	jw_key(&jw, "events");
+	jw_key(&jw, "events");          /* the inputs' own counts, summed */
 	jw_uint(&jw, events);
 	jw_key(&jw, "merge");
 	jw_obj_begin(&jw);
@@ -590,6 +617,7 @@ static int write_header(struct merge *m)
 		jw_uint(&jw, in->r.events);
 		jw_key(&jw, "dropped_total");
 		jw_uint(&jw, in->r.dropped_total);
+		write_other_meta(&jw, in->r.meta);
 		jw_obj_end(&jw);
 	}
 	jw_arr_end(&jw);
@@ -1022,13 +1050,6 @@ int cmd_merge(int argc, char **argv)
 		goto cleanup;
 	}
 	if (!m.quiet) {
-		uint64_t announced = 0;
-
-		for (int i = 0; i < m.nin; i++)
-			announced += m.in[i].r.events;
-		if (announced != m.nevents)
-			fprintf(stderr, "gpubpf: warning: the inputs announce %" PRIu64
-				" events but hold %" PRIu64 "\n", announced, m.nevents);
 		fprintf(stderr, "gpubpf: merged %d traces (", m.nin);
 		for (int i = 0; i < m.nin; i++)
 			fprintf(stderr, "%s%s", i ? ", " : "", m.in[i].label);
