@@ -597,6 +597,7 @@ int cmd_record(int argc, char **argv)
 	struct probes_opts po = { 0 };
 	struct sigaction sa = { .sa_handler = on_signal };
 	char err[512];
+	uint64_t gpu_dropped = 0;
 	int release_fd = -1, exec_err_fd = -1, e, ret = 1;
 
 	if (parse_args(&r, argc, argv))
@@ -697,9 +698,14 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "gpubpf: warning: %llu GPU records start before the call that "
 			"launched them (by up to %.3f us): host and GPU clocks disagree\n",
 			(unsigned long long)r.model.skewed, r.model.max_skew_ns / 1e3);
+	for (size_t i = 0; i < r.model.nprocs; i++)
+		gpu_dropped += r.model.procs[i].gpu_dropped;
 	fprintf(stderr, "gpubpf: %llu events, %llu dropped, written to %s\n",
 		(unsigned long long)(r.coll.calls + r.coll.gpu_records),
-		(unsigned long long)r.model.dropped_total, r.output);
+		(unsigned long long)(r.model.dropped_total + gpu_dropped), r.output);
+	if (gpu_dropped)
+		fprintf(stderr, "gpubpf: of the dropped, %llu GPU records were lost in the traced "
+			"process (CUPTI or the injection library)\n", (unsigned long long)gpu_dropped);
 	if (r.coll.bad)
 		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
 			(unsigned long long)r.coll.bad);
