@@ -114,7 +114,8 @@ clean:
 # Binaries for `make bench` (bench/run.sh); see BENCHMARKS.md.
 BENCH_DIR  := $(BUILD)/bench
 BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost \
-              $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench
+              $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
+              $(BENCH_DIR)/gpuwork
 
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
@@ -141,4 +142,9 @@ $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
 
 $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+# Launches 0-us kernels (and graphs of them) on the simulated driver.
+$(BENCH_DIR)/gpuwork: bench/gpuwork.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -o $@ $< -ldl
 # end of benchmarks ----------------------------------------------------------

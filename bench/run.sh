@@ -4,7 +4,10 @@
 # 1. cost per traced call: untraced vs an empty uprobe (+uretprobe) vs gpubpf
 #    record -p, interleaved across repetitions, medians;
 # 2. collector decode and Chrome-trace export throughput (one thread);
-# 3. highest sustained call rate gpubpf records with zero lost events.
+# 3. highest sustained call rate gpubpf records with zero lost events;
+# 4. GPU timing on the simulated driver (bench/gpuwork.c): per-launch cost
+#    against host uprobes alone, dormant library, GPU records/s with zero
+#    loss (`bash bench/run.sh gpu` runs only this one; knobs in gpu_section).
 #
 # Prints tables and splices them into BENCHMARKS.md between the
 # "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
@@ -110,6 +113,167 @@ one_cost() {
 }
 
 hr() { printf '%s\n' "$1"; }
+
+###########################################################################
+# 4. GPU timing (bench/gpuwork.c on the simulated driver, build/sim) -------
+# Begin of section 4 (`bash bench/run.sh gpu` runs it alone).  Knobs:
+# GPU_REPS (7), GPU_N (20000 launches under gpubpf), GPU_UNTRACED_N (200000),
+# GRAPH_K (1000 kernels per graph), GRAPH_R_LIST ("100 500 1000" replays),
+# GRAPH_REPS (3), LOSS_BUF (256K: a small ring buffer for the loss-accounting
+# check), GPU_GPUBPF ($GPUBPF: the gpubpf binary to record with).  Writes its own block between "<!-- gpu-bench:begin -->" and
+# "<!-- gpu-bench:end -->" in $BENCH_MD.
+gpu_section() {
+	local GW=$B/gpuwork SIMDIR=build/sim INJ=$PWD/build/libgpubpf_cupti.so
+	local GPU_REPS=${GPU_REPS:-7} GPU_N=${GPU_N:-20000} GPU_UNTRACED_N=${GPU_UNTRACED_N:-200000}
+	local GRAPH_K=${GRAPH_K:-1000} GRAPH_R_LIST=${GRAPH_R_LIST:-"100 500 1000"}
+	local GRAPH_REPS=${GRAPH_REPS:-3} LOSS_BUF=${LOSS_BUF:-256K}
+	local g_start=$(date +%s) f GB=${GPU_GPUBPF:-$GPUBPF}
+	for f in $GW $SIMDIR/libcuda.so.1 $INJ $GB; do
+		[ -e "$f" ] || { echo "bench: $f missing (run make all bench-bins)" >&2; return 1; }
+	done
+	# one_gpu OPTS -- gpuwork-args: run gpuwork (under gpubpf record OPTS
+	# unless OPTS is "untraced" or "dormant"); prints gpuwork's line plus
+	# events= dropped= gpu_dropped= kernel_events= for recorded runs
+	one_gpu() {
+		local how=$1 tr=$T/gw.json
+		shift 2
+		case $how in
+		untraced) env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR $GW "$@" ;;
+		dormant) CUDA_INJECTION64_PATH=$INJ LD_LIBRARY_PATH=$SIMDIR $GW "$@" ;;
+		*)	# how: gpubpf record options, comma separated
+			env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR $GB record ${how//,/ } \
+				-o $tr -- $GW "$@" > $T/gw.out 2> $T/gw.err
+			local hdr; hdr=$(head -c 2000 $tr 2>/dev/null | head -1)
+			echo "$(cat $T/gw.out) $(sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/events=\1 dropped=\2/p' $T/gw.err)" \
+			     "dropped_total=$(echo "$hdr" | sed -n 's/.*"dropped_total":\([0-9]*\).*/\1/p')" \
+			     "gpu_dropped=$(echo "$hdr" | sed -n 's/.*"gpu":{"dropped_events":{\([^}]*\)}.*/\1/p' | tr ',' '\n' | awk -F: '{ s += $2 } END { print s + 0 }')" \
+			     "kernel_events=$(grep -c '"cat":"kernel"' $tr 2>/dev/null)"
+			rm -f $tr ;;
+		esac
+	}
+	gv() { awk -v k="$1" '{ for (i = 1; i <= NF; i++) if (index($i, k "=") == 1) print substr($i, length(k) + 2) }'; }
+
+	echo "== 4a. per-launch cost with GPU timing (gpuwork -m launch, medians of $GPU_REPS interleaved repetitions) =="
+	local GMODES="untraced dormant host host_gated gpu gpu_gated" m rep line
+	declare -A GOPT=([untraced]=untraced [dormant]=dormant [host]=--no-device [host_gated]=--no-device
+		[gpu]=--buffer-size,16M [gpu_gated]=--buffer-size,16M)
+	GPU_ISSUES=
+	for rep in $(seq "$GPU_REPS"); do
+		for m in $GMODES; do
+			local n=$GPU_N g=
+			case $m in untraced|dormant) n=$GPU_UNTRACED_N ;; esac
+			case $m in *_gated) g=-g ;; esac
+			line=$(one_gpu ${GOPT[$m]} -- -m launch -n $n $g)
+			echo "$line" >> $T/gpu.$m
+			printf '  rep %d %-10s %s\n' $rep $m "$line"
+			case $m in gpu*)
+				[ "$(echo "$line" | gv kernel_events)" = "$(echo "$line" | gv kernels)" ] &&
+				[ "$(echo "$line" | gv dropped)" = 0 ] && [ "$(echo "$line" | gv gpu_dropped)" = 0 ] ||
+					GPU_ISSUES+="$m rep $rep: kernels=$(echo "$line" | gv kernels) kernel events=$(echo "$line" | gv kernel_events) dropped=$(echo "$line" | gv dropped) gpu dropped=$(echo "$line" | gv gpu_dropped); " ;;
+			esac
+		done
+	done
+	declare -A GNS
+	for m in $GMODES; do GNS[$m]=$(gv ns_per_launch < $T/gpu.$m | median); done
+	# paired per-repetition differences and ratios, medians
+	pair() { # op a b -> median over reps of a op b
+		paste -d' ' <(gv ns_per_launch < $T/gpu.$2) <(gv ns_per_launch < $T/gpu.$3) |
+			awk -v op=$1 '{ if (op == "-") printf "%.1f\n", $1 - $2; else printf "%.4f\n", $1 / $2 }' | median
+	}
+	local R_GH=$(printf %.2f $(pair / gpu host)) R_DU=$(printf %.3f $(pair / dormant untraced)) D_GH=$(pair - gpu host)
+	local D_GHg=$(pair - gpu_gated host_gated) D_HHg=$(pair - host host_gated) D_GGg=$(pair - gpu gpu_gated)
+	{
+	hr "| mode | command | ns/launch (median) | per-rep values |"
+	hr "|---|---|---:|---|"
+	hr "| untraced | \`gpuwork -m launch -n $GPU_UNTRACED_N\` | ${GNS[untraced]} | $(gv ns_per_launch < $T/gpu.untraced | paste -sd' ') |"
+	hr "| dormant library (CUDA_INJECTION64_PATH set, nobody recording) | \`CUDA_INJECTION64_PATH=build/libgpubpf_cupti.so gpuwork ...\` | ${GNS[dormant]} | $(gv ns_per_launch < $T/gpu.dormant | paste -sd' ') |"
+	hr "| host uprobes alone | \`gpubpf record --no-device -- gpuwork -m launch -n $GPU_N\` | ${GNS[host]} | $(gv ns_per_launch < $T/gpu.host | paste -sd' ') |"
+	hr "| GPU timing on (uprobes + correlation marker + GPU records) | \`gpubpf record -- gpuwork -m launch -n $GPU_N\` | ${GNS[gpu]} | $(gv ns_per_launch < $T/gpu.gpu | paste -sd' ') |"
+	hr "| host uprobes alone, gated (worker held: no kernel runs during the loop) | \`gpubpf record --no-device -- gpuwork -g ...\` | ${GNS[host_gated]} | $(gv ns_per_launch < $T/gpu.host_gated | paste -sd' ') |"
+	hr "| GPU timing on, gated (marker only: no record published during the loop) | \`gpubpf record -- gpuwork -g ...\` | ${GNS[gpu_gated]} | $(gv ns_per_launch < $T/gpu.gpu_gated | paste -sd' ') |"
+	hr ""
+	hr "Medians over repetitions of paired (same repetition) values:"
+	hr ""
+	hr "- GPU timing on / host uprobes alone: **${R_GH}x**; difference **${D_GH} ns/launch** (ratio of medians $(awk -v a=${GNS[gpu]} -v b=${GNS[host]} 'BEGIN { printf "%.2f", a / b }')x)"
+	hr "- dormant / untraced: **${R_DU}x** (difference of medians $(awk -v a=${GNS[dormant]} -v b=${GNS[untraced]} 'BEGIN { printf "%.1f", a - b }') ns/launch)"
+	hr "- the correlation marker alone (gated GPU-on − gated host-only): **${D_GHg} ns/launch**"
+	hr "- GPU-on − gated GPU-on (the stream worker running kernels and publishing records on the other CPU while the loop runs): ${D_GGg} ns/launch; host-only − gated host-only (the worker running kernels, no publishing): ${D_HHg} ns/launch"
+	} > $T/table4a
+	cat $T/table4a
+	[ -n "$GPU_ISSUES" ] && echo "  WARNING: GPU records lost or miscounted: $GPU_ISSUES"
+
+	echo "== 4b. GPU records/s through the transport (gpuwork -m graph -k $GRAPH_K, $GRAPH_REPS reps) =="
+	local r ok best=none first_loss=
+	{
+	hr "| records (K x R) | records/s, launch+sync loop (median) | launch+sync ms (median) | kernel events / kernels (each rep) | dropped: BPF total, GPU (each rep) | zero loss |"
+	hr "|---:|---:|---:|---|---|---|"
+	} > $T/table4b
+	for r in $GRAPH_R_LIST; do
+		: > $T/graph.$r
+		for rep in $(seq "$GRAPH_REPS"); do
+			line=$(one_gpu --buffer-size,16M -- -m graph -k $GRAPH_K -r $r)
+			echo "$line" >> $T/graph.$r
+			printf '  K=%d R=%d rep %d: %s\n' $GRAPH_K $r $rep "$line"
+		done
+		ok=$(awk '{ k = e = d = g = ""; for (i = 1; i <= NF; i++) { split($i, a, "=")
+			if (a[1] == "kernels") k = a[2]; if (a[1] == "kernel_events") e = a[2]
+			if (a[1] == "dropped_total") d = a[2]; if (a[1] == "gpu_dropped") g = a[2] }
+			if (k == "" || e != k || d != "0" || g != "0") bad = 1 } END { print bad ? "no" : "yes" }' $T/graph.$r)
+		local rps; rps=$(gv records_per_s < $T/graph.$r | median)
+		[ $ok = yes ] && best="$((GRAPH_K * r)) records at $(printf %.0f $rps) records/s"
+		[ $ok = no ] && [ -z "$first_loss" ] && first_loss="$((GRAPH_K * r)) records at $(printf %.0f $rps) records/s"
+		hr "| $((GRAPH_K * r)) ($GRAPH_K x $r) | $(printf %.0f $rps) | $(gv total_ms < $T/graph.$r | median) | $(paste -d/ <(gv kernel_events < $T/graph.$r) <(gv kernels < $T/graph.$r) | paste -sd' ') | $(paste -d, <(gv dropped_total < $T/graph.$r) <(gv gpu_dropped < $T/graph.$r) | paste -sd' ') | $ok |" >> $T/table4b
+	done
+	# untraced reference, and loss accounting with a small ring buffer
+	: > $T/graph.ref
+	for rep in $(seq "$GRAPH_REPS"); do one_gpu untraced -- -m graph -k $GRAPH_K -r 500 >> $T/graph.ref; done
+	hr "| $((GRAPH_K * 500)) untraced (reference) | $(printf %.0f $(gv records_per_s < $T/graph.ref | median)) | $(gv total_ms < $T/graph.ref | median) | – | – | – |" >> $T/table4b
+	line=$(one_gpu --buffer-size,$LOSS_BUF -- -m graph -k $GRAPH_K -r 300)
+	echo "  loss check, --buffer-size $LOSS_BUF: $line"
+	local lk=$(echo "$line" | gv kernels) le=$(echo "$line" | gv kernel_events)
+	{
+	hr ""
+	hr "Zero loss at the default 16 MiB ring buffer: largest run ${best}$([ -n "$first_loss" ] && echo "; first loss: $first_loss")."
+	hr ""
+	hr "Loss accounting check (\`gpubpf record --buffer-size $LOSS_BUF -- gpuwork -m graph -k $GRAPH_K -r 300\`): kernels $lk, kernel events $le (missing $((lk - le))); reported: summary dropped=$(echo "$line" | gv dropped), dropped_total=$(echo "$line" | gv dropped_total), gpu.dropped_events=$(echo "$line" | gv gpu_dropped)."
+	} >> $T/table4b
+	cat $T/table4b
+	local g_el=$(( $(date +%s) - g_start ))
+	echo "bench: GPU section done in ${g_el}s"
+	[ "$BENCH_MD" = - ] && return 0
+	{
+	echo "<!-- gpu-bench:begin (generated by bench/run.sh section 4; edit outside these markers) -->"
+	echo "### 4. GPU timing: per-launch cost and records/s (simulated driver)"
+	echo
+	echo "- command: \`make bench\` (section 4 alone: \`bash bench/run.sh gpu\`), as root; LD_LIBRARY_PATH=build/sim"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel: $(uname -sr); $(nproc) CPUs; load average at start of the section: $G_LOAD0"
+	echo "- gpubpf: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- user bpf cupti sim 2>/dev/null || echo ' + uncommitted changes in user/ bpf/ cupti/ sim/')$([ "$GB" != "$GPUBPF" ] && echo "; recorded with $GB (GPU_GPUBPF)")"
+	echo "- knobs: GPU_REPS=$GPU_REPS GPU_N=$GPU_N GPU_UNTRACED_N=$GPU_UNTRACED_N GRAPH_K=$GRAPH_K GRAPH_R_LIST=\"$GRAPH_R_LIST\" GRAPH_REPS=$GRAPH_REPS LOSS_BUF=$LOSS_BUF; took ${g_el}s"
+	echo
+	echo "#### 4a. Per-launch cost (cuLaunchKernel of a 0-µs kernel on a stream)"
+	echo
+	cat $T/table4a
+	echo
+	[ -n "$GPU_ISSUES" ] && { echo "**GPU records lost or miscounted:** $GPU_ISSUES"; echo; }
+	echo "#### 4b. GPU records per second through the transport (graph replays of $GRAPH_K 0-µs kernels)"
+	echo
+	cat $T/table4b
+	echo "<!-- gpu-bench:end -->"
+	} > $T/gblock
+	if [ -f "$BENCH_MD" ] && grep -q '^<!-- gpu-bench:begin' "$BENCH_MD"; then
+		awk -v blk=$T/gblock '/^<!-- gpu-bench:begin/ { while ((getline l < blk) > 0) print l; skip = 1; next }
+			/^<!-- gpu-bench:end/ { skip = 0; next } !skip' "$BENCH_MD" > $T/gmd && cat $T/gmd > "$BENCH_MD"
+	else
+		{ [ -f "$BENCH_MD" ] && echo; cat $T/gblock; } >> "$BENCH_MD"
+	fi
+	echo "bench: GPU results written to $BENCH_MD"
+}
+G_LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
+if [ "${1:-}" = gpu ]; then
+	gpu_section
+	exit $?
+fi
+# End of section 4's definition (it runs after section 3, below) ----------
 
 ###########################################################################
 echo "== 1. cost per call (medians of $COST_REPS interleaved repetitions) =="
@@ -280,6 +444,10 @@ done
 cat $T/table3
 SUM3="Highest achieved rate with zero lost events in every repetition: 1 thread $(printf %.0f ${BEST[1]} 2>/dev/null || echo ${BEST[1]}) calls/s, 2 threads $(printf %.0f ${BEST[2]} 2>/dev/null || echo ${BEST[2]}) calls/s (an empty uprobe alone lets through ${REF[1]} and ${REF[2]} calls/s)."
 echo "$SUM3"
+
+###########################################################################
+# 4. GPU timing (defined above, in gpu_section)
+gpu_section
 
 ###########################################################################
 ELAPSED=$(( $(date +%s) - START ))
