@@ -12,6 +12,7 @@ static const struct command {
 	{ "record", cmd_record, "trace CUDA driver calls into a timeline" },
 	{ "list", cmd_list, "list the probed libcuda entry points" },
 	{ "merge", cmd_merge, "merge traces of several hosts into one timeline" },
+	{ "report", cmd_report, "diagnose a trace: GPU usage, idle causes, syncs, memory" },
 };
 
 static void usage(FILE *f)

@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Synthetic gpubpf traces with a known schedule, for `gpubpf report`.
+
+    t0500-report-gentrace.py known OUT.json     the schedule below (exact figures)
+    t0500-report-gentrace.py big OUT.json N     about N events of a steady training
+                                                loop with stacks (benchmark)
+
+Times are microseconds.  "known" holds two processes:
+pid 100 (device 0, compute stream 7, comm stream 13):
+  kernels gemm 10-110, gemm 110-210, relu 305-355, gemm 355-455, relu 610-660,
+  nccl 660-760 (stream 7), gemm 760-860, nccl 780-880 (stream 13),
+  memcpy 900-950 (launched at 870, before the gap), memset 1000-1010;
+  cuStreamSynchronize 60-212 at step (/home/u/train.py:42);
+  so busy 680 of a 1000 span; idle: sync-bound 90, host-bound 155, other 75;
+  memory: alloc 1000 @1, allocAsync 3000 @20, free 0x1000 @400, alloc 500 @500,
+  cuMemCreate 2000 @520 (peak 5500 at 521, step (/home/u/train.py:46)),
+  cuMemRelease @900; host and failed allocations are ignored.
+pid 200: 3 set-up launches then 10 steps of A B C C D (kernels of 10 us, 100 us
+  apart, launched late: a launch-bound stream); step starts 1000 us apart
+  except the 5th step, 1500 us; with python stacks.
+"""
+import json
+import sys
+
+LIB = "/usr/lib/python3.11/site-packages/torch/nn/modules/module.py"
+
+
+def meta(pid, name):
+    return {"ph": "M", "name": "process_name", "pid": pid, "tid": pid, "args": {"name": name}}
+
+
+def api(pid, name, ts, dur=0.0, tid=None, stack=None, **args):
+    a = dict(args)
+    if stack is not None:
+        a["stack"] = stack
+    return {"ph": "X", "cat": "cuda_api", "name": name, "pid": pid, "tid": tid or pid,
+            "ts": ts, "dur": dur, "args": a}
+
+
+def gpu(pid, cat, name, ts, dur, stream, corr, device=0):
+    return {"ph": "X", "cat": cat, "name": name, "pid": pid,
+            "tid": 0x40000000 + (device << 20) + stream, "ts": ts, "dur": dur,
+            "args": {"device": device, "stream": stream, "correlation": corr}}
+
+
+def stack(*user):
+    return [LIB.replace("module.py", "x.py") + ":1"] * 0 + \
+        ["Module._call_impl (%s:1520)" % LIB] + list(user) + \
+        ["<module> (/home/u/train.py:99)", "_run_code (<frozen runpy>:88)"]
+
+
+def known():
+    ev = [meta(100, "train"), meta(200, "loop")]
+    p = 100
+    launches = [  # (launch ts, corr, cat, name, start, dur, stream)
+        (0, 1, "kernel", "gemm", 10, 100, 7),
+        (50, 2, "kernel", "gemm", 110, 100, 7),
+        (300, 3, "kernel", "relu", 305, 50, 7),
+        (340, 4, "kernel", "gemm", 355, 100, 7),
+        (600, 5, "kernel", "relu", 610, 50, 7),
+        (650, 6, "nccl", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 660, 100, 7),
+        (700, 7, "kernel", "gemm", 760, 100, 7),
+        (705, 8, "nccl", "ncclDevKernel_AllReduce_Sum_f32_RING_LL", 780, 100, 13),
+        (870, 9, "gpu_memcpy", "Memcpy HtoD", 900, 50, 7),
+        (960, 10, "gpu_memset", "Memset", 1000, 10, 7),
+    ]
+    for lts, corr, cat, name, start, dur, stream in launches:
+        call = {"kernel": "cuLaunchKernel", "nccl": "cuLaunchKernel",
+                "gpu_memcpy": "cuMemcpyHtoDAsync_v2", "gpu_memset": "cuMemsetD32Async"}[cat]
+        a = {"correlation": corr}
+        if cat in ("kernel", "nccl"):
+            a["kernel"] = name
+        ev.append(api(p, call, lts, 0.0, stack=stack("step (/home/u/train.py:41)"), **a))
+        ev.append(gpu(p, cat, name, start, dur, stream, corr))
+    ev.append(api(p, "cuStreamSynchronize", 60, 152, stream="0x0", ret=0,
+                  stack=["Tensor.item (/usr/lib/python3/dist-packages/torch/_tensor.py:100)",
+                         "step (/home/u/train.py:42)", "<module> (/home/u/train.py:99)"]))
+    ev.append(api(p, "cuMemAlloc_v2", 1, 1, bytes=1000, ptr="0x1000", ret=0,
+                  stack=stack("Model.__init__ (/home/u/model.py:10)")))
+    ev.append(api(p, "cuMemAllocAsync", 20, 1, bytes=3000, ptr="0x5000", ret=0,
+                  stack=stack("step (/home/u/train.py:40)")))
+    ev.append(api(p, "cuMemFree_v2", 400, 1, ptr="0x1000", ret=0))
+    ev.append(api(p, "cuMemAlloc_v2", 500, 1, bytes=500, ptr="0x1000", ret=0,
+                  stack=stack("step (/home/u/train.py:45)")))
+    ev.append(api(p, "cuMemCreate", 520, 1, bytes=2000, handle="0x77", ret=0,
+                  stack=stack("step (/home/u/train.py:46)")))
+    ev.append(api(p, "cuMemRelease", 900, 1, handle="0x77", ret=0))
+    ev.append(api(p, "cuMemAllocHost_v2", 30, 1, bytes=10 ** 9, ptr="0x9000000", ret=0))
+    ev.append(api(p, "cuMemAlloc_v2", 31, 1, bytes=10 ** 9, ptr="0x0", ret=2))
+    # pid 200: iterations
+    q = 200
+    corr = 0
+    t = 5000.0
+    for i, k in enumerate(("init_a", "init_b", "init_c")):
+        corr += 1
+        ev.append(api(q, "cuLaunchKernel", t + 10 * i, kernel=k, correlation=corr,
+                      stack=stack("setup (/home/u/loop.py:5)")))
+        ev.append(gpu(q, "kernel", k, t + 10 * i + 5, 2, 1, corr))
+    t = 6000.0
+    for s in range(10):
+        for j, k in enumerate(("A", "B", "C", "C", "D")):
+            corr += 1
+            site = "Net.forward (/home/u/loop.py:%d)" % (20 + j)
+            ev.append(api(q, "cuLaunchKernel", t + 100 * j, kernel=k, correlation=corr,
+                          stack=stack(site, "train_step (/home/u/loop.py:30)")))
+            ev.append(gpu(q, "kernel", k, t + 100 * j + 5, 10, 1, corr))
+        t += 1500 if s == 4 else 1000
+    ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
+def big(n):
+    ev = [meta(300, "big")]
+    corr = 0
+    t = 1000.0
+    names = ["gemm_%d" % i for i in range(40)]
+    s = 0
+    while len(ev) < n:
+        for j, k in enumerate(names):
+            corr += 1
+            site = "Block.forward (/home/u/model.py:%d)" % (100 + j)
+            ev.append(api(300, "cuLaunchKernel", t, kernel=k, correlation=corr,
+                          stack=stack(site, "train_step (/home/u/train.py:30)")))
+            ev.append(gpu(300, "kernel", k, t + 8, 20, 7, corr))
+            t += 25
+        corr += 1
+        ev.append(api(300, "cuMemAlloc_v2", t, 3, bytes=1 << 20, ptr=hex(0x10000000 + (s % 64) * (1 << 20)),
+                      ret=0, stack=stack("train_step (/home/u/train.py:31)")))
+        ev.append(api(300, "cuStreamSynchronize", t + 5, 30, stream="0x0", ret=0,
+                      stack=stack("train_step (/home/u/train.py:32)")))
+        ev.append(api(300, "cuMemFree_v2", t + 40, 2, ptr=hex(0x10000000 + (s % 64) * (1 << 20)), ret=0))
+        t += 60
+        s += 1
+    return ev
+
+
+def write(path, ev):
+    with open(path, "w") as f:
+        f.write('{"gpubpf":{"version":"0.1.0","clock":"CLOCK_MONOTONIC","realtime_offset_ns":0,'
+                '"host":"synthetic","dropped_events":{},"dropped_total":0,"events":%d},'
+                '"displayTimeUnit":"ns","traceEvents":[\n' % len(ev))
+        for i, e in enumerate(ev):
+            f.write(json.dumps(e, separators=(",", ":")))
+            f.write(",\n" if i + 1 < len(ev) else "\n")
+        f.write("]}\n")
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "known":
+        write(sys.argv[2], known())
+    else:
+        write(sys.argv[2], big(int(sys.argv[3])))

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# gpubpf report on synthetic traces of a known schedule (exact figures, see
+# t0500-report-gentrace.py), on bad inputs, and on a trace without GPU work.
+. "$(dirname "$0")/lib.sh"
+test_description "report: every figure of a known synthetic schedule; bad inputs"
+require_gpubpf
+gen="$GPUBPF_ROOT/tests/t0500-report-gentrace.py"
+"$PY" "$gen" known "$TMPD/k.json" || bail_out "cannot generate the trace"
+
+check "report --format json" "$GPUBPF" report --format json -o "$TMPD/k.rep.json" \
+	--memory-svg "$TMPD/k.svg" "$TMPD/k.json"
+q() { json_query "$TMPD/k.rep.json" "$1"; }
+P1='[p for p in d["processes"] if p["pid"] == 100][0]'
+P2='[p for p in d["processes"] if p["pid"] == 200][0]'
+is "device 0 usage, busy, span" "$(q "[(x['device'], round(x['gpu_usage_ratio'], 6), round(x['busy_ms'], 6), round(x['span_ms'], 6)) for x in $P1['devices']]")" \
+	'[[0, 0.68, 0.68, 1.0]]'
+is "idle: host-bound, sync-bound, other" "$(q "[round(v, 6) for v in (lambda i: (i['host_bound_ms'], i['sync_bound_ms'], i['other_ms']))($P1['devices'][0]['idle'])]")" \
+	'[0.155, 0.09, 0.075]'
+is "sync hotspot at the user frame, not the library's" "$(q "[(h['site'], h['function'], h['call'], h['count'], round(h['blocked_ms'], 6), round(h['gpu_idle_ms'], 6)) for h in $P1['sync_hotspots']]")" \
+	'[["/home/u/train.py:42", "step", "cuStreamSynchronize", 1, 0.152, 0.09]]'
+is "communication overlap" "$(q "sorted((c['stream'], c['same_stream_as_compute'], float(round(c['exposed_fraction'], 6)), c['count']) for c in $P1['comm_overlap'])")" \
+	'[[7, true, 1.0, 1], [13, false, 0.2, 1]]'
+is "top kernels" "$(q "[(k['name'], k['count'], round(k['total_ms'], 6), round(k['share_of_busy'], 4)) for k in $P1['top_kernels']]")" \
+	'[["gemm", 4, 0.4, 0.5882], ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", 2, 0.2, 0.2941], ["relu", 2, 0.1, 0.1471]]'
+is "top call by host time" "$(q "(lambda c: (c['name'], c['count'], round(c['total_ms'], 6)))($P1['top_calls'][0])")" \
+	'["cuStreamSynchronize", 1, 0.152]'
+is "memory: peak, its time and line; host and failed allocations ignored" "$(q "[(m['device'], m['allocs'], m['frees'], m['peak_bytes'], round(m['peak_ms'], 6), m['peak_site'], m['peak_function'], m['peak_call'], m['end_bytes']) for m in $P1['memory']]")" \
+	'[[0, 4, 2, 5500, 0.521, "/home/u/train.py:46", "step", "cuMemCreate", 3500]]'
+is "iterations from the Python stacks" "$(q "(lambda i: (i['detected'], i['source'], i['steps'], i['kernels_per_step'], i['anchor_kernel'], round(i['step_ms']['mean'], 4), round(i['step_ms']['median'], 6), round(i['step_ms']['min'], 6), round(i['step_ms']['max'], 6)))($P2['iterations'])")" \
+	'[true, "python_stack", 9, 5, "A", 1.0556, 1.0, 1.0, 1.5]'
+is "launch-bound stream" "$(q "[(s['stream'], s['kernels'], s['median_kernel_us'], s['median_gap_us'], s['launch_bound']) for s in $P2['streams']]")" \
+	'[[1, 53, 10, 90, true]]'
+is "no launch-bound stream where kernels are back to back" "$(q "[s['launch_bound'] for s in $P1['streams']]")" '[false, false]'
+
+# without stacks: the same figures, sites unknown, iterations from the launch sequence
+"$PY" - "$TMPD/k.json" "$TMPD/ns.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for e in d["traceEvents"]:
+    e.get("args", {}).pop("stack", None)
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+check "report without stacks" "$GPUBPF" report --format json -o "$TMPD/ns.rep.json" "$TMPD/ns.json"
+is "no stacks: hotspot site unknown, same numbers" "$(json_query "$TMPD/ns.rep.json" "[(h['site'], h['function'], h['count'], round(h['gpu_idle_ms'], 6)) for h in $P1['sync_hotspots']]")" \
+	'[[null, null, 1, 0.09]]'
+is "no stacks: iterations from the launch sequence" "$(json_query "$TMPD/ns.rep.json" "(lambda i: (i['source'], i['steps'], i['kernels_per_step']))($P2['iterations'])")" \
+	'["launch_sequence", 9, 5]'
+"$GPUBPF" report "$TMPD/ns.json" >"$TMPD/ns.txt"
+like "text: says the stack is unknown" "$(cat "$TMPD/ns.txt")" "stack unknown  \[cuStreamSynchronize\]"
+"$GPUBPF" report "$TMPD/k.json" >"$TMPD/k.txt"
+like "text: usage and idle split" "$(cat "$TMPD/k.txt")" \
+	"GPU 0: busy 68.0% \(0.680 ms of a 1.000 ms span.*host-bound 0.155 ms \(48%\), sync-bound 0.090 ms \(28%\), other 0.075 ms \(23%\)"
+like "text: hotspot line" "$(cat "$TMPD/k.txt")" "1        0.152        0.090  step \(/home/u/train.py:42\)"
+like "svg: blocks, peak and legend" "$(cat "$TMPD/k.svg")" "<svg .*<rect .*peak 0.01 MiB.*step \(/home/u/train.py:46\).*call sites by bytes allocated"
+is "svg: one block per device allocation" "$(grep -c '<title>' "$TMPD/k.svg")" 4
+check "svg is well-formed XML" "$PY" -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$TMPD/k.svg"
+
+# a valid trace with no GPU activity
+"$PY" - "$TMPD/k.json" "$TMPD/host.json" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["traceEvents"] = [e for e in d["traceEvents"] if e.get("cat") in (None, "cuda_api")]
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+check "host-only trace: exit 0" "$GPUBPF" report "$TMPD/host.json"
+like "host-only trace: says there is no GPU activity" "$("$GPUBPF" report "$TMPD/host.json")" "no GPU activity in this trace"
+
+# bad inputs: one line naming the file, exit 1, nothing written
+printf '{"traceEvents":[{"ph":"X","name":"x","pid":1,"tid":1,"ts":1,"dur":1}]}\n' >"$TMPD/foreign.json"
+head -c 3000 "$TMPD/k.json" >"$TMPD/trunc.json"
+: >"$TMPD/empty.json"
+printf 'not json at all\n' >"$TMPD/text.json"
+for f in foreign trunc empty text missing; do
+	rc=0
+	"$GPUBPF" report -o "$TMPD/out-$f.txt" --memory-svg "$TMPD/out-$f.svg" "$TMPD/$f.json" \
+		>"$TMPD/$f.out" 2>"$TMPD/$f.err" || rc=$?
+	is "$f: exit 1" "$rc" 1
+	like "$f: one line naming the file" "$(cat "$TMPD/$f.err")" "^gpubpf: $TMPD/$f.json: [^
+]+$"
+	ok "$f: nothing written" test ! -e "$TMPD/out-$f.txt" -a ! -e "$TMPD/out-$f.svg" -a ! -s "$TMPD/$f.out"
+done
+check_fails "unknown format" "$GPUBPF" report --format xml "$TMPD/k.json"
+check_fails "no trace" "$GPUBPF" report
+done_testing
