@@ -26,6 +26,7 @@
 #include "parse.h"
 #include "probes.h"
 #include "proc.h"
+#include "report.h"
 #include "sink.h"
 
 #define DEFAULT_RINGBUF (16ULL << 20)
@@ -60,6 +61,7 @@ struct record {
 	char injlib[PATH_MAX];  /* its path */
 	int nmarkers;           /* marker attachments made */
 	int verbose;
+	int quiet;              /* no report at the end */
 	int waiting;            /* a -p target has not loaded libcuda yet */
 	pid_t child;
 	int child_status;
@@ -101,6 +103,7 @@ static const char usage[] =
 "                         set CUDA_INJECTION64_PATH)\n"
 "      --cupti-lib PATH   the injection library (libgpubpf_cupti.so) to use\n"
 "      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
+"  -q, --quiet            no report at the end (see 'gpubpf report')\n"
 "  -v, --verbose          libbpf's own messages\n"
 "  -h, --help             this help\n"
 "\n"
@@ -159,6 +162,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "buffer-size", required_argument, NULL, 'B' },
 		{ "no-device", no_argument, NULL, 'N' },
 		{ "cupti-lib", required_argument, NULL, 'C' },
+		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -170,7 +174,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 	r->device = 1;
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+:p:ad:o:vh", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+:p:ad:o:qvh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			n = parse_pid_list(optarg, &pids, n);
@@ -211,6 +215,9 @@ static int parse_args(struct record *r, int argc, char **argv)
 					optarg, strerror(errno));
 				return -1;
 			}
+			break;
+		case 'q':
+			r->quiet = 1;
 			break;
 		case 'v':
 			r->verbose = 1;
@@ -709,6 +716,11 @@ int cmd_record(int argc, char **argv)
 	if (r.coll.bad)
 		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
 			(unsigned long long)r.coll.bad);
+	if (!r.quiet) {         /* the diagnosis, read back from the trace */
+		fflush(stderr);
+		report_print_file(r.output, stdout);
+		fflush(stdout);
+	}
 	ret = r.mode == MODE_CMD ? r.child_status : 0;
 cleanup:
 	if (r.mode == MODE_CMD && r.child > 0 && !r.child_done) {

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# gpubpf report on a recording of a workload with a known schedule
+# (t0510-report-workload.py on the simulated driver): every figure against
+# the ground truth computed from the workload's own log of its calls.
+. "$(dirname "$0")/lib.sh"
+test_description "report: figures of a recorded known schedule against ground truth"
+require_bpf
+require_sim
+require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+export LD_LIBRARY_PATH="$SIMLIB"
+wl="$GPUBPF_ROOT/tests/t0510-report-workload.py"
+
+check "record the workload (the report follows)" "$GPUBPF" record -o "$TMPD/w.json" -- \
+	"$PY" "$wl" --truth "$TMPD/truth.json"
+like "record prints the report at the end" "$(cat "$TMPD/.check.out")" "gpubpf report: .*w.json.*sync hotspots"
+"$GPUBPF" record --quiet -o "$TMPD/q.json" -- "$PY" "$wl" --truth "$TMPD/q.truth.json" \
+	--steps 3 >"$TMPD/q.out" 2>&1
+check_fails "record --quiet prints no report" grep -q "gpubpf report" "$TMPD/q.out"
+check "report --format json" "$GPUBPF" report --format json -o "$TMPD/r.json" "$TMPD/w.json"
+
+cat >"$TMPD/check.py" <<'PYEOF'
+import json, sys
+rep = json.load(open(sys.argv[1]))
+truth = json.load(open(sys.argv[2]))
+wl = open(sys.argv[3]).read().splitlines()
+SYNC_LINE = next(i + 1 for i, l in enumerate(wl) if "SYNC_LINE" in l)
+PEAK_LINE = next(i + 1 for i, l in enumerate(wl) if "PEAK_LINE" in l)
+MiB = 1 << 20
+ms = 1e6
+
+
+def ok(cond, desc, *diag):
+    print(("ok - " if cond else "not ok - ") + desc)
+    if not cond:
+        for d in diag:
+            print("# " + str(d))
+
+
+def near(got, want, desc, rel=0.10, abs_ms=2.0):
+    ok(abs(got - want) <= max(rel * abs(want), abs_ms), "%s: %.3f ~ %.3f" % (desc, got, want),
+       "tolerance: %d%% or %.1f ms" % (rel * 100, abs_ms))
+
+
+p = rep["processes"]
+ok(len(p) == 1, "one process")
+p = p[0]
+# the schedule: one stream, kernels run in launch order, each as long as asked
+launches = [c for c in truth if c["name"].startswith("cuLaunchKernel")]
+syncs = [c for c in truth if "Synchronize" in c["name"]]
+start = end = None
+busy = host = sync = other = 0
+sync_idle = 0
+for c in launches:
+    L = c["t0_ns"]
+    dur = c["args"]["duration_us"] * 1000
+    s = L if end is None or L > end else end
+    if end is not None and s > end:
+        if any(y["t0_ns"] <= end <= y["t1_ns"] + 50000 for y in syncs):
+            sync += s - end
+            if any(y["name"] == "cuStreamSynchronize" and y["t0_ns"] <= end <= y["t1_ns"] + 50000
+                   for y in syncs):
+                sync_idle += s - end
+        else:
+            host += s - end
+    start = s if start is None else start
+    end = s + dur
+    busy += dur
+d = p["devices"]
+ok(len(d) == 1 and d[0]["device"] == 0, "one device, 0")
+d = d[0]
+near(d["busy_ms"], busy / ms, "busy ms (kernel durations of the schedule)", rel=0.005, abs_ms=0.05)
+near(d["span_ms"], (end - start) / ms, "span ms")
+near(d["gpu_usage_ratio"], busy / (end - start), "gpu_usage_ratio", rel=0.10, abs_ms=0.02)
+near(d["idle"]["host_bound_ms"], host / ms, "host-bound idle ms (the sleeps between launches)")
+near(d["idle"]["sync_bound_ms"], sync / ms, "sync-bound idle ms (after the sync)")
+near(d["idle"]["other_ms"], 0, "other idle ms (launch latency only)")
+ok(abs(d["idle"]["host_bound_ms"] + d["idle"]["sync_bound_ms"] + d["idle"]["other_ms"]
+       - (d["span_ms"] - d["busy_ms"])) < 0.01, "the idle parts add up to span - busy")
+# the sync hotspot
+truth_sync = [c for c in truth if c["name"] == "cuStreamSynchronize"][0]
+hs = [h for h in p["sync_hotspots"] if h["call"] == "cuStreamSynchronize"]
+ok(len(hs) == 1 and hs[0]["count"] == 1, "one cuStreamSynchronize hotspot, count 1", hs)
+h = hs[0]
+if rep["stacks"]:
+    ok(h["site"].endswith("t0510-report-workload.py:%d" % SYNC_LINE) and h["function"] == "sync_point",
+       "hotspot at the sync line, t0510-report-workload.py:%d sync_point" % SYNC_LINE, h)
+else:
+    ok(h["site"] is None, "no stacks: hotspot site unknown", h)
+near(h["blocked_ms"], (truth_sync["t1_ns"] - truth_sync["t0_ns"]) / ms, "hotspot blocked ms", abs_ms=0.5)
+near(h["gpu_idle_ms"], sync_idle / ms, "hotspot GPU idle ms", abs_ms=0.5)
+ok(p["sync_hotspots"][0]["call"] == "cuStreamSynchronize", "the costliest hotspot comes first")
+# communication
+c = p["comm_overlap"]
+ok([(x["kernel"], x["same_stream_as_compute"], x["exposed_fraction"], x["count"]) for x in c] ==
+   [("ncclDevKernel_AllReduce_Sum_f32_RING_LL", True, 1, 1)],
+   "NCCL kernel on the compute stream, fully exposed", c)
+near(c[0]["total_ms"], 3.0, "NCCL kernel time", rel=0.005, abs_ms=0.01)
+# kernels
+tk = {k["name"]: k for k in p["top_kernels"]}
+ok(tk["compute"]["count"] == 9, "compute: 9 kernels")
+near(tk["compute"]["total_ms"], 17.5, "compute: 17.5 ms", rel=0.005, abs_ms=0.01)
+ok(p["top_kernels"][0]["name"] == "compute", "the longest kernel first")
+near(sum(k["share_of_busy"] for k in p["top_kernels"]), 1.0, "kernel shares add up to 1", abs_ms=0.001)
+# iterations
+it = p["iterations"]
+steps = [c for c in launches if c["args"]["kernel"] == "fwd"]
+want = (steps[-1]["t0_ns"] - steps[0]["t0_ns"]) / (len(steps) - 1) / ms
+ok(it["detected"] and it["kernels_per_step"] == 3 and it["steps"] == len(steps) - 1,
+   "iterations: %d steps of 3 kernels" % (len(steps) - 1), it)
+near(it["step_ms"]["mean"], want, "mean step time")
+ok(it["source"] == ("python_stack" if rep["stacks"] else "launch_sequence"), "iterations source")
+# memory
+m = p["memory"]
+ok(len(m) == 1 and m[0]["peak_bytes"] == 192 * MiB and m[0]["peak_call"] == "cuMemAllocAsync" and
+   m[0]["peak_alloc_bytes"] == 128 * MiB and m[0]["allocs"] == 3 and m[0]["frees"] == 3 and
+   m[0]["end_bytes"] == 0, "memory: peak 192 MiB reached by the 128 MiB cuMemAllocAsync", m)
+if rep["stacks"]:
+    ok(m[0]["peak_site"].endswith("t0510-report-workload.py:%d" % PEAK_LINE) and
+       m[0]["peak_function"] == "grow", "memory: the peak's Python line", m)
+PYEOF
+tap_from "$PY" "$TMPD/check.py" "$TMPD/r.json" "$TMPD/truth.json" "$wl"
+
+check "memory svg" "$GPUBPF" report -o "$TMPD/r.txt" --memory-svg "$TMPD/m.svg" "$TMPD/w.json"
+is "svg: the 3 allocations" "$(grep -c '<title>' "$TMPD/m.svg")" 3
+like "svg: the peak marked" "$(cat "$TMPD/m.svg")" "peak 192.00 MiB"
+done_testing
