@@ -10,6 +10,7 @@
 #include <linux/bpf.h>
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include <stdbool.h>
 #include <bpf/usdt.bpf.h>
@@ -62,6 +63,48 @@ struct {
 	__type(value, struct gb_gpu);
 } gpu_scratch SEC(".maps");
 
+/* Python: per-process layouts (from user space), per-thread state, stacks sent. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);             /* tgid */
+	__type(value, struct gb_py_config);
+} py_procs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, __u32);             /* tid */
+	__type(value, __u64);           /* its PyThreadState */
+} py_tstate SEC(".maps");
+
+struct py_seen_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 id;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct py_seen_key);
+	__type(value, __u8);
+} py_seen SEC(".maps");
+
+/* The stack being walked, and the bytes of the frame and code object read. */
+struct py_scratch {
+	struct gb_pystack st;
+	__u8 frame[128];
+	__u64 ident[GB_PY_IDENT_LEN / 8];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct py_scratch);
+} py_scratch SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, GB_CNT_MAX);
@@ -77,16 +120,24 @@ static __always_inline void count(__u32 which)
 		(*v)++;
 }
 
-static __always_inline void count_drop(__u32 tgid)
+/* n records of process tgid lost. */
+static __always_inline void count_drops(__u32 tgid, __u64 n)
 {
-	__u64 one = 1, *v;
+	__u32 which = GB_CNT_DROPS;
+	__u64 *v = bpf_map_lookup_elem(&counters, &which);
 
-	count(GB_CNT_DROPS);
+	if (v)
+		*v += n;
 	v = bpf_map_lookup_elem(&drops, &tgid);
 	if (v)
-		__sync_fetch_and_add(v, 1);
+		__sync_fetch_and_add(v, n);
 	else
-		bpf_map_update_elem(&drops, &tgid, &one, BPF_NOEXIST);
+		bpf_map_update_elem(&drops, &tgid, &n, BPF_NOEXIST);
+}
+
+static __always_inline void count_drop(__u32 tgid)
+{
+	count_drops(tgid, 1);
 }
 
 /* Batch wakeups: waking the reader on every record doubles a probe's cost. */
@@ -178,6 +229,151 @@ static __always_inline void read_deref(struct gb_call *c, __u32 deref)
 	}
 }
 
+static __always_inline __u64 read_u64(__u64 addr)
+{
+	__u64 v = 0;
+
+	bpf_probe_read_user(&v, sizeof(v), (void *)addr);
+	return v;
+}
+
+/*
+ * The calling thread's PyThreadState: not the interpreter's "current"
+ * one, which is 0 or another thread's while this thread runs C code with
+ * the GIL released (as it does when it launches kernels), but the entry of
+ * the interpreter's thread list whose thread_id is this thread's
+ * pthread_self(), the fsbase register on x86-64.  Cached per thread and
+ * checked on every use.
+ */
+static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, __u32 tid)
+{
+	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), *cached, ts;
+
+	cached = bpf_map_lookup_elem(&py_tstate, &tid);
+	if (cached && *cached && read_u64(*cached + cfg->tstate_thread_id) == fsbase)
+		return *cached;
+	ts = read_u64(read_u64(cfg->runtime + cfg->interp_head) + cfg->threads_head);
+	for (int i = 0; i < 64 && ts; i++) {
+		if (read_u64(ts + cfg->tstate_thread_id) == fsbase) {
+			bpf_map_update_elem(&py_tstate, &tid, &ts, BPF_ANY);
+			return ts;
+		}
+		ts = read_u64(ts + cfg->tstate_next);
+	}
+	return 0;
+}
+
+/* A field of the frame bytes read, at an offset from the layout. */
+static __always_inline __u64 frame_u64(const struct py_scratch *s, __u32 off)
+{
+	if (off > sizeof(s->frame) - 8)
+		return 0;
+	return *(const __u64 *)&s->frame[off];
+}
+
+struct py_walk {
+	const struct gb_py_config *cfg;
+	struct py_scratch *s;
+	__u64 frame;            /* the next frame to read, 0 at the bottom */
+	__u64 hash;
+	__u32 n;                /* frames recorded */
+	__u32 depth;            /* frames wanted */
+};
+
+/* One frame, as a bpf_loop callback: 0 to go on, 1 to stop. */
+static long py_walk_frame(__u32 i, void *data)
+{
+	struct py_walk *w = data;
+	const struct gb_py_config *cfg = w->cfg;
+	struct py_scratch *s = w->s;
+	struct gb_py_frame *f;
+	__u64 code, prev;
+
+	if (!w->frame || w->n >= w->depth)
+		return 1;
+	if (bpf_probe_read_user(s->frame, sizeof(s->frame), (void *)w->frame))
+		return 1;
+	prev = frame_u64(s, cfg->frame_prev);
+	code = frame_u64(s, cfg->frame_code) & ~(__u64)cfg->exec_tag_mask;
+	w->frame = prev;
+	/* 3.12+: frames owned by the C stack are shims, not Python code */
+	if (cfg->frame_owner != GB_PY_NONE &&
+	    s->frame[cfg->frame_owner & (sizeof(s->frame) - 1)] >= 3)
+		return 0;
+	f = &s->st.frames[w->n & (GB_PY_MAX_DEPTH - 1)];
+	f->code = code;
+	if (cfg->code_adaptive == GB_PY_NONE)   /* 3.10: f_lasti, an int */
+		f->instr = (__u32)frame_u64(s, cfg->frame_instr);
+	else
+		f->instr = (__u32)((frame_u64(s, cfg->frame_instr) - code - cfg->code_adaptive) / 2);
+	__builtin_memset(s->ident, 0, sizeof(s->ident));
+	bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident));
+	f->ident = gb_py_ident(s->ident);
+	w->hash = (w->hash ^ code ^ ((__u64)f->ident << 32 | f->instr)) * 0x100000001b3ULL;
+	w->n++;
+	return 0;
+}
+
+/*
+ * Walk the calling thread's Python frames into the scratch stack; send the
+ * stack if this process has not been sent it yet.  Returns its id, 0 when
+ * the thread runs no Python.  Not inlined: both probe paths call it, and
+ * the verifier checks it once.
+ */
+static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
+{
+	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_seen_key key = { .tgid = tgid };
+	struct py_walk w = { .hash = 0x84222325cbf29ce4ULL };
+	__u32 zero = 0, n;
+	__u64 frame;
+	__u8 one = 1;
+
+	if (!cfg)
+		return 0;
+	w.cfg = cfg;
+	w.s = bpf_map_lookup_elem(&py_scratch, &zero);
+	if (!w.s)
+		return 0;
+	frame = py_thread_state(cfg, tid);
+	if (!frame)
+		return 0;
+	frame = read_u64(frame + cfg->tstate_frame);
+	if (cfg->cframe_frame != GB_PY_NONE && frame)
+		frame = read_u64(frame + cfg->cframe_frame);
+	w.frame = frame;
+	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
+	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frame, &w, 0);
+	if (!w.n)
+		return 0;
+	key.id = w.hash ? w.hash : 1;
+	if (bpf_map_lookup_elem(&py_seen, &key))
+		return key.id;
+	w.s->st.type = GB_REC_PYSTACK;
+	w.s->st.pid = tgid;
+	w.s->st.id = key.id;
+	w.s->st.depth = w.n;
+	w.s->st.truncated = w.frame != 0;
+	n = w.n;
+	if (n > GB_PY_MAX_DEPTH)
+		return 0;
+	asm volatile("" : "+r"(n));     /* keep the bound where the verifier sees it */
+	/*
+	 * Wake the reader at once: it names the frames from the process's
+	 * memory, which must still be there.  New stacks are rare once a
+	 * program runs its loop.
+	 */
+	if (bpf_ringbuf_output(&rb, &w.s->st, offsetof(struct gb_pystack, frames) +
+			       n * sizeof(struct gb_py_frame), BPF_RB_FORCE_WAKEUP)) {
+		count_drop(tgid);
+		return 0;
+	}
+	count(GB_CNT_EVENTS);
+	bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+	return key.id;
+}
+
 static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 				       __u64 ck, __u64 pid_tgid)
 {
@@ -201,6 +397,7 @@ static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 	__builtin_memset(c->ext, 0, sizeof(c->ext));
 	read_deref(c, GB_CK_DEREF(ck));
 	bpf_get_current_comm(c->comm, sizeof(c->comm));
+	c->pystack = py_stack(c->pid, c->tid);
 }
 
 static __always_inline int on_entry(struct pt_regs *ctx)
@@ -326,27 +523,29 @@ int gb_return_multi(struct pt_regs *ctx)
 }
 
 /* The injection library's markers (cupti/publish.c). */
+/* A batch of nrecs GPU records; losing it loses them all, and says so. */
 SEC("usdt")
-int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len)
+int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, zero = 0;
 	struct gb_gpu *g;
 
-	if (!traced(tgid) || !len || len > GB_GPU_BATCH_MAX)
+	if (!traced(tgid))
 		return 0;
 	g = bpf_map_lookup_elem(&gpu_scratch, &zero);
-	if (!g)
+	if (!g || !len || len > GB_GPU_BATCH_MAX) {
+		count_drops(tgid, nrecs);
 		return 0;
+	}
 	g->type = GB_REC_GPU;
 	g->pid = tgid;
 	g->tid = (__u32)pid_tgid;
 	g->len = len;
-	if (bpf_probe_read_user(g->data, len & (GB_GPU_BATCH_MAX * 2 - 1) & ~0ULL, buf))
-		return 0;
-	if (bpf_ringbuf_output(&rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
+	if (bpf_probe_read_user(g->data, len & (GB_GPU_BATCH_MAX * 2 - 1) & ~0ULL, buf) ||
+	    bpf_ringbuf_output(&rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
 			       wake_flags()))
-		count_drop(tgid);
+		count_drops(tgid, nrecs);
 	else
 		count(GB_CNT_EVENTS);
 	return 0;

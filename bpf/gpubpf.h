@@ -23,6 +23,7 @@ enum gb_rec_type {
 	GB_REC_NAME = 2,  /* a handle -> name binding: struct gb_name */
 	GB_REC_GPU = 3,   /* a batch of GPU activity records: struct gb_gpu */
 	GB_REC_CORR = 4,  /* a driver call's correlation id: struct gb_corr */
+	GB_REC_PYSTACK = 5, /* a Python stack, sent once per (pid, id): struct gb_pystack */
 };
 
 /*
@@ -89,6 +90,7 @@ struct gb_call {
 	__u64 out;              /* *(u64 *)arg[out] read at return */
 	__u64 ext[GB_NEXT];     /* see enum gb_deref */
 	char comm[GB_COMM_LEN]; /* thread name */
+	__u64 pystack;          /* id of the thread's Python stack, 0 if none */
 };
 
 struct gb_name {
@@ -126,6 +128,73 @@ struct gb_corr {
 	__u32 cbid;
 	__u32 pad;
 };
+
+/*
+ * Python stacks.  For each traced process running CPython, user space
+ * finds the interpreter's layout (user/pyruntime.c) and stores it in the
+ * "py_procs" map; at each probed call the entry program walks the calling
+ * thread's frames and records, per frame, the code object, an identity
+ * token of it and the instruction offset.  A stack is sent once per
+ * process (GB_REC_PYSTACK, keyed by a hash of its frames); each call
+ * record carries that key.
+ */
+#define GB_PY_MAX_DEPTH 256     /* frames a stack can hold */
+#define GB_PY_NONE 0xffffffffu  /* "no such field" in struct gb_py_config */
+#define GB_PY_IDENT_LEN 64      /* bytes of the code object folded into its token */
+
+struct gb_py_config {
+	__u64 runtime;          /* address of _PyRuntime in the process */
+	__u32 version;          /* major * 100 + minor: 310 ... 314 */
+	__u32 interp_head;      /* offset of runtime->interpreters.head */
+	__u32 threads_head;     /* of interp->threads.head */
+	__u32 tstate_next;      /* of tstate->next */
+	__u32 tstate_thread_id; /* of tstate->thread_id (pthread_self(), = fsbase) */
+	__u32 tstate_frame;     /* 3.10 tstate->frame, 3.11/3.12 tstate->cframe,
+				   3.13+ tstate->current_frame */
+	__u32 cframe_frame;     /* 3.11/3.12: cframe->current_frame; GB_PY_NONE else */
+	__u32 frame_code;       /* f_code / f_executable */
+	__u32 frame_prev;       /* f_back / previous */
+	__u32 frame_instr;      /* 3.10 f_lasti (int, code units); 3.11+ a pointer:
+				   prev_instr / instr_ptr */
+	__u32 frame_owner;      /* 3.11+ owner (char); GB_PY_NONE in 3.10 */
+	__u32 code_adaptive;    /* co_code_adaptive (3.11+): instr = (ptr - code - this) / 2 */
+	__u32 code_ident;       /* start of the GB_PY_IDENT_LEN bytes of the code
+				   object folded into its identity token */
+	__u32 depth;            /* frames to walk, <= GB_PY_MAX_DEPTH */
+	__u8 exec_tag_mask;     /* 3.14: low bits of f_executable that are tags */
+	__u8 pad[7];
+};
+
+/* One frame: the code object, its identity token, the instruction offset. */
+struct gb_py_frame {
+	__u64 code;
+	__u32 ident;            /* gb_py_ident() of the code object's bytes */
+	__u32 instr;            /* offset of the current instruction, in code units */
+};
+
+struct gb_pystack {
+	__u32 type;             /* GB_REC_PYSTACK */
+	__u32 pid;
+	__u64 id;               /* hash of the frames: the key calls refer to */
+	__u32 depth;            /* frames that follow, innermost first */
+	__u32 truncated;        /* the stack was deeper than the walk */
+	struct gb_py_frame frames[GB_PY_MAX_DEPTH];
+};
+
+/*
+ * The identity token of a code object: its GB_PY_IDENT_LEN bytes from
+ * code_ident (pointers to its name, file name, line table...) folded.
+ * Computed the same way in BPF and in user space, so a code object freed
+ * and its address reused by another is never taken for the first.
+ */
+static inline __u32 gb_py_ident(const __u64 w[GB_PY_IDENT_LEN / 8])
+{
+	__u64 h = 0;
+
+	for (int i = 0; i < GB_PY_IDENT_LEN / 8; i++)
+		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ULL;
+	return (__u32)(h >> 32);
+}
 
 /* Index of the global counters in the "counters" array map. */
 enum gb_counter {

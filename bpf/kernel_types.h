@@ -12,9 +12,14 @@
 #ifndef GPUBPF_KERNEL_TYPES_H
 #define GPUBPF_KERNEL_TYPES_H
 
+struct thread_struct {
+	unsigned long fsbase;   /* x86-64: the thread pointer, = pthread_self() */
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
+	struct thread_struct thread;
 } __attribute__((preserve_access_index));
 
 #endif

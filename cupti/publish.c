@@ -33,6 +33,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int in_fork_child;
 static uint64_t batch[GA_BATCH_MAX / 8];  /* 8-byte aligned records */
 static size_t batch_len;
+static uint32_t batch_records;  /* records in the batch: what is lost if it is */
 static struct { char *name; uint32_t id; int sent; } names[NAME_SLOTS];
 static uint32_t next_name_id = 1;
 
@@ -59,9 +60,14 @@ void publish_api(uint32_t correlation, uint32_t cbid)
 
 static void send_locked(void)
 {
+	uint64_t nrecs = batch_records;
+
+	/* in a register: libbpf cannot read a USDT argument relative to %rip */
+	__asm__ __volatile__("" : "+r"(nrecs));
 	if (batch_len && !in_fork_child)
-		STAP_PROBE2(gpubpf, batch, batch, batch_len);
+		STAP_PROBE3(gpubpf, batch, batch, batch_len, nrecs);
 	batch_len = 0;
+	batch_records = 0;
 }
 
 static int append_locked(const struct ga_hdr *rec)
@@ -72,6 +78,7 @@ static int append_locked(const struct ga_hdr *rec)
 		send_locked();
 	memcpy((char *)batch + batch_len, rec, rec->size);
 	batch_len += rec->size;
+	batch_records++;
 	return 0;
 }
 
@@ -174,5 +181,6 @@ void publish_reset(void)
 	for (size_t i = 0; i < NAME_SLOTS; i++)
 		names[i].sent = 0;
 	batch_len = 0;
+	batch_records = 0;
 	pthread_mutex_unlock(&lock);
 }

@@ -13,9 +13,17 @@ wl="$GPUBPF_ROOT/tests/t0510-report-workload.py"
 check "record the workload (the report follows)" "$GPUBPF" record -o "$TMPD/w.json" -- \
 	"$PY" "$wl" --truth "$TMPD/truth.json"
 like "record prints the report at the end" "$(cat "$TMPD/.check.out")" "gpubpf report: .*w.json.*sync hotspots"
-"$GPUBPF" record --quiet -o "$TMPD/q.json" -- "$PY" "$wl" --truth "$TMPD/q.truth.json" \
-	--steps 3 >"$TMPD/q.out" 2>&1
+"$GPUBPF" record --quiet --sample-rate 2 -o "$TMPD/q.json" -- "$PY" "$wl" \
+	--truth "$TMPD/q.truth.json" --steps 3 >"$TMPD/q.out" 2>&1
 check_fails "record --quiet prints no report" grep -q "gpubpf report" "$TMPD/q.out"
+MIB='[e["args"]["bytes"] >> 20 for e in ev if e.get("ph") == "C" and e["name"] == "device memory GPU 0"]'
+is "counter track: device memory at every change" "$(json_query "$TMPD/w.json" "$MIB")" \
+	'[64, 96, 64, 192, 64, 0]'
+is "counter track, --sample-rate 2: every 2nd change, the peak and the last" \
+	"$(json_query "$TMPD/q.json" "$MIB")" '[64, 64, 192, 64, 0]'
+is "counter samples are in time order with the events" "$(json_query "$TMPD/w.json" \
+	'all(a["ts"] <= b["ts"] for a, b in zip([e for e in ev if "ts" in e and e["ph"] != "f"], [e for e in ev if "ts" in e and e["ph"] != "f"][1:]) if a["ph"] == "C" or b["ph"] == "C")')" true
+check_fails "record: a bad --sample-rate is refused" "$GPUBPF" record --sample-rate x -o "$TMPD/x.json" -- true
 check "report --format json" "$GPUBPF" report --format json -o "$TMPD/r.json" "$TMPD/w.json"
 
 cat >"$TMPD/check.py" <<'PYEOF'

@@ -26,7 +26,9 @@
 #include "parse.h"
 #include "probes.h"
 #include "proc.h"
+#include "memory.h"
 #include "report.h"
+#include "pyruntime.h"
 #include "sink.h"
 
 #define DEFAULT_RINGBUF (16ULL << 20)
@@ -35,6 +37,10 @@
 #define SCAN_NS 250000000ULL    /* how often to look for libcuda and exits */
 #define SCAN_ALL_NS 1000000000ULL
 #define GRACE_NS 150000000ULL   /* the injection library delivers every 50 ms */
+#define PY_FAST_NS 3000000000ULL /* -- CMD: look for Python this long, closely */
+#define PY_FAST_POLL_MS 2
+#define PY_GIVE_UP_NS 10000000000ULL /* a process not found running Python by then runs none */
+#define DEFAULT_STACK_DEPTH 64
 #define MAX_TRACED 4096
 
 enum mode { MODE_PIDS, MODE_ALL, MODE_CMD };
@@ -62,6 +68,10 @@ struct record {
 	int nmarkers;           /* marker attachments made */
 	int verbose;
 	int quiet;              /* no report at the end */
+	int stacks;             /* walk Python stacks */
+	uint32_t stack_depth;
+	struct py_try { pid_t pid; int done; uint64_t first; } *py;
+	size_t npy;
 	int waiting;            /* a -p target has not loaded libcuda yet */
 	pid_t child;
 	int child_status;
@@ -103,6 +113,12 @@ static const char usage[] =
 "                         set CUDA_INJECTION64_PATH)\n"
 "      --cupti-lib PATH   the injection library (libgpubpf_cupti.so) to use\n"
 "      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
+"      --stack MODE       python (default): the Python stack of every call;\n"
+"                         none: no stacks\n"
+"      --stack-depth N    Python frames per stack, 1 to 256 (default 64);\n"
+"                         deeper stacks are cut and flagged\n"
+"      --sample-rate N    device memory counter tracks: a sample every N\n"
+"                         allocations/frees (default 0: every change)\n"
 "  -q, --quiet            no report at the end (see 'gpubpf report')\n"
 "  -v, --verbose          libbpf's own messages\n"
 "  -h, --help             this help\n"
@@ -161,8 +177,11 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "libcuda", required_argument, NULL, 'L' },
 		{ "buffer-size", required_argument, NULL, 'B' },
 		{ "no-device", no_argument, NULL, 'N' },
+		{ "stack", required_argument, NULL, 'S' },
+		{ "stack-depth", required_argument, NULL, 'D' },
 		{ "cupti-lib", required_argument, NULL, 'C' },
 		{ "quiet", no_argument, NULL, 'q' },
+		{ "sample-rate", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -172,6 +191,8 @@ static int parse_args(struct record *r, int argc, char **argv)
 
 	r->ringbuf = DEFAULT_RINGBUF;
 	r->device = 1;
+	r->stacks = 1;
+	r->stack_depth = DEFAULT_STACK_DEPTH;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:ad:o:qvh", opts, NULL)) != -1) {
@@ -209,6 +230,26 @@ static int parse_args(struct record *r, int argc, char **argv)
 		case 'N':
 			r->device = 0;
 			break;
+		case 'S':
+			if (!strcmp(optarg, "none") || !strcmp(optarg, "python")) {
+				r->stacks = !strcmp(optarg, "python");
+				break;
+			}
+			fprintf(stderr, "gpubpf: invalid --stack '%s' (python or none%s)\n", optarg,
+				strstr(optarg, "native") ? "; native stacks are not available yet" : "");
+			return -1;
+		case 'D': {
+			char *end;
+			long v = strtol(optarg, &end, 10);
+
+			if (*end || v < 1 || v > GB_PY_MAX_DEPTH) {
+				fprintf(stderr, "gpubpf: invalid --stack-depth '%s' (1 to %d)\n", optarg,
+					GB_PY_MAX_DEPTH);
+				return -1;
+			}
+			r->stack_depth = v;
+			break;
+		}
 		case 'C':
 			if (!realpath(optarg, r->injlib)) {
 				fprintf(stderr, "gpubpf: cannot read injection library '%s': %s\n",
@@ -216,6 +257,18 @@ static int parse_args(struct record *r, int argc, char **argv)
 				return -1;
 			}
 			break;
+		case 'M': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!*optarg || *end || *optarg == '-' || v > UINT32_MAX) {
+				fprintf(stderr, "gpubpf: invalid sample rate '%s' (a number of operations, 0 for every change)\n",
+					optarg);
+				return -1;
+			}
+			memory_sample_rate = v;
+			break;
+		}
 		case 'q':
 			r->quiet = 1;
 			break;
@@ -280,6 +333,53 @@ static int attach_markers(struct record *r, const char *path, pid_t pid)
 	return n;
 }
 
+/*
+ * Python stacks for pid: find its interpreter and hand the layout to the
+ * BPF walker and the collector.  A process is tried until it is found to
+ * run CPython, to run one gpubpf cannot walk (said once), or for
+ * PY_GIVE_UP_NS (it runs none).  Returns 1 when pid is settled.
+ */
+static int py_try(struct record *r, pid_t pid)
+{
+	struct gb_py_config cfg;
+	struct py_try *t = NULL, *nt;
+	char why[256];
+	int ret;
+
+	if (!r->stacks)
+		return 1;
+	for (size_t i = 0; i < r->npy && !t; i++)
+		if (r->py[i].pid == pid)
+			t = &r->py[i];
+	if (!t) {
+		nt = realloc(r->py, (r->npy + 1) * sizeof(*nt));
+		if (!nt)
+			return 1;
+		r->py = nt;
+		t = &r->py[r->npy++];
+		*t = (struct py_try){ .pid = pid, .first = now_ns(CLOCK_MONOTONIC) };
+	}
+	if (t->done)
+		return 1;
+	ret = pyruntime_find(pid, &cfg, why, sizeof(why));
+	if (ret == -ENOENT || ret == -EAGAIN) {
+		t->done = now_ns(CLOCK_MONOTONIC) - t->first >= PY_GIVE_UP_NS;
+		return t->done;
+	}
+	t->done = 1;
+	if (ret) {
+		fprintf(stderr, "gpubpf: pid %d: no Python stacks: %s\n", pid, why);
+		return 1;
+	}
+	cfg.depth = r->stack_depth;
+	if (collector_set_python(&r->coll, pid, &cfg) || probes_set_python(&r->probes, pid, &cfg))
+		fprintf(stderr, "gpubpf: pid %d: no Python stacks: out of memory\n", pid);
+	else if (r->verbose)
+		fprintf(stderr, "gpubpf: pid %d runs CPython %u.%u: walking its stacks\n", pid,
+			cfg.version / 100, cfg.version % 100);
+	return 1;
+}
+
 /* -p: GPU timing comes from the injection library if the target loaded it. */
 static int target_markers(struct record *r, struct target *t)
 {
@@ -321,6 +421,7 @@ static void scan_targets(struct record *r)
 		if (!r->libcuda && !probes_attached(&r->probes, path, t->pid))
 			attach_lib(r, path, t->pid);
 		target_markers(r, t);
+		py_try(r, t->pid);
 	}
 	if (!alive && !stop_signal)
 		stop_signal = -1;
@@ -333,7 +434,7 @@ static void scan_libs(struct record *r)
 	pid_t *pids = NULL;
 	int n;
 
-	if (r->libcuda && !r->device)
+	if (r->libcuda && !r->device && !r->stacks)
 		return;
 	if (r->mode == MODE_ALL) {
 		n = proc_list(&pids);
@@ -342,9 +443,12 @@ static void scan_libs(struct record *r)
 		n = pids ? probes_traced_pids(&r->probes, pids, MAX_TRACED) : 0;
 	}
 	for (int i = 0; i < n; i++) {
-		if (!proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path)) &&
-		    !probes_attached(&r->probes, path, -1))
+		int cuda = !proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path));
+
+		if (cuda && !probes_attached(&r->probes, path, -1))
 			attach_lib(r, path, -1);
+		if (cuda || r->mode == MODE_CMD)
+			py_try(r, pids[i]);
 		if (r->device && !proc_find_mapping(pids[i], INJECTION_LIB, path, sizeof(path)) &&
 		    !probes_attached(&r->probes, path, -1))
 			attach_markers(r, path, -1);
@@ -368,6 +472,7 @@ static int setup_pids(struct record *r)
 		}
 		if (probes_trace_pid(&r->probes, t->pid))
 			return -ENOMEM;
+		py_try(r, t->pid);
 		if (!proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
 			t->seen_libcuda = 1;
 			if (!r->libcuda && attach_lib(r, path, t->pid) < 0)
@@ -496,12 +601,18 @@ static void check_child(struct record *r)
 static void collect(struct record *r)
 {
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_scan = start, last_progress = start;
-	int tty = isatty(2), forwarded = 0;
+	int tty = isatty(2), forwarded = 0, py_fast = r->mode == MODE_CMD && r->stacks;
 
 	while (!stop_signal || (r->mode == MODE_CMD && !r->child_done && nsignals < 2)) {
 		uint64_t now;
 
-		ring_buffer__poll(r->rb, r->waiting ? WAIT_POLL_MS : POLL_MS);
+		/*
+		 * The command's interpreter is there from its exec on, before
+		 * it makes its first CUDA call: look for it closely at first.
+		 */
+		if (py_fast)
+			py_fast = !py_try(r, r->child) && now_ns(CLOCK_MONOTONIC) - start < PY_FAST_NS;
+		ring_buffer__poll(r->rb, py_fast ? PY_FAST_POLL_MS : r->waiting ? WAIT_POLL_MS : POLL_MS);
 		/* records are submitted without wakeups: read what is there */
 		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
 			break;
@@ -739,6 +850,7 @@ cleanup:
 		close(exec_err_fd);
 	ring_buffer__free(r.rb);
 	probes_close(&r.probes);
+	free(r.py);
 	collector_release(&r.coll);
 	model_release(&r.model);
 	free(r.targets);

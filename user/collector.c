@@ -9,6 +9,7 @@
 #include "cuda_calls.h"
 #include "gpu_activity.h"
 #include "proc.h"
+#include "pysym.h"
 
 /* libstdc++'s demangler (a C-linkage function of the C++ ABI). */
 char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
@@ -44,6 +45,8 @@ void collector_init(struct collector *c, struct model *m)
 
 void collector_release(struct collector *c)
 {
+	pysym_free(c->pysym);
+	free(c->py);
 	free(c->seen);
 	memset(c, 0, sizeof(*c));
 }
@@ -176,6 +179,57 @@ int collector_decode_call(const struct gb_call *r, struct model_event *ev)
 	return 0;
 }
 
+int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_config *cfg)
+{
+	struct collector_py *np;
+
+	if (!c->pysym && !(c->pysym = pysym_new()))
+		return -ENOMEM;
+	for (size_t i = 0; i < c->npy; i++)
+		if (c->py[i].pid == pid) {
+			c->py[i].cfg = *cfg;
+			return 0;
+		}
+	np = realloc(c->py, (c->npy + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	c->py = np;
+	c->py[c->npy++] = (struct collector_py){ .pid = pid, .cfg = *cfg };
+	return 0;
+}
+
+/*
+ * Name a stack's frames now, while the process still runs: strings
+ * "qualname (file:line)" for the frame, "qualname (file)" for its function.
+ */
+static int on_pystack(struct collector *c, const struct gb_pystack *st, size_t size)
+{
+	uint32_t frames[GB_PY_MAX_DEPTH], funcs[GB_PY_MAX_DEPTH];
+	const struct gb_py_config *cfg = NULL;
+	struct py_frame_info fi;
+	char buf[1024];
+
+	if (st->depth > GB_PY_MAX_DEPTH ||
+	    size < offsetof(struct gb_pystack, frames) + st->depth * sizeof(st->frames[0]))
+		return -EINVAL;
+	for (size_t i = 0; i < c->npy && !cfg; i++)
+		if (c->py[i].pid == st->pid)
+			cfg = &c->py[i].cfg;
+	if (!cfg)
+		return -EINVAL;
+	for (uint32_t i = 0; i < st->depth; i++) {
+		if (pysym_resolve(c->pysym, st->pid, cfg, &st->frames[i], &fi))
+			c->py_unresolved++;
+		snprintf(buf, sizeof(buf), "%s (%s:%d)", fi.qualname, fi.filename, fi.line);
+		frames[i] = strtab_intern(&c->m->strs, buf);
+		snprintf(buf, sizeof(buf), "%s (%s)", fi.qualname, fi.filename);
+		funcs[i] = strtab_intern(&c->m->strs, buf);
+		if (!frames[i] || !funcs[i])
+			return -ENOMEM;
+	}
+	return model_add_stack(c->m, st->pid, st->id, st->truncated, st->depth, frames, funcs);
+}
+
 /* Add tid to the seen set; 1 if it was new, 0 if known, -ENOMEM. */
 static int first_sighting(struct collector *c, uint32_t tid)
 {
@@ -244,6 +298,7 @@ static int on_call(struct collector *c, const struct gb_call *r)
 		return ret;
 	}
 	ev->name = strtab_intern(&c->m->strs, cuda_calls[r->call_id].name);
+	ev->pystack = r->pystack;
 	/* cuKernelGetFunction: the function inherits its kernel's name */
 	if (kernel_get_function < 0)
 		kernel_get_function = cuda_call_find("cuKernelGetFunction");
@@ -425,6 +480,10 @@ int collector_record(struct collector *c, const void *data, size_t size)
 	case GB_REC_GPU:
 		if (size >= offsetof(struct gb_gpu, data))
 			ret = on_gpu_batch(c, data, size);
+		break;
+	case GB_REC_PYSTACK:
+		if (size >= offsetof(struct gb_pystack, frames))
+			ret = on_pystack(c, data, size);
 		break;
 	case GB_REC_CORR:
 		if (size >= sizeof(struct gb_corr)) {

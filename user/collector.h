@@ -11,6 +11,14 @@
 #include "gpubpf.h"
 #include "model.h"
 
+struct pysym;
+
+/* A process whose Python stacks are walked, and its interpreter's layout. */
+struct collector_py {
+	uint32_t pid;
+	struct gb_py_config cfg;
+};
+
 struct collector {
 	struct model *m;
 	uint64_t records;       /* records decoded */
@@ -20,7 +28,14 @@ struct collector {
 	uint64_t bad;           /* malformed or unknown records */
 	uint32_t *seen;         /* open-addressing set of tids already named */
 	size_t nseen, nseen_slots;
+	struct pysym *pysym;    /* resolves Python frames as stacks arrive */
+	struct collector_py *py;
+	size_t npy;
+	uint64_t py_unresolved; /* frames that could not be named */
 };
+
+/* Python stacks of pid are walked with layout cfg: resolve them with it. 0 or -ENOMEM. */
+int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_config *cfg);
 
 void collector_init(struct collector *c, struct model *m);
 void collector_release(struct collector *c);

@@ -23,6 +23,7 @@
  * array value, so events keep them first and put arrays only inside args.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@
 #include "cuda_calls.h"
 #include "export.h"
 #include "json_writer.h"
+#include "memory.h"
 #include "model.h"
 #include "sink.h"
 
@@ -118,6 +120,19 @@ static void write_call_args(struct jw *jw, const struct model *m,
 	if (ev->correlation) {
 		jw_key(jw, "correlation");
 		jw_uint(jw, ev->correlation);
+	}
+	if (ev->stack) {
+		const struct model_stack *st = &m->stacks[ev->stack - 1];
+
+		jw_key(jw, "stack");
+		jw_arr_begin(jw);
+		for (uint32_t i = 0; i < st->n; i++)
+			jw_str(jw, str(m, m->frames[st->first + i]));
+		jw_arr_end(jw);
+		if (st->truncated) {
+			jw_key(jw, "stack_truncated");
+			jw_bool(jw, true);
+		}
 	}
 	jw_obj_end(jw);
 }
@@ -231,6 +246,39 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 	return jw_obj_end(jw);
 }
 
+/*
+ * A Python function active across calls: a slice on the thread's track,
+ * named by its qualified name, around the calls made inside it.
+ */
+static int write_scope(struct jw *jw, const struct model *m, const struct model_event *ev)
+{
+	const char *func = str(m, ev->name), *paren = strstr(func, " (");
+
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "X");
+	jw_key(jw, "cat");
+	jw_str(jw, "python");
+	jw_key(jw, "name");
+	jw_strn(jw, func, paren ? (size_t)(paren - func) : strlen(func));
+	jw_key(jw, "pid");
+	jw_uint(jw, ev->pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, ev->tid);
+	jw_key(jw, "ts");
+	jw_us(jw, ev->ts);
+	jw_key(jw, "dur");
+	jw_us(jw, ev->dur);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "function");
+	jw_str(jw, func);
+	jw_key(jw, "first_frame");
+	jw_str(jw, str(m, ev->stack));
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
 /* One end of a launch -> GPU work arrow (flow events, v1). */
 static int write_flow(struct jw *jw, const char *ph, uint64_t id, uint32_t pid, uint32_t tid,
 		      uint64_t ts)
@@ -265,6 +313,8 @@ static int write_event(struct jw *jw, const struct model *m,
 
 	if (ev->kind == EV_API)
 		return write_api_call(jw, m, ev);
+	if (ev->kind == EV_SCOPE)
+		return write_scope(jw, m, ev);
 	if (!on_gpu_track(ev))
 		return 0;
 	if (ev->link != MODEL_NO_LINK) {
@@ -401,8 +451,35 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 	return 0;
 }
 
+/* Device memory in use: a counter track per process and device. */
+static int write_mem_counter(struct jw *jw, const struct mem_sample *s)
+{
+	char name[48];
+
+	snprintf(name, sizeof(name), "device memory GPU %u", s->device);
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "C");
+	jw_key(jw, "name");
+	jw_str(jw, name);
+	jw_key(jw, "pid");
+	jw_uint(jw, s->pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, s->pid);
+	jw_key(jw, "ts");
+	jw_us(jw, s->ts);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "bytes");
+	jw_uint(jw, s->bytes);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
 static int chrome_write(const struct model *m, struct sink *out)
 {
+	struct mem_sample *ms = NULL;
+	size_t nms = 0, k = 0;
 	uint64_t flow_id = 0;
 	struct jw jw;
 	int ret;
@@ -431,8 +508,16 @@ static int chrome_write(const struct model *m, struct sink *out)
 					str(m, t->name));
 	}
 	ret = write_gpu_tracks(&jw, m);
-	for (size_t i = 0; i < m->nev && !ret; i++)
+	if (!ret)
+		ret = memory_counters(m, memory_sample_rate, &ms, &nms);
+	for (size_t i = 0; i < m->nev && !ret; i++) {
+		for (; k < nms && ms[k].ts <= m->ev[i].ts; k++)
+			write_mem_counter(&jw, &ms[k]);
 		ret = write_event(&jw, m, &m->ev[i], &flow_id);
+	}
+	for (; k < nms && !ret; k++)
+		write_mem_counter(&jw, &ms[k]);
+	free(ms);
 	if (ret)
 		goto cleanup;
 	jw_arr_end(&jw);

@@ -139,3 +139,119 @@ int mem_tracker_alloc(struct mem_tracker *mt, uint64_t key, uint64_t bytes, int6
 	}
 	return 0;
 }
+
+unsigned memory_sample_rate;
+
+struct pid_state {
+	uint32_t pid, device;
+	struct mem_tracker mt;
+	size_t nchanges, peak_change;
+};
+
+struct change {
+	uint64_t ts, bytes;
+	uint32_t st;            /* pid_state index */
+	size_t nth;             /* change number within the process */
+};
+
+static int cmp_change(const void *a, const void *b)
+{
+	const struct change *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (x->nth > y->nth) - (x->nth < y->nth);
+}
+
+int memory_counters(const struct model *m, unsigned rate, struct mem_sample **out, size_t *nout)
+{
+	struct pid_state *st = NULL;
+	struct change *ch = NULL;
+	size_t nst = 0, nch = 0, cap = 0, k = 0;
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	*nout = 0;
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *e = &m->ev[i];
+		int op = e->kind == EV_API ? mem_call_op(strtab_get(&m->strs, e->name)) : MEM_OP_NONE;
+		struct pid_state *s = NULL;
+		uint64_t before;
+
+		for (size_t j = 0; j < nst; j++)
+			if (st[j].pid == e->pid)
+				s = &st[j];
+		if (!s && (op || e->kind != EV_API)) {
+			void *p = realloc(st, (nst + 1) * sizeof(*st));
+
+			if (!p)
+				goto out;
+			st = p;
+			s = &st[nst++];
+			memset(s, 0, sizeof(*s));
+			s->pid = e->pid;
+			s->device = UINT32_MAX;
+			mem_tracker_init(&s->mt);
+		}
+		if (e->kind != EV_API && s->device == UINT32_MAX)
+			s->device = e->device;
+		if (!op || ((e->fields & MF_RET) && e->ret))
+			continue;
+		before = s->mt.in_use;
+		if (op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE) {
+			uint64_t key = op == MEM_OP_ALLOC ? e->ptr : e->handle | (1ULL << 63);
+
+			if (mem_tracker_alloc(&s->mt, key, e->bytes, e->ts + e->dur, 0, e->name))
+				goto out;
+		} else {
+			mem_tracker_free(&s->mt, op == MEM_OP_FREE ? e->ptr : e->handle | (1ULL << 63),
+					 e->ts);
+		}
+		if (s->mt.in_use == before)
+			continue;
+		if (nch == cap) {
+			void *p = realloc(ch, (cap = cap ? cap * 2 : 256) * sizeof(*ch));
+
+			if (!p)
+				goto out;
+			ch = p;
+		}
+		if (s->mt.in_use == s->mt.peak && s->mt.in_use > before)
+			s->peak_change = s->nchanges;
+		ch[nch++] = (struct change){ op == MEM_OP_FREE || op == MEM_OP_FREE_HANDLE ? e->ts
+					     : e->ts + e->dur, s->mt.in_use, (uint32_t)(s - st),
+					     s->nchanges++ };
+	}
+	if (!nch) {
+		ret = 0;
+		goto out;
+	}
+	*out = malloc(nch * sizeof(**out));
+	if (!*out)
+		goto out;
+	for (size_t i = 0; i < nch; i++) {
+		const struct pid_state *s = &st[ch[i].st];
+		size_t j = ch[i].nth;
+
+		if (rate > 1 && j % rate && j != s->nchanges - 1 && j != s->peak_change)
+			continue;
+		ch[k++] = ch[i];
+	}
+	qsort(ch, k, sizeof(*ch), cmp_change);
+	for (size_t i = 0; i < k; i++)
+		(*out)[i] = (struct mem_sample){ ch[i].ts, st[ch[i].st].pid,
+						 st[ch[i].st].device == UINT32_MAX ? 0 : st[ch[i].st].device,
+						 ch[i].bytes };
+	*nout = k;
+	ret = 0;
+out:
+	for (size_t j = 0; j < nst; j++)
+		mem_tracker_release(&st[j].mt);
+	free(st);
+	free(ch);
+	if (ret) {
+		free(*out);
+		*out = NULL;
+	}
+	return ret;
+}

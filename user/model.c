@@ -113,7 +113,77 @@ void model_release(struct model *m)
 	free(m->knames);
 	free(m->kname_slots);
 	free(m->corrs);
+	free(m->stacks);
+	free(m->frames);
+	free(m->funcs);
+	free(m->stack_slots);
 	memset(m, 0, sizeof(*m));
+}
+
+static size_t stack_slot(uint32_t pid, uint64_t id, size_t nslots)
+{
+	uint64_t key[2] = { pid, id };
+
+	return hash_bytes(key, sizeof(key), HASH_SEED) & (nslots - 1);
+}
+
+const struct model_stack *model_find_stack(const struct model *m, uint32_t pid, uint64_t id)
+{
+	if (!m->nstack_slots)
+		return NULL;
+	for (size_t i = stack_slot(pid, id, m->nstack_slots); m->stack_slots[i];
+	     i = (i + 1) & (m->nstack_slots - 1)) {
+		const struct model_stack *st = &m->stacks[m->stack_slots[i] - 1];
+
+		if (st->pid == pid && st->id == id)
+			return st;
+	}
+	return NULL;
+}
+
+static int stack_rehash(struct model *m)
+{
+	size_t n = m->nstack_slots ? m->nstack_slots * 2 : 256;
+	uint32_t *slots = calloc(n, sizeof(*slots));
+
+	if (!slots)
+		return -ENOMEM;
+	for (size_t k = 0; k < m->nstacks; k++) {
+		size_t i = stack_slot(m->stacks[k].pid, m->stacks[k].id, n);
+
+		while (slots[i])
+			i = (i + 1) & (n - 1);
+		slots[i] = k + 1;
+	}
+	free(m->stack_slots);
+	m->stack_slots = slots;
+	m->nstack_slots = n;
+	return 0;
+}
+
+int model_add_stack(struct model *m, uint32_t pid, uint64_t id, int truncated, uint32_t n,
+		    const uint32_t *frames, const uint32_t *funcs)
+{
+	size_t i;
+
+	if (model_find_stack(m, pid, id))
+		return 0;
+	if ((m->nstacks + 1) * 2 > m->nstack_slots && stack_rehash(m))
+		return -ENOMEM;
+	if (grow((void **)&m->stacks, &m->cap_stacks, m->nstacks + 1, sizeof(*m->stacks)) ||
+	    grow((void **)&m->frames, &m->cap_frames, m->nframes + n, sizeof(*m->frames)) ||
+	    grow((void **)&m->funcs, &m->cap_funcs, m->nframes + n, sizeof(*m->funcs)))
+		return -ENOMEM;
+	memcpy(m->frames + m->nframes, frames, n * sizeof(*frames));
+	memcpy(m->funcs + m->nframes, funcs, n * sizeof(*funcs));
+	m->stacks[m->nstacks] = (struct model_stack){ .pid = pid, .n = n, .first = m->nframes,
+						      .truncated = !!truncated, .id = id };
+	m->nframes += n;
+	for (i = stack_slot(pid, id, m->nstack_slots); m->stack_slots[i];
+	     i = (i + 1) & (m->nstack_slots - 1))
+		;
+	m->stack_slots[i] = ++m->nstacks;
+	return 0;
 }
 
 int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation)
@@ -259,6 +329,11 @@ static int cmp_event(const void *a, const void *b)
 		return x->pid < y->pid ? -1 : 1;
 	if (x->tid != y->tid)
 		return x->tid < y->tid ? -1 : 1;
+	/* a scope opens before the calls inside it, outer scopes first */
+	if ((x->kind == EV_SCOPE) != (y->kind == EV_SCOPE))
+		return x->kind == EV_SCOPE ? -1 : 1;
+	if (x->kind == EV_SCOPE && x->depth != y->depth)
+		return x->depth < y->depth ? -1 : 1;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
@@ -330,11 +405,100 @@ static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_o
 	return 0;
 }
 
+/*
+ * After a re-sort, GPU events' links (indexes of API events) are stale:
+ * map old positions (seq) to new ones.
+ */
+static int relink(struct model *m)
+{
+	uint32_t *where = malloc((m->nev ? m->nev : 1) * sizeof(*where));
+
+	if (!where)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nev; i++)
+		where[m->ev[i].seq] = i;
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].link != MODEL_NO_LINK)
+			m->ev[i].link = where[m->ev[i].link];
+	free(where);
+	return 0;
+}
+
 static size_t corr_slot(uint32_t pid, uint32_t corr, size_t nslots)
 {
 	uint64_t key[1] = { (uint64_t)pid << 32 | corr };
 
 	return hash_bytes(key, sizeof(key), HASH_SEED) & (nslots - 1);
+}
+
+/* Open scopes of one thread while its calls are walked in time order. */
+struct scope_walk {
+	uint32_t pid, tid;
+	uint32_t n;             /* open scopes, outermost first */
+	uint32_t func[GB_SCOPE_MAX], frame[GB_SCOPE_MAX];
+	uint64_t start[GB_SCOPE_MAX];
+	uint64_t end;           /* end of the last call seen */
+};
+
+/* Close the scopes from depth keep on, at the end of the last call. */
+static int close_scopes(struct model *m, struct scope_walk *w, uint32_t keep)
+{
+	while (w->n > keep) {
+		struct model_event *e = model_add_event(m);
+
+		if (!e)
+			return -ENOMEM;
+		w->n--;
+		e->kind = EV_SCOPE;
+		e->pid = w->pid;
+		e->tid = w->tid;
+		e->ts = w->start[w->n];
+		e->dur = w->end - w->start[w->n];
+		e->name = w->func[w->n];
+		e->stack = w->frame[w->n];
+		e->depth = w->n;
+		e->link = MODEL_NO_LINK;
+	}
+	return 0;
+}
+
+/*
+ * Walk each thread's calls in time order (the API index is sorted by
+ * pid, tid, ts), keeping the functions on the stack open as scopes.
+ */
+static int derive_scopes(struct model *m, const uint32_t *api, size_t napi)
+{
+	struct scope_walk w = { 0 };
+	int ret = 0;
+
+	for (size_t k = 0; k < napi && !ret; k++) {
+		/* copies: closing scopes adds events, which may move m->ev */
+		const struct model_event e = m->ev[api[k]];
+		const struct model_stack *st = e.stack ? &m->stacks[e.stack - 1] : NULL;
+		uint32_t n = st ? (st->n < GB_SCOPE_MAX ? st->n : GB_SCOPE_MAX) : 0, same = 0;
+
+		if (e.pid != w.pid || e.tid != w.tid) {
+			ret = close_scopes(m, &w, 0);
+			w.pid = e.pid;
+			w.tid = e.tid;
+			w.end = 0;
+		}
+		/* compare root first: a stack's outermost frame is its last */
+		while (same < w.n && same < n && w.func[same] == m->funcs[st->first + st->n - 1 - same])
+			same++;
+		if (!ret)
+			ret = close_scopes(m, &w, same);
+		for (; w.n < n && !ret; w.n++) {
+			uint32_t f = st->first + st->n - 1 - w.n;
+
+			w.func[w.n] = m->funcs[f];
+			w.frame[w.n] = m->frames[f];
+			w.start[w.n] = e.ts;
+		}
+		if (e.ts + e.dur > w.end)
+			w.end = e.ts + e.dur;
+	}
+	return ret ? ret : close_scopes(m, &w, 0);
 }
 
 int model_finish(struct model *m)
@@ -347,8 +511,15 @@ int model_finish(struct model *m)
 		m->ev[i].seq = i;
 	if (m->nev)
 		qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
-	for (size_t i = 0; i < m->nev; i++)
-		m->ev[i].link = MODEL_NO_LINK;
+	for (size_t i = 0; i < m->nev; i++) {
+		struct model_event *e = &m->ev[i];
+		const struct model_stack *st;
+
+		e->link = MODEL_NO_LINK;
+		if (e->kind == EV_API && e->pystack &&
+		    (st = model_find_stack(m, e->pid, e->pystack)))
+			e->stack = st - m->stacks + 1;
+	}
 	ret = link_correlations(m, &api, &napi);
 	if (ret)
 		return ret;
@@ -415,6 +586,18 @@ int model_finish(struct model *m)
 			e->kernel = k;
 	}
 	free(slots);
+	/* scopes are new events: sort again so exporters see one timeline */
+	if (m->nstacks) {
+		size_t before = m->nev;
+
+		ret = derive_scopes(m, api, napi);
+		if (!ret && m->nev > before) {
+			for (size_t i = 0; i < m->nev; i++)
+				m->ev[i].seq = i;
+			qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
+			ret = relink(m);
+		}
+	}
 	free(api);
-	return 0;
+	return ret;
 }

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define GB_SCOPE_MAX 256        /* Python frames followed as scopes */
+
 /* Interned strings: id 0 is the empty string. */
 struct strtab {
 	char **strs;
@@ -48,6 +50,7 @@ enum model_kind {
 	EV_MEMSET,
 	EV_GPU_SYNC,
 	EV_MEMORY,              /* an allocation or release seen by the GPU side */
+	EV_SCOPE,               /* a Python function active across calls (model_finish) */
 };
 
 #define MODEL_NO_LINK UINT32_MAX
@@ -77,6 +80,23 @@ struct model_event {
 	uint64_t graph_node;
 	uint32_t link;          /* after model_finish: GPU event -> index of the
 				   API event that caused it, else MODEL_NO_LINK */
+	uint64_t pystack;       /* API: id of the thread's Python stack, 0 none */
+	uint32_t stack;         /* after model_finish: API: index + 1 of its stack in
+				   m->stacks, 0 none; EV_SCOPE: the frame's string id */
+	uint16_t depth;         /* EV_SCOPE: depth from the outermost frame */
+};
+
+/*
+ * A Python stack, innermost frame first: frames[i] are strtab ids of
+ * "qualname (file:line)", funcs[i] of "qualname (file)" (the frame's
+ * function, for scopes).
+ */
+struct model_stack {
+	uint32_t pid;
+	uint32_t n;
+	uint32_t first;         /* index of its first frame in m->frames / m->funcs */
+	uint32_t truncated;     /* deeper than the walk */
+	uint64_t id;            /* as sent by the BPF walker */
 };
 
 /* A correlation id announced on a thread during a driver call. */
@@ -120,6 +140,12 @@ struct model {
 	size_t nkname_slots;
 	struct model_corr *corrs;
 	size_t ncorrs, cap_corrs;
+	struct model_stack *stacks;
+	size_t nstacks, cap_stacks;
+	uint32_t *frames, *funcs;
+	size_t nframes, cap_frames, cap_funcs;
+	uint32_t *stack_slots;       /* hash index into stacks by (pid, id), 1-based */
+	size_t nstack_slots;
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	char host[256];
@@ -141,6 +167,17 @@ int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const 
 /* Kernel name id for (pid, handle), 0 if none is known. */
 uint32_t model_kernel_name(const struct model *m, uint32_t pid, uint64_t handle);
 
+/*
+ * Add a Python stack of process pid under its id: n frames, innermost
+ * first, as strtab ids of "qualname (file:line)" (frames) and of the
+ * function alone, "qualname (file)" (funcs).  A second stack under the
+ * same (pid, id) is ignored.  0 or -ENOMEM.
+ */
+int model_add_stack(struct model *m, uint32_t pid, uint64_t id, int truncated, uint32_t n,
+		    const uint32_t *frames, const uint32_t *funcs);
+/* The stack of (pid, id), NULL if none was added. */
+const struct model_stack *model_find_stack(const struct model *m, uint32_t pid, uint64_t id);
+
 /* Record a correlation announcement; 0 or -ENOMEM. */
 int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation);
 
@@ -161,7 +198,12 @@ int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uin
  *    of the GPU kernel a launch of that handle ran if any (complete, where
  *    a lookup's may be cut), else the lookup's;
  *  - count GPU events that start before the call that caused them
- *    (skewed, max_skew_ns).
+ *    (skewed, max_skew_ns);
+ *  - give API events their Python stack, and add EV_SCOPE events: each
+ *    Python function on a thread's stacks spans, as one event, the calls
+ *    made while it stayed on the stack (from the first call's start to the
+ *    last one's end), so Model.forward or Optimizer.step show as blocks
+ *    around the calls made inside them.
  */
 int model_finish(struct model *m);
 

@@ -399,6 +399,14 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max)
 	return n;
 }
 
+int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg)
+{
+	uint32_t key = pid;
+
+	return bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
+				    BPF_ANY) ? -errno : 0;
+}
+
 int probes_ringbuf_fd(struct probes *p)
 {
 	return bpf_map__fd(p->skel->maps.rb);

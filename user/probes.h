@@ -9,6 +9,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include "gpubpf.h"
 
 struct cuda_bpf;
 struct bpf_link;
@@ -66,6 +67,8 @@ int probes_attached(struct probes *p, const char *path, pid_t pid);
 int probes_trace_pid(struct probes *p, pid_t pid);
 /* The pids in the traced set (children joined by fork included); count or -errno. */
 int probes_traced_pids(struct probes *p, pid_t *pids, int max);
+/* Walk pid's Python stacks at every probed call, with layout cfg. */
+int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
 /* The ring buffer's map fd. */
 int probes_ringbuf_fd(struct probes *p);
 /* Lost records: total, and per pid through the callback. */

@@ -1,0 +1,141 @@
+"""Driver calls from known Python stacks, for the stack tests (t0300).
+
+usage: stackwork.py TRUTH.json [--deep N]
+
+Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH) with ctypes and makes
+launches and syncs from: methods, a generator, a lambda, a function called
+by a C builtin (map), recursion, a second thread, and one stack deeper than
+N frames (default 300).  At each call it records the stack the call is made
+from, innermost frame first, as "qualname (file:line)" -- the form gpubpf
+writes; Python 3.10 code objects carry no qualified name, so there the name
+is co_name -- into TRUTH.json: [{"name", "tid", "stack": [...]}, ...].
+"""
+import ctypes
+import json
+import sys
+import threading
+
+HERE = __file__
+truth = []
+lock = threading.Lock()
+lib = ctypes.CDLL("libcuda.so.1")
+
+
+def gettid():
+    if hasattr(threading, "get_native_id"):
+        return threading.get_native_id()
+    return ctypes.CDLL(None).syscall(186)
+
+
+def frame_name(code):
+    return getattr(code, "co_qualname", code.co_name)
+
+
+def stack_of(frame):
+    out = []
+    while frame is not None:
+        out.append("%s (%s:%d)" % (frame_name(frame.f_code), frame.f_code.co_filename,
+                                   frame.f_lineno))
+        frame = frame.f_back
+    return out
+
+
+def _call_line():
+    # the line of the driver call in cu(), so the truth names that line
+    src = open(HERE).read().splitlines()
+    return next(i + 1 for i, l in enumerate(src) if l.strip() == "ret = fn(*args)  # the call")
+
+
+CALL_LINE = None
+
+
+def cu(name, *args):
+    fn = getattr(lib, name)
+    me = sys._getframe(0)
+    stack = ["%s (%s:%d)" % (frame_name(me.f_code), me.f_code.co_filename, CALL_LINE)]
+    stack += stack_of(me.f_back)
+    with lock:
+        truth.append({"name": name, "tid": gettid(), "stack": stack})
+    ret = fn(*args)  # the call
+    if ret != 0:
+        raise RuntimeError("%s returned %d" % (name, ret))
+
+
+FUNC = ctypes.c_void_p()
+US = ctypes.c_uint32(5)
+PARAMS = (ctypes.c_void_p * 1)(ctypes.cast(ctypes.pointer(US), ctypes.c_void_p))
+
+
+def launch():
+    cu("cuLaunchKernel", FUNC, 1, 1, 1, 32, 1, 1, 0, None, PARAMS, None)
+
+
+class Layer:
+    def forward(self):
+        launch()
+
+
+class Model:
+    def __init__(self):
+        self.layers = [Layer(), Layer()]
+
+    def forward(self):
+        for layer in self.layers:
+            layer.forward()
+
+
+def batches(n):
+    for i in range(n):
+        launch()
+        yield i
+
+
+def recurse(n):
+    if n == 0:
+        cu("cuCtxSynchronize")
+        return
+    recurse(n - 1)
+
+
+def deep(n):
+    if n == 0:
+        launch()
+        return
+    deep(n - 1)
+
+
+def via_map(x):
+    launch()
+    return x
+
+
+def worker():
+    Model().forward()
+    cu("cuStreamSynchronize", None)
+
+
+def main():
+    global CALL_LINE
+    CALL_LINE = _call_line()
+    out = sys.argv[1]
+    depth = int(sys.argv[sys.argv.index("--deep") + 1]) if "--deep" in sys.argv else 300
+    sys.setrecursionlimit(depth + 200)
+    if lib.cuInit(0) or lib.cuModuleGetFunction(ctypes.byref(FUNC), None, b"stack_kernel"):
+        raise RuntimeError("cannot set up the simulated driver")
+    Model().forward()
+    for _ in batches(2):
+        pass
+    (lambda: launch())()
+    list(map(via_map, [1, 2]))
+    recurse(5)
+    t = threading.Thread(target=worker, name="second")
+    t.start()
+    t.join()
+    deep(depth)
+    cu("cuCtxSynchronize")
+    with open(out, "w") as f:
+        json.dump(truth, f)
+
+
+if __name__ == "__main__":
+    main()

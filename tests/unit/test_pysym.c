@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Unit tests for user/pysym.c: line tables of real code objects from every
+ * installed CPython 3.10+ (tests/py/linetab.py prints each table and the
+ * line CPython gives each code unit), decoded by pysym_line, unit by unit;
+ * malformed tables; and, on a live process, the identity check (a token
+ * that does not match never yields a name), the cache, and a process that
+ * exits keeping what was resolved.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pyruntime.h"
+#include "pysym.h"
+#include "tap.h"
+#include "pytarget.h"
+
+static char tmpdir[] = "/tmp/gpubpf-pysym-XXXXXX";
+
+static int unhex(const char *h, uint8_t *out, size_t max)
+{
+	size_t n = 0;
+
+	if (!strcmp(h, "-"))
+		return 0;
+	for (; h[0] && h[1] && n < max; h += 2) {
+		unsigned b;
+
+		if (sscanf(h, "%2x", &b) != 1)
+			return -1;
+		out[n++] = b;
+	}
+	return n;
+}
+
+static void test_tables(const struct pyinterp *py)
+{
+	static char line[1 << 20];
+	static uint8_t tab[1 << 18];
+	char cmd[1200], name[512] = "";
+	int tablen = 0, first = 0, codes = 0, units = 0, bad = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "'%s' tests/py/linetab.py", py->python);
+	f = popen(cmd, "r");
+	if (!ok(f != NULL, "%s: linetab.py", py->python))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char hex[sizeof(line)];
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "code %511s %d %s", name, &first, hex) == 3) {
+			tablen = unhex(hex, tab, sizeof(tab));
+			codes++;
+		} else if (!strncmp(line, "lines", 5) && tablen >= 0) {
+			char *p = line + 5, *end;
+			int i = 0;
+
+			for (long want = strtol(p, &end, 10); end != p;
+			     p = end, want = strtol(p, &end, 10), i++) {
+				int got = pysym_line(py->version, tab, tablen, first, i);
+
+				units++;
+				if (got != want && bad++ < 5)
+					diag("%s: %s unit %d: line %d, CPython says %ld",
+					     py->python, name, i, got, want);
+			}
+		}
+	}
+	ok(!pclose(f) && codes > 10 && units > 200,
+	   "%s: %d code objects, %d code units read", py->python, codes, units);
+	is_int(bad, 0, "%s: every unit's line equals co_lines()/co_positions()", py->python);
+}
+
+static void test_malformed(void)
+{
+	const uint8_t t310[] = { 6, 1, 4, 0x80, 2, 2 };          /* 0-5 +1, 6-9 none, 10-11 +2 */
+	const uint8_t t311[] = { 0xf0, 0x02, 0x01 };             /* long form +1, truncated */
+	const uint8_t t311b[] = { 0xe8, 0x05, 0xd1 };            /* no-column -2; one-line 0, 2 units */
+	const uint8_t junk[] = { 0x13, 0x7f, 0x7f, 0x7f, 0x7f };  /* no entry start */
+	const uint8_t manyvar[] = { 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x01 };
+
+	is_int(pysym_line(310, t310, sizeof(t310), 10, -1), 10, "not started: first line");
+	is_int(pysym_line(310, t310, sizeof(t310), 10, 0), 11, "3.10 pairs: unit 0");
+	is_int(pysym_line(310, t310, sizeof(t310), 10, 2), 11, "3.10 pairs: unit 2");
+	is_int(pysym_line(310, t310, sizeof(t310), 10, 3), -1, "3.10 pairs: no line");
+	is_int(pysym_line(310, t310, sizeof(t310), 10, 5), 13, "3.10 pairs: -128 keeps the line");
+	is_int(pysym_line(310, t310, sizeof(t310), 10, 6), -1, "3.10 pairs: past the end");
+	is_int(pysym_line(310, t310, 5, 10, 5), -1, "3.10 pairs: odd length ignored");
+	is_int(pysym_line(311, t311, sizeof(t311), 7, 0), 8, "3.11 long form, truncated");
+	is_int(pysym_line(311, t311, sizeof(t311), 7, 1), -1, "3.11 past the end");
+	is_int(pysym_line(311, t311b, sizeof(t311b), 7, 0), 5, "3.11 no-column, negative delta");
+	is_int(pysym_line(311, t311b, sizeof(t311b), 7, 2), 5, "3.11 one-line form 0, second unit");
+	is_int(pysym_line(311, t311b, sizeof(t311b), 7, 3), -1, "3.11 past the end");
+	is_int(pysym_line(311, junk, sizeof(junk), 7, 0), -1, "3.11 junk: no line, no crash");
+	ok(pysym_line(311, manyvar, sizeof(manyvar), 7, 0) != 0, "3.11 endless varint: bounded");
+	is_int(pysym_line(312, NULL, 0, 7, 0), -1, "empty table");
+	is_int(pysym_line(313, t311b, sizeof(t311b), 7, 1 << 30), -1, "absurd offset");
+}
+
+/* Identity, cache and exit on a live process of interpreter py. */
+static void test_live(const struct pyinterp *py)
+{
+	struct gb_py_frame fr[64], bad;
+	struct py_frame_info fi, fi2;
+	struct gb_py_config cfg;
+	struct py_expect e;
+	struct pysym *s;
+	char out[600], why[256], *keep = NULL;
+	size_t mem0, mem1, codes;
+	pid_t pid;
+	int n, err;
+
+	snprintf(out, sizeof(out), "%s/live-%d", tmpdir, py->version);
+	pid = py_start_target(py->python, out, &e);
+	if (!ok(pid > 0, "%s: target parked", py->python))
+		return;
+	s = pysym_new();
+	if (!ok(s && !pyruntime_find(pid, &cfg, why, sizeof(why)), "%s: runtime (%s)",
+		py->python, why))
+		goto cleanup;
+	n = pyruntime_walk(pid, &cfg, e.thread, fr, 64);
+	if (!ok(n == e.n && n > 4, "%s: %d frames", py->python, n))
+		goto cleanup;
+	mem0 = pysym_mem(s, NULL);
+
+	err = pysym_resolve(s, pid, &cfg, &fr[0], &fi);
+	is_int(err, 0, "resolve the innermost frame");
+	is_str(fi.qualname, e.f[0].qualname, "its name");
+	is_int(fi.line, e.f[0].line, "its line");
+
+	/* a token that does not match: "?" and -ESTALE, never a name */
+	bad = fr[1];
+	bad.ident ^= 1;
+	err = pysym_resolve(s, pid, &cfg, &bad, &fi2);
+	is_int(err, -ESTALE, "changed token: -ESTALE");
+	is_str(fi2.qualname, "?", "changed token: no name");
+	is_str(fi2.filename, "?", "changed token: no file");
+	is_int(fi2.line, 0, "changed token: no line");
+	/* another code object at the address of a known one (address reuse) */
+	bad = fr[2];
+	bad.ident = fr[0].ident;
+	is_int(pysym_resolve(s, pid, &cfg, &bad, &fi2), -ESTALE,
+	       "another object at a known address: -ESTALE");
+	is_str(fi2.qualname, "?", "  and not the other object's name");
+	bad = fr[0];
+	bad.code += 8;
+	is_int(pysym_resolve(s, pid, &cfg, &bad, &fi2), -ESTALE, "a shifted address: -ESTALE");
+
+	/* cached: the same strings, no memory growth */
+	mem1 = pysym_mem(s, &codes);
+	is_int(codes, 1, "one code object cached");
+	err = pysym_resolve(s, pid, &cfg, &fr[0], &fi2);
+	ok(!err && fi2.qualname == fi.qualname && fi2.filename == fi.filename,
+	   "a second resolve hits the cache");
+	is_int(pysym_mem(s, NULL), mem1, "  and allocates nothing");
+	for (int i = 0; i < n - 1; i++)
+		pysym_resolve(s, pid, &cfg, &fr[i], &fi2);
+	mem1 = pysym_mem(s, &codes);
+	diag("%s: %zu distinct code objects, %zu bytes: %.0f bytes per distinct frame",
+	     py->python, codes, mem1 - mem0, (double)(mem1 - mem0) / codes);
+	ok(codes > 3 && (mem1 - mem0) / codes < 4096, "memory per distinct frame is small");
+
+	/* the process exits: what was resolved stays, the rest is unknown */
+	keep = strdup(fi.qualname);
+	py_kill(pid);
+	err = pysym_resolve(s, pid, &cfg, &fr[0], &fi2);
+	ok(!err && !strcmp(fi2.qualname, e.f[0].qualname) && fi2.line == e.f[0].line,
+	   "after exit, a resolved frame still resolves");
+	bad = fr[0];
+	bad.ident ^= 2;
+	err = pysym_resolve(s, pid, &cfg, &bad, &fi2);
+	ok(err < 0 && !strcmp(fi2.qualname, "?"), "after exit, an unknown frame is \"?\" (%d)",
+	   err);
+	pysym_forget(s, pid);
+	ok(pysym_mem(s, &codes) < mem1 && codes == 0, "forget drops the process's code objects");
+	is_str(fi.qualname, keep, "strings handed out stay valid after forget");
+	err = pysym_resolve(s, pid, &cfg, &fr[0], &fi2);
+	ok(err < 0 && !strcmp(fi2.qualname, "?"), "after forget, nothing resolves (%d)", err);
+	pid = -1;
+cleanup:
+	py_kill(pid);
+	pysym_free(s);
+	free(keep);
+}
+
+int main(void)
+{
+	struct pyinterp py[32];
+	int n = py_interps(py, 32, 0);
+
+	if (!mkdtemp(tmpdir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	test_malformed();
+	for (int i = 0; i < n; i++)
+		test_tables(&py[i]);
+	for (int i = 0; i < n; i++)
+		test_live(&py[i]);
+	if (!n)
+		diag("no CPython 3.10+ installed: line tables from real code not tested");
+	{
+		char cmd[700];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
+		if (system(cmd))
+			diag("could not remove %s", tmpdir);
+	}
+	return done_testing();
+}

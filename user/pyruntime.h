@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Finding a process's CPython runtime and its layout, for the BPF frame
+ * walker (struct gb_py_config in bpf/gpubpf.h).
+ */
+#ifndef GPUBPF_PYRUNTIME_H
+#define GPUBPF_PYRUNTIME_H
+
+#include <stddef.h>
+#include <sys/types.h>
+#include "gpubpf.h"
+
+/*
+ * Find the mapping of pid that defines _PyRuntime (the executable or
+ * libpython3.X.so), the interpreter's version and its layout, and fill
+ * cfg (cfg->depth is left for the caller).  Layouts: tables for 3.10, 3.11
+ * and 3.12; _Py_DebugOffsets for 3.13 and 3.14.
+ * Returns 0; -ENOENT if the process runs no CPython (not an error: say
+ * nothing); -ENOTSUP for a CPython gpubpf cannot walk (unknown version,
+ * free-threaded build, unreadable runtime), with a one-line reason in why;
+ * other -errno with a reason.
+ */
+int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen);
+
+/*
+ * Where a code object's fields are (for pysym), and how str and bytes
+ * objects are laid out, in the process whose layout is cfg: a table for
+ * 3.10 to 3.12, the process's _Py_DebugOffsets for 3.13+ (read from its
+ * memory).  qualname is GB_PY_NONE in 3.10 (no co_qualname there).
+ */
+struct py_code_layout {
+	__u32 filename, name, qualname, firstlineno, linetable;
+	__u32 str_length;       /* PyASCIIObject.length */
+	__u32 str_state;        /* PyASCIIObject.state (kind, compact, ascii bits) */
+	__u32 ascii_size;       /* sizeof(PyASCIIObject): data of a compact ASCII str */
+	__u32 compact_size;     /* sizeof(PyCompactUnicodeObject): other compact strs */
+	__u32 bytes_size;       /* PyBytesObject ob_size */
+	__u32 bytes_sval;       /* PyBytesObject ob_sval */
+};
+int pyruntime_code_layout(pid_t pid, const struct gb_py_config *cfg,
+			  struct py_code_layout *out);
+
+/*
+ * Walk, from user space through /proc/PID/mem, the Python frames of the
+ * thread whose tstate->thread_id is thread_id (pthread_self() of that
+ * thread), the way the BPF walker does: up to max frames, innermost first,
+ * shim frames (owner >= 3) skipped, instr computed as gb_py_frame says.
+ * Returns the number of frames, -ESRCH if no such thread state, -errno.
+ * A reference for the BPF walker and the tests' oracle.
+ */
+int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
+		   struct gb_py_frame *frames, int max);
+
+#endif
