@@ -31,6 +31,8 @@ UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
 UNIT_BINS  := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(UNIT_SRCS))
 TEST_BIN_SRCS := $(wildcard tests/bin/*.c)
 TEST_BINS  := $(patsubst tests/bin/%.c,$(BUILD)/tests/%,$(TEST_BIN_SRCS))
+TEST_CXX_SRCS := $(wildcard tests/bin/*.cc)
+TEST_BINS  += $(patsubst tests/bin/%.cc,$(BUILD)/tests/%,$(TEST_CXX_SRCS))
 BENCH_SRCS := $(wildcard bench/*.c)
 SIM_LIB    := $(BUILD)/sim/libcuda.so.1
 CUPTI_SRCS := $(wildcard cupti/*.c)
@@ -94,6 +96,11 @@ $(BUILD)/tests/%: tests/bin/%.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -pthread -I$(CUDA_HOME)/include -o $@ $< -ldl
 
+# C++ test programs keep their frame pointers and calls (native stacks).
+$(BUILD)/tests/%: tests/bin/%.cc
+	@mkdir -p $(@D)
+	$(CXX) -O1 -g -Wall -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< -ldl
+
 test: all test-bins
 	@bash tests/run.sh
 
@@ -115,7 +122,7 @@ clean:
 BENCH_DIR  := $(BUILD)/bench
 BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost \
               $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
-              $(BENCH_DIR)/gpuwork
+              $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench
 
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
@@ -141,6 +148,9 @@ $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
 	$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
 
 $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+
+$(BENCH_DIR)/pysym_bench: bench/pysym_bench.c $(LIB_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Launches 0-us kernels (and graphs of them) on the simulated driver.

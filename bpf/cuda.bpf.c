@@ -22,6 +22,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile __u8 filter_pids = 0;    /* only tgids in "pids" */
 const volatile __u8 follow_forks = 0;   /* children of traced tgids join */
 const volatile __u64 wake_bytes = 1 << 20; /* wake the reader past this fill */
+const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -91,10 +92,20 @@ struct {
 	__type(value, __u8);
 } py_seen SEC(".maps");
 
-/* The stack being walked, and the bytes of the frame and code object read. */
+/*
+ * The stack being walked, and the bytes read.  CPython 3.11+ keeps a
+ * thread's frames one after the other on its data stack, so one read of
+ * the frame's page up to the frame covers the frames below it too: win
+ * holds [win_base, win_base + win_len) of the process's memory.
+ */
+#define PY_PAGE 4096
+#define PY_FRAME_READ 128       /* bytes of a frame the layouts reach into */
+
 struct py_scratch {
 	struct gb_pystack st;
-	__u8 frame[128];
+	__u64 win_base;
+	__u32 win_len;
+	__u8 win[PY_PAGE + PY_FRAME_READ];
 	__u64 ident[GB_PY_IDENT_LEN / 8];
 };
 
@@ -104,6 +115,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct py_scratch);
 } py_scratch SEC(".maps");
+
+/* Native stacks: the stacks sent, and the one being captured. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct py_seen_key);        /* (tgid, stack id) */
+	__type(value, __u8);
+} native_seen SEC(".maps");
+
+struct native_scratch {
+	struct gb_native st;
+	__u64 raw[GB_NATIVE_MAX_DEPTH];         /* as bpf_get_stack() returns it */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct native_scratch);
+} native_scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -264,12 +295,39 @@ static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, __u32 ti
 	return 0;
 }
 
-/* A field of the frame bytes read, at an offset from the layout. */
-static __always_inline __u64 frame_u64(const struct py_scratch *s, __u32 off)
+/* A field of the frame at byte at in the window, at an offset from the layout. */
+static __always_inline __u64 frame_u64(const struct py_scratch *s, __u32 at, __u32 off)
 {
-	if (off > sizeof(s->frame) - 8)
+	__u32 i = at + off;
+
+	if (at > PY_PAGE || off > PY_FRAME_READ - 8 || i > sizeof(s->win) - 8)
 		return 0;
-	return *(const __u64 *)&s->frame[off];
+	return *(const __u64 *)&s->win[i];
+}
+
+/*
+ * Bring the frame at addr into the window and return its position there,
+ * or -1.  3.11+: read from the start of its page up to its end, which
+ * stays inside memory the frame's own page is part of; 3.10's frames are
+ * separate objects: read just the frame.
+ */
+static __always_inline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
+{
+	__u64 base;
+	__u32 len;
+
+	if (addr >= s->win_base && addr + PY_FRAME_READ <= s->win_base + s->win_len)
+		return addr - s->win_base;
+	/* a masked length: bounded in a way the verifier follows */
+	len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_FRAME_READ : PY_FRAME_READ;
+	base = addr + PY_FRAME_READ - len;
+	if (bpf_probe_read_user(s->win, len, (void *)base)) {
+		s->win_len = 0;
+		return -1;
+	}
+	s->win_base = base;
+	s->win_len = len;
+	return addr - base;
 }
 
 struct py_walk {
@@ -289,24 +347,26 @@ static long py_walk_frame(__u32 i, void *data)
 	struct py_scratch *s = w->s;
 	struct gb_py_frame *f;
 	__u64 code, prev;
+	int at;
 
 	if (!w->frame || w->n >= w->depth)
 		return 1;
-	if (bpf_probe_read_user(s->frame, sizeof(s->frame), (void *)w->frame))
+	at = frame_at(s, w->frame, cfg->frame_owner != GB_PY_NONE);
+	if (at < 0 || at > PY_PAGE)
 		return 1;
-	prev = frame_u64(s, cfg->frame_prev);
-	code = frame_u64(s, cfg->frame_code) & ~(__u64)cfg->exec_tag_mask;
+	prev = frame_u64(s, at, cfg->frame_prev);
+	code = frame_u64(s, at, cfg->frame_code) & ~(__u64)cfg->exec_tag_mask;
 	w->frame = prev;
 	/* 3.12+: frames owned by the C stack are shims, not Python code */
 	if (cfg->frame_owner != GB_PY_NONE &&
-	    s->frame[cfg->frame_owner & (sizeof(s->frame) - 1)] >= 3)
+	    (__u8)frame_u64(s, at, cfg->frame_owner & (PY_FRAME_READ - 1)) >= 3)
 		return 0;
 	f = &s->st.frames[w->n & (GB_PY_MAX_DEPTH - 1)];
 	f->code = code;
 	if (cfg->code_adaptive == GB_PY_NONE)   /* 3.10: f_lasti, an int */
-		f->instr = (__u32)frame_u64(s, cfg->frame_instr);
+		f->instr = (__u32)frame_u64(s, at, cfg->frame_instr);
 	else
-		f->instr = (__u32)((frame_u64(s, cfg->frame_instr) - code - cfg->code_adaptive) / 2);
+		f->instr = (__u32)((frame_u64(s, at, cfg->frame_instr) - code - cfg->code_adaptive) / 2);
 	__builtin_memset(s->ident, 0, sizeof(s->ident));
 	bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident));
 	f->ident = gb_py_ident(s->ident);
@@ -344,6 +404,7 @@ static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
 		frame = read_u64(frame + cfg->cframe_frame);
 	w.frame = frame;
 	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
+	w.s->win_len = 0;       /* the window is per walk: memory changes between calls */
 	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frame, &w, 0);
 	if (!w.n)
 		return 0;
@@ -374,6 +435,73 @@ static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
 	return key.id;
 }
 
+/*
+ * The calling thread's user-space stack, unwound by the kernel through
+ * frame pointers; sent if this process has not been sent it yet.  Returns
+ * its id, 0 when none could be read.
+ */
+static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
+{
+	struct py_seen_key key = { .tgid = tgid };
+	__u64 h = 0x84222325cbf29ce4ULL, ret_addr = 0;
+	struct native_scratch *s;
+	__u32 zero = 0, n, shift = 0;
+	__u8 one = 1;
+	long got;
+
+	s = bpf_map_lookup_elem(&native_scratch, &zero);
+	if (!s)
+		return 0;
+	got = bpf_get_stack(ctx, s->raw, sizeof(s->raw), BPF_F_USER_STACK);
+	if (got < 8)
+		return 0;
+	n = got / 8;
+	/*
+	 * At a function's entry its caller has not been linked into the frame
+	 * chain: the caller's return address is at sp.  The kernel adds it
+	 * only when the probed instruction is push %rbp or endbr64.
+	 */
+	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)PT_REGS_SP(ctx));
+	s->st.addrs[0] = s->raw[0];
+	if (ret_addr && (n < 2 || s->raw[1] != ret_addr)) {
+		s->st.addrs[1] = ret_addr;
+		shift = 1;
+	}
+	for (__u32 i = 1; i < GB_NATIVE_MAX_DEPTH; i++) {
+		if (i >= n || i + shift >= GB_NATIVE_MAX_DEPTH)
+			break;
+		s->st.addrs[(i + shift) & (GB_NATIVE_MAX_DEPTH - 1)] = s->raw[i];
+	}
+	n += shift;
+	if (n > GB_NATIVE_MAX_DEPTH)
+		n = GB_NATIVE_MAX_DEPTH;
+	for (__u32 i = 0; i < GB_NATIVE_MAX_DEPTH; i++) {
+		if (i >= n)
+			break;
+		h = (h ^ s->st.addrs[i]) * 0x100000001b3ULL;
+	}
+	key.id = h ? h : 1;
+	if (bpf_map_lookup_elem(&native_seen, &key))
+		return key.id;
+	s->st.type = GB_REC_NATIVE;
+	s->st.pid = tgid;
+	s->st.id = key.id;
+	s->st.n = n;
+	s->st.pad = 0;
+	asm volatile("" : "+r"(n));     /* keep the bound where the verifier sees it */
+	if (n > GB_NATIVE_MAX_DEPTH)
+		return 0;
+	/* woken at once: user space reads the process's maps while it runs */
+	if (bpf_ringbuf_output(&rb, &s->st, offsetof(struct gb_native, addrs) + n * sizeof(__u64),
+			       BPF_RB_FORCE_WAKEUP)) {
+		count_drop(tgid);
+		return 0;
+	}
+	count(GB_CNT_EVENTS);
+	bpf_map_update_elem(&native_seen, &key, &one, BPF_ANY);
+	return key.id;
+}
+
 static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 				       __u64 ck, __u64 pid_tgid)
 {
@@ -398,6 +526,7 @@ static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 	read_deref(c, GB_CK_DEREF(ck));
 	bpf_get_current_comm(c->comm, sizeof(c->comm));
 	c->pystack = py_stack(c->pid, c->tid);
+	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
 }
 
 static __always_inline int on_entry(struct pt_regs *ctx)

@@ -24,6 +24,7 @@ enum gb_rec_type {
 	GB_REC_GPU = 3,   /* a batch of GPU activity records: struct gb_gpu */
 	GB_REC_CORR = 4,  /* a driver call's correlation id: struct gb_corr */
 	GB_REC_PYSTACK = 5, /* a Python stack, sent once per (pid, id): struct gb_pystack */
+	GB_REC_NATIVE = 6,  /* a native stack, sent once per (pid, id): struct gb_native */
 };
 
 /*
@@ -91,6 +92,7 @@ struct gb_call {
 	__u64 ext[GB_NEXT];     /* see enum gb_deref */
 	char comm[GB_COMM_LEN]; /* thread name */
 	__u64 pystack;          /* id of the thread's Python stack, 0 if none */
+	__u64 nstack;           /* id of the native (user-space) stack, 0 if none */
 };
 
 struct gb_name {
@@ -195,6 +197,24 @@ static inline __u32 gb_py_ident(const __u64 w[GB_PY_IDENT_LEN / 8])
 		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ULL;
 	return (__u32)(h >> 32);
 }
+
+/*
+ * Native stacks (record --stack native): the user-space return addresses
+ * of the calling thread at the probed call, as bpf_get_stack() unwinds
+ * them (frame pointers), innermost first: the entry point itself, then
+ * its caller.  Sent once per process (GB_REC_NATIVE, keyed by a hash of
+ * the addresses); call records carry that key in nstack.
+ */
+#define GB_NATIVE_MAX_DEPTH 64
+
+struct gb_native {
+	__u32 type;             /* GB_REC_NATIVE */
+	__u32 pid;
+	__u64 id;               /* hash of the addresses: the key calls refer to */
+	__u32 n;                /* addresses that follow */
+	__u32 pad;
+	__u64 addrs[GB_NATIVE_MAX_DEPTH];
+};
 
 /* Index of the global counters in the "counters" array map. */
 enum gb_counter {

@@ -69,6 +69,7 @@ struct record {
 	int verbose;
 	int quiet;              /* no report at the end */
 	int stacks;             /* walk Python stacks */
+	int native;             /* capture native stacks */
 	uint32_t stack_depth;
 	struct py_try { pid_t pid; int done; uint64_t first; } *py;
 	size_t npy;
@@ -114,7 +115,9 @@ static const char usage[] =
 "      --cupti-lib PATH   the injection library (libgpubpf_cupti.so) to use\n"
 "      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
 "      --stack MODE       python (default): the Python stack of every call;\n"
-"                         none: no stacks\n"
+"                         native: its user-space return addresses, named\n"
+"                         from the ELF symbols (up to 64 frames, through\n"
+"                         frame pointers); python,native: both; none\n"
 "      --stack-depth N    Python frames per stack, 1 to 256 (default 64);\n"
 "                         deeper stacks are cut and flagged\n"
 "      --sample-rate N    device memory counter tracks: a sample every N\n"
@@ -230,14 +233,27 @@ static int parse_args(struct record *r, int argc, char **argv)
 		case 'N':
 			r->device = 0;
 			break;
-		case 'S':
-			if (!strcmp(optarg, "none") || !strcmp(optarg, "python")) {
-				r->stacks = !strcmp(optarg, "python");
-				break;
+		case 'S': {
+			/* a list: python, native, python,native; or none alone */
+			const char *p = optarg;
+			size_t len;
+
+			r->stacks = r->native = 0;
+			for (; *p; p += len + !!p[len]) {
+				len = strcspn(p, ",");
+				if (len == 6 && !strncmp(p, "python", 6))
+					r->stacks = 1;
+				else if (len == 6 && !strncmp(p, "native", 6))
+					r->native = 1;
+				else if (!(len == 4 && !strncmp(p, "none", 4) && !strcmp(optarg, "none")))
+					break;
 			}
-			fprintf(stderr, "gpubpf: invalid --stack '%s' (python or none%s)\n", optarg,
-				strstr(optarg, "native") ? "; native stacks are not available yet" : "");
+			if (!*p && *optarg && p[-1] != ',')
+				break;
+			fprintf(stderr, "gpubpf: invalid --stack '%s' (python, native, "
+				"python,native or none)\n", optarg);
 			return -1;
+		}
 		case 'D': {
 			char *end;
 			long v = strtol(optarg, &end, 10);
@@ -753,6 +769,7 @@ int cmd_record(int argc, char **argv)
 	po.follow_forks = r.mode == MODE_CMD;
 	po.ringbuf_bytes = r.ringbuf;
 	po.verbose = r.verbose;
+	po.native_stacks = r.native;
 	if (probes_open(&r.probes, &po, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		ret = 2;

@@ -7,12 +7,11 @@
 #include <string.h>
 #include "collector.h"
 #include "cuda_calls.h"
+#include "demangle.h"
 #include "gpu_activity.h"
+#include "native_sym.h"
 #include "proc.h"
 #include "pysym.h"
-
-/* libstdc++'s demangler (a C-linkage function of the C++ ABI). */
-char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
 
 /*
  * Kernel names as people read them (and as framework profilers show
@@ -20,10 +19,10 @@ char *__cxa_demangle(const char *mangled, char *buf, size_t *len, int *status);
  */
 static int set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name)
 {
-	int status = -1, ret;
-	char *d = name[0] == '_' && name[1] == 'Z' ? __cxa_demangle(name, NULL, NULL, &status) : NULL;
+	char *d = demangle(name);
+	int ret;
 
-	ret = model_set_kernel_name(m, pid, handle, d && !status ? d : name);
+	ret = model_set_kernel_name(m, pid, handle, d ? d : name);
 	free(d);
 	return ret;
 }
@@ -46,6 +45,7 @@ void collector_init(struct collector *c, struct model *m)
 void collector_release(struct collector *c)
 {
 	pysym_free(c->pysym);
+	nsym_free(c->nsym);
 	free(c->py);
 	free(c->seen);
 	memset(c, 0, sizeof(*c));
@@ -230,6 +230,35 @@ static int on_pystack(struct collector *c, const struct gb_pystack *st, size_t s
 	return model_add_stack(c->m, st->pid, st->id, st->truncated, st->depth, frames, funcs);
 }
 
+/*
+ * Name a native stack's addresses now, while the process runs and its
+ * mappings are there: "symbol+0xoff (file)", innermost first (the entry
+ * point itself, then return addresses).
+ */
+static int on_native(struct collector *c, const struct gb_native *st, size_t size)
+{
+	uint32_t frames[GB_NATIVE_MAX_DEPTH];
+	char buf[1024];
+	int ret;
+
+	if (st->n > GB_NATIVE_MAX_DEPTH ||
+	    size < offsetof(struct gb_native, addrs) + st->n * sizeof(st->addrs[0]))
+		return -EINVAL;
+	if (!c->nsym && !(c->nsym = nsym_new()))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < st->n; i++) {
+		ret = nsym_name(c->nsym, st->pid, st->addrs[i], i > 0, buf, sizeof(buf));
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			c->native_unnamed++;
+		frames[i] = strtab_intern(&c->m->strs, buf);
+		if (!frames[i])
+			return -ENOMEM;
+	}
+	return model_add_native_stack(c->m, st->pid, st->id, st->n, frames);
+}
+
 /* Add tid to the seen set; 1 if it was new, 0 if known, -ENOMEM. */
 static int first_sighting(struct collector *c, uint32_t tid)
 {
@@ -299,6 +328,7 @@ static int on_call(struct collector *c, const struct gb_call *r)
 	}
 	ev->name = strtab_intern(&c->m->strs, cuda_calls[r->call_id].name);
 	ev->pystack = r->pystack;
+	ev->nstack = r->nstack;
 	/* cuKernelGetFunction: the function inherits its kernel's name */
 	if (kernel_get_function < 0)
 		kernel_get_function = cuda_call_find("cuKernelGetFunction");
@@ -484,6 +514,10 @@ int collector_record(struct collector *c, const void *data, size_t size)
 	case GB_REC_PYSTACK:
 		if (size >= offsetof(struct gb_pystack, frames))
 			ret = on_pystack(c, data, size);
+		break;
+	case GB_REC_NATIVE:
+		if (size >= offsetof(struct gb_native, addrs))
+			ret = on_native(c, data, size);
 		break;
 	case GB_REC_CORR:
 		if (size >= sizeof(struct gb_corr)) {

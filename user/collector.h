@@ -12,6 +12,7 @@
 #include "model.h"
 
 struct pysym;
+struct nsym;
 
 /* A process whose Python stacks are walked, and its interpreter's layout. */
 struct collector_py {
@@ -32,6 +33,8 @@ struct collector {
 	struct collector_py *py;
 	size_t npy;
 	uint64_t py_unresolved; /* frames that could not be named */
+	struct nsym *nsym;      /* names native frames as stacks arrive */
+	uint64_t native_unnamed; /* native frames no symbol named */
 };
 
 /* Python stacks of pid are walked with layout cfg: resolve them with it. 0 or -ENOMEM. */

@@ -134,6 +134,15 @@ static void write_call_args(struct jw *jw, const struct model *m,
 			jw_bool(jw, true);
 		}
 	}
+	if (ev->native) {
+		const struct model_stack *st = &m->stacks[ev->native - 1];
+
+		jw_key(jw, "native_stack");
+		jw_arr_begin(jw);
+		for (uint32_t i = 0; i < st->n; i++)
+			jw_str(jw, str(m, m->frames[st->first + i]));
+		jw_arr_end(jw);
+	}
 	jw_obj_end(jw);
 }
 

@@ -120,25 +120,37 @@ void model_release(struct model *m)
 	memset(m, 0, sizeof(*m));
 }
 
-static size_t stack_slot(uint32_t pid, uint64_t id, size_t nslots)
+static size_t stack_slot(uint32_t pid, uint64_t id, int native, size_t nslots)
 {
-	uint64_t key[2] = { pid, id };
+	uint64_t key[2] = { pid | (uint64_t)!!native << 32, id };
 
 	return hash_bytes(key, sizeof(key), HASH_SEED) & (nslots - 1);
 }
 
-const struct model_stack *model_find_stack(const struct model *m, uint32_t pid, uint64_t id)
+static const struct model_stack *find_stack(const struct model *m, uint32_t pid, uint64_t id,
+					    int native)
 {
 	if (!m->nstack_slots)
 		return NULL;
-	for (size_t i = stack_slot(pid, id, m->nstack_slots); m->stack_slots[i];
+	for (size_t i = stack_slot(pid, id, native, m->nstack_slots); m->stack_slots[i];
 	     i = (i + 1) & (m->nstack_slots - 1)) {
 		const struct model_stack *st = &m->stacks[m->stack_slots[i] - 1];
 
-		if (st->pid == pid && st->id == id)
+		if (st->pid == pid && st->id == id && st->native == !!native)
 			return st;
 	}
 	return NULL;
+}
+
+const struct model_stack *model_find_stack(const struct model *m, uint32_t pid, uint64_t id)
+{
+	return find_stack(m, pid, id, 0);
+}
+
+const struct model_stack *model_find_native_stack(const struct model *m, uint32_t pid,
+						  uint64_t id)
+{
+	return find_stack(m, pid, id, 1);
 }
 
 static int stack_rehash(struct model *m)
@@ -149,7 +161,7 @@ static int stack_rehash(struct model *m)
 	if (!slots)
 		return -ENOMEM;
 	for (size_t k = 0; k < m->nstacks; k++) {
-		size_t i = stack_slot(m->stacks[k].pid, m->stacks[k].id, n);
+		size_t i = stack_slot(m->stacks[k].pid, m->stacks[k].id, m->stacks[k].native, n);
 
 		while (slots[i])
 			i = (i + 1) & (n - 1);
@@ -161,12 +173,12 @@ static int stack_rehash(struct model *m)
 	return 0;
 }
 
-int model_add_stack(struct model *m, uint32_t pid, uint64_t id, int truncated, uint32_t n,
-		    const uint32_t *frames, const uint32_t *funcs)
+static int add_stack(struct model *m, uint32_t pid, uint64_t id, int native, int truncated,
+		     uint32_t n, const uint32_t *frames, const uint32_t *funcs)
 {
 	size_t i;
 
-	if (model_find_stack(m, pid, id))
+	if (find_stack(m, pid, id, native))
 		return 0;
 	if ((m->nstacks + 1) * 2 > m->nstack_slots && stack_rehash(m))
 		return -ENOMEM;
@@ -177,13 +189,26 @@ int model_add_stack(struct model *m, uint32_t pid, uint64_t id, int truncated, u
 	memcpy(m->frames + m->nframes, frames, n * sizeof(*frames));
 	memcpy(m->funcs + m->nframes, funcs, n * sizeof(*funcs));
 	m->stacks[m->nstacks] = (struct model_stack){ .pid = pid, .n = n, .first = m->nframes,
-						      .truncated = !!truncated, .id = id };
+						      .truncated = !!truncated, .id = id,
+						      .native = !!native };
 	m->nframes += n;
-	for (i = stack_slot(pid, id, m->nstack_slots); m->stack_slots[i];
+	for (i = stack_slot(pid, id, native, m->nstack_slots); m->stack_slots[i];
 	     i = (i + 1) & (m->nstack_slots - 1))
 		;
 	m->stack_slots[i] = ++m->nstacks;
 	return 0;
+}
+
+int model_add_stack(struct model *m, uint32_t pid, uint64_t id, int truncated, uint32_t n,
+		    const uint32_t *frames, const uint32_t *funcs)
+{
+	return add_stack(m, pid, id, 0, truncated, n, frames, funcs);
+}
+
+int model_add_native_stack(struct model *m, uint32_t pid, uint64_t id, uint32_t n,
+			   const uint32_t *frames)
+{
+	return add_stack(m, pid, id, 1, 0, n, frames, frames);
 }
 
 int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation)
@@ -519,6 +544,9 @@ int model_finish(struct model *m)
 		if (e->kind == EV_API && e->pystack &&
 		    (st = model_find_stack(m, e->pid, e->pystack)))
 			e->stack = st - m->stacks + 1;
+		if (e->kind == EV_API && e->nstack &&
+		    (st = model_find_native_stack(m, e->pid, e->nstack)))
+			e->native = st - m->stacks + 1;
 	}
 	ret = link_correlations(m, &api, &napi);
 	if (ret)

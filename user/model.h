@@ -81,6 +81,9 @@ struct model_event {
 	uint32_t link;          /* after model_finish: GPU event -> index of the
 				   API event that caused it, else MODEL_NO_LINK */
 	uint64_t pystack;       /* API: id of the thread's Python stack, 0 none */
+	uint64_t nstack;        /* API: id of its native stack, 0 none */
+	uint32_t native;        /* after model_finish: API: index + 1 of its native
+				   stack in m->stacks, 0 none */
 	uint32_t stack;         /* after model_finish: API: index + 1 of its stack in
 				   m->stacks, 0 none; EV_SCOPE: the frame's string id */
 	uint16_t depth;         /* EV_SCOPE: depth from the outermost frame */
@@ -97,6 +100,8 @@ struct model_stack {
 	uint32_t first;         /* index of its first frame in m->frames / m->funcs */
 	uint32_t truncated;     /* deeper than the walk */
 	uint64_t id;            /* as sent by the BPF walker */
+	uint32_t native;        /* a native stack: frames are "symbol+0xoff (file)",
+				   funcs the same; never scopes */
 };
 
 /* A correlation id announced on a thread during a driver call. */
@@ -177,6 +182,14 @@ int model_add_stack(struct model *m, uint32_t pid, uint64_t id, int truncated, u
 		    const uint32_t *frames, const uint32_t *funcs);
 /* The stack of (pid, id), NULL if none was added. */
 const struct model_stack *model_find_stack(const struct model *m, uint32_t pid, uint64_t id);
+/*
+ * The same for native stacks, whose ids are their own: n frames, innermost
+ * first, strtab ids of "symbol+0xoff (file)".  0 or -ENOMEM.
+ */
+int model_add_native_stack(struct model *m, uint32_t pid, uint64_t id, uint32_t n,
+			   const uint32_t *frames);
+const struct model_stack *model_find_native_stack(const struct model *m, uint32_t pid,
+						  uint64_t id);
 
 /* Record a correlation announcement; 0 or -ENOMEM. */
 int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation);

@@ -92,6 +92,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		}
 		p->skel->rodata->filter_pids = !!o->filter_pids;
 		p->skel->rodata->follow_forks = !!o->follow_forks;
+		p->skel->rodata->native_stacks = !!o->native_stacks;
 		if (o->ringbuf_bytes) {
 			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
 
@@ -230,46 +231,69 @@ static void detach(struct probe_target *t)
 	}
 }
 
+/*
+ * A new target for the file at path and pid, at the end of p->targets but
+ * not counted until the caller succeeds (p->ntargets++).  Returns 0 with
+ * *out set, 1 if that file is already attached for pid, or -errno with a
+ * reason in err.
+ */
+static int new_target(struct probes *p, const char *path, pid_t pid, struct probe_target **out,
+		      char *err, size_t errlen)
+{
+	struct probe_target *t, *nt;
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-ret));
+		return ret;
+	}
+	if (find_target(p, st.st_dev, st.st_ino, pid))
+		return 1;
+	nt = realloc(p->targets, (p->ntargets + 1) * sizeof(*nt));
+	if (nt)
+		p->targets = nt;
+	t = nt ? &p->targets[p->ntargets] : NULL;
+	if (t) {
+		memset(t, 0, sizeof(*t));
+		t->dev = st.st_dev;
+		t->ino = st.st_ino;
+		t->pid = pid;
+		t->multi_fds[0] = t->multi_fds[1] = -1;
+		t->path = strdup(path);
+	}
+	if (!t || !t->path) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
 int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size_t errlen)
 {
 	const char **names = NULL;
 	uint64_t *offs = NULL;
 	unsigned *ids = NULL, n = 0;
-	struct probe_target *t, *nt;
-	struct stat st;
+	struct probe_target *t;
 	size_t cap = 0;
 	int ret;
 
-	if (stat(path, &st)) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot read libcuda '%s': %s", path, strerror(-ret));
-		return ret;
-	}
-	if (find_target(p, st.st_dev, st.st_ino, pid))
-		return 0;
+	ret = new_target(p, path, pid, &t, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
 	names = calloc(cuda_ncalls, sizeof(*names));
 	offs = calloc(cuda_ncalls, sizeof(*offs));
 	ids = calloc(cuda_ncalls, sizeof(*ids));
-	nt = realloc(p->targets, (p->ntargets + 1) * sizeof(*nt));
-	if (nt)
-		p->targets = nt;
-	if (!names || !offs || !ids || !nt) {
-		free(names);
-		free(offs);
-		free(ids);
+	if (!names || !offs || !ids) {
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto cleanup;
 	}
-	t = &p->targets[p->ntargets];
-	memset(t, 0, sizeof(*t));
-	t->dev = st.st_dev;
-	t->ino = st.st_ino;
-	t->pid = pid;
-	t->multi_fds[0] = t->multi_fds[1] = -1;
-	t->path = strdup(path);
 	for (unsigned i = 0; i < cuda_ncalls; i++)
 		names[i] = cuda_calls[i].name;
-	ret = t->path ? elf_sym_offsets(path, names, cuda_ncalls, offs) : -ENOMEM;
+	ret = elf_sym_offsets(path, names, cuda_ncalls, offs);
 	if (ret <= 0) {
 		snprintf(err, errlen, "'%s' %s", path, ret == -ENOEXEC ? "is not an ELF file" :
 			 ret == 0 ? "defines no CUDA driver entry point" : strerror(-ret));
@@ -329,32 +353,14 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	static const struct { const char *name; int batch; } markers[] = {
 		{ "batch", 1 }, { "api", 0 },
 	};
-	struct probe_target *t, *nt;
-	struct stat st;
+	struct probe_target *t;
 	size_t cap = 0;
-	int ret = 0;
+	int ret;
 
-	if (stat(path, &st)) {
-		ret = -errno;
-		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-ret));
-		return ret;
-	}
-	if (find_target(p, st.st_dev, st.st_ino, pid))
-		return 0;
-	nt = realloc(p->targets, (p->ntargets + 1) * sizeof(*nt));
-	if (!nt) {
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	p->targets = nt;
-	t = &p->targets[p->ntargets];
-	memset(t, 0, sizeof(*t));
-	t->dev = st.st_dev;
-	t->ino = st.st_ino;
-	t->pid = pid;
-	t->multi_fds[0] = t->multi_fds[1] = -1;
-	t->path = strdup(path);
-	for (size_t i = 0; i < 2 && !ret && t->path; i++) {
+	ret = new_target(p, path, pid, &t, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	for (size_t i = 0; i < 2 && !ret; i++) {
 		struct bpf_program *prog = markers[i].batch ? p->skel->progs.gb_gpu_batch :
 							      p->skel->progs.gb_gpu_api;
 		struct bpf_link *l = bpf_program__attach_usdt(prog, pid, path, "gpubpf",
@@ -364,8 +370,7 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 		if (ret && l)
 			bpf_link__destroy(l);
 	}
-	if (!t->path || ret) {
-		ret = ret ? ret : -ENOMEM;
+	if (ret) {
 		snprintf(err, errlen, "cannot attach to the markers of '%s': %s", path,
 			 strerror(-ret));
 		detach(t);

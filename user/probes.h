@@ -19,6 +19,7 @@ struct probes_opts {
 	int follow_forks;       /* children of traced pids are traced too */
 	uint64_t ringbuf_bytes; /* rounded up to a power of two */
 	int verbose;            /* libbpf's own messages */
+	int native_stacks;      /* capture the user-space stack of every call */
 };
 
 /* One library attached for one pid (-1: every process). */
