@@ -19,17 +19,7 @@ import collections
 import json
 import sys
 
-failed = 0
-
-
-def ok(cond, desc, diag=None):
-    global failed
-    print(("ok" if cond else "not ok") + " - " + desc)
-    if not cond:
-        failed += 1
-        for line in str(diag or "").splitlines()[:15]:
-            print("#   " + line)
-    return cond
+from tap import exit_status, ok
 
 
 def main():
@@ -90,7 +80,7 @@ def main():
     ok(not overlap, "work on one stream never overlaps (%d tracks)" % len(lanes), "\n".join(overlap))
 
     if truth is None:
-        sys.exit(1 if failed else 0)
+        sys.exit(exit_status())
     launches = [c for c in truth if "duration_us" in c.get("args", {}) and c["ret"] == 0]
     want = collections.Counter(c["args"]["kernel"] for c in launches)
     got = collections.Counter(w["name"] for w in work if w["cat"] == "kernel")
@@ -105,7 +95,7 @@ def main():
             if not any(abs(w["dur"] - u) <= 1.0 for u in durs[w["name"]]):
                 bad_dur.append("%s lasted %.3f us, workload gave %s" % (w["name"], w["dur"], sorted(set(durs[w["name"]]))))
     ok(not bad_dur, "each kernel lasted the duration the workload gave it (within 1 us)", "\n".join(bad_dur))
-    sys.exit(1 if failed else 0)
+    sys.exit(exit_status())
 
 
 if __name__ == "__main__":

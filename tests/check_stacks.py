@@ -11,16 +11,7 @@ import collections
 import json
 import sys
 
-failed = 0
-
-
-def ok(cond, desc, diag=None):
-    global failed
-    print(("ok" if cond else "not ok") + " - " + desc)
-    if not cond:
-        failed += 1
-        for line in str(diag or "").splitlines()[:20]:
-            print("#   " + line)
+from tap import exit_status, ok
 
 
 def main():
@@ -72,7 +63,7 @@ def main():
     ok(len(scopes) >= 1 and len(inside) == 2,
        "Model.forward is a slice on the thread's track around its layers' two launches",
        "%d scopes, %d launches inside the first" % (len(scopes), len(inside)))
-    sys.exit(1 if failed else 0)
+    sys.exit(exit_status())
 
 
 if __name__ == "__main__":

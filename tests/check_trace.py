@@ -20,20 +20,7 @@ import collections
 import json
 import sys
 
-failed = 0
-count = 0
-
-
-def ok(cond, desc, diag=None):
-    global failed, count
-    count += 1
-    print(("ok" if cond else "not ok") + " - " + desc)
-    if not cond:
-        failed += 1
-        if diag:
-            for line in str(diag).splitlines()[:20]:
-                print("#   " + line)
-    return cond
+from tap import exit_status, ok
 
 
 def load_truth(path):
@@ -211,7 +198,7 @@ def main():
            "\n".join(arg_bad))
         if sim_syncs:
             check_syncs(p, tcalls, evs)
-    sys.exit(1 if failed else 0)
+    sys.exit(exit_status())
 
 
 if __name__ == "__main__":

@@ -25,6 +25,22 @@ for py in "${pythons[@]}"; do
 		fi
 	done
 done
+# a process started long before gpubpf, attached with -p: its stacks too
+"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 6 --wait-file "$TMPD/go" 2>/dev/null &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+"$GPUBPF" record --quiet -p "$w" -o "$TMPD/p.json" 2>"$TMPD/p.err" &
+g=$!
+wait_for_cmd 20 grep -q "recording" "$TMPD/p.err"
+touch "$TMPD/go"
+wait "$w" "$g"
+is "-p: every launch of the training loop carries its stack" "$(json_query "$TMPD/p.json" \
+	'len([e for e in ev if e.get("name", "").startswith("cuLaunchKernel") and "stack" not in e["args"]])')" 0
+is "-p: launches from the layers come through Driver.launch, with lines" "$(json_query "$TMPD/p.json" '
+sorted({" < ".join(f.split(" (")[0] for f in e["args"]["stack"][:3]) for e in ev
+        if e.get("name", "").startswith("cuLaunchKernel") and "Linear.forward" in str(e["args"]["stack"][2:3])})')" \
+	'["Driver.call < Driver.launch < Linear.forward"]'
 check "--stack none: no stacks" "$GPUBPF" record --stack none -o "$TMPD/n.json" -- \
 	"$PY" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 10
 is "--stack none: no event has a stack" "$(json_query "$TMPD/n.json" \
