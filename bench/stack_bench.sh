@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Python stack walk cost (issue #3), run by `make bench` (bench/run.sh) or
+# Python stack walk cost, section 5 of `make bench` (bench/run.sh), or
 # alone: `bash bench/stack_bench.sh`.  Per traced call from Python at stack
 # depths 10, 30 and 60: untraced, gpubpf --stack none, gpubpf with stacks,
 # REPS repetitions interleaved, medians; writes its block of BENCHMARKS.md
