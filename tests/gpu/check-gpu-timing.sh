@@ -31,6 +31,12 @@ echo "== elapsed (s): untraced $(elapsed "$out/plain1.txt") $(elapsed "$out/plai
 	"torch.profiler $(elapsed "$out/prof1.txt") $(elapsed "$out/prof2.txt")"
 read -r t0 t1 < <(sed -n 's/.*window \([0-9]*\) \([0-9]*\).*/\1 \2/p' "$out/traced1.txt")
 python3 tests/gpu/compare_kernels.py "$out/gpubpf1.json" "$t0" "$t1" "$out/prof1.json"
+echo "== links, names, tracks (tests/check_gpu.py)"
+python3 tests/check_gpu.py "$out/gpubpf1.json"
+echo "== a launch's Python stack"
+python3 -c "import json,sys; ev=json.load(open(sys.argv[1]))['traceEvents']; e=[e for e in ev if e.get('name','').startswith('cuLaunchKernel') and 'stack' in e['args']]; print(len(e), 'launches with stacks'); print('\n'.join(e[len(e)//2]['args']['stack'][:8]))" "$out/gpubpf1.json"
+echo "== report"
+build/gpubpf report "$out/gpubpf1.json" | head -60
 echo "== attach to a job started with the library, twice"
 CUDA_INJECTION64_PATH="$PWD/build/libgpubpf_cupti.so" python3 tests/gpu/torch_loop.py --steps 20000 >"$out/job.txt" 2>&1 &
 w=$!
