@@ -454,6 +454,7 @@ static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr 
 		ev->ptr = mem->address;
 		ev->bytes = mem->bytes;
 		ev->gpu_kind = mem->op;
+		ev->copy_kind = mem->memory_kind;
 		break;
 	}
 	c->gpu_records++;

@@ -16,7 +16,9 @@
  *
  * GPU tracks are threads of the process with synthetic tids,
  * GPU_TID_BASE + (device << 20) + stream, above any real tid (pid_max is
- * at most 2^22), named "GPU <device> / stream <stream>".
+ * at most 2^22), named "GPU <device> / stream <stream>"; stream waits
+ * (cat "gpu_sync") are slices there too.  CUPTI memory records are
+ * instants (cat "gpu_memory") on "GPU <device> / memory", lane 0xfffff.
  *
  * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns).
  * Perfetto reads "ts" and "dur" with a light tokenizer that stops at an
@@ -30,6 +32,7 @@
 
 #include "cuda_calls.h"
 #include "export.h"
+#include "gpu_activity.h"
 #include "json_writer.h"
 #include "memory.h"
 #include "model.h"
@@ -41,15 +44,35 @@
 
 #define GPU_TID_BASE 0x40000000u
 
+#define GPU_MEMORY_LANE 0xfffffu  /* the device's "GPU <device> / memory" track */
+
 static uint32_t gpu_tid(const struct model_event *ev)
 {
-	return GPU_TID_BASE + (ev->device << 20) + (ev->gpu_stream & 0xfffff);
+	uint32_t lane = ev->kind == EV_MEMORY ? GPU_MEMORY_LANE : ev->gpu_stream & 0xfffff;
+
+	return GPU_TID_BASE + (ev->device << 20) + lane;
 }
 
 /* GPU events that get a track: work that ran on a stream. */
 static int on_gpu_track(const struct model_event *ev)
 {
 	return ev->kind == EV_KERNEL || ev->kind == EV_MEMCPY || ev->kind == EV_MEMSET;
+}
+
+/*
+ * GPU records shown besides the work: allocations and releases, on the
+ * device's memory track, and a stream's waits for an event recorded on
+ * another stream (what explains a gap on that stream), on the stream's
+ * track.  Host-side syncs are not: their calls are on the host track.
+ */
+static int is_wait_event(const struct model_event *ev)
+{
+	return ev->kind == EV_GPU_SYNC && ev->gpu_kind == GA_SYNC_STREAM_WAIT_EVENT;
+}
+
+static int has_gpu_track(const struct model_event *ev)
+{
+	return on_gpu_track(ev) || ev->kind == EV_MEMORY || is_wait_event(ev);
 }
 
 static const char *str(const struct model *m, uint32_t id)
@@ -256,6 +279,78 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 }
 
 /*
+ * A stream wait event (CUPTI's times are those of the call that enqueued
+ * the wait): a slice on the waiting stream's track.
+ */
+static int write_gpu_wait(struct jw *jw, const struct model_event *ev)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "X");
+	jw_key(jw, "cat");
+	jw_str(jw, "gpu_sync");
+	jw_key(jw, "name");
+	jw_str(jw, "Wait event");
+	jw_key(jw, "pid");
+	jw_uint(jw, ev->pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, gpu_tid(ev));
+	jw_key(jw, "ts");
+	jw_us(jw, ev->ts);
+	jw_key(jw, "dur");
+	jw_us(jw, ev->dur);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "event");
+	jw_uint(jw, ev->handle);
+	jw_key(jw, "device");
+	jw_uint(jw, ev->device);
+	jw_key(jw, "stream");
+	jw_uint(jw, ev->gpu_stream);
+	jw_key(jw, "correlation");
+	jw_uint(jw, ev->correlation);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/* An allocation or release (CUPTI memory record): an instant on the
+ * device's memory track. */
+static int write_gpu_memory(struct jw *jw, const struct model_event *ev)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "i");
+	jw_key(jw, "s");
+	jw_str(jw, "t");
+	jw_key(jw, "cat");
+	jw_str(jw, "gpu_memory");
+	jw_key(jw, "name");
+	jw_str(jw, ev->gpu_kind == 1 ? "alloc" : ev->gpu_kind == 2 ? "free" : "memory");
+	jw_key(jw, "pid");
+	jw_uint(jw, ev->pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, gpu_tid(ev));
+	jw_key(jw, "ts");
+	jw_us(jw, ev->ts);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "address");
+	jw_hex(jw, ev->ptr);
+	jw_key(jw, "bytes");
+	jw_uint(jw, ev->bytes);
+	jw_key(jw, "memory_kind");
+	jw_str(jw, mem_kind_name(ev->copy_kind));
+	jw_key(jw, "device");
+	jw_uint(jw, ev->device);
+	jw_key(jw, "stream");
+	jw_uint(jw, ev->gpu_stream);
+	jw_key(jw, "correlation");
+	jw_uint(jw, ev->correlation);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/*
  * A Python function active across calls: a slice on the thread's track,
  * named by its qualified name, around the calls made inside it.
  */
@@ -324,6 +419,10 @@ static int write_event(struct jw *jw, const struct model *m,
 		return write_api_call(jw, m, ev);
 	if (ev->kind == EV_SCOPE)
 		return write_scope(jw, m, ev);
+	if (ev->kind == EV_MEMORY)
+		return write_gpu_memory(jw, ev);
+	if (is_wait_event(ev))
+		return write_gpu_wait(jw, ev);
 	if (!on_gpu_track(ev))
 		return 0;
 	if (ev->link != MODEL_NO_LINK) {
@@ -423,7 +522,7 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 		const struct model_event *ev = &m->ev[i];
 		size_t k;
 
-		if (!on_gpu_track(ev))
+		if (!has_gpu_track(ev))
 			continue;
 		for (k = 0; k < n; k++)
 			if (seen[k].pid == ev->pid && seen[k].tid == gpu_tid(ev))
@@ -438,7 +537,10 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 		seen = ns;
 		seen[n].pid = ev->pid;
 		seen[n++].tid = gpu_tid(ev);
-		snprintf(name, sizeof(name), "GPU %u / stream %u", ev->device, ev->gpu_stream);
+		if (ev->kind == EV_MEMORY)
+			snprintf(name, sizeof(name), "GPU %u / memory", ev->device);
+		else
+			snprintf(name, sizeof(name), "GPU %u / stream %u", ev->device, ev->gpu_stream);
 		write_name_meta(jw, "thread_name", ev->pid, gpu_tid(ev), name);
 		jw_obj_begin(jw);
 		jw_key(jw, "ph");
@@ -452,7 +554,8 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 		jw_key(jw, "args");
 		jw_obj_begin(jw);
 		jw_key(jw, "sort_index");
-		jw_uint(jw, 1000000 + (ev->device << 16) + (ev->gpu_stream & 0xffff));
+		jw_uint(jw, 1000000 + (ev->device << 16) +
+			    (ev->kind == EV_MEMORY ? 0xffff : ev->gpu_stream & 0xffff));
 		jw_obj_end(jw);
 		jw_obj_end(jw);
 	}

@@ -142,6 +142,35 @@ int mem_tracker_alloc(struct mem_tracker *mt, uint64_t key, uint64_t bytes, int6
 
 unsigned memory_sample_rate;
 
+static const char *const mem_kinds[] = {
+	"unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
+	"managed_static",
+};
+
+const char *mem_kind_name(unsigned kind)
+{
+	return kind < sizeof(mem_kinds) / sizeof(mem_kinds[0]) ? mem_kinds[kind] : "unknown";
+}
+
+unsigned mem_kind_from_name(const char *name)
+{
+	for (unsigned k = 0; k < sizeof(mem_kinds) / sizeof(mem_kinds[0]); k++)
+		if (!strcmp(name, mem_kinds[k]))
+			return k;
+	return 0;
+}
+
+int mem_kind_is_device(unsigned kind)
+{
+	return kind == MEM_KIND_UNKNOWN || kind == MEM_KIND_DEVICE || kind == MEM_KIND_MANAGED;
+}
+
+/* Per process: does it have CUPTI memory records, and its first device. */
+struct pid_info {
+	uint32_t pid, device;
+	int cupti;
+};
+
 struct pid_state {
 	uint32_t pid, device;
 	struct mem_tracker mt;
@@ -160,67 +189,118 @@ static int cmp_change(const void *a, const void *b)
 
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
+	if (x->st != y->st)
+		return x->st < y->st ? -1 : 1;
 	return (x->nth > y->nth) - (x->nth < y->nth);
+}
+
+static struct pid_info *pid_info(struct pid_info **pi, size_t *n, uint32_t pid)
+{
+	struct pid_info *p;
+
+	for (size_t j = *n; j-- > 0;)
+		if ((*pi)[j].pid == pid)
+			return &(*pi)[j];
+	p = realloc(*pi, (*n + 1) * sizeof(**pi));
+	if (!p)
+		return NULL;
+	*pi = p;
+	p = &p[(*n)++];
+	*p = (struct pid_info){ pid, UINT32_MAX, 0 };
+	return p;
 }
 
 int memory_counters(const struct model *m, unsigned rate, struct mem_sample **out, size_t *nout)
 {
 	struct pid_state *st = NULL;
+	struct pid_info *pi = NULL;
 	struct change *ch = NULL;
-	size_t nst = 0, nch = 0, cap = 0, k = 0;
+	size_t nst = 0, npi = 0, nch = 0, cap = 0, k = 0;
 	int ret = -ENOMEM;
 
 	*out = NULL;
 	*nout = 0;
+	/*
+	 * A process with CUPTI memory records is counted from them alone (they
+	 * see every allocation, a library's included); one without, from its
+	 * allocation and free calls, on the device of its first GPU work.
+	 */
 	for (size_t i = 0; i < m->nev; i++) {
 		const struct model_event *e = &m->ev[i];
-		int op = e->kind == EV_API ? mem_call_op(strtab_get(&m->strs, e->name)) : MEM_OP_NONE;
+		struct pid_info *p;
+
+		if (e->kind == EV_API || e->kind == EV_SCOPE)
+			continue;
+		p = pid_info(&pi, &npi, e->pid);
+		if (!p)
+			goto out;
+		if (p->device == UINT32_MAX)
+			p->device = e->device;
+		if (e->kind == EV_MEMORY)
+			p->cupti = 1;
+	}
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *e = &m->ev[i];
+		struct pid_info *p = NULL;
 		struct pid_state *s = NULL;
-		uint64_t before;
+		uint32_t device;
+		uint64_t before, key, ts;
+		int op = MEM_OP_NONE;
 
+		for (size_t j = npi; j-- > 0;)
+			if (pi[j].pid == e->pid)
+				p = &pi[j];
+		if (e->kind == EV_API && !(p && p->cupti)) {
+			op = mem_call_op(strtab_get(&m->strs, e->name));
+			if ((e->fields & MF_RET) && e->ret)
+				op = MEM_OP_NONE;
+		} else if (e->kind == EV_MEMORY && mem_kind_is_device(e->copy_kind)) {
+			op = e->gpu_kind == 1 ? MEM_OP_ALLOC : e->gpu_kind == 2 ? MEM_OP_FREE
+										: MEM_OP_NONE;
+		}
+		if (!op)
+			continue;
+		device = e->kind == EV_MEMORY ? e->device
+			 : p && p->device != UINT32_MAX ? p->device : 0;
 		for (size_t j = 0; j < nst; j++)
-			if (st[j].pid == e->pid)
+			if (st[j].pid == e->pid && st[j].device == device)
 				s = &st[j];
-		if (!s && (op || e->kind != EV_API)) {
-			void *p = realloc(st, (nst + 1) * sizeof(*st));
+		if (!s) {
+			void *q = realloc(st, (nst + 1) * sizeof(*st));
 
-			if (!p)
+			if (!q)
 				goto out;
-			st = p;
+			st = q;
 			s = &st[nst++];
 			memset(s, 0, sizeof(*s));
 			s->pid = e->pid;
-			s->device = UINT32_MAX;
+			s->device = device;
 			mem_tracker_init(&s->mt);
 		}
-		if (e->kind != EV_API && s->device == UINT32_MAX)
-			s->device = e->device;
-		if (!op || ((e->fields & MF_RET) && e->ret))
-			continue;
 		before = s->mt.in_use;
+		key = op == MEM_OP_ALLOC_HANDLE || op == MEM_OP_FREE_HANDLE
+		      ? e->handle | (1ULL << 63) : e->ptr;
+		/* calls: memory is in use from the allocation's return */
+		ts = e->kind == EV_API && (op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE)
+		     ? e->ts + e->dur : e->ts;
 		if (op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE) {
-			uint64_t key = op == MEM_OP_ALLOC ? e->ptr : e->handle | (1ULL << 63);
-
-			if (mem_tracker_alloc(&s->mt, key, e->bytes, e->ts + e->dur, 0, e->name))
+			if (mem_tracker_alloc(&s->mt, key, e->bytes, ts, 0, e->name))
 				goto out;
 		} else {
-			mem_tracker_free(&s->mt, op == MEM_OP_FREE ? e->ptr : e->handle | (1ULL << 63),
-					 e->ts);
+			mem_tracker_free(&s->mt, key, ts);
 		}
 		if (s->mt.in_use == before)
 			continue;
 		if (nch == cap) {
-			void *p = realloc(ch, (cap = cap ? cap * 2 : 256) * sizeof(*ch));
+			void *q = realloc(ch, (cap = cap ? cap * 2 : 256) * sizeof(*ch));
 
-			if (!p)
+			if (!q)
 				goto out;
-			ch = p;
+			ch = q;
 		}
 		if (s->mt.in_use == s->mt.peak && s->mt.in_use > before)
 			s->peak_change = s->nchanges;
-		ch[nch++] = (struct change){ op == MEM_OP_FREE || op == MEM_OP_FREE_HANDLE ? e->ts
-					     : e->ts + e->dur, s->mt.in_use, (uint32_t)(s - st),
-					     s->nchanges++ };
+		ch[nch++] = (struct change){ ts, s->mt.in_use, (uint32_t)(s - st), s->nchanges++ };
 	}
 	if (!nch) {
 		ret = 0;
@@ -239,8 +319,7 @@ int memory_counters(const struct model *m, unsigned rate, struct mem_sample **ou
 	}
 	qsort(ch, k, sizeof(*ch), cmp_change);
 	for (size_t i = 0; i < k; i++)
-		(*out)[i] = (struct mem_sample){ ch[i].ts, st[ch[i].st].pid,
-						 st[ch[i].st].device == UINT32_MAX ? 0 : st[ch[i].st].device,
+		(*out)[i] = (struct mem_sample){ ch[i].ts, st[ch[i].st].pid, st[ch[i].st].device,
 						 ch[i].bytes };
 	*nout = k;
 	ret = 0;
@@ -248,6 +327,7 @@ out:
 	for (size_t j = 0; j < nst; j++)
 		mem_tracker_release(&st[j].mt);
 	free(st);
+	free(pi);
 	free(ch);
 	if (ret) {
 		free(*out);

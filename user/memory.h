@@ -61,9 +61,27 @@ struct mem_sample {
 };
 
 /*
- * Device memory in use over time from a finished model's allocation and
- * free calls, per process (device: that of the process's GPU work, else
- * 0): one sample after every sample_rate-th change of a process's total
+ * CUPTI memory records' kinds (CUpti_ActivityMemoryKind), as the trace
+ * names them in args.memory_kind: "device", "pinned", ...  Device memory
+ * counts device and managed allocations, and those of no stated kind.
+ */
+enum {
+	MEM_KIND_UNKNOWN = 0,
+	MEM_KIND_PINNED = 2,
+	MEM_KIND_DEVICE = 3,
+	MEM_KIND_MANAGED = 5,
+};
+const char *mem_kind_name(unsigned kind);
+unsigned mem_kind_from_name(const char *name);     /* 0 if unknown */
+int mem_kind_is_device(unsigned kind);
+
+/*
+ * Device memory in use over time from a finished model, per process and
+ * device: from the process's CUPTI memory records (EV_MEMORY, on their
+ * device) when it has any, which see every allocation, a library's
+ * included; else from its allocation and free calls (on the device of the
+ * process's first GPU work, else 0), so no allocation counts twice.  One
+ * sample after every sample_rate-th change of each (process, device) total
  * (0 or 1: every change), plus the first, the peak and the last, in time
  * order.  *out is malloc'd (free it).  Returns 0 or -ENOMEM.
  */

@@ -62,7 +62,7 @@ struct model_event {
 	uint32_t name;          /* strtab id of the entry point's symbol */
 	uint16_t call_id;       /* index in the call table (cuda_calls.h) */
 	uint8_t family;         /* enum cuda_family */
-	uint8_t copy_kind;      /* enum cuda_copy_kind */
+	uint8_t copy_kind;      /* enum cuda_copy_kind; EV_MEMORY: CUpti_ActivityMemoryKind */
 	uint32_t fields;        /* MF_* */
 	int32_t ret;
 	uint32_t kernel;        /* strtab id of the kernel name, 0 unknown */

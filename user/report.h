@@ -47,14 +47,21 @@ struct rt_event {
 	uint32_t pad;
 };
 
-/* Device-memory calls, kept apart (few). */
+/*
+ * Device-memory calls and CUPTI memory records (cat "gpu_memory", device
+ * and managed memory only), kept apart (few).  A record takes the site
+ * and call name of the host call with its correlation id.
+ */
 enum { RTM_ALLOC = 1, RTM_FREE = 2 };
 struct rt_mem {
 	int64_t ts;
 	uint64_t key;           /* address, or VMM handle | RT_MEM_HANDLE */
 	uint64_t bytes;
 	uint32_t site, name, proc;
+	uint32_t corr;          /* records: correlation id, 0 none */
+	uint16_t device;        /* records only */
 	uint8_t op;
+	uint8_t gpu;            /* a CUPTI memory record, not a call */
 };
 #define RT_MEM_HANDLE (1ULL << 63)
 
@@ -179,14 +186,17 @@ int report_iter(const struct rt_table *t, struct report *r);     /* iter */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
 
 struct mem_tracker;
-/* Replay process proc's allocations and frees in time order into mt
- * (initialised here; release it).  0 or -ENOMEM. */
-int report_mem_track(const struct rt_table *t, uint32_t proc, struct mem_tracker *mt);
+/* Replay process proc's allocations and frees on device in time order
+ * into mt (initialised here; release it): its CUPTI memory records on
+ * that device if it has any, else its calls (device ignored), never
+ * both.  0 or -ENOMEM. */
+int report_mem_track(const struct rt_table *t, uint32_t proc, uint32_t device,
+		     struct mem_tracker *mt);
 
 /* output */
 int report_text(const struct rt_table *t, const struct report *r, FILE *f);
 int report_json(const struct rt_table *t, const struct report *r, FILE *f);
-/* The memory picture of the first process with device allocations. */
+/* The memory picture of the process and device with the highest peak. */
 int report_svg(const struct rt_table *t, const struct report *r, FILE *f);
 
 /* helpers shared by the analyses */

@@ -253,14 +253,18 @@ int report_svg(const struct rt_table *t, const struct report *r, FILE *f)
 {
 	struct mem_tracker mt;
 	size_t best = SIZE_MAX;
+	uint32_t device = 0;
 	uint64_t peak = 0;
 	int ret;
 
+	/* the (process, device) with the highest peak */
 	for (size_t p = 0; p < r->nprocs; p++)
-		if (r->procs[p].nmem && (best == SIZE_MAX || r->procs[p].mem[0].peak_bytes > peak)) {
-			best = p;
-			peak = r->procs[p].mem[0].peak_bytes;
-		}
+		for (size_t k = 0; k < r->procs[p].nmem; k++)
+			if (best == SIZE_MAX || r->procs[p].mem[k].peak_bytes > peak) {
+				best = p;
+				device = r->procs[p].mem[k].device;
+				peak = r->procs[p].mem[k].peak_bytes;
+			}
 	if (best == SIZE_MAX) {
 		fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 			"<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"600\" height=\"60\" "
@@ -268,7 +272,7 @@ int report_svg(const struct rt_table *t, const struct report *r, FILE *f)
 			"in this trace</text></svg>\n");
 		return ferror(f) ? -EIO : 0;
 	}
-	ret = report_mem_track(t, best, &mt);
+	ret = report_mem_track(t, best, device, &mt);
 	if (!ret)
 		ret = draw(t, &r->procs[best], &mt, f);
 	mem_tracker_release(&mt);

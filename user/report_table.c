@@ -83,9 +83,11 @@ struct span {
 	size_t len;
 };
 
-enum { A_KERNEL, A_CORR, A_RET, A_STACK, A_PTR, A_BYTES, A_HANDLE, A_DEVICE, A_STREAM, A_NAME, A_N };
+enum { A_KERNEL, A_CORR, A_RET, A_STACK, A_PTR, A_BYTES, A_HANDLE, A_DEVICE, A_STREAM, A_NAME,
+       A_ADDRESS, A_MEMKIND, A_N };
 static const char *const akeys[A_N] = {
 	"kernel", "correlation", "ret", "stack", "ptr", "bytes", "handle", "device", "stream", "name",
+	"address", "memory_kind",
 };
 
 /* Locate the args members we use inside the object at [s, end). */
@@ -290,6 +292,51 @@ static int proc_index(struct loader *l, uint32_t pid, uint32_t *ix)
 	return 0;
 }
 
+/*
+ * A CUPTI memory record (cat "gpu_memory", name "alloc" or "free"): kept
+ * when it is device or managed memory (memory.h).
+ */
+static int add_gpu_memory(struct loader *l, const struct tr_event *ev, int64_t pid)
+{
+	struct rt_table *t = l->t;
+	int nm = ev->key[TRK_NAME], iargs = ev->key[TRK_ARGS];
+	struct span a[A_N];
+	struct rt_mem *m;
+	const char *s;
+	uint32_t proc;
+	uint8_t op;
+
+	if (tr_event_str_is(ev, nm, "alloc"))
+		op = RTM_ALLOC;
+	else if (tr_event_str_is(ev, nm, "free"))
+		op = RTM_FREE;
+	else
+		return 0;
+	if (iargs < 0)
+		return 0;
+	scan_args(ev->text + ev->m[iargs].val.off,
+		  ev->text + ev->m[iargs].val.off + ev->m[iargs].val.len, a);
+	if (a[A_MEMKIND].p && (s = unescape(l, a[A_MEMKIND].p, a[A_MEMKIND].len)) &&
+	    !mem_kind_is_device(mem_kind_from_name(s)))
+		return 0;
+	if (proc_index(l, pid, &proc) ||
+	    grow((void **)&t->mem, &t->capmem, t->nmem + 1, sizeof(*t->mem)))
+		return -ENOMEM;
+	m = &t->mem[t->nmem++];
+	memset(m, 0, sizeof(*m));
+	m->ts = ev->ts_ns;
+	m->op = op;
+	m->key = addr(&a[A_ADDRESS]);
+	m->bytes = (uint64_t)num(&a[A_BYTES]);
+	m->proc = proc;
+	m->corr = (uint32_t)num(&a[A_CORR]);
+	m->device = (uint16_t)num(&a[A_DEVICE]);
+	m->gpu = 1;
+	/* until the call with its correlation id names it */
+	m->name = strtab_intern(&t->strs, op == RTM_ALLOC ? "alloc" : "free");
+	return 0;
+}
+
 static int add_event(struct loader *l, const struct tr_event *ev)
 {
 	struct rt_table *t = l->t;
@@ -315,6 +362,8 @@ static int add_event(struct loader *l, const struct tr_event *ev)
 		}
 		return 0;
 	}
+	if (cat >= 0 && nm >= 0 && ev->has_ts && tr_event_str_is(ev, cat, "gpu_memory"))
+		return add_gpu_memory(l, ev, pid);
 	if (!tr_event_str_is(ev, ph, "X") || cat < 0 || nm < 0 || !ev->has_ts)
 		return 0;
 	if (tr_event_str_is(ev, cat, "cuda_api"))
@@ -401,6 +450,63 @@ static int cmp_ev(const void *a, const void *b)
 	return (x->ts > y->ts) - (x->ts < y->ts);
 }
 
+static const struct rt_table *sort_t;
+
+/* host calls with a correlation id, by (proc, corr) */
+static int cmp_corr(const void *a, const void *b)
+{
+	const struct rt_event *x = &sort_t->ev[*(const uint32_t *)a];
+	const struct rt_event *y = &sort_t->ev[*(const uint32_t *)b];
+
+	if (x->proc != y->proc)
+		return x->proc < y->proc ? -1 : 1;
+	return (x->corr > y->corr) - (x->corr < y->corr);
+}
+
+/* Give each CUPTI memory record the site and name of the call with its
+ * correlation id (cuMemAlloc, or the library call that allocated). */
+static int mem_records_sites(struct rt_table *t)
+{
+	uint32_t *ix;
+	size_t n = 0;
+	bool any = false;
+
+	for (size_t i = 0; i < t->nmem && !any; i++)
+		any = t->mem[i].gpu && t->mem[i].corr;
+	if (!any)
+		return 0;
+	ix = malloc((t->nev + 1) * sizeof(*ix));
+	if (!ix)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nev; i++)
+		if (t->ev[i].kind == RT_API && t->ev[i].corr)
+			ix[n++] = i;
+	sort_t = t;
+	qsort(ix, n, sizeof(*ix), cmp_corr);
+	for (size_t i = 0; i < t->nmem; i++) {
+		struct rt_mem *m = &t->mem[i];
+		size_t lo = 0, hi = n;
+
+		if (!m->gpu || !m->corr)
+			continue;
+		while (lo < hi) {
+			size_t mid = (lo + hi) / 2;
+			const struct rt_event *e = &t->ev[ix[mid]];
+
+			if (e->proc < m->proc || (e->proc == m->proc && e->corr < m->corr))
+				lo = mid + 1;
+			else
+				hi = mid;
+		}
+		if (lo < n && t->ev[ix[lo]].proc == m->proc && t->ev[ix[lo]].corr == m->corr) {
+			m->site = t->ev[ix[lo]].site;
+			m->name = t->ev[ix[lo]].name;
+		}
+	}
+	free(ix);
+	return 0;
+}
+
 int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
 {
 	struct trace_reader r;
@@ -436,7 +542,9 @@ int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
 	}
 	if (!sorted)
 		qsort(t->ev, t->nev, sizeof(*t->ev), cmp_ev);
-	ret = 0;
+	ret = mem_records_sites(t);
+	if (ret)
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 out:
 	trace_reader_close(&r);
 	free(l.ncls);

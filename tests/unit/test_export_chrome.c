@@ -360,6 +360,140 @@ static void test_export(void)
 	model_release(&m);
 }
 
+/*
+ * CUPTI sync records: a stream wait event becomes one slice on its
+ * stream's track; event, stream and context syncs (the host calls show
+ * them) produce nothing.  Memory records: instants on the device's memory
+ * track, and the counter comes from them, not also from the calls.
+ */
+static void test_gpu_records(void)
+{
+	static const struct { uint64_t ts; uint8_t type; } syncs[] = {
+		{ 1000, 1 }, { 2000, 2 }, { 3000, 3 }, { 4000, 4 },
+	};
+	const char *pj = in_dir("gpu.json");
+	struct model m;
+	struct model_event *e;
+	cJSON *j, *evs, *x;
+	double wait_tid = -1, stream_tid = -2, mem_tid = -3, kernel_tid = -4;
+	int nsync = 0, nmem = 0, ncounter = 0, inorder = 1;
+	double last_ts = -1, counter_bytes[4] = { 0 };
+	const char *mem_names[2] = { NULL, NULL };
+	char *text;
+
+	model_init(&m);
+	model_process(&m, 300, "train");
+	e = add(&m, 1900, 50, 300, 300, "cuStreamWaitEvent", CF_SYNC);
+	e->correlation = 5;
+	for (size_t i = 0; i < 4; i++) {
+		e = model_add_event(&m);
+		e->kind = EV_GPU_SYNC;
+		e->ts = syncs[i].ts;
+		e->dur = 40;
+		e->pid = 300;
+		e->tid = 300;
+		e->device = 1;
+		e->gpu_stream = 9;
+		e->gpu_kind = syncs[i].type;
+		e->handle = 42;
+		e->correlation = syncs[i].type == 2 ? 5 : 6;
+		e->link = MODEL_NO_LINK;
+	}
+	e = model_add_event(&m);
+	e->kind = EV_KERNEL;
+	e->ts = 2500;
+	e->dur = 100;
+	e->pid = 300;
+	e->device = 1;
+	e->gpu_stream = 9;
+	e->link = MODEL_NO_LINK;
+	/* an allocation seen both as a call and as a record, and its release */
+	e = add(&m, 5000, 10, 300, 300, "cuMemAlloc_v2", CF_ALLOC);
+	e->fields = MF_PTR | MF_BYTES;
+	e->ptr = 0x7f00;
+	e->bytes = 4096;
+	for (int op = 1; op <= 2; op++) {
+		e = model_add_event(&m);
+		e->kind = EV_MEMORY;
+		e->ts = op == 1 ? 5005 : 6000;
+		e->pid = 300;
+		e->tid = 300;
+		e->device = 1;
+		e->gpu_kind = op;
+		e->copy_kind = 3;       /* device */
+		e->ptr = 0x7f00;
+		e->bytes = 4096;
+		e->correlation = 7 + op;
+		e->link = MODEL_NO_LINK;
+	}
+	model_finish(&m);
+	is_int(write_trace(&m, pj), 0, "gpu records: export");
+	text = slurp(pj, NULL);
+	j = text ? cJSON_Parse(text) : NULL;
+	evs = item(j, "traceEvents");
+	ok(cJSON_IsArray(evs), "gpu records: valid trace");
+	cJSON_ArrayForEach(x, evs) {
+		const char *ph = sval(x, "ph") ?: "", *name = sval(x, "name") ?: "";
+		const char *cat = sval(x, "cat") ?: "";
+
+		if (!strcmp(ph, "M")) {
+			const char *tn = sval(item(x, "args"), "name") ?: "";
+
+			if (!strcmp(name, "thread_name") && !strcmp(tn, "GPU 1 / stream 9"))
+				stream_tid = nval(x, "tid");
+			if (!strcmp(name, "thread_name") && !strcmp(tn, "GPU 1 / memory"))
+				mem_tid = nval(x, "tid");
+			continue;
+		}
+		if (nval(x, "ts") < last_ts)
+			inorder = 0;
+		last_ts = nval(x, "ts");
+		if (!strcmp(cat, "kernel"))
+			kernel_tid = nval(x, "tid");
+		if (!strcmp(cat, "gpu_sync")) {
+			const cJSON *a = item(x, "args");
+
+			nsync++;
+			wait_tid = nval(x, "tid");
+			is_str(ph, "X", "gpu records: wait event is a slice");
+			is_str(name, "Wait event", "gpu records: named Wait event");
+			ok(nval(x, "ts") == 2.0 && nval(x, "dur") == 0.04, "gpu records: its time");
+			is_int(nval(a, "event"), 42, "gpu records: event id");
+			is_int(nval(a, "correlation"), 5, "gpu records: correlation");
+		}
+		if (!strcmp(cat, "gpu_memory")) {
+			const cJSON *a = item(x, "args");
+
+			if (nmem < 2)
+				mem_names[nmem] = name;
+			nmem++;
+			is_str(ph, "i", "gpu records: memory record is an instant");
+			is_str(sval(x, "s"), "t", "gpu records: on its thread track");
+			is_str(sval(a, "address"), "0x7f00", "gpu records: address");
+			is_int(nval(a, "bytes"), 4096, "gpu records: bytes");
+			is_str(sval(a, "memory_kind"), "device", "gpu records: memory kind");
+			is_int(nval(a, "device"), 1, "gpu records: device");
+			ok(nval(x, "tid") == mem_tid, "gpu records: on the GPU 1 / memory track");
+		}
+		if (!strcmp(ph, "C") && ncounter < 4)
+			counter_bytes[ncounter++] = nval(item(x, "args"), "bytes");
+	}
+	is_int(nsync, 1, "gpu records: one slice for the wait event, none for other syncs");
+	ok(wait_tid == stream_tid && wait_tid == kernel_tid,
+	   "gpu records: the wait is on its stream's track, with the stream's kernels");
+	is_int(nmem, 2, "gpu records: two memory instants");
+	is_str(mem_names[0], "alloc", "gpu records: alloc first");
+	is_str(mem_names[1], "free", "gpu records: then free");
+	ok(mem_tid >= 0 && mem_tid != stream_tid, "gpu records: memory track named, its own");
+	ok(inorder, "gpu records: events in time order");
+	ok(ncounter == 2 && counter_bytes[0] == 4096 && counter_bytes[1] == 0,
+	   "gpu records: counter from the records, the call not counted again");
+	cJSON_Delete(j);
+	free(text);
+	unlink(pj);
+	model_release(&m);
+}
+
 static void test_sink(void)
 {
 	char err[512];
@@ -483,6 +617,7 @@ int main(void)
 		return 1;
 	}
 	test_export();
+	test_gpu_records();
 	test_sink();
 	rmdir(dir);
 	return done_testing();
