@@ -307,24 +307,36 @@ static __always_inline __u64 frame_u64(const struct py_scratch *s, __u32 at, __u
 
 /*
  * Bring the frame at addr into the window and return its position there,
- * or -1.  3.11+: read from the start of its page up to its end, which
- * stays inside memory the frame's own page is part of; 3.10's frames are
- * separate objects: read just the frame.
+ * or -1.  need: the bytes of a frame the layout reaches into, which stay
+ * inside the frame (3.11+: sizeof(_PyInterpreterFrame) is 80; 3.10: the
+ * PyFrameObject up to f_lasti).  3.11+: read from the start of the frame's
+ * page up to its end, memory the frame's own pages are part of; if that
+ * fails, or for 3.10's separately allocated frames, read just the frame.
  */
+#define PY_NEED_311 80
+#define PY_NEED_310 104
+
 static __always_inline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 {
+	__u32 need = contiguous ? PY_NEED_311 : PY_NEED_310, len;
 	__u64 base;
-	__u32 len;
 
-	if (addr >= s->win_base && addr + PY_FRAME_READ <= s->win_base + s->win_len)
+	if (addr >= s->win_base && addr + need <= s->win_base + s->win_len)
 		return addr - s->win_base;
 	/* a masked length: bounded in a way the verifier follows */
-	len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_FRAME_READ : PY_FRAME_READ;
-	base = addr + PY_FRAME_READ - len;
-	if (bpf_probe_read_user(s->win, len, (void *)base)) {
+	len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_NEED_311 : PY_NEED_310;
+	base = addr + need - len;
+	if (contiguous && len > need && bpf_probe_read_user(s->win, len, (void *)base)) {
+		len = need;
+		base = addr;
+	} else if (len > need) {
+		goto done;
+	}
+	if (bpf_probe_read_user(s->win, need, (void *)addr)) {
 		s->win_len = 0;
 		return -1;
 	}
+done:
 	s->win_base = base;
 	s->win_len = len;
 	return addr - base;
