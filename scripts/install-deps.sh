@@ -6,7 +6,7 @@ set -euo pipefail
 pkgs=(
 	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
 	libcjson-dev pkg-config make gcc python3 iproute2 openssh-server
-	openssh-client procps
+	openssh-client procps pdsh
 )
 
 missing=()

@@ -6,10 +6,11 @@
 # (a UTS namespace), each running the simulated training workload.  Three
 # nodes are recorded in the same window and merged; a fourth has no ssh
 # server (unreachable), a fifth never answers (abandoned after --timeout).
-# Network namespaces share pids with this one, so --pids 'pgrep:{host}/...'
-# picks each node's own workload.
+# Network namespaces share pids with this one (and with every other test
+# on the machine), so --pids 'pgrep:$TMPD/{host}/...' picks each node's own
+# workload.  The recording runs twice: plain ssh (--no-pdsh) and pdsh.
 . "$(dirname "$0")/lib.sh"
-test_description "gpubpf-cluster: record three ssh nodes at once, merge; unreachable and stuck nodes"
+test_description "gpubpf-cluster: record three ssh nodes at once (ssh, pdsh), merge; unreachable and stuck nodes"
 require_bpf
 require_sim
 require_gpubpf
@@ -105,39 +106,83 @@ for k in 1 2 3; do
 done
 unset LD_LIBRARY_PATH
 
+# A decoy: the same workload elsewhere, its command line also holding
+# "node1/train.py", as another run of this test on the machine has (pids
+# are shared).  The pattern names this run's directory, so only this run's
+# workload is picked on each node.
+mkdir -p "$TMPD/other/node1"
+ln -s "$GPUBPF_ROOT/sim/train.py" "$TMPD/other/node1/train.py"
+LD_LIBRARY_PATH="$SIMLIB" "$PY" "$TMPD/other/node1/train.py" --steps 1000000 --sync-every 4 \
+	>"$TMPD/other/train.log" 2>&1 &
+at_exit "kill $! 2>/dev/null"
+PAT="pgrep:$(printf '%s' "$TMPD" | sed 's/[][\.*^$+?(){}|]/\\&/g')/{host}/train\.py"
+
+# record_checks HOW OUT RC T0: the checks on one recording of nodes 1-5
+# launched at T0 (ns, realtime) with --lead 3
+record_checks() {
+	local how=$1 OUT=$2 rc=$3 t0=$4 k M spans
+	is "$how: exit status 1: nodes missing, the others merged" "$rc" 1
+	for k in 1 2 3; do
+		ok "$how: node$k's trace fetched" test -s "$OUT/node$k.json.gz"
+	done
+	ok "$how: the merged trace is written" test -s "$OUT/merged.json"
+	like "$how: the summary says 3 of 5 were merged" "$(head -1 "$OUT/summary.txt")" \
+		"^gpubpf-cluster: 3 of 5 nodes recorded, merged into $OUT/merged.json$"
+	like "$how: the summary names the unreachable node and why" "$(grep node4 "$OUT/summary.txt")" \
+		'node4 +MISSING +unreachable \(.*(refused|unreachable|timed out)'
+	like "$how: the summary names the stuck node, abandoned" "$(grep node5 "$OUT/summary.txt")" \
+		'node5 +MISSING +abandoned after 15s'
+
+	M="$OUT/merged.json"
+	is "$how: three host groups, named by each node's host name" \
+		"$(json_query "$M" '[h["host"] for h in d["gpubpf"]["merge"]["hosts"]]')" '["node1", "node2", "node3"]'
+	is "$how: each node recorded its own workload, and only it" \
+		"$(json_query "$M" 'sorted((e["args"]["host"], e["args"]["host_pid"]) for e in ev if e["name"] == "process_name")')" \
+		"[[\"node1\", ${WPID[1]}], [\"node2\", ${WPID[2]}], [\"node3\", ${WPID[3]}]]"
+	is "$how: every host has events" \
+		"$(json_query "$M" 'sorted({e["pid"] // 10**7 for e in ev if e.get("cat") == "cuda_api"})')" '[0, 1, 2]'
+	# one machine, one clock: the offsets agree and the windows line up
+	is "$how: clock shifts are below 1 ms (one kernel clock)" \
+		"$(json_query "$M" 'all(abs(h["clock_shift_ns"]) < 10**6 for h in d["gpubpf"]["merge"]["hosts"])')" true
+	spans=$(json_query "$M" '[[min(t), max(t)] for t in ([float(e["ts"]) for e in ev if e.get("cat") == "cuda_api" and e["pid"] // 10**7 == h] for h in range(3))]')
+	diag "$how: event spans per host (us): $spans"
+	is "$how: the three windows line up (starts within 0.5 s, each covers most of the 2 s)" \
+		"$("$PY" -c 'import json,sys; s=json.loads(sys.argv[1]); a=[x[0] for x in s]; print(max(a)-min(a) < 5e5 and all(x[1]-x[0] > 1.2e6 for x in s))' "$spans")" True
+	# the nodes waited for the agreed instant (launch + 3 s), no sooner
+	is "$how: every window starts at the agreed instant, not before (3-5.5 s after launch)" \
+		"$(json_query "$M" "[3.0e9 - 1e7 <= min(float(e['ts']) for e in ev if e.get('cat') == 'cuda_api' and e['pid'] // 10**7 == h) * 1000 + d['gpubpf']['realtime_offset_ns'] - $t0 <= 5.5e9 for h in range(3)]")" \
+		'[true, true, true]'
+}
+
+# plain ssh, one per node in parallel
 OUT="$TMPD/out"
 rc=0
+t0=$(date +%s%N)
 "$CLUSTER" record --hosts node1,node2,node3,node4,node5 -d 2s --lead 3 --timeout 15 \
-	--pids 'pgrep:{host}/train\.py' --gpubpf "$GPUBPF" --local-gpubpf "$GPUBPF" --no-pdsh \
+	--pids "$PAT" --gpubpf "$GPUBPF" --local-gpubpf "$GPUBPF" --no-pdsh \
 	--ssh-opts "$SSH_OPTS" -o "$OUT" >"$TMPD/cluster.out" 2>&1 || rc=$?
 diag <"$TMPD/cluster.out"
-is "exit status 1: nodes missing, the others merged" "$rc" 1
-for k in 1 2 3; do
-	ok "node$k's trace fetched" test -s "$OUT/node$k.json.gz"
-done
-ok "the merged trace is written" test -s "$OUT/merged.json"
-like "the summary says 3 of 5 were merged" "$(head -1 "$OUT/summary.txt")" \
-	"^gpubpf-cluster: 3 of 5 nodes recorded, merged into $OUT/merged.json$"
-like "the summary names the unreachable node and why" "$(grep node4 "$OUT/summary.txt")" \
-	'node4 +MISSING +unreachable \(.*(refused|unreachable|timed out)'
-like "the summary names the stuck node, abandoned" "$(grep node5 "$OUT/summary.txt")" \
-	'node5 +MISSING +abandoned after 15s'
+record_checks ssh "$OUT" "$rc" "$t0"
+ok "ssh: --no-pdsh ran no pdsh" test ! -e "$OUT/logs/pdsh.out"
 
-M="$OUT/merged.json"
-is "three host groups, named by each node's host name" \
-	"$(json_query "$M" '[h["host"] for h in d["gpubpf"]["merge"]["hosts"]]')" '["node1", "node2", "node3"]'
-is "each node recorded its own workload, and only it" \
-	"$(json_query "$M" 'sorted((e["args"]["host"], e["args"]["host_pid"]) for e in ev if e["name"] == "process_name")')" \
-	"[[\"node1\", ${WPID[1]}], [\"node2\", ${WPID[2]}], [\"node3\", ${WPID[3]}]]"
-is "every host has events" \
-	"$(json_query "$M" 'sorted({e["pid"] // 10**7 for e in ev if e.get("cat") == "cuda_api"})')" '[0, 1, 2]'
-# one machine, one clock: the offsets agree and the windows line up
-is "clock shifts are below 1 ms (one kernel clock)" \
-	"$(json_query "$M" 'all(abs(h["clock_shift_ns"]) < 10**6 for h in d["gpubpf"]["merge"]["hosts"])')" true
-spans=$(json_query "$M" '[[min(t), max(t)] for t in ([float(e["ts"]) for e in ev if e.get("cat") == "cuda_api" and e["pid"] // 10**7 == h] for h in range(3))]')
-diag "event spans per host (us): $spans"
-is "the three windows line up (starts within 0.5 s, each covers most of the 2 s)" \
-	"$("$PY" -c 'import json,sys; s=json.loads(sys.argv[1]); a=[x[0] for x in s]; print(max(a)-min(a) < 5e5 and all(x[1]-x[0] > 1.2e6 for x in s))' "$spans")" True
+# pdsh (its ssh module), chosen by default when installed; node1 as
+# root@node1: pdsh names it node1 in its output
+if command -v pdsh >/dev/null; then
+	OUT="$TMPD/out-pdsh"
+	rc=0
+	t0=$(date +%s%N)
+	"$CLUSTER" record --hosts root@node1,node2,node3,node4,node5 -d 2s --lead 3 --timeout 15 \
+		--pids "$PAT" --gpubpf "$GPUBPF" --local-gpubpf "$GPUBPF" \
+		--ssh-opts "$SSH_OPTS" -o "$OUT" >"$TMPD/cluster-pdsh.out" 2>&1 || rc=$?
+	diag <"$TMPD/cluster-pdsh.out"
+	ok "pdsh: pdsh recorded the nodes" grep -q '^node2: @@gpubpf-cluster recorded ' "$OUT/logs/pdsh.out" ||
+		diag <"$OUT/logs/pdsh.err"
+	record_checks pdsh "$OUT" "$rc" "$t0"
+	like "pdsh: the summary lists root@node1 as given" "$(grep node1 "$OUT/summary.txt")" \
+		"root@node1 +ok +$OUT/node1.json.gz"
+else
+	skip "pdsh not installed (scripts/install-deps.sh installs it)" 16
+fi
 
 # a node without gpubpf
 rc=0
