@@ -51,7 +51,7 @@ for i in 1 2; do
 	check "record -p, time $i" "$GPUBPF" record -p "$w" -d 600ms -o "$TMPD/p$i.json"
 	cmp_ok "record -p, time $i: kernels captured" "$(json_query "$TMPD/p$i.json" \
 		'len([e for e in ev if e.get("cat") == "kernel"])')" -gt 10
-	tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" "$TMPD/p$i.json"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" --edge-ms 250 "$TMPD/p$i.json"
 done
 wait "$w"
 is "the job ran to its end, recorded twice" "$?" 0
