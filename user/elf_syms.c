@@ -80,6 +80,27 @@ static int lookup_section(Elf *elf, Elf_Scn *scn, const struct elf_seg *segs, si
 	return found;
 }
 
+int elf_file_open(const char *path, int *fd, Elf **elf)
+{
+	*elf = NULL;
+	*fd = -1;
+	if (elf_version(EV_CURRENT) == EV_NONE)
+		return -EINVAL;
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
+	return *elf && elf_kind(*elf) == ELF_K_ELF ? 0 : -ENOEXEC;
+}
+
+void elf_file_close(int fd, Elf *elf)
+{
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+}
+
 int elf_sym_offsets(const char *path, const char *const *names, size_t n, uint64_t *offsets)
 {
 	struct elf_seg *segs = NULL;
@@ -90,17 +111,9 @@ int elf_sym_offsets(const char *path, const char *const *names, size_t n, uint64
 	int fd, found = 0, err = 0;
 
 	memset(offsets, 0, n * sizeof(*offsets));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-	err = read_segs(elf, &segs, &nsegs);
+	err = elf_file_open(path, &fd, &elf);
+	if (!err)
+		err = read_segs(elf, &segs, &nsegs);
 	if (err)
 		goto cleanup;
 	/* .dynsym first: the exported entry points; .symtab adds local ones. */
@@ -115,9 +128,7 @@ int elf_sym_offsets(const char *path, const char *const *names, size_t n, uint64
 	}
 cleanup:
 	free(segs);
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	elf_file_close(fd, elf);
 	return err ? err : found;
 }
 
@@ -208,17 +219,9 @@ int elf_funcs_load(const char *path, struct elf_funcs *f)
 	int fd, err = 0;
 
 	memset(f, 0, sizeof(*f));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF) {
-		err = -ENOEXEC;
-		goto cleanup;
-	}
-	err = read_segs(elf, &f->segs, &f->nsegs);
+	err = elf_file_open(path, &fd, &elf);
+	if (!err)
+		err = read_segs(elf, &f->segs, &f->nsegs);
 	/* .symtab has every function; a stripped file keeps only .dynsym */
 	for (int pass = 0; pass < 2 && !err && !f->n; pass++) {
 		scn = NULL;
@@ -241,9 +244,7 @@ int elf_funcs_load(const char *path, struct elf_funcs *f)
 	f->n = k;
 cleanup:
 	free(t);
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	elf_file_close(fd, elf);
 	if (err)
 		elf_funcs_release(f);
 	return err;

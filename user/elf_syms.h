@@ -14,6 +14,15 @@
  */
 int elf_sym_offsets(const char *path, const char *const *names, size_t n, uint64_t *offsets);
 
+struct Elf;
+/*
+ * Open the ELF file at path for reading with libelf: 0 with *fd and *elf
+ * set, -errno, or -ENOEXEC if it is not an ELF file (then *fd is open:
+ * release with elf_file_close() either way).
+ */
+int elf_file_open(const char *path, int *fd, struct Elf **elf);
+void elf_file_close(int fd, struct Elf *elf);
+
 /* A PT_LOAD segment: file bytes [offset, offset + filesz) at vaddr. */
 struct elf_seg {
 	uint64_t vaddr, memsz, offset, filesz;

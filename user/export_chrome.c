@@ -169,25 +169,41 @@ static void write_call_args(struct jw *jw, const struct model *m,
 	jw_obj_end(jw);
 }
 
+/*
+ * Open an event and write its common members, ts and dur first for
+ * Perfetto's tokenizer: {"ph":ph,"cat":cat,"name":the namelen bytes of
+ * name,"pid","tid","ts" and, for complete events ("X"), "dur".  The caller
+ * adds the rest and closes the object.
+ */
+static void event_head(struct jw *jw, const char *ph, const char *cat, const char *name,
+		       size_t namelen, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, ph);
+	jw_key(jw, "cat");
+	jw_str(jw, cat);
+	jw_key(jw, "name");
+	jw_strn(jw, name, namelen);
+	jw_key(jw, "pid");
+	jw_uint(jw, pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, tid);
+	jw_key(jw, "ts");
+	jw_us(jw, ts);
+	if (ph[0] == 'X') {
+		jw_key(jw, "dur");
+		jw_us(jw, dur);
+	}
+}
+
 /* A host-side driver call: a complete event on the calling thread. */
 static int write_api_call(struct jw *jw, const struct model *m,
 			  const struct model_event *ev)
 {
-	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, "X");
-	jw_key(jw, "cat");
-	jw_str(jw, "cuda_api");
-	jw_key(jw, "name");
-	jw_str(jw, str(m, ev->name));
-	jw_key(jw, "pid");
-	jw_uint(jw, ev->pid);
-	jw_key(jw, "tid");
-	jw_uint(jw, ev->tid);
-	jw_key(jw, "ts");
-	jw_us(jw, ev->ts);
-	jw_key(jw, "dur");
-	jw_us(jw, ev->dur);
+	const char *name = str(m, ev->name);
+
+	event_head(jw, "X", "cuda_api", name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
 	write_call_args(jw, m, ev);
 	return jw_obj_end(jw);
 }
@@ -211,38 +227,21 @@ static int is_nccl(const char *name)
 static int write_gpu_work(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
 	const char *kname = ev->kernel ? str(m, ev->kernel) : "kernel";
-	char name[32];
+	const char *cat = "gpu_memset", *name = "Memset";
+	char copy_name[32];
 
-	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, "X");
-	jw_key(jw, "cat");
 	switch (ev->kind) {
 	case EV_KERNEL:
-		jw_str(jw, is_nccl(kname) ? "nccl" : "kernel");
-		jw_key(jw, "name");
-		jw_str(jw, kname);
+		cat = is_nccl(kname) ? "nccl" : "kernel";
+		name = kname;
 		break;
 	case EV_MEMCPY:
-		jw_str(jw, "gpu_memcpy");
-		snprintf(name, sizeof(name), "Memcpy %s", copy_kind(ev->gpu_kind));
-		jw_key(jw, "name");
-		jw_str(jw, name);
-		break;
-	default:
-		jw_str(jw, "gpu_memset");
-		jw_key(jw, "name");
-		jw_str(jw, "Memset");
+		cat = "gpu_memcpy";
+		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", copy_kind(ev->gpu_kind));
+		name = copy_name;
 		break;
 	}
-	jw_key(jw, "pid");
-	jw_uint(jw, ev->pid);
-	jw_key(jw, "tid");
-	jw_uint(jw, gpu_tid(ev));
-	jw_key(jw, "ts");
-	jw_us(jw, ev->ts);
-	jw_key(jw, "dur");
-	jw_us(jw, ev->dur);
+	event_head(jw, "X", cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
 	if (ev->kind == EV_KERNEL) {
@@ -284,21 +283,8 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
  */
 static int write_gpu_wait(struct jw *jw, const struct model_event *ev)
 {
-	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, "X");
-	jw_key(jw, "cat");
-	jw_str(jw, "gpu_sync");
-	jw_key(jw, "name");
-	jw_str(jw, "Wait event");
-	jw_key(jw, "pid");
-	jw_uint(jw, ev->pid);
-	jw_key(jw, "tid");
-	jw_uint(jw, gpu_tid(ev));
-	jw_key(jw, "ts");
-	jw_us(jw, ev->ts);
-	jw_key(jw, "dur");
-	jw_us(jw, ev->dur);
+	event_head(jw, "X", "gpu_sync", "Wait event", strlen("Wait event"), ev->pid, gpu_tid(ev),
+		   ev->ts, ev->dur);
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
 	jw_key(jw, "event");
@@ -358,21 +344,8 @@ static int write_scope(struct jw *jw, const struct model *m, const struct model_
 {
 	const char *func = str(m, ev->name), *paren = strstr(func, " (");
 
-	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, "X");
-	jw_key(jw, "cat");
-	jw_str(jw, "python");
-	jw_key(jw, "name");
-	jw_strn(jw, func, paren ? (size_t)(paren - func) : strlen(func));
-	jw_key(jw, "pid");
-	jw_uint(jw, ev->pid);
-	jw_key(jw, "tid");
-	jw_uint(jw, ev->tid);
-	jw_key(jw, "ts");
-	jw_us(jw, ev->ts);
-	jw_key(jw, "dur");
-	jw_us(jw, ev->dur);
+	event_head(jw, "X", "python", func, paren ? (size_t)(paren - func) : strlen(func), ev->pid,
+		   ev->tid, ev->ts, ev->dur);
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
 	jw_key(jw, "function");

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "elf_syms.h"
 #include "pyruntime.h"
 
 #define N GB_PY_NONE
@@ -258,16 +259,11 @@ static int elf_lookup(const char *path, __u64 vals[SYM_N], __u64 *vaddr0)
 	int fd, err = 0, have_load = 0;
 
 	memset(vals, 0, SYM_N * sizeof(*vals));
-	if (elf_version(EV_CURRENT) == EV_NONE)
-		return -EINVAL;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
+	err = elf_file_open(path, &fd, &elf);
+	if (!err && elf_getphdrnum(elf, &nph))
 		err = -ENOEXEC;
+	if (err)
 		goto cleanup;
-	}
 	for (size_t i = 0; i < nph && !have_load; i++) {
 		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && !ph.p_offset) {
 			*vaddr0 = ph.p_vaddr & ~0xfffULL;
@@ -307,9 +303,7 @@ static int elf_lookup(const char *path, __u64 vals[SYM_N], __u64 *vaddr0)
 			break;
 	}
 cleanup:
-	if (elf)
-		elf_end(elf);
-	close(fd);
+	elf_file_close(fd, elf);
 	return err;
 }
 
