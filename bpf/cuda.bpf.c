@@ -93,6 +93,33 @@ struct {
 } py_seen SEC(".maps");
 
 /*
+ * The identity token of the code object each thread's frame held at its
+ * last walk: a frame still at the same address with the same code object
+ * there is, all but certainly, the same live frame, and a live frame holds
+ * a reference to its code object, which therefore was not freed.  Saves
+ * reading the code object again for the frames below the top of the
+ * stack, which persist from call to call.
+ */
+struct py_frame_key {
+	__u32 tid;
+	__u32 pad;
+	__u64 frame;
+};
+
+struct py_frame_ident {
+	__u64 code;
+	__u32 ident;
+	__u32 pad;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct py_frame_key);
+	__type(value, struct py_frame_ident);
+} py_idents SEC(".maps");
+
+/*
  * The stack being walked, and the bytes read.  CPython 3.11+ keeps a
  * thread's frames one after the other on its data stack, so one read of
  * the frame's page up to the frame covers the frames below it too: win
@@ -349,6 +376,7 @@ struct py_walk {
 	__u64 hash;
 	__u32 n;                /* frames recorded */
 	__u32 depth;            /* frames wanted */
+	__u32 tid;
 };
 
 /* One frame, as a bpf_loop callback: 0 to go on, 1 to stop. */
@@ -357,8 +385,10 @@ static long py_walk_frame(__u32 i, void *data)
 	struct py_walk *w = data;
 	const struct gb_py_config *cfg = w->cfg;
 	struct py_scratch *s = w->s;
+	struct py_frame_key fkey = {};
+	struct py_frame_ident *known;
 	struct gb_py_frame *f;
-	__u64 code, prev;
+	__u64 code, prev, frame = w->frame;
 	int at;
 
 	if (!w->frame || w->n >= w->depth)
@@ -375,13 +405,23 @@ static long py_walk_frame(__u32 i, void *data)
 		return 0;
 	f = &s->st.frames[w->n & (GB_PY_MAX_DEPTH - 1)];
 	f->code = code;
+	fkey.tid = w->tid;
+	fkey.frame = frame;
 	if (cfg->code_adaptive == GB_PY_NONE)   /* 3.10: f_lasti, an int */
 		f->instr = (__u32)frame_u64(s, at, cfg->frame_instr);
 	else
 		f->instr = (__u32)((frame_u64(s, at, cfg->frame_instr) - code - cfg->code_adaptive) / 2);
-	__builtin_memset(s->ident, 0, sizeof(s->ident));
-	bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident));
-	f->ident = gb_py_ident(s->ident);
+	known = bpf_map_lookup_elem(&py_idents, &fkey);
+	if (known && known->code == code) {
+		f->ident = known->ident;
+	} else {
+		struct py_frame_ident v = { .code = code };
+
+		__builtin_memset(s->ident, 0, sizeof(s->ident));
+		bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident));
+		v.ident = f->ident = gb_py_ident(s->ident);
+		bpf_map_update_elem(&py_idents, &fkey, &v, BPF_ANY);
+	}
 	w->hash = (w->hash ^ code ^ ((__u64)f->ident << 32 | f->instr)) * 0x100000001b3ULL;
 	w->n++;
 	return 0;
@@ -415,6 +455,7 @@ static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
 	if (cfg->cframe_frame != GB_PY_NONE && frame)
 		frame = read_u64(frame + cfg->cframe_frame);
 	w.frame = frame;
+	w.tid = tid;
 	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
 	w.s->win_len = 0;       /* the window is per walk: memory changes between calls */
 	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frame, &w, 0);
