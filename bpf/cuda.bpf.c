@@ -165,24 +165,16 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, GB_CNT_MAX);
+	__uint(max_entries, 1);
 	__type(key, __u32);
-	__type(value, __u64);
-} counters SEC(".maps");
-
-static __always_inline void count(__u32 which)
-{
-	__u64 *v = bpf_map_lookup_elem(&counters, &which);
-
-	if (v)
-		(*v)++;
-}
+	__type(value, __u64);           /* records lost, all processes */
+} drops_total SEC(".maps");
 
 /* n records of process tgid lost. */
 static __always_inline void count_drops(__u32 tgid, __u64 n)
 {
-	__u32 which = GB_CNT_DROPS;
-	__u64 *v = bpf_map_lookup_elem(&counters, &which);
+	__u32 zero = 0;
+	__u64 *v = bpf_map_lookup_elem(&drops_total, &zero);
 
 	if (v)
 		*v += n;
@@ -483,7 +475,6 @@ static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
 		count_drop(tgid);
 		return 0;
 	}
-	count(GB_CNT_EVENTS);
 	bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
 	return key.id;
 }
@@ -550,7 +541,6 @@ static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
 		count_drop(tgid);
 		return 0;
 	}
-	count(GB_CNT_EVENTS);
 	bpf_map_update_elem(&native_seen, &key, &one, BPF_ANY);
 	return key.id;
 }
@@ -599,7 +589,6 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 			return 0;
 		}
 		fill_entry(c, ctx, ck, pid_tgid);
-		count(GB_CNT_EVENTS);
 		bpf_ringbuf_submit(c, wake_flags());
 		return 0;
 	}
@@ -608,10 +597,9 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		return 0;
 	fill_entry(c, ctx, ck, pid_tgid);
 	key = (pid_tgid << 32) | GB_CK_ID(ck);
-	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY)) {
-		count(GB_CNT_INFLIGHT_FULL);
+	/* the in-flight map full: the call is lost, and counted as such */
+	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
 		count_drop(tgid);
-	}
 	return 0;
 }
 
@@ -628,7 +616,6 @@ static __always_inline void emit_name(__u32 tgid, __u64 handle, const char *str)
 	n->handle = handle;
 	if (bpf_probe_read_user_str(n->name, sizeof(n->name), str) < 0)
 		n->name[0] = 0;
-	count(GB_CNT_EVENTS);
 	bpf_ringbuf_submit(n, wake_flags());
 }
 
@@ -669,8 +656,6 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	}
 	if (bpf_ringbuf_output(&rb, c, sizeof(*c), wake_flags()))
 		count_drop(tgid);
-	else
-		count(GB_CNT_EVENTS);
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
 }
@@ -728,8 +713,6 @@ int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 	    bpf_ringbuf_output(&rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
 			       wake_flags()))
 		count_drops(tgid, nrecs);
-	else
-		count(GB_CNT_EVENTS);
 	return 0;
 }
 
@@ -754,7 +737,6 @@ int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 	c->ts = bpf_ktime_get_ns();
 	c->cbid = cbid;
 	c->pad = 0;
-	count(GB_CNT_EVENTS);
 	bpf_ringbuf_submit(c, wake_flags());
 	return 0;
 }

@@ -216,12 +216,4 @@ struct gb_native {
 	__u64 addrs[GB_NATIVE_MAX_DEPTH];
 };
 
-/* Index of the global counters in the "counters" array map. */
-enum gb_counter {
-	GB_CNT_EVENTS = 0,      /* records submitted */
-	GB_CNT_DROPS,           /* records lost, for any reason */
-	GB_CNT_INFLIGHT_FULL,   /* of which: in-flight map full at entry */
-	GB_CNT_MAX,
-};
-
 #endif

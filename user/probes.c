@@ -421,14 +421,14 @@ uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pi
 			void *ctx)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	uint32_t key = GB_CNT_DROPS, pid, *prev = NULL;
+	uint32_t key = 0, pid, *prev = NULL;
 	int fd = bpf_map__fd(p->skel->maps.drops);
 	uint64_t total = 0, n;
 
 	if (ncpu > 0) {
 		uint64_t vals[ncpu];
 
-		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.counters), &key, vals))
+		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.drops_total), &key, vals))
 			for (int i = 0; i < ncpu; i++)
 				total += vals[i];
 	}
