@@ -844,6 +844,10 @@ int cmd_record(int argc, char **argv)
 	if (r.coll.bad)
 		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
 			(unsigned long long)r.coll.bad);
+	if (r.coll.py_unresolved)
+		fprintf(stderr, "gpubpf: %llu Python frames could not be named (their process had "
+			"exited or changed); they read \"?\"\n",
+			(unsigned long long)r.coll.py_unresolved);
 	if (!r.quiet) {         /* the diagnosis, read back from the trace */
 		fflush(stderr);
 		report_print_file(r.output, stdout);
@@ -855,11 +859,8 @@ cleanup:
 		/* the command runs on, untraced, if we stopped first */
 		if (release_fd >= 0)
 			kill(r.child, SIGKILL);
-		if (release_fd >= 0 || nsignals < 2) {
-			waitpid(r.child, &e, 0);
-			if (ret == 0 || ret == 1)
-				ret = ret ? ret : (WIFEXITED(e) ? WEXITSTATUS(e) : 128 + WTERMSIG(e));
-		}
+		if (release_fd >= 0 || nsignals < 2)
+			waitpid(r.child, NULL, 0);
 	}
 	if (release_fd >= 0)
 		close(release_fd);
