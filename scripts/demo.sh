@@ -20,7 +20,9 @@ demo: the timeline is $PWD/$trace
       open https://ui.perfetto.dev, choose "Open trace file" and pick it
       (or load it in chrome://tracing).  Each host thread shows its CUDA
       driver calls (click one for its arguments: kernel, grid, block,
-      stream, bytes, return code); the "GPU 0 / stream N" tracks show when
-      each kernel, copy and memset ran on the simulated GPU, with an arrow
-      from the call that launched it.
+      stream, bytes, return code, and the Python stack that made it) under
+      slices of the Python functions they were made from (Model.forward,
+      SGD.step...); the "GPU 0 / stream N" tracks show when each kernel,
+      copy and memset ran on the simulated GPU, with an arrow from the call
+      that launched it.  The text above is 'gpubpf report' on that trace.
 MSG
