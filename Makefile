@@ -113,6 +113,7 @@ bench: all bench-bins
 install: $(BUILD)/gpubpf $(CUPTI_LIB)
 	install -D -m 0755 $(BUILD)/gpubpf $(DESTDIR)$(PREFIX)/bin/gpubpf
 	install -D -m 0755 $(CUPTI_LIB) $(DESTDIR)$(PREFIX)/lib/gpubpf/libgpubpf_cupti.so
+	install -D -m 0755 scripts/gpubpf-cluster $(DESTDIR)$(PREFIX)/bin/gpubpf-cluster
 
 clean:
 	rm -rf $(BUILD)
