@@ -223,6 +223,17 @@ static int is_nccl(const char *name)
 	return !strncmp(name, "nccl", 4) || strstr(name, "nccl") != NULL;
 }
 
+/* Where GPU work ran and the call it came from, in its args. */
+static void write_where(struct jw *jw, const struct model_event *ev)
+{
+	jw_key(jw, "device");
+	jw_uint(jw, ev->device);
+	jw_key(jw, "stream");
+	jw_uint(jw, ev->gpu_stream);
+	jw_key(jw, "correlation");
+	jw_uint(jw, ev->correlation);
+}
+
 /* Kernels, copies and memsets: complete events on their stream's track. */
 static int write_gpu_work(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
@@ -267,12 +278,7 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 		jw_key(jw, "graph_node");
 		jw_uint(jw, ev->graph_node);
 	}
-	jw_key(jw, "device");
-	jw_uint(jw, ev->device);
-	jw_key(jw, "stream");
-	jw_uint(jw, ev->gpu_stream);
-	jw_key(jw, "correlation");
-	jw_uint(jw, ev->correlation);
+	write_where(jw, ev);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -289,12 +295,7 @@ static int write_gpu_wait(struct jw *jw, const struct model_event *ev)
 	jw_obj_begin(jw);
 	jw_key(jw, "event");
 	jw_uint(jw, ev->handle);
-	jw_key(jw, "device");
-	jw_uint(jw, ev->device);
-	jw_key(jw, "stream");
-	jw_uint(jw, ev->gpu_stream);
-	jw_key(jw, "correlation");
-	jw_uint(jw, ev->correlation);
+	write_where(jw, ev);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -326,12 +327,7 @@ static int write_gpu_memory(struct jw *jw, const struct model_event *ev)
 	jw_uint(jw, ev->bytes);
 	jw_key(jw, "memory_kind");
 	jw_str(jw, mem_kind_name(ev->copy_kind));
-	jw_key(jw, "device");
-	jw_uint(jw, ev->device);
-	jw_key(jw, "stream");
-	jw_uint(jw, ev->gpu_stream);
-	jw_key(jw, "correlation");
-	jw_uint(jw, ev->correlation);
+	write_where(jw, ev);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
