@@ -52,6 +52,14 @@ int jw_init(struct jw *jw, struct sink *out)
 	return 0;
 }
 
+int jw_init_file(struct jw *jw, FILE *f)
+{
+	int ret = jw_init(jw, NULL);
+
+	jw->file = f;
+	return ret;
+}
+
 void jw_release(struct jw *jw)
 {
 	if (!jw)
@@ -69,7 +77,10 @@ int jw_flush(struct jw *jw)
 		return jw->err;
 	if (!jw->len)
 		return 0;
-	ret = sink_write(jw->out, jw->buf, jw->len);
+	if (jw->file)
+		ret = fwrite(jw->buf, 1, jw->len, jw->file) == jw->len ? 0 : -EIO;
+	else
+		ret = sink_write(jw->out, jw->buf, jw->len);
 	jw->len = 0;
 	return ret ? fail(jw, ret) : 0;
 }
@@ -370,20 +381,30 @@ int jw_int(struct jw *jw, int64_t v)
 	return end_value(jw);
 }
 
-int jw_us(struct jw *jw, uint64_t ns)
+/* ns / 10^digits with exactly digits decimals, in integer arithmetic. */
+static int put_fixed(struct jw *jw, uint64_t ns, int digits, uint64_t scale)
 {
-	char tmp[24], *p, *end = tmp + sizeof(tmp);
-	unsigned frac = ns % 1000;
+	char tmp[32], *p, *end = tmp + sizeof(tmp);
+	uint64_t frac = ns % scale;
 
 	if (begin_value(jw))
 		return jw->err;
-	end[-1] = '0' + frac % 10;
-	end[-2] = '0' + frac / 10 % 10;
-	end[-3] = '0' + frac / 100;
-	end[-4] = '.';
-	p = fmt_u64(end - 4, ns / 1000);
+	for (int i = 1; i <= digits; i++, frac /= 10)
+		end[-i] = '0' + frac % 10;
+	end[-digits - 1] = '.';
+	p = fmt_u64(end - digits - 1, ns / scale);
 	put(jw, p, end - p);
 	return end_value(jw);
+}
+
+int jw_us(struct jw *jw, uint64_t ns)
+{
+	return put_fixed(jw, ns, 3, 1000);
+}
+
+int jw_ms(struct jw *jw, uint64_t ns)
+{
+	return put_fixed(jw, ns, 6, 1000000);
 }
 
 int jw_double(struct jw *jw, double v)

@@ -22,6 +22,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 
 struct sink;
@@ -29,7 +30,8 @@ struct sink;
 #define JW_MAX_DEPTH 64
 
 struct jw {
-	struct sink *out;
+	struct sink *out;               /* where it writes: a sink, or */
+	FILE *file;                     /* a stdio stream */
 	char *buf;
 	size_t len, cap;
 	int err;                        /* sticky, -errno */
@@ -41,6 +43,8 @@ struct jw {
 
 /* Prepare a writer over out (an open sink).  Returns 0 or -ENOMEM. */
 int jw_init(struct jw *jw, struct sink *out);
+/* The same over a stdio stream (flushed into it, not closed). */
+int jw_init_file(struct jw *jw, FILE *f);
 /* Free the buffer (without flushing).  NULL-safe, idempotent. */
 void jw_release(struct jw *jw);
 
@@ -74,6 +78,8 @@ int jw_uint(struct jw *jw, uint64_t v);
 int jw_double(struct jw *jw, double v);
 /* ns as microseconds with exactly 3 decimals, no rounding: 1234567 -> 1234.567 */
 int jw_us(struct jw *jw, uint64_t ns);
+/* Milliseconds with exactly six decimals (exact ns): 1234567 -> 1.234567. */
+int jw_ms(struct jw *jw, uint64_t ns);
 int jw_bool(struct jw *jw, bool v);
 int jw_null(struct jw *jw);
 /* A string "0x..." in lowercase hex: 0 -> "0x0". */

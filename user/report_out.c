@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <string.h>
 
+#include "json_writer.h"
 #include "report.h"
 
 #define TEXT_TOP 10
@@ -185,205 +186,219 @@ int report_text(const struct rt_table *t, const struct report *r, FILE *f)
 
 /* ---------------------------------------------------------------- json */
 
-static void jstr(FILE *f, const char *s)
+/* Members of the JSON report, through the streaming writer. */
+static void kstr(struct jw *jw, const char *key, const char *v)
 {
-	fputc('"', f);
-	for (; *s; s++) {
-		unsigned char c = *s;
-
-		if (c == '"' || c == '\\')
-			fprintf(f, "\\%c", c);
-		else if (c < 0x20)
-			fprintf(f, "\\u%04x", c);
-		else
-			fputc(c, f);
-	}
-	fputc('"', f);
+	jw_key(jw, key);
+	jw_str(jw, v);
 }
 
-static void jnum(FILE *f, double v)
+static void kuint(struct jw *jw, const char *key, uint64_t v)
 {
-	fprintf(f, "%.6g", v);
+	jw_key(jw, key);
+	jw_uint(jw, v);
 }
 
-static void jms(FILE *f, uint64_t ns)
+static void knum(struct jw *jw, const char *key, double v)
 {
-	fprintf(f, "%.6f", ns / 1e6);
+	jw_key(jw, key);
+	jw_double(jw, v);
 }
 
-static void jsite(FILE *f, const struct rt_table *t, uint32_t site, const char *key_site,
+static void kms(struct jw *jw, const char *key, uint64_t ns)
+{
+	jw_key(jw, key);
+	jw_ms(jw, ns);
+}
+
+static void kbool(struct jw *jw, const char *key, bool v)
+{
+	jw_key(jw, key);
+	jw_bool(jw, v);
+}
+
+/* A call site as "file:line" and its function, null when unknown. */
+static void ksite(struct jw *jw, const struct rt_table *t, uint32_t site, const char *key_site,
 		  const char *key_func)
 {
 	char file[512], func[512];
 
 	frame_parts(t, site, file, sizeof(file), func, sizeof(func));
-	fprintf(f, "\"%s\":", key_site);
+	jw_key(jw, key_site);
 	if (site)
-		jstr(f, file);
+		jw_str(jw, file);
 	else
-		fputs("null", f);
-	fprintf(f, ",\"%s\":", key_func);
+		jw_null(jw);
+	jw_key(jw, key_func);
 	if (func[0])
-		jstr(f, func);
+		jw_str(jw, func);
 	else
-		fputs("null", f);
+		jw_null(jw);
 }
 
-static void json_proc(const struct rt_table *t, const struct rep_proc *rp, FILE *f)
+static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
 {
-	fprintf(f, "{\"pid\":%u,\"name\":", rp->pid);
-	jstr(f, rp->name ? rt_str(t, rp->name) : "");
-	fprintf(f, ",\"host_calls\":%" PRIu64 ",\"gpu_activities\":%" PRIu64 ",\"devices\":[",
-		rp->napi, rp->ngpu);
+	jw_obj_begin(jw);
+	kuint(jw, "pid", rp->pid);
+	kstr(jw, "name", rp->name ? rt_str(t, rp->name) : "");
+	kuint(jw, "host_calls", rp->napi);
+	kuint(jw, "gpu_activities", rp->ngpu);
+	jw_key(jw, "devices");
+	jw_arr_begin(jw);
 	for (size_t d = 0; d < rp->ndevs; d++) {
 		const struct rep_device *v = &rp->devs[d];
 
-		fprintf(f, "%s{\"device\":%u,\"gpu_usage_ratio\":", d ? "," : "", v->device);
-		jnum(f, v->span_ns ? (double)v->busy_ns / v->span_ns : 0);
-		fputs(",\"busy_ms\":", f);
-		jms(f, v->busy_ns);
-		fputs(",\"span_ms\":", f);
-		jms(f, v->span_ns);
-		fputs(",\"idle\":{\"host_bound_ms\":", f);
-		jms(f, v->host_bound_ns);
-		fputs(",\"sync_bound_ms\":", f);
-		jms(f, v->sync_bound_ns);
-		fputs(",\"other_ms\":", f);
-		jms(f, v->other_ns);
-		fprintf(f, "},\"activities\":%" PRIu64 "}", v->nwork);
+		jw_obj_begin(jw);
+		kuint(jw, "device", v->device);
+		knum(jw, "gpu_usage_ratio", v->span_ns ? (double)v->busy_ns / v->span_ns : 0);
+		kms(jw, "busy_ms", v->busy_ns);
+		kms(jw, "span_ms", v->span_ns);
+		jw_key(jw, "idle");
+		jw_obj_begin(jw);
+		kms(jw, "host_bound_ms", v->host_bound_ns);
+		kms(jw, "sync_bound_ms", v->sync_bound_ns);
+		kms(jw, "other_ms", v->other_ns);
+		jw_obj_end(jw);
+		kuint(jw, "activities", v->nwork);
+		jw_obj_end(jw);
 	}
-	fputs("],\"sync_hotspots\":[", f);
+	jw_arr_end(jw);
+	jw_key(jw, "sync_hotspots");
+	jw_arr_begin(jw);
 	for (size_t k = 0; k < rp->nhot; k++) {
 		const struct rep_hotspot *h = &rp->hot[k];
 
-		fputs(k ? ",{" : "{", f);
-		jsite(f, t, h->site, "site", "function");
-		fputs(",\"call\":", f);
-		jstr(f, rt_str(t, h->call));
-		fprintf(f, ",\"count\":%" PRIu64 ",\"blocked_ms\":", h->count);
-		jms(f, h->blocked_ns);
-		fputs(",\"gpu_idle_ms\":", f);
-		jms(f, h->gpu_idle_ns);
-		fputs("}", f);
+		jw_obj_begin(jw);
+		ksite(jw, t, h->site, "site", "function");
+		kstr(jw, "call", rt_str(t, h->call));
+		kuint(jw, "count", h->count);
+		kms(jw, "blocked_ms", h->blocked_ns);
+		kms(jw, "gpu_idle_ms", h->gpu_idle_ns);
+		jw_obj_end(jw);
 	}
-	fputs("],\"comm_overlap\":[", f);
+	jw_arr_end(jw);
+	jw_key(jw, "comm_overlap");
+	jw_arr_begin(jw);
 	for (size_t k = 0; k < rp->ncomm; k++) {
 		const struct rep_comm *c = &rp->comm[k];
 
-		fputs(k ? ",{\"kernel\":" : "{\"kernel\":", f);
-		jstr(f, rt_str(t, c->kernel));
-		fprintf(f, ",\"device\":%u,\"stream\":%u,\"same_stream_as_compute\":%s,\"count\":%" PRIu64
-			",\"total_ms\":", c->device, c->stream, c->same_stream_as_compute ? "true" : "false",
-			c->count);
-		jms(f, c->total_ns);
-		fputs(",\"exposed_ms\":", f);
-		jms(f, c->exposed_ns);
-		fputs(",\"exposed_fraction\":", f);
-		jnum(f, c->total_ns ? (double)c->exposed_ns / c->total_ns : 0);
-		fputs("}", f);
+		jw_obj_begin(jw);
+		kstr(jw, "kernel", rt_str(t, c->kernel));
+		kuint(jw, "device", c->device);
+		kuint(jw, "stream", c->stream);
+		kbool(jw, "same_stream_as_compute", c->same_stream_as_compute);
+		kuint(jw, "count", c->count);
+		kms(jw, "total_ms", c->total_ns);
+		kms(jw, "exposed_ms", c->exposed_ns);
+		knum(jw, "exposed_fraction", c->total_ns ? (double)c->exposed_ns / c->total_ns : 0);
+		jw_obj_end(jw);
 	}
-	fputs("],\"streams\":[", f);
+	jw_arr_end(jw);
+	jw_key(jw, "streams");
+	jw_arr_begin(jw);
 	for (size_t k = 0; k < rp->nstreams; k++) {
-		const struct rep_stream *s = &rp->streams[k];
+		const struct rep_stream *st = &rp->streams[k];
 
-		fprintf(f, "%s{\"device\":%u,\"stream\":%u,\"kernels\":%" PRIu64 ",\"median_kernel_us\":",
-			k ? "," : "", s->device, s->stream, s->kernels);
-		jnum(f, s->median_kernel_ns / 1e3);
-		fputs(",\"median_gap_us\":", f);
-		jnum(f, s->median_gap_ns / 1e3);
-		fputs(",\"late_launch_fraction\":", f);
-		jnum(f, s->late_fraction);
-		fputs(",\"launch_rate_per_s\":", f);
-		jnum(f, s->launch_rate);
-		fputs(",\"host_us_per_launch\":", f);
-		jnum(f, s->host_per_launch_ns / 1e3);
-		fprintf(f, ",\"launch_bound\":%s}", s->launch_bound ? "true" : "false");
+		jw_obj_begin(jw);
+		kuint(jw, "device", st->device);
+		kuint(jw, "stream", st->stream);
+		kuint(jw, "kernels", st->kernels);
+		knum(jw, "median_kernel_us", st->median_kernel_ns / 1e3);
+		knum(jw, "median_gap_us", st->median_gap_ns / 1e3);
+		knum(jw, "late_launch_fraction", st->late_fraction);
+		knum(jw, "launch_rate_per_s", st->launch_rate);
+		knum(jw, "host_us_per_launch", st->host_per_launch_ns / 1e3);
+		kbool(jw, "launch_bound", st->launch_bound);
+		jw_obj_end(jw);
 	}
-	fputs("],\"top_kernels\":[", f);
-	for (size_t k = 0; k < rp->nkernels; k++) {
-		const struct rep_top *x = &rp->kernels[k];
+	jw_arr_end(jw);
+	for (int calls = 0; calls < 2; calls++) {
+		const struct rep_top *top = calls ? rp->calls : rp->kernels;
+		size_t n = calls ? rp->ncalls : rp->nkernels;
 
-		fputs(k ? ",{\"name\":" : "{\"name\":", f);
-		jstr(f, rt_str(t, x->name));
-		fprintf(f, ",\"count\":%" PRIu64 ",\"total_ms\":", x->count);
-		jms(f, x->total_ns);
-		fputs(",\"mean_us\":", f);
-		jnum(f, x->total_ns / 1e3 / x->count);
-		fputs(",\"share_of_busy\":", f);
-		jnum(f, x->share);
-		fputs("}", f);
-	}
-	fputs("],\"top_calls\":[", f);
-	for (size_t k = 0; k < rp->ncalls; k++) {
-		const struct rep_top *x = &rp->calls[k];
+		jw_key(jw, calls ? "top_calls" : "top_kernels");
+		jw_arr_begin(jw);
+		for (size_t k = 0; k < n; k++) {
+			const struct rep_top *x = &top[k];
 
-		fputs(k ? ",{\"name\":" : "{\"name\":", f);
-		jstr(f, rt_str(t, x->name));
-		fprintf(f, ",\"count\":%" PRIu64 ",\"total_ms\":", x->count);
-		jms(f, x->total_ns);
-		fputs(",\"mean_us\":", f);
-		jnum(f, x->total_ns / 1e3 / x->count);
-		fputs(",\"max_us\":", f);
-		jnum(f, x->max_ns / 1e3);
-		fputs("}", f);
+			jw_obj_begin(jw);
+			kstr(jw, "name", rt_str(t, x->name));
+			kuint(jw, "count", x->count);
+			kms(jw, "total_ms", x->total_ns);
+			knum(jw, "mean_us", x->count ? x->total_ns / 1e3 / x->count : 0);
+			if (calls)
+				knum(jw, "max_us", x->max_ns / 1e3);
+			else
+				knum(jw, "share_of_busy", x->share);
+			jw_obj_end(jw);
+		}
+		jw_arr_end(jw);
 	}
-	fprintf(f, "],\"iterations\":{\"detected\":%s,\"source\":\"%s\",\"thread\":%u",
-		rp->iter.found ? "true" : "false",
-		rp->iter.from_stacks ? "python_stack" : "launch_sequence", rp->iter.tid);
+	jw_key(jw, "iterations");
+	jw_obj_begin(jw);
+	kbool(jw, "detected", rp->iter.found);
+	kstr(jw, "source", rp->iter.from_stacks ? "python_stack" : "launch_sequence");
+	kuint(jw, "thread", rp->iter.tid);
 	if (rp->iter.found) {
 		const struct rep_iter *it = &rp->iter;
 
-		fputs(",\"anchor_kernel\":", f);
-		jstr(f, rt_str(t, it->anchor));
-		fputs(",", f);
-		jsite(f, t, it->anchor_site, "anchor_site", "anchor_function");
-		fprintf(f, ",\"steps\":%" PRIu64 ",\"kernels_per_step\":%" PRIu64 ",\"step_ms\":{\"mean\":",
-			it->steps, it->kernels_per_step);
-		jms(f, it->mean_ns);
-		fputs(",\"median\":", f);
-		jms(f, it->median_ns);
-		fputs(",\"min\":", f);
-		jms(f, it->min_ns);
-		fputs(",\"max\":", f);
-		jms(f, it->max_ns);
-		fputs(",\"stddev\":", f);
-		jms(f, it->stddev_ns);
-		fputs("}", f);
+		kstr(jw, "anchor_kernel", rt_str(t, it->anchor));
+		ksite(jw, t, it->anchor_site, "anchor_site", "anchor_function");
+		kuint(jw, "steps", it->steps);
+		kuint(jw, "kernels_per_step", it->kernels_per_step);
+		jw_key(jw, "step_ms");
+		jw_obj_begin(jw);
+		kms(jw, "mean", it->mean_ns);
+		kms(jw, "median", it->median_ns);
+		kms(jw, "min", it->min_ns);
+		kms(jw, "max", it->max_ns);
+		kms(jw, "stddev", it->stddev_ns);
+		jw_obj_end(jw);
 	}
-	fputs("},\"memory\":[", f);
+	jw_obj_end(jw);
+	jw_key(jw, "memory");
+	jw_arr_begin(jw);
 	for (size_t k = 0; k < rp->nmem; k++) {
 		const struct rep_mem_dev *m = &rp->mem[k];
 
-		fprintf(f, "%s{\"device\":%u,\"allocs\":%" PRIu64 ",\"frees\":%" PRIu64 ",\"peak_bytes\":%"
-			PRIu64 ",\"peak_ms\":", k ? "," : "", m->device, m->allocs, m->frees,
-			m->peak_bytes);
-		jms(f, m->peak_ts - t->t_first);
-		fputs(",", f);
-		jsite(f, t, m->peak_site, "peak_site", "peak_function");
-		fputs(",\"peak_call\":", f);
-		jstr(f, rt_str(t, m->peak_call));
-		fprintf(f, ",\"peak_alloc_bytes\":%" PRIu64 ",\"end_bytes\":%" PRIu64 "}",
-			m->peak_alloc_bytes, m->end_bytes);
+		jw_obj_begin(jw);
+		kuint(jw, "device", m->device);
+		kuint(jw, "allocs", m->allocs);
+		kuint(jw, "frees", m->frees);
+		kuint(jw, "peak_bytes", m->peak_bytes);
+		kms(jw, "peak_ms", m->peak_ts - t->t_first);
+		ksite(jw, t, m->peak_site, "peak_site", "peak_function");
+		kstr(jw, "peak_call", rt_str(t, m->peak_call));
+		kuint(jw, "peak_alloc_bytes", m->peak_alloc_bytes);
+		kuint(jw, "end_bytes", m->end_bytes);
+		jw_obj_end(jw);
 	}
-	fputs("]}", f);
+	jw_arr_end(jw);
+	jw_obj_end(jw);
 }
 
 int report_json(const struct rt_table *t, const struct report *r, FILE *f)
 {
-	bool first = true;
+	struct jw jw;
+	int ret = jw_init_file(&jw, f);
 
-	fputs("{\"trace\":", f);
-	jstr(f, t->path);
-	fprintf(f, ",\"events\":%zu,\"gpu_activity\":%s,\"stacks\":%s,\"processes\":[", t->nev,
-		r->any_gpu ? "true" : "false", r->any_stacks ? "true" : "false");
-	for (size_t p = 0; p < r->nprocs; p++) {
-		if (proc_empty(&r->procs[p]))
-			continue;
-		if (!first)
-			fputs(",\n", f);
-		first = false;
-		json_proc(t, &r->procs[p], f);
-	}
-	fputs("]}\n", f);
-	return ferror(f) ? -EIO : 0;
+	if (ret)
+		return ret;
+	jw_obj_begin(&jw);
+	kstr(&jw, "trace", t->path);
+	kuint(&jw, "events", t->nev);
+	kbool(&jw, "gpu_activity", r->any_gpu);
+	kbool(&jw, "stacks", r->any_stacks);
+	jw_key(&jw, "processes");
+	jw_arr_begin_lines(&jw);
+	for (size_t p = 0; p < r->nprocs; p++)
+		if (!proc_empty(&r->procs[p]))
+			json_proc(t, &r->procs[p], &jw);
+	jw_arr_end(&jw);
+	jw_obj_end(&jw);
+	ret = jw_finish(&jw);
+	jw_release(&jw);
+	if (!ret && (fputc('\n', f) == EOF || ferror(f)))
+		ret = -EIO;
+	return ret;
 }

@@ -184,6 +184,41 @@ static void test_us(void)
 	}
 }
 
+/* jw_ms through a stdio stream (jw_init_file): exact six decimals. */
+static void test_ms_file(void)
+{
+	static const struct {
+		uint64_t ns;
+		const char *want;
+	} cases[] = {
+		{ 0, "0.000000" },
+		{ 1, "0.000001" },
+		{ 999999, "0.999999" },
+		{ 1000000, "1.000000" },
+		{ 1234567890, "1234.567890" },
+		{ UINT64_MAX, "18446744073709.551615" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *buf = NULL;
+		size_t len = 0;
+		FILE *f = open_memstream(&buf, &len);
+		struct jw jw;
+		int ret = f ? jw_init_file(&jw, f) : -ENOMEM;
+
+		if (!ret) {
+			jw_ms(&jw, cases[i].ns);
+			ret = jw_finish(&jw);
+			jw_release(&jw);
+		}
+		if (f)
+			fclose(f);
+		is_int(ret, 0, "jw_ms(%llu) to a stream: no error", (unsigned long long)cases[i].ns);
+		is_str(buf ? buf : "", cases[i].want, "jw_ms(%llu)", (unsigned long long)cases[i].ns);
+		free(buf);
+	}
+}
+
 static void test_numbers(void)
 {
 	struct out o;
@@ -393,6 +428,7 @@ int main(void)
 	test_escaping();
 	test_utf8();
 	test_us();
+	test_ms_file();
 	test_numbers();
 	test_nesting();
 	test_errors();
