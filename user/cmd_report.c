@@ -5,16 +5,15 @@
  * and written under a temporary name, then renamed: on any error nothing
  * is written.
  */
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "commands.h"
 #include "report.h"
+#include "sink.h"
 
 static const char usage[] =
 	"usage: gpubpf report TRACE [--format text|json] [-o FILE] [--memory-svg FILE]\n"
@@ -29,53 +28,23 @@ static const char usage[] =
 	"  --memory-svg FILE  also draw device memory over time (address blocks\n"
 	"                     from alloc to free, coloured by call site) as SVG\n";
 
-/* Write buf to path through a temporary file and rename. */
+/*
+ * Write buf to path as a whole or not at all (a temporary file renamed,
+ * user/sink.c); on failure say why, once, and return -errno.
+ */
 static int write_file(const char *path, const char *buf, size_t len)
 {
-	char *tmp = NULL;
-	FILE *f;
-	int ret = 0;
+	struct sink out;
+	int ret = sink_open_plain(&out, path);
 
-	if (asprintf(&tmp, "%s.tmpXXXXXX", path) < 0)
-		return -ENOMEM;
-	{
-		int fd = mkstemp(tmp);
-
-		if (fd < 0 || !(f = fdopen(fd, "w"))) {
-			ret = -errno;
-			if (fd >= 0)
-				close(fd);
-			goto out;
-		}
-	}
-	fchmod(fileno(f), 0644);
-	if (fwrite(buf, 1, len, f) != len)
-		ret = -errno ? -errno : -EIO;
-	if (fclose(f) && !ret)
-		ret = -errno;
-	if (!ret && rename(tmp, path))
-		ret = -errno;
+	if (!ret)
+		ret = sink_write(&out, buf, len);
+	if (!ret)
+		ret = sink_commit(&out);
+	else
+		sink_abort(&out);
 	if (ret)
-		unlink(tmp);
-out:
-	free(tmp);
-	return ret;
-}
-
-/* Check early that path's directory can take a new file. */
-static int check_out(const char *path)
-{
-	char *dir = strdup(path), *slash;
-	int ret = 0;
-
-	if (!dir)
-		return -ENOMEM;
-	slash = strrchr(dir, '/');
-	if (slash)
-		*(slash == dir ? slash + 1 : slash) = 0;
-	if (access(slash ? dir : ".", W_OK | X_OK))
-		ret = -errno;
-	free(dir);
+		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
 	return ret;
 }
 
@@ -132,8 +101,8 @@ int cmd_report(int argc, char **argv)
 	for (int i = 0; i < 2; i++) {
 		const char *p = i ? svg : out;
 
-		if (p && (ret = check_out(p))) {
-			fprintf(stderr, "gpubpf: cannot write '%s': %s\n", p, strerror(-ret));
+		if (p && sink_check_path_plain(p, err, sizeof(err))) {
+			fprintf(stderr, "gpubpf: %s\n", err);
 			return 1;
 		}
 	}
@@ -161,16 +130,12 @@ int cmd_report(int argc, char **argv)
 		if (fclose(f) || ret)
 			goto nomem;
 	}
-	if (svg && (ret = write_file(svg, sbuf, slen))) {
-		fprintf(stderr, "gpubpf: cannot write '%s': %s\n", svg, strerror(-ret));
+	if (svg && write_file(svg, sbuf, slen))
 		goto out;
-	}
 	if (out) {
-		ret = write_file(out, buf, len);
-		if (ret) {
+		if (write_file(out, buf, len)) {
 			if (svg)
 				unlink(svg);
-			fprintf(stderr, "gpubpf: cannot write '%s': %s\n", out, strerror(-ret));
 			goto out;
 		}
 	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {

@@ -75,7 +75,8 @@ static char *dir_of(const char *path)
 	return strndup(path, slash - path);
 }
 
-int sink_check_path(const char *path, char *err, size_t errlen)
+/* The checks of sink_check_path(), the extension's only with by_extension. */
+static int check_path(const char *path, int by_extension, char *err, size_t errlen)
 {
 	struct stat st;
 	char *dir = NULL;
@@ -87,7 +88,7 @@ int sink_check_path(const char *path, char *err, size_t errlen)
 		fmt_msg(err, errlen, "empty output path");
 		return -EINVAL;
 	}
-	if (sink_format(path) == SINK_NONE) {
+	if (by_extension && sink_format(path) == SINK_NONE) {
 		unsupported_msg(err, errlen, path);
 		return -EINVAL;
 	}
@@ -117,6 +118,16 @@ cleanup:
 	return ret;
 }
 
+int sink_check_path(const char *path, char *err, size_t errlen)
+{
+	return check_path(path, 1, err, errlen);
+}
+
+int sink_check_path_plain(const char *path, char *err, size_t errlen)
+{
+	return check_path(path, 0, err, errlen);
+}
+
 static void release(struct sink *s);
 
 static int set_err(struct sink *s, int err, const char *what)
@@ -129,7 +140,8 @@ static int set_err(struct sink *s, int err, const char *what)
 	return s->err;
 }
 
-int sink_open(struct sink *s, const char *path)
+/* sink_open() with the format given (SINK_NONE: from the extension). */
+static int open_as(struct sink *s, const char *path, int format)
 {
 	const char *base;
 	char *dir = NULL;
@@ -144,7 +156,7 @@ int sink_open(struct sink *s, const char *path)
 		fmt_msg(s->msg, sizeof(s->msg), "empty output path");
 		return s->err;
 	}
-	s->format = sink_format(path);
+	s->format = format != SINK_NONE ? format : sink_format(path);
 	if (s->format == SINK_NONE) {
 		s->err = -EINVAL;
 		unsupported_msg(s->msg, sizeof(s->msg), path);
@@ -255,6 +267,16 @@ static int flush_buf(struct sink *s)
 	ret = raw_write(s, s->buf, s->len);
 	s->len = 0;
 	return ret;
+}
+
+int sink_open(struct sink *s, const char *path)
+{
+	return open_as(s, path, SINK_NONE);
+}
+
+int sink_open_plain(struct sink *s, const char *path)
+{
+	return open_as(s, path, SINK_PLAIN);
 }
 
 int sink_write(struct sink *s, const void *data, size_t len)

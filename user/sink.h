@@ -16,6 +16,7 @@ enum sink_format {
 	SINK_NONE,
 	SINK_JSON,      /* .json */
 	SINK_JSON_GZ,   /* .json.gz */
+	SINK_PLAIN,     /* any other file, written as it is (sink_open_plain) */
 };
 
 struct sink {
@@ -46,6 +47,8 @@ int sink_format(const char *path);
  * .json.gz)".  err may be NULL.
  */
 int sink_check_path(const char *path, char *err, size_t errlen);
+/* The same for a file of any name (a report, an SVG): no extension check. */
+int sink_check_path_plain(const char *path, char *err, size_t errlen);
 
 /*
  * Open a temporary file for path.  Returns 0 or -errno (-EINVAL for an
@@ -53,6 +56,8 @@ int sink_check_path(const char *path, char *err, size_t errlen);
  * sink holds nothing (sink_abort() is still safe to call).
  */
 int sink_open(struct sink *s, const char *path);
+/* The same for a file of any name, written as it is (SINK_PLAIN). */
+int sink_open_plain(struct sink *s, const char *path);
 
 /* Buffered write.  Returns 0 or the sticky -errno. */
 int sink_write(struct sink *s, const void *data, size_t len);

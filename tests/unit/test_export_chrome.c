@@ -533,6 +533,29 @@ static void test_sink(void)
 	   "open: message: %s", sink_errmsg(&s));
 	sink_abort(&s);
 
+	/* any name, written as it is: the report's text and SVG files
+	 * (own buffer: in_dir()'s rotate and p must survive) */
+	{
+		char plain[600];
+		char *got;
+		size_t n;
+
+		snprintf(plain, sizeof(plain), "%s/plain.txt", dir);
+		is_int(sink_check_path_plain(plain, err, sizeof(err)), 0,
+		       "check plain: any extension accepted");
+		is_int(sink_check_path_plain("/nonexistent-gpubpf-dir/r.txt", err, sizeof(err)),
+		       -ENOENT, "check plain: missing directory still refused");
+		ret = sink_open_plain(&s, plain);
+		is_int(ret, 0, "open plain: .txt accepted");
+		sink_write(&s, "not json\n", 9);
+		is_int(sink_commit(&s), 0, "commit plain");
+		got = slurp(plain, &n);
+		ok(got && n == 9 && !memcmp(got, "not json\n", 9),
+		   "plain file holds the bytes as written");
+		free(got);
+		unlink(plain);
+	}
+
 	/* unwritable places (root ignores mode bits: use missing dirs and /proc) */
 	ret = sink_open(&s, "/nonexistent-gpubpf-dir/t.json");
 	is_int(ret, -ENOENT, "open: missing directory -ENOENT");
