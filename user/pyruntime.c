@@ -321,53 +321,40 @@ static int minor_from_name(const char *path)
 	return minor;
 }
 
+/*
+ * 3.13's and 3.14's _Py_DebugOffsets name the fields used alike, at
+ * different places: read the version's struct, keep the fields used.
+ */
+#define READ_DBG(type) do {						\
+	type o;								\
+									\
+	if (mem_read(fd, runtime, &o, sizeof(o)))			\
+		return -EFAULT;						\
+	if (memcmp(o.cookie, "xdebugpy", 8))				\
+		return -EINVAL;						\
+	*d = (struct dbg){						\
+		o.version, o.free_threaded,				\
+		o.runtime_state.interpreters_head, o.interpreter_state.threads_head, \
+		o.thread_state.size, o.thread_state.next,		\
+		o.thread_state.current_frame, o.thread_state.thread_id,	\
+		o.interpreter_frame.size, o.interpreter_frame.previous,	\
+		o.interpreter_frame.executable, o.interpreter_frame.instr_ptr, \
+		o.interpreter_frame.owner,				\
+		o.code_object.size, o.code_object.filename, o.code_object.name, \
+		o.code_object.qualname, o.code_object.linetable,	\
+		o.code_object.firstlineno, o.code_object.co_code_adaptive, \
+		o.bytes_object.ob_size, o.bytes_object.ob_sval,		\
+		o.unicode_object.state, o.unicode_object.length,	\
+		o.unicode_object.asciiobject_size,			\
+	};								\
+} while (0)
+
 static int read_dbg(int fd, __u64 runtime, unsigned minor, struct dbg *d)
 {
-	if (minor == 13) {
-		struct dbg313 o;
-
-		if (mem_read(fd, runtime, &o, sizeof(o)))
-			return -EFAULT;
-		if (memcmp(o.cookie, "xdebugpy", 8))
-			return -EINVAL;
-		*d = (struct dbg){
-			o.version, o.free_threaded,
-			o.runtime_state.interpreters_head, o.interpreter_state.threads_head,
-			o.thread_state.size, o.thread_state.next,
-			o.thread_state.current_frame, o.thread_state.thread_id,
-			o.interpreter_frame.size, o.interpreter_frame.previous,
-			o.interpreter_frame.executable, o.interpreter_frame.instr_ptr,
-			o.interpreter_frame.owner,
-			o.code_object.size, o.code_object.filename, o.code_object.name,
-			o.code_object.qualname, o.code_object.linetable,
-			o.code_object.firstlineno, o.code_object.co_code_adaptive,
-			o.bytes_object.ob_size, o.bytes_object.ob_sval,
-			o.unicode_object.state, o.unicode_object.length,
-			o.unicode_object.asciiobject_size,
-		};
-	} else {
-		struct dbg314 o;
-
-		if (mem_read(fd, runtime, &o, sizeof(o)))
-			return -EFAULT;
-		if (memcmp(o.cookie, "xdebugpy", 8))
-			return -EINVAL;
-		*d = (struct dbg){
-			o.version, o.free_threaded,
-			o.runtime_state.interpreters_head, o.interpreter_state.threads_head,
-			o.thread_state.size, o.thread_state.next,
-			o.thread_state.current_frame, o.thread_state.thread_id,
-			o.interpreter_frame.size, o.interpreter_frame.previous,
-			o.interpreter_frame.executable, o.interpreter_frame.instr_ptr,
-			o.interpreter_frame.owner,
-			o.code_object.size, o.code_object.filename, o.code_object.name,
-			o.code_object.qualname, o.code_object.linetable,
-			o.code_object.firstlineno, o.code_object.co_code_adaptive,
-			o.bytes_object.ob_size, o.bytes_object.ob_sval,
-			o.unicode_object.state, o.unicode_object.length,
-			o.unicode_object.asciiobject_size,
-		};
-	}
+	if (minor == 13)
+		READ_DBG(struct dbg313);
+	else
+		READ_DBG(struct dbg314);
 	/* every offset we use inside the struct it indexes: a layout check */
 	if (d->ts_next + 8 > d->ts_size || d->ts_current_frame + 8 > d->ts_size ||
 	    d->ts_thread_id + 8 > d->ts_size || d->fr_previous + 8 > d->fr_size ||
