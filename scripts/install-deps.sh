@@ -5,7 +5,7 @@ set -euo pipefail
 
 pkgs=(
 	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
-	libcjson-dev pkg-config make gcc python3 iproute2 openssh-server
+	libcjson-dev pkg-config make gcc g++ systemtap-sdt-dev python3 iproute2 openssh-server
 	openssh-client procps pdsh
 )
 
