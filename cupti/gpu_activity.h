@@ -24,6 +24,7 @@ enum ga_type {
 	GA_NAME,                /* a kernel name, sent once before its first use */
 	GA_DROPPED,             /* records the library or CUPTI lost */
 	GA_ERROR,               /* the library went dormant: a message */
+	GA_WINDOW,              /* collection started: earlier work is never reported */
 };
 
 struct ga_hdr {
@@ -120,6 +121,16 @@ struct ga_dropped {
 struct ga_error {
 	struct ga_hdr h;
 	char message[];         /* NUL-terminated, padded to 8 */
+};
+
+/*
+ * The library started collecting (a recorder attached and the backend was
+ * enabled) at ts: work launched before it is not reported (CUPTI cannot
+ * see it), so launches before ts have no GPU record by design.
+ */
+struct ga_window {
+	struct ga_hdr h;
+	uint64_t ts;
 };
 
 #endif

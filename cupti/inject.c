@@ -27,6 +27,14 @@ static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static int enabled;
 static pid_t owner;             /* the process the poll thread runs in */
 
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 /* Follow the recorder: enable on attach, flush while attached, disable on detach. */
 static void follow_locked(int forced)
 {
@@ -38,6 +46,8 @@ static void follow_locked(int forced)
 		/* a failed enable stays off until the next attach */
 		if (!enabled)
 			enabled = -1;
+		else
+			publish_window(now_ns());
 	} else if (!attached && enabled) {
 		if (enabled > 0) {
 			backend->flush(1);

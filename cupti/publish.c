@@ -168,6 +168,13 @@ void publish_error(const char *message)
 	pthread_mutex_unlock(&lock);
 }
 
+void publish_window(uint64_t ts)
+{
+	struct ga_window w = { .h = { .type = GA_WINDOW, .size = sizeof(w) }, .ts = ts };
+
+	publish_record(&w.h);
+}
+
 void publish_flush(void)
 {
 	pthread_mutex_lock(&lock);

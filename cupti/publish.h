@@ -44,6 +44,9 @@ void publish_dropped(uint64_t n);
 /* Say why the library went dormant: a GA_ERROR record, sent at once. */
 void publish_error(const char *message);
 
+/* Say that collection started at ts (CLOCK_MONOTONIC ns): a GA_WINDOW record. */
+void publish_window(uint64_t ts);
+
 /* Send the current batch, if any. */
 void publish_flush(void);
 

@@ -369,13 +369,14 @@ static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr 
 		[GA_MEMSET] = sizeof(struct ga_memset), [GA_SYNC] = sizeof(struct ga_sync),
 		[GA_MEMORY] = sizeof(struct ga_memory), [GA_NAME] = sizeof(struct ga_name) + 8,
 		[GA_DROPPED] = sizeof(struct ga_dropped), [GA_ERROR] = sizeof(struct ga_error) + 8,
+		[GA_WINDOW] = sizeof(struct ga_window),
 	};
 	struct model_process *p;
 	struct model_event *ev;
 	char buf[GA_NAME_MAX];
 	size_t len;
 
-	if (!h->type || h->type > GA_ERROR || h->size < min_size[h->type])
+	if (!h->type || h->type > GA_WINDOW || h->size < min_size[h->type])
 		return -EINVAL;
 	switch (h->type) {
 	case GA_NAME:
@@ -390,6 +391,13 @@ static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr 
 		if (!p)
 			return -ENOMEM;
 		p->gpu_error = strtab_intern(&c->m->strs, buf);
+		return 0;
+	case GA_WINDOW:
+		p = model_process(c->m, pid, NULL);
+		if (!p)
+			return -ENOMEM;
+		if (!p->gpu_window_ns || ((const struct ga_window *)h)->ts < p->gpu_window_ns)
+			p->gpu_window_ns = ((const struct ga_window *)h)->ts;
 		return 0;
 	case GA_DROPPED:
 		p = model_process(c->m, pid, NULL);

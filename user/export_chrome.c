@@ -472,6 +472,33 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		jw_str(jw, str(m, m->procs[i].gpu_error));
 	}
 	jw_obj_end(jw);
+	/* when each process's GPU collection started: earlier launches have no GPU record */
+	jw_key(jw, "window_open_us");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].gpu_window_ns)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_us(jw, m->procs[i].gpu_window_ns);
+	}
+	jw_obj_end(jw);
+	/* processes the library was loaded into by late attach, and their stall */
+	jw_key(jw, "late_attach");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].inject_stall_ns)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_obj_begin(jw);
+		jw_key(jw, "thread");
+		jw_uint(jw, m->procs[i].inject_tid);
+		jw_key(jw, "stall_us");
+		jw_us(jw, m->procs[i].inject_stall_ns);
+		jw_obj_end(jw);
+	}
+	jw_obj_end(jw);
 	jw_key(jw, "clock_skewed_events");
 	jw_uint(jw, m->skewed);
 	jw_key(jw, "max_clock_skew_us");
