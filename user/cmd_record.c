@@ -22,6 +22,7 @@
 #include "commands.h"
 #include "discover.h"
 #include "export.h"
+#include "inject.h"
 #include "model.h"
 #include "parse.h"
 #include "probes.h"
@@ -42,6 +43,7 @@
 #define PY_GIVE_UP_NS 10000000000ULL /* a process not found running Python by then runs none */
 #define DEFAULT_STACK_DEPTH 64
 #define MAX_TRACED 4096
+#define INJECT_THREAD_MS 100    /* late attach: how long to wait for each thread to stop */
 
 enum mode { MODE_PIDS, MODE_ALL, MODE_CMD };
 
@@ -64,6 +66,9 @@ struct record {
 	char libcuda_buf[PATH_MAX];
 	uint64_t ringbuf;
 	int device;             /* GPU timing through the injection library */
+	int inject;             /* late attach: load it into -p/-a targets that lack it */
+	struct late { pid_t pid; int ret; struct inject_stats st; char why[256]; } *late;
+	size_t nlate;
 	char injlib[PATH_MAX];  /* its path */
 	int nmarkers;           /* marker attachments made */
 	int verbose;
@@ -113,6 +118,9 @@ static const char usage[] =
 "      --no-device        host calls only: no GPU timing (with -- CMD, do not\n"
 "                         set CUDA_INJECTION64_PATH)\n"
 "      --cupti-lib PATH   the injection library (libgpubpf_cupti.so) to use\n"
+"      --no-inject        -p, -a: GPU timing only for jobs started with\n"
+"                         CUDA_INJECTION64_PATH; never load the library into\n"
+"                         a running process (late attach, with ptrace)\n"
 "      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
 "      --stack MODE       python (default): the Python stack of every call;\n"
 "                         native: its user-space return addresses, named\n"
@@ -183,6 +191,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 		{ "stack", required_argument, NULL, 'S' },
 		{ "stack-depth", required_argument, NULL, 'D' },
 		{ "cupti-lib", required_argument, NULL, 'C' },
+		{ "no-inject", no_argument, NULL, 'I' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "sample-rate", required_argument, NULL, 'M' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -194,6 +203,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 
 	r->ringbuf = DEFAULT_RINGBUF;
 	r->device = 1;
+	r->inject = 1;
 	r->stacks = 1;
 	r->stack_depth = DEFAULT_STACK_DEPTH;
 	optind = 1;
@@ -232,6 +242,9 @@ static int parse_args(struct record *r, int argc, char **argv)
 			break;
 		case 'N':
 			r->device = 0;
+			break;
+		case 'I':
+			r->inject = 0;
 			break;
 		case 'S': {
 			/* a list: python, native, python,native; or none alone */
@@ -396,14 +409,70 @@ static int py_try(struct record *r, pid_t pid)
 	return 1;
 }
 
-/* -p: GPU timing comes from the injection library if the target loaded it. */
+/*
+ * Late attach: load the injection library into pid, once per recording.
+ * 0 if it is there now; else the reason is printed once and kept in the
+ * trace.
+ */
+static int late_attach(struct record *r, pid_t pid)
+{
+	struct late *l = NULL, *nl;
+	struct model_process *p;
+
+	for (size_t i = 0; i < r->nlate && !l; i++)
+		if (r->late[i].pid == pid)
+			return r->late[i].ret;
+	nl = realloc(r->late, (r->nlate + 1) * sizeof(*nl));
+	if (!nl)
+		return -ENOMEM;
+	r->late = nl;
+	l = &r->late[r->nlate++];
+	memset(l, 0, sizeof(*l));
+	l->pid = pid;
+	l->ret = inject_library(pid, r->injlib, INJECT_THREAD_MS, &l->st, l->why, sizeof(l->why));
+	p = model_process(&r->model, pid, NULL);
+	if (l->ret) {
+		fprintf(stderr, "gpubpf: pid %d: GPU timing off: %s; recording host calls only\n",
+			pid, l->why);
+		if (p)
+			p->gpu_error = strtab_intern(&r->model.strs, l->why);
+		return l->ret;
+	}
+	if (p) {
+		p->inject_stall_ns = l->st.stall_ns ? l->st.stall_ns : 1;
+		p->inject_tid = l->st.tid;
+	}
+	if (r->verbose)
+		fprintf(stderr, "gpubpf: pid %d: loaded %s (late attach through thread %d, "
+			"stopped %.3f ms in system call %ld)\n", pid, INJECTION_LIB, l->st.tid,
+			l->st.stall_ns / 1e6, l->st.syscall_nr);
+	return 0;
+}
+
+/* 1 if late attach already said why pid gets no GPU timing. */
+static int late_failed(struct record *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->nlate; i++)
+		if (r->late[i].pid == pid)
+			return r->late[i].ret != 0;
+	return 0;
+}
+
+/*
+ * -p: GPU timing comes from the injection library: the one the target
+ * loaded at start, a copy an earlier recording loaded late (a memfd), or
+ * one loaded now.
+ */
 static int target_markers(struct record *r, struct target *t)
 {
 	char path[PATH_MAX];
 
 	if (!r->device || t->markers)
 		return t->markers;
-	if (!proc_find_mapping(t->pid, INJECTION_LIB, path, sizeof(path)) &&
+	if (inject_find_lib(t->pid, INJECTION_LIB, path, sizeof(path)) && r->inject &&
+	    !late_attach(r, t->pid) && inject_find_lib(t->pid, INJECTION_LIB, path, sizeof(path)))
+		return 0;
+	if (!inject_find_lib(t->pid, INJECTION_LIB, path, sizeof(path)) &&
 	    attach_markers(r, path, t->pid) >= 0)
 		t->markers = 1;
 	return t->markers;
@@ -465,7 +534,13 @@ static void scan_libs(struct record *r)
 			attach_lib(r, path, -1);
 		if (cuda || r->mode == MODE_CMD)
 			py_try(r, pids[i]);
-		if (r->device && !proc_find_mapping(pids[i], INJECTION_LIB, path, sizeof(path)) &&
+		if (!r->device)
+			continue;
+		/* -a: every CUDA process gets the library, late if it was started without */
+		if (inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path)) && cuda &&
+		    r->mode == MODE_ALL && r->inject && pids[i] != getpid())
+			late_attach(r, pids[i]);
+		if (!inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path)) &&
 		    !probes_attached(&r->probes, path, -1))
 			attach_markers(r, path, -1);
 	}
@@ -493,7 +568,7 @@ static int setup_pids(struct record *r)
 			t->seen_libcuda = 1;
 			if (!r->libcuda && attach_lib(r, path, t->pid) < 0)
 				return -EINVAL;
-			if (r->device && !target_markers(r, t))
+			if (r->device && !target_markers(r, t) && !late_failed(r, t->pid))
 				fprintf(stderr, "gpubpf: pid %d: GPU timing needs %s loaded at start: "
 					"run the job with CUDA_INJECTION64_PATH=%s; recording host "
 					"calls only\n", t->pid, INJECTION_LIB, r->injlib);
@@ -826,7 +901,7 @@ int cmd_record(int argc, char **argv)
 		goto cleanup;
 	/* the traced command printed its own; a -p or -a target's stderr is elsewhere */
 	for (size_t i = 0; i < r.model.nprocs && r.mode != MODE_CMD; i++)
-		if (r.model.procs[i].gpu_error)
+		if (r.model.procs[i].gpu_error && !late_failed(&r, r.model.procs[i].pid))
 			fprintf(stderr, "gpubpf: pid %u: GPU timing off: %s\n", r.model.procs[i].pid,
 				strtab_get(&r.model.strs, r.model.procs[i].gpu_error));
 	if (r.model.skewed)
@@ -869,6 +944,7 @@ cleanup:
 	ring_buffer__free(r.rb);
 	probes_close(&r.probes);
 	free(r.py);
+	free(r.late);
 	collector_release(&r.coll);
 	model_release(&r.model);
 	free(r.targets);
