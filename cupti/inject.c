@@ -25,6 +25,7 @@
 static const struct backend *backend;
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static int enabled;
+static int attach_seen;         /* polls in a row that saw a recorder attached, not enabled */
 static pid_t owner;             /* the process the poll thread runs in */
 
 static uint64_t now_ns(void)
@@ -35,12 +36,23 @@ static uint64_t now_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
-/* Follow the recorder: enable on attach, flush while attached, disable on detach. */
-static void follow_locked(int forced)
+/*
+ * Follow the recorder: enable on attach, flush while attached, disable on
+ * detach.  The kernel raises a marker's semaphore before the recorder's
+ * program is attached to it: a recorder seen arriving by the poll thread
+ * (now = 0) is given one more period to finish attaching, so the first
+ * records (GA_WINDOW, the first correlation ids) are not lost.
+ */
+static void follow_locked(int forced, int now)
 {
 	int attached = publish_attached();
 
+	if (!attached)
+		attach_seen = 0;
+	if (attached && !enabled && !now && attach_seen++ < 1)
+		return;
 	if (attached && !enabled) {
+		attach_seen = 0;
 		publish_reset();
 		enabled = backend->enable() == 0;
 		/* a failed enable stays off until the next attach */
@@ -68,7 +80,7 @@ static void *poll_thread(void *arg)
 	for (;;) {
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&state_lock);
-		follow_locked(0);
+		follow_locked(0, 0);
 		pthread_mutex_unlock(&state_lock);
 	}
 	return arg;
@@ -110,7 +122,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	enabled = 0;
 	owner = getpid();
 	/* recorded from the start (record -- CMD): enable before cuInit returns */
-	follow_locked(0);
+	follow_locked(0, 1);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, poll_thread, NULL))

@@ -351,7 +351,8 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 			  size_t errlen)
 {
 	static const struct { const char *name; int batch; } markers[] = {
-		{ "batch", 1 }, { "api", 0 },
+		/* api first: the library starts when the batch semaphore rises */
+		{ "api", 0 }, { "batch", 1 },
 	};
 	struct probe_target *t;
 	size_t cap = 0;
