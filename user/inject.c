@@ -56,6 +56,7 @@
 #define CALL_TIMEOUT_MS 10000   /* a remote dlopen: slow disks, loaded machines */
 #define SYSCALL_TIMEOUT_MS 2000
 #define PENDING_WAIT_MS 1000    /* threads that did not stop in time */
+#define SEARCH_MS 1000          /* how long to look for a thread at a safe point */
 #define MAX_CANDIDATES 4096
 
 /* -ERESTART* codes (include/linux/errno.h, not exported to user space). */
@@ -807,6 +808,16 @@ static int borrow_thread(struct borrow *b, int timeout_ms)
 	if (WSTOPSIG(status) != SIGTRAP ||      /* a group stop: the process is being stopped */
 	    ptrace(PTRACE_GETREGS, b->tid, NULL, &b->saved))
 		goto let_go;
+	/*
+	 * epoll_wait answers any stop with -EINTR, even with no signal to
+	 * deliver: restart it instead, as the kernel does poll and select
+	 * (also when the thread is let go untouched).
+	 */
+	if ((b->saved.orig_rax == SYS_epoll_wait || b->saved.orig_rax == SYS_epoll_pwait ||
+	     b->saved.orig_rax == SYS_epoll_pwait2) && (long)b->saved.rax == -EINTR) {
+		b->saved.rax = -ERESTARTNOHAND;
+		ptrace(PTRACE_SETREGS, b->tid, NULL, &b->saved);
+	}
 	args[0] = b->saved.rdi;
 	args[1] = b->saved.rsi;
 	args[2] = b->saved.rdx;
@@ -818,13 +829,6 @@ static int borrow_thread(struct borrow *b, int timeout_ms)
 	b->syscall_insn = b->saved.rip - 2;
 	if (mem_read(b, b->syscall_insn, insn, 2) || insn[0] != 0x0f || insn[1] != 0x05)
 		goto let_go;
-	/*
-	 * epoll_wait answers any stop with -EINTR, even with no signal to
-	 * deliver: restart it instead, as the kernel does poll and select.
-	 */
-	if ((b->saved.orig_rax == SYS_epoll_wait || b->saved.orig_rax == SYS_epoll_pwait ||
-	     b->saved.orig_rax == SYS_epoll_pwait2) && (long)b->saved.rax == -EINTR)
-		b->saved.rax = -ERESTARTNOHAND;
 	return 1;
 let_go:
 	ptrace(PTRACE_DETACH, b->tid, NULL, NULL);
@@ -959,15 +963,62 @@ unmap:
 	return ret;
 }
 
+/*
+ * Try one thread: borrow it if it is at a safe point, do the work.
+ * -EAGAIN: not usable now, try another; else the injection's outcome.
+ */
+static int try_thread(pid_t pid, pid_t tid, int memfd, int timeout_ms, const struct loader *ld,
+		      const char *lib, uint64_t entry_off, struct inject_stats *st, char *why,
+		      size_t whylen, pid_t *pending, int *npending)
+{
+	struct borrow b = { .pid = pid, .tid = tid, .memfd = memfd };
+	uint64_t t_stop;
+	int r, ret;
+
+	if (!task_at_safe_point(pid, tid))
+		return -EAGAIN;
+	for (int i = 0; i < *npending; i++)
+		if (pending[i] == tid)
+			return -EAGAIN;
+	st->threads_tried++;
+	t_stop = mono_ns();
+	r = borrow_thread(&b, timeout_ms);
+	if (r == -EPERM) {
+		snprintf(why, whylen, "ptrace not allowed (needs CAP_SYS_PTRACE; yama "
+			 "ptrace_scope, or the target is not dumpable)");
+		return -EPERM;
+	}
+	if (r == -ETIMEDOUT && *npending < 64)
+		pending[(*npending)++] = tid;
+	if (r != 1)
+		return -EAGAIN;
+	r = save_state(&b);
+	if (r) {
+		ptrace(PTRACE_DETACH, b.tid, NULL, NULL);
+		snprintf(why, whylen, "cannot prepare thread %d: %s", b.tid, strerror(-r));
+		return r;
+	}
+	st->tid = b.tid;
+	st->syscall_nr = b.saved.orig_rax;
+	ret = load_in(&b, ld, lib, entry_off, st, why, whylen);
+	if (ret == -ESRCH)
+		snprintf(why, whylen, "the target exited during the injection");
+	else
+		restore_and_detach(&b);
+	st->stall_ns = mono_ns() - t_stop;
+	free(b.xstate);
+	return ret == -EAGAIN ? -EIO : ret;
+}
+
 int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_stats *st,
 		   char *why, size_t whylen)
 {
-	uint64_t t0 = mono_ns(), entry_off = 0, t_stop;
+	uint64_t t0 = mono_ns(), entry_off = 0;
 	const char *entry_name = ENTRY;
 	pid_t *tids = NULL, pending[64];
-	int npending = 0, n, ret = -EAGAIN, status;
+	int npending = 0, n, ret = -EAGAIN, status, memfd;
 	struct loader ld;
-	char scope[16];
+	char scope[16], path[64];
 
 	memset(st, 0, sizeof(*st));
 	why[0] = 0;
@@ -988,61 +1039,45 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 		snprintf(why, whylen, "the target is stopped");
 		return -EAGAIN;
 	}
-	ret = find_loader(pid, &ld, why, whylen);
-	if (ret)
+	/* the kernel's ptrace access check, before anything else */
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	memfd = open(path, O_RDWR | O_CLOEXEC);
+	if (memfd < 0) {
+		ret = errno == ENOENT || errno == ESRCH ? -ESRCH : -EPERM;
+		snprintf(why, whylen, "%s", ret == -ESRCH ? "the target has exited" :
+			 "ptrace not allowed (needs CAP_SYS_PTRACE, or the target is not dumpable)");
 		return ret;
+	}
+	ret = find_loader(pid, &ld, why, whylen);
+	if (ret) {
+		close(memfd);
+		return ret;
+	}
 	tids = calloc(MAX_CANDIDATES, sizeof(*tids));
-	if (!tids)
+	if (!tids) {
+		close(memfd);
 		return -ENOMEM;
-	n = candidates(pid, tids, MAX_CANDIDATES);
+	}
+	/*
+	 * Threads are only taken asleep in a safe call: look again every few
+	 * ms until one is, for at most SEARCH_MS.
+	 */
 	ret = -EAGAIN;
-	for (int i = 0; i < n && ret == -EAGAIN; i++) {
-		struct borrow b = { .pid = pid, .tid = tids[i], .memfd = -1 };
-		char path[64];
-		int r;
+	for (uint64_t until = t0 + SEARCH_MS * 1000000ULL; ret == -EAGAIN && mono_ns() < until;) {
+		n = candidates(pid, tids, MAX_CANDIDATES);
+		if (n < 0) {
+			ret = -ESRCH;
+			snprintf(why, whylen, "the target has exited");
+			break;
+		}
+		for (int i = 0; i < n && ret == -EAGAIN; i++)
+			ret = try_thread(pid, tids[i], memfd, timeout_ms, &ld, lib, entry_off, st,
+					 why, whylen, pending, &npending);
+		if (ret == -EAGAIN) {
+			struct timespec ts = { 0, 2000000 };
 
-		if (!task_at_safe_point(pid, tids[i]))
-			continue;
-		snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-		b.memfd = open(path, O_RDWR | O_CLOEXEC);
-		if (b.memfd < 0) {
-			ret = errno == ENOENT || errno == ESRCH ? -ESRCH : -EPERM;
-			snprintf(why, whylen, "%s", ret == -ESRCH ? "the target has exited" :
-				 "ptrace not allowed (cannot open the target's memory)");
-			break;
+			nanosleep(&ts, NULL);
 		}
-		st->threads_tried++;
-		t_stop = mono_ns();
-		r = borrow_thread(&b, timeout_ms);
-		if (r == -EPERM) {
-			snprintf(why, whylen, "ptrace not allowed (needs CAP_SYS_PTRACE; yama "
-				 "ptrace_scope, or the target is not dumpable)");
-			ret = -EPERM;
-		}
-		if (r == -ETIMEDOUT && npending < 64)
-			pending[npending++] = tids[i];
-		if (r != 1) {
-			close(b.memfd);
-			continue;
-		}
-		r = save_state(&b);
-		if (r) {
-			ptrace(PTRACE_DETACH, b.tid, NULL, NULL);
-			close(b.memfd);
-			snprintf(why, whylen, "cannot prepare thread %d: %s", b.tid, strerror(-r));
-			ret = r;
-			break;
-		}
-		st->tid = b.tid;
-		st->syscall_nr = b.saved.orig_rax;
-		ret = load_in(&b, &ld, lib, entry_off, st, why, whylen);
-		if (ret == -ESRCH)
-			snprintf(why, whylen, "the target exited during the injection");
-		else
-			restore_and_detach(&b);
-		st->stall_ns = mono_ns() - t_stop;
-		close(b.memfd);
-		free(b.xstate);
 	}
 	if (ret == -EAGAIN)
 		snprintf(why, whylen, "no thread of the target stopped at a safe point "
@@ -1055,6 +1090,7 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 			ptrace(PTRACE_DETACH, pending[i], NULL, (void *)(long)sig);
 		}
 	free(tids);
+	close(memfd);
 	st->total_ns = mono_ns() - t0;
 	return ret;
 }
