@@ -56,12 +56,13 @@ done
 wait "$w"
 is "the job ran to its end, recorded twice" "$?" 0
 
-# 5. -p on a job without the library says how to get GPU timing
+# 5. -p --no-inject on a job without the library says how to get GPU timing
+# (without --no-inject, gpubpf loads it: tests/t0410-late-attach.sh)
 "${train[@]}" --steps 300 --no-thread 2>/dev/null &
 w=$!
 at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
-"$GPUBPF" record -p "$w" -d 300ms -o "$TMPD/q.json" 2>"$TMPD/q.err"
+"$GPUBPF" record --no-inject -p "$w" -d 300ms -o "$TMPD/q.json" 2>"$TMPD/q.err"
 like "-p without the library: says what to do" "$(cat "$TMPD/q.err")" \
 	"pid $w: GPU timing needs libgpubpf_cupti.so loaded at start: run the job with CUDA_INJECTION64_PATH=.*libgpubpf_cupti.so; recording host calls only"
 cmp_ok "-p without the library: host calls recorded" "$(json_query "$TMPD/q.json" \

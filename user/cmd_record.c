@@ -601,8 +601,14 @@ static int setup_global(struct record *r)
 		lib = r->libcuda_buf;
 	if (r->device)
 		attach_markers(r, r->injlib, -1);
-	if (lib)
-		return attach_lib(r, lib, -1) < 0 ? -EINVAL : 0;
+	if (lib) {
+		if (attach_lib(r, lib, -1) < 0)
+			return -EINVAL;
+		/* -a: the running CUDA processes get the library now (late attach) */
+		if (r->mode == MODE_ALL && r->device && r->inject)
+			scan_libs(r);
+		return 0;
+	}
 	scan_libs(r);
 	if (r->mode == MODE_ALL && !r->probes.ntargets) {
 		fprintf(stderr, "gpubpf: no libcuda.so.1 found on this machine "

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# test-timeout: 240
+# Late attach: record -p on CUDA jobs started WITHOUT CUDA_INJECTION64_PATH
+# (a Python one and a C one, on the simulated driver) gets full GPU timing:
+# gpubpf loads its injection library into the running job with ptrace.
+# Every launch after the GPU window opened has its kernel, linked; a second
+# recording finds the library and does not inject again; the jobs' own
+# output and exit status are unchanged.  Then -a, --no-inject, and a
+# refused injection (a seccomp filter) that says why.
+. "$(dirname "$0")/lib.sh"
+test_description "late attach: GPU timing for jobs started without the injection library"
+require_bpf
+require_sim
+require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so" "$TESTBIN/cudaloop" "$TESTBIN/injtarget"
+export LD_LIBRARY_PATH="$SIMLIB"
+unset CUDA_INJECTION64_PATH
+train=("$PY" "$GPUBPF_ROOT/sim/train.py")
+
+# the job's last line without what differs between runs (pid, times)
+summary() {
+	tail -n 1 "$1" | sed -E 's/pid [0-9]+ //; s/ gpu [0-9.]+ ms//; s/ wall [0-9.]+ ms//'
+}
+
+lib_copies() {
+	grep libgpubpf_cupti "/proc/$1/maps" | awk '{print $5}' | sort -u | wc -l
+}
+
+# record_twice NAME PID: two recordings of a running job, each checked
+record_twice() {
+	local name=$1 pid=$2 i
+	for i in 1 2; do
+		check "$name: record -p, time $i" "$GPUBPF" record -p "$pid" -d 700ms -q \
+			-o "$TMPD/$name$i.json"
+		tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" --edge-ms 250 "$TMPD/$name$i.json"
+		tap_from "$PY" "$GPUBPF_ROOT/tests/check_window.py" --edge-ms 250 \
+			"$TMPD/$name$i.json" "$pid"
+	done
+	is "$name: the first recording loaded the library (late attach)" \
+		"$(json_query "$TMPD/${name}1.json" "sorted(d['gpubpf']['gpu']['late_attach'])")" \
+		"[\"$pid\"]"
+	is "$name: the second found it and did not inject again" \
+		"$(json_query "$TMPD/${name}2.json" "d['gpubpf']['gpu']['late_attach']")" "{}"
+	is "$name: one copy of the library in the job" "$(lib_copies "$pid")" 1
+}
+
+# 1. a Python job (train.py), and a reference run of it never attached
+"${train[@]}" --steps 900 --no-thread >"$TMPD/ref.out" 2>&1 &
+ref=$!
+"${train[@]}" --steps 900 --no-thread >"$TMPD/py.out" 2>&1 &
+w=$!
+at_exit "kill $w $ref 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+sleep 0.3
+record_twice py "$w"
+wait "$w"
+is "py: the job exited 0" "$?" 0
+wait "$ref"
+is "py: its output is that of a run never attached" "$(summary "$TMPD/py.out")" \
+	"$(summary "$TMPD/ref.out")"
+
+# 2. a C job
+"$TESTBIN/cudaloop" "$SIMLIB/libcuda.so.1" 1000 >"$TMPD/c.out" 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+sleep 0.3
+record_twice c "$w"
+wait "$w"
+is "c: the job exited 0" "$?" 0
+is "c: its output is unchanged" "$(cat "$TMPD/c.out")" "cudaloop: steps=1000 kernels=3000 errors=0"
+
+# 3. -a: every CUDA process it finds gets the library
+"$TESTBIN/cudaloop" "$SIMLIB/libcuda.so.1" 800 >"$TMPD/a.out" 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+sleep 0.3
+check "record -a" "$GPUBPF" record -a -d 1500ms -q -o "$TMPD/a.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_window.py" --edge-ms 250 "$TMPD/a.json" "$w"
+wait "$w"
+is "-a: the job exited 0" "$?" 0
+
+# 4. --no-inject: host calls only, and the job is left alone
+"$TESTBIN/cudaloop" "$SIMLIB/libcuda.so.1" 800 >/dev/null 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+"$GPUBPF" record --no-inject -p "$w" -d 300ms -q -o "$TMPD/n.json" 2>"$TMPD/n.err"
+like "--no-inject: says how to get GPU timing" "$(cat "$TMPD/n.err")" \
+	"pid $w: GPU timing needs libgpubpf_cupti.so loaded at start"
+is "--no-inject: the library was not loaded" "$(lib_copies "$w")" 0
+cmp_ok "--no-inject: host calls recorded" "$(json_query "$TMPD/n.json" \
+	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+
+# 5. an injection refused (a seccomp filter that denies memfd_create):
+# host calls only, one line naming why, the same reason in the trace, and
+# the target runs on untouched
+wait "$w"
+is "the job recorded without the library exited 0" "$?" 0
+"$TESTBIN/injtarget" seccomp 3000 "$SIMLIB/libcuda.so.1" >"$TMPD/s.out" 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q ready "$TMPD/s.out"
+"$GPUBPF" record -p "$w" -d 300ms -q -o "$TMPD/e.json" 2>"$TMPD/e.err"
+like "refused: one line says why" "$(grep 'GPU timing off' "$TMPD/e.err")" \
+	"^gpubpf: pid $w: GPU timing off: a seccomp filter in the target denies memfd_create; recording host calls only$"
+is "refused: said once" "$(grep -c 'GPU timing off' "$TMPD/e.err")" 1
+is "refused: the trace says why too" \
+	"$(json_query "$TMPD/e.json" "d['gpubpf']['gpu']['errors'].get('$w', '')")" \
+	"a seccomp filter in the target denies memfd_create"
+is "refused: the library was not loaded" "$(lib_copies "$w")" 0
+wait "$w"
+is "refused: the target ran on untouched" "$?:$(tail -n 1 "$TMPD/s.out")" \
+	"42:done seccomp iterations=yes unexpected=0 signals=0"
+done_testing
