@@ -20,6 +20,12 @@
  *             that holds the stream's worker until the timed loop is over,
  *             so no kernel runs and no GPU record is published during it:
  *             the launching thread's own cost alone.
+ *  -m rounds  REPLAYS rounds, each LAUNCHES launches (timed) and a
+ *             synchronisation, 100 ms apart; one line per round (round=,
+ *             t_ms= CLOCK_MONOTONIC ms at its start, ns_per_launch=, and
+ *             cpu_ns_per_launch=: the launching thread's CPU time, which
+ *             other jobs on the machine disturb far less): for attaching to the
+ *             process between rounds (bench/inject_bench.sh).
  *  -m graph   captures KERNELS launches into a graph
  *             (cuStreamBeginCapture/cuStreamEndCapture), instantiates it,
  *             then launches it REPLAYS times and synchronises (timed
@@ -63,6 +69,14 @@ static void gate(void *arg)
 		nanosleep(&ts, NULL);
 }
 
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
 static uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -87,7 +101,7 @@ static void *sym(void *h, const char *name)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: gpuwork [-l LIB] [-m launch|graph] [-n LAUNCHES] "
+	fprintf(stderr, "usage: gpuwork [-l LIB] [-m launch|rounds|graph] [-n LAUNCHES] "
 		"[-k KERNELS] [-r REPLAYS] [-W WARMUP] [-g]\n");
 	exit(2);
 }
@@ -115,7 +129,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (strcmp(mode, "launch") && strcmp(mode, "graph"))
+	if (strcmp(mode, "launch") && strcmp(mode, "graph") && strcmp(mode, "rounds"))
 		usage();
 	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
@@ -154,6 +168,27 @@ int main(int argc, char **argv)
 		printf("mode=launch gated=%d launches=%llu kernels=%llu ns_per_launch=%.1f sync_ms=%.2f\n",
 		       gated, (unsigned long long)n, (unsigned long long)(n + warm),
 		       (double)(t1 - t0) / n, (t2 - t1) / 1e6);
+	} else if (!strcmp(mode, "rounds")) {
+		for (i = 0; i < warm; i++)
+			LAUNCH();
+		CK(p_cuStreamSynchronize(s));
+		for (uint64_t round = 0; round < r; round++) {
+			struct timespec ts = { 0, 100000000 };
+			uint64_t c0, c1;
+
+			t0 = now_ns();
+			c0 = thread_cpu_ns();
+			for (i = 0; i < n; i++)
+				LAUNCH();
+			c1 = thread_cpu_ns();
+			t1 = now_ns();
+			CK(p_cuStreamSynchronize(s));
+			printf("round=%llu t_ms=%.0f ns_per_launch=%.1f cpu_ns_per_launch=%.1f\n",
+			       (unsigned long long)round, t0 / 1e6, (double)(t1 - t0) / n,
+			       (double)(c1 - c0) / n);
+			fflush(stdout);
+			nanosleep(&ts, NULL);
+		}
 	} else {
 		CUgraph g;
 		CUgraphExec e;

@@ -62,15 +62,17 @@ def compare_args(tc, ev, names_by_handle):
     # pointers: allocation results, freed/copied/set addresses
     if "ptr" in ta and hexval(ta["ptr"]) and hexval(ea.get("ptr", "0x0")) != hexval(ta["ptr"]):
         bad.append("ptr: trace %r, truth %r" % (ea.get("ptr"), ta["ptr"]))
-    # launches name their kernel when a captured lookup named its handle,
-    # and show the handle otherwise
+    # launches name their kernel when a captured lookup named its handle
+    # or their GPU record did (GPU timing, late attach included), and show
+    # the handle otherwise
     func = ta.get("func")
     if func is not None and name.startswith("cuLaunch") and "Host" not in name:
         want = names_by_handle.get(hexval(func))
         got = ea.get("kernel", "")
         if want is not None and got != want:
             bad.append("kernel: trace %r, truth %r" % (got, want))
-        if want is None and (not got.startswith("0x") or hexval(got) != hexval(func)):
+        if want is None and got != ta.get("kernel") and \
+                (not got.startswith("0x") or hexval(got) != hexval(func)):
             bad.append("kernel: trace %r, truth handle %r (no lookup captured)" % (got, func))
     if "ret" in ea and ea["ret"] != tc.get("ret"):
         bad.append("ret: trace %r, truth %r" % (ea["ret"], tc.get("ret")))

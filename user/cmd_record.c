@@ -444,8 +444,8 @@ static int late_attach(struct record *r, pid_t pid)
 	}
 	if (r->verbose)
 		fprintf(stderr, "gpubpf: pid %d: loaded %s (late attach through thread %d, "
-			"stopped %.3f ms in system call %ld)\n", pid, INJECTION_LIB, l->st.tid,
-			l->st.stall_ns / 1e6, l->st.syscall_nr);
+			"stopped %.3f ms in system call %ld; %.1f ms in all)\n", pid, INJECTION_LIB, l->st.tid,
+			l->st.stall_ns / 1e6, l->st.syscall_nr, l->st.total_ns / 1e6);
 	return 0;
 }
 
