@@ -57,6 +57,12 @@
 #define SYSCALL_TIMEOUT_MS 2000
 #define PENDING_WAIT_MS 1000    /* threads that did not stop in time */
 #define SEARCH_MS 1000          /* how long to look for a thread at a safe point */
+/*
+ * The CUPTI major whose record layouts the injection library reads
+ * (cupti/cupti_convert.h).  A process that already has another major's
+ * libcupti loaded (a CUDA 12 PyTorch wheel) must not get a second CUPTI.
+ */
+#define CUPTI_MAJOR 13
 #define MAX_CANDIDATES 4096
 
 /* -ERESTART* codes (include/linux/errno.h, not exported to user space). */
@@ -381,6 +387,21 @@ int inject_find_lib(pid_t pid, const char *base, char *path, size_t len)
 	int ret = each_mapping(pid, match_base, &fb);
 
 	return ret < 0 ? ret : ret ? 0 : -ENOENT;
+}
+
+struct cupti_seen {
+	char name[64];
+};
+
+static int match_cupti(const struct mapping *m, void *arg)
+{
+	struct cupti_seen *cs = arg;
+	const char *slash = strrchr(m->path, '/'), *name = slash ? slash + 1 : "";
+
+	if (strncmp(name, "libcupti.so.", 12) || atoi(name + 12) == CUPTI_MAJOR)
+		return 0;
+	snprintf(cs->name, sizeof(cs->name), "%.*s", (int)strcspn(name, " "), name);
+	return 1;
 }
 
 /* The target's libc: where to read it, and its mappings. */
@@ -783,19 +804,20 @@ static int fill_memfd(pid_t pid, int tfd, const char *lib)
 }
 
 /*
- * Interrupt tid and take it if it stopped in a safe system call: 1 taken
- * (state saved), 0 let go, -ETIMEDOUT (still seized: it has not stopped),
- * -EPERM (ptrace refused), -ESRCH.
+ * Interrupt tid (unless seized already: one that did not stop in time
+ * before) and take it if it stopped in a safe system call: 1 taken, 0 let
+ * go, -ETIMEDOUT (still seized: it has not stopped), -EPERM (ptrace
+ * refused), -ESRCH.
  */
-static int borrow_thread(struct borrow *b, int timeout_ms)
+static int borrow_thread(struct borrow *b, int timeout_ms, int seized)
 {
 	uint64_t args[6];
 	unsigned char insn[2];
 	int status, ret;
 
-	if (ptrace(PTRACE_SEIZE, b->tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
+	if (!seized && ptrace(PTRACE_SEIZE, b->tid, NULL, (void *)(long)PTRACE_O_TRACESYSGOOD))
 		return errno == EPERM || errno == EACCES ? -EPERM : -ESRCH;
-	if (ptrace(PTRACE_INTERRUPT, b->tid, NULL, NULL))
+	if (!seized && ptrace(PTRACE_INTERRUPT, b->tid, NULL, NULL))
 		return -ESRCH;
 	ret = wait_stop(b->tid, timeout_ms, &status);
 	if (ret)
@@ -973,22 +995,30 @@ static int try_thread(pid_t pid, pid_t tid, int memfd, int timeout_ms, const str
 {
 	struct borrow b = { .pid = pid, .tid = tid, .memfd = memfd };
 	uint64_t t_stop;
-	int r, ret;
+	int r, ret, seized = -1;
 
-	if (!task_at_safe_point(pid, tid))
-		return -EAGAIN;
-	for (int i = 0; i < *npending; i++)
+	for (int i = 0; i < *npending && seized < 0; i++)
 		if (pending[i] == tid)
-			return -EAGAIN;
-	st->threads_tried++;
+			seized = i;
+	if (seized < 0 && !task_at_safe_point(pid, tid))
+		return -EAGAIN;
 	t_stop = mono_ns();
-	r = borrow_thread(&b, timeout_ms);
+	if (seized >= 0) {
+		/* interrupted earlier, not stopped then: has it stopped now? */
+		r = borrow_thread(&b, 0, 1);
+		if (r == -ETIMEDOUT)
+			return -EAGAIN;
+		pending[seized] = pending[--(*npending)];
+	} else {
+		st->threads_tried++;
+		r = borrow_thread(&b, timeout_ms, 0);
+	}
 	if (r == -EPERM) {
 		snprintf(why, whylen, "ptrace not allowed (needs CAP_SYS_PTRACE; yama "
 			 "ptrace_scope, or the target is not dumpable)");
 		return -EPERM;
 	}
-	if (r == -ETIMEDOUT && *npending < 64)
+	if (r == -ETIMEDOUT && seized < 0 && *npending < 64)
 		pending[(*npending)++] = tid;
 	if (r != 1)
 		return -EAGAIN;
@@ -1048,6 +1078,16 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 			 "ptrace not allowed (needs CAP_SYS_PTRACE, or the target is not dumpable)");
 		return ret;
 	}
+	{
+		struct cupti_seen cs;
+
+		if (each_mapping(pid, match_cupti, &cs) > 0) {
+			snprintf(why, whylen, "the process already has %s loaded (the library reads "
+				 "CUPTI %d records only)", cs.name, CUPTI_MAJOR);
+			close(memfd);
+			return -EPROTONOSUPPORT;
+		}
+	}
 	ret = find_loader(pid, &ld, why, whylen);
 	if (ret) {
 		close(memfd);
@@ -1070,6 +1110,10 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 			snprintf(why, whylen, "the target has exited");
 			break;
 		}
+		/* threads interrupted before that have stopped since, then the others */
+		for (int i = npending - 1; i >= 0 && ret == -EAGAIN; i--)
+			ret = try_thread(pid, pending[i], memfd, timeout_ms, &ld, lib, entry_off, st,
+					 why, whylen, pending, &npending);
 		for (int i = 0; i < n && ret == -EAGAIN; i++)
 			ret = try_thread(pid, tids[i], memfd, timeout_ms, &ld, lib, entry_off, st,
 					 why, whylen, pending, &npending);

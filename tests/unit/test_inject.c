@@ -340,6 +340,39 @@ static void namespaced(void)
 	ok(rc == 42 && strstr(buf, "unexpected=0"), "namespaces: the target ran on (exit %d)", rc);
 }
 
+/* A process with another CUPTI major loaded gets no second CUPTI. */
+static void other_cupti(void)
+{
+	char fake[] = "/tmp/gpubpf-cupti.XXXXXX", lib[64], cmd[256], buf[4096], why[256];
+	struct inject_stats st;
+	struct tgt t;
+	int ret, rc;
+
+	if (!mkdtemp(fake))
+		return;
+	snprintf(lib, sizeof(lib), "%s/libcupti.so.12", fake);
+	snprintf(cmd, sizeof(cmd), "cp " SIMCUDA " %s", lib);
+	if (system(cmd)) {
+		ok(0, "libcupti.so.12: set up");
+		return;
+	}
+	{
+		char *argv[] = { TARGET, "nanosleep", "400", lib, NULL };
+
+		if (start(&t, argv) || wait_ready(&t, buf, sizeof(buf))) {
+			ok(0, "libcupti.so.12: target started");
+			return;
+		}
+	}
+	ret = inject_library(t.inner, LIB, 100, &st, why, sizeof(why));
+	ok(ret && strstr(why, "already has libcupti.so.12 loaded") && !mapped(t.inner),
+	   "libcupti.so.12 loaded: refused: %s", why);
+	rc = finish(&t, buf, sizeof(buf));
+	ok(rc == 42 && strstr(buf, "unexpected=0"), "libcupti.so.12 loaded: the target ran on");
+	unlink(lib);
+	rmdir(fake);
+}
+
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
@@ -395,6 +428,7 @@ int main(void)
 	signals_during();
 	no_ptrace_cap();
 	namespaced();
+	other_cupti();
 	hundred();
 	return done_testing();
 }
