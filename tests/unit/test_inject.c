@@ -340,6 +340,52 @@ static void namespaced(void)
 	ok(rc == 42 && strstr(buf, "unexpected=0"), "namespaces: the target ran on (exit %d)", rc);
 }
 
+struct killer {
+	pid_t pid;
+	int delay_us;
+};
+
+static void *kill_later(void *arg)
+{
+	struct killer *k = arg;
+
+	usleep(k->delay_us);
+	kill(k->pid, SIGKILL);
+	return NULL;
+}
+
+/*
+ * The target killed at various moments of the injection: every attempt
+ * returns (success, or the target gone), none hangs.
+ */
+static void exits_midway(void)
+{
+	char *argv[] = { TARGET, "futex", "2000", SIMCUDA, NULL };
+	int returned = 0, gone = 0;
+
+	for (int i = 0; i < 20; i++) {
+		struct killer k = { .delay_us = i * 150 };
+		char buf[1024], why[256];
+		struct inject_stats st;
+		pthread_t th;
+		struct tgt t;
+		int ret;
+
+		if (start(&t, argv) || wait_ready(&t, buf, sizeof(buf)))
+			continue;
+		usleep(20000);
+		k.pid = t.inner;
+		pthread_create(&th, NULL, kill_later, &k);
+		ret = inject_library(t.inner, LIB, 100, &st, why, sizeof(why));
+		pthread_join(th, NULL);
+		returned++;
+		gone += ret == -ESRCH;
+		finish(&t, buf, sizeof(buf));
+	}
+	is_int(returned, 20, "target killed during the injection (20 moments): every attempt "
+	       "returned (%d saw it gone)", gone);
+}
+
 /* A process with another CUPTI major loaded gets no second CUPTI. */
 static void other_cupti(void)
 {
@@ -429,6 +475,7 @@ int main(void)
 	no_ptrace_cap();
 	namespaced();
 	other_cupti();
+	exits_midway();
 	hundred();
 	return done_testing();
 }
