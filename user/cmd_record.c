@@ -726,6 +726,8 @@ static void collect(struct record *r)
 			break;
 		if (r->waiting || now - last_scan >= (r->mode == MODE_ALL ? SCAN_ALL_NS : SCAN_NS)) {
 			last_scan = now;
+			if (r->nlate)
+				inject_reap();
 			if (r->mode == MODE_PIDS)
 				scan_targets(r);
 			else

@@ -985,6 +985,30 @@ unmap:
 	return ret;
 }
 
+/* Threads interrupted that had not stopped when inject_library() returned. */
+#define MAX_LEFTOVER 256
+static pid_t leftover[MAX_LEFTOVER];
+static int nleftover;
+
+int inject_reap(void)
+{
+	int status;
+
+	for (int i = 0; i < nleftover;) {
+		pid_t r = waitpid(leftover[i], &status, __WALL | WNOHANG);
+
+		if (r == 0) {
+			i++;
+			continue;
+		}
+		if (r == leftover[i] && WIFSTOPPED(status))
+			ptrace(PTRACE_DETACH, leftover[i], NULL,
+			       (void *)(long)(status >> 16 ? 0 : WSTOPSIG(status)));
+		leftover[i] = leftover[--nleftover];
+	}
+	return nleftover;
+}
+
 /*
  * Try one thread: borrow it if it is at a safe point, do the work.
  * -EAGAIN: not usable now, try another; else the injection's outcome.
@@ -1126,13 +1150,20 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 	if (ret == -EAGAIN)
 		snprintf(why, whylen, "no thread of the target stopped at a safe point "
 			 "(blocked in futex, poll, read, sleep...) in time");
-	/* threads that did not stop in time: let them go once they do */
-	for (int i = 0; i < npending; i++)
-		if (!wait_stop(pending[i], PENDING_WAIT_MS, &status)) {
+	/* threads that did not stop in time: let them go once they do (1 s for all) */
+	for (uint64_t until = mono_ns() + PENDING_WAIT_MS * 1000000ULL, i = 0; i < (uint64_t)npending;
+	     i++) {
+		uint64_t now = mono_ns();
+		int left_ms = now < until ? (int)((until - now) / 1000000) : 0;
+
+		if (!wait_stop(pending[i], left_ms, &status)) {
 			int sig = status >> 16 ? 0 : WSTOPSIG(status);
 
 			ptrace(PTRACE_DETACH, pending[i], NULL, (void *)(long)sig);
+		} else if (nleftover < MAX_LEFTOVER) {
+			leftover[nleftover++] = pending[i];  /* inject_reap() lets it go */
 		}
+	}
 	free(tids);
 	close(memfd);
 	st->total_ns = mono_ns() - t0;
@@ -1140,6 +1171,11 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 }
 
 #else   /* !__x86_64__ */
+
+int inject_reap(void)
+{
+	return 0;
+}
 
 int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_stats *st,
 		   char *why, size_t whylen)

@@ -39,6 +39,13 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 		   char *why, size_t whylen);
 
 /*
+ * Let go of threads an injection interrupted that had not stopped when it
+ * returned (a thread in uninterruptible sleep): call now and then from the
+ * thread that called inject_library().  Returns how many are still held.
+ */
+int inject_reap(void);
+
+/*
  * The path through which the injection library mapped in pid can be
  * opened from here: /proc/PID/map_files/START-END for a memfd copy
  * (late attach) or a deleted file, else /proc/PID/root/PATH.  0, -ENOENT
