@@ -115,8 +115,9 @@ static int safe_call(long nr, const uint64_t a[6])
 
 /* ------------------------------------------------------------ seccomp */
 
-int inject_seccomp_allows(const struct sock_filter *prog, size_t n, long nr,
-			  const uint64_t args[6], uint64_t ip)
+/* Run a seccomp filter: its return value (action and data), or -EINVAL. */
+static int64_t seccomp_run(const struct sock_filter *prog, size_t n, long nr,
+			   const uint64_t args[6], uint64_t ip)
 {
 	uint32_t data[16], mem[BPF_MEMWORDS] = { 0 }, A = 0, X = 0;
 	size_t pc = 0, steps = 0;
@@ -175,6 +176,7 @@ int inject_seccomp_allows(const struct sock_filter *prog, size_t n, long nr,
 			case BPF_ADD: A += src; break;
 			case BPF_SUB: A -= src; break;
 			case BPF_MUL: A *= src; break;
+			/* as the kernel: a division by zero returns 0 (KILL_THREAD) */
 			case BPF_DIV: if (!src) return 0; A /= src; break;
 			case BPF_MOD: if (!src) return 0; A %= src; break;
 			case BPF_OR: A |= src; break;
@@ -203,11 +205,8 @@ int inject_seccomp_allows(const struct sock_filter *prog, size_t n, long nr,
 			pc += cond ? f->jt : f->jf;
 			break;
 		}
-		case BPF_RET: {
-			uint32_t act = (BPF_RVAL(f->code) == BPF_A ? A : f->k) & SECCOMP_RET_ACTION_FULL;
-
-			return act == SECCOMP_RET_ALLOW || act == SECCOMP_RET_LOG;
-		}
+		case BPF_RET:
+			return BPF_RVAL(f->code) == BPF_A ? A : f->k;
 		case BPF_MISC:
 			if (BPF_MISCOP(f->code) == BPF_TAX)
 				X = A;
@@ -219,6 +218,17 @@ int inject_seccomp_allows(const struct sock_filter *prog, size_t n, long nr,
 		}
 	}
 	return -EINVAL;
+}
+
+int inject_seccomp_allows(const struct sock_filter *prog, size_t n, long nr,
+			  const uint64_t args[6], uint64_t ip)
+{
+	int64_t r = seccomp_run(prog, n, nr, args, ip);
+	uint32_t act = (uint32_t)r & SECCOMP_RET_ACTION_FULL;
+
+	if (r < 0)
+		return r;
+	return act == SECCOMP_RET_ALLOW || act == SECCOMP_RET_LOG;
 }
 
 /* The target's seccomp mode from /proc/PID/status: 0, 1 strict, 2 filter; -errno. */
@@ -295,6 +305,18 @@ static int check_seccomp(pid_t pid, pid_t tid, uint64_t ip, char *why, size_t wh
 		for (size_t i = 0; i < sizeof(injected_calls) / sizeof(injected_calls[0]); i++) {
 			int ok = inject_seccomp_allows(prog, n, injected_calls[i].nr,
 						       injected_calls[i].args, ip);
+
+			/*
+			 * clone3 answered ENOSYS (Docker's default profile): glibc's
+			 * pthread_create falls back to clone, which must be allowed
+			 */
+			if (!ok && injected_calls[i].nr == SYS_clone3 &&
+			    seccomp_run(prog, n, SYS_clone3, injected_calls[i].args, ip) ==
+			    (SECCOMP_RET_ERRNO | ENOSYS)) {
+				static const uint64_t clone_args[6] = { 0x3d0f00 };
+
+				ok = inject_seccomp_allows(prog, n, SYS_clone, clone_args, ip);
+			}
 
 			if (ok != 1) {
 				free(prog);

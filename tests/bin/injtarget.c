@@ -9,7 +9,9 @@
  * MODE: futex, nanosleep, read (a timerfd), epoll (epoll_wait on a
  * timerfd), spin (busy, no system call), spin2 (main thread busy, a second
  * thread sleeping), signals (nanosleep; counts SIGRTMIN deliveries),
- * seccomp (a filter that refuses memfd_create, then nanosleep).
+ * seccomp (a filter that refuses memfd_create, then nanosleep), clone3 (a
+ * filter answering clone3 with ENOSYS, as Docker's default profile does,
+ * then nanosleep).
  * Runs about MS milliseconds.  LIBCUDA: a driver to load first (the
  * simulated one), so the injected library finds a backend.  Prints "ready"
  * once blocked for the first time, and at the end one line:
@@ -61,12 +63,13 @@ static void ready(void)
 	}
 }
 
-static int deny_memfd(void)
+/* nr refused with errno e */
+static int deny(long nr, int e)
 {
 	struct sock_filter f[] = {
 		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_memfd_create, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, nr, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | e),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
@@ -103,7 +106,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGRTMIN, on_sig);
-	if (!strcmp(mode, "seccomp") && deny_memfd()) {
+	if ((!strcmp(mode, "seccomp") && deny(SYS_memfd_create, EPERM)) ||
+	    (!strcmp(mode, "clone3") && deny(SYS_clone3, ENOSYS))) {
 		perror("injtarget: seccomp");
 		return 2;
 	}
@@ -121,7 +125,7 @@ int main(int argc, char **argv)
 			iters++;
 		}
 	} else if (!strcmp(mode, "nanosleep") || !strcmp(mode, "signals") ||
-		   !strcmp(mode, "seccomp")) {
+		   !strcmp(mode, "seccomp") || !strcmp(mode, "clone3")) {
 		while (now_ms() < end) {
 			struct timespec ts = { 0, 20000000 }, rem = { 0, 0 };
 			uint64_t t0 = now_ms();

@@ -70,6 +70,13 @@ static void test_seccomp_eval(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_LOG),
 	};
 	struct sock_filter bad[] = { BPF_STMT(BPF_LD | BPF_W | BPF_ABS, 3) };
+	/* Docker's default: clone3 answers ENOSYS so that glibc falls back to clone */
+	struct sock_filter no_clone3[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_clone3, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
 	uint64_t rx[6] = { 0, 4096, 5, 2, 3, 0 }, rw[6] = { 0, 4096, 3, 0x22, -1ULL, 0 };
 
 	is_int(inject_seccomp_allows(deny_memfd, 7, SYS_memfd_create, noargs, 0), 0,
@@ -82,6 +89,10 @@ static void test_seccomp_eval(void)
 	       "seccomp: RET_LOG counts as allowed");
 	is_int(inject_seccomp_allows(bad, 1, SYS_mmap, noargs, 0), -EINVAL,
 	       "seccomp: a misaligned load cannot be evaluated");
+	is_int(inject_seccomp_allows(no_clone3, 4, SYS_clone3, noargs, 0), 0,
+	       "seccomp: clone3 refused with ENOSYS is refused...");
+	is_int(inject_seccomp_allows(no_clone3, 4, SYS_clone, noargs, 0), 1,
+	       "seccomp: ...and clone, glibc's fallback, allowed");
 }
 
 /* ------------------------------------------------------------ live */
@@ -471,6 +482,7 @@ int main(void)
 	one("spin2", 1, NULL);
 	one("spin", 0, "no thread of the target stopped at a safe point");
 	one("seccomp", 0, "seccomp filter in the target denies memfd_create");
+	one("clone3", 1, NULL);     /* glibc falls back to clone */
 	signals_during();
 	no_ptrace_cap();
 	namespaced();
