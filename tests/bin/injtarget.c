@@ -12,7 +12,7 @@
  * seccomp (a filter that refuses memfd_create, then nanosleep), clone3 (a
  * filter answering clone3 with ENOSYS, as Docker's default profile does,
  * then nanosleep).
- * Runs about MS milliseconds.  LIBCUDA: a driver to load first (the
+ * Runs about MS milliseconds (futex mode: or until SIGUSR1).  LIBCUDA: a driver to load first (the
  * simulated one), so the injected library finds a backend.  Prints "ready"
  * once blocked for the first time, and at the end one line:
  *	done MODE iterations=N unexpected=K signals=S
@@ -38,11 +38,17 @@
 #include <time.h>
 #include <unistd.h>
 
-static volatile sig_atomic_t nsig;
+static volatile sig_atomic_t nsig, quit;
 
 static void on_sig(int sig)
 {
 	nsig++;
+}
+
+/* SIGUSR1: end now (futex mode) */
+static void on_quit(int sig)
+{
+	quit = 1;
 }
 
 static uint64_t now_ms(void)
@@ -106,6 +112,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	signal(SIGRTMIN, on_sig);
+	signal(SIGUSR1, on_quit);
 	if ((!strcmp(mode, "seccomp") && deny(SYS_memfd_create, EPERM)) ||
 	    (!strcmp(mode, "clone3") && deny(SYS_clone3, ENOSYS))) {
 		perror("injtarget: seccomp");
@@ -115,12 +122,12 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "futex")) {
 		uint32_t word = 0;
 
-		while (now_ms() < end) {
+		while (now_ms() < end && !quit) {
 			struct timespec ts = { 0, 20000000 };
 
 			ready();
-			if (syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) != -1 ||
-			    errno != ETIMEDOUT)
+			if ((syscall(SYS_futex, &word, FUTEX_WAIT_PRIVATE, 0, &ts, NULL, 0) != -1 ||
+			     errno != ETIMEDOUT) && !quit)
 				unexpected++;
 			iters++;
 		}
