@@ -42,8 +42,9 @@ is "--no-device: no GPU events" "$(json_query "$TMPD/n.json" \
 	'len([e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")])')" 0
 
 # 4. a job started once with the library, dormant, recorded twice with -p
+# (long enough to outlast two recordings on a loaded machine)
 CUDA_INJECTION64_PATH="$GPUBPF_ROOT/build/libgpubpf_cupti.so" \
-	"${train[@]}" --steps 300 --no-thread 2>/dev/null &
+	"${train[@]}" --steps 900 --no-thread 2>/dev/null &
 w=$!
 at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libgpubpf_cupti "/proc/$w/maps"
