@@ -121,18 +121,27 @@ clean:
 # benchmarks -----------------------------------------------------------------
 # Binaries for `make bench` (bench/run.sh); see BENCHMARKS.md.
 BENCH_DIR  := $(BUILD)/bench
-BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost \
+BENCH_SHAPES := xor sub endbr push
+SHAPE_LIBS := $(foreach s,$(BENCH_SHAPES),$(BENCH_DIR)/$(s)/libcuda.so.1)
+BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost $(SHAPE_LIBS) \
               $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
               $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench
 
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
+# the probe-site tests run callcost on each prologue shape
+test-bins: $(SHAPE_LIBS) $(BENCH_DIR)/callcost
 
 # Trivial stand-ins for the probed entry points: separate, never inlined.
 $(BENCH_DIR)/libcuda.so.1: bench/libcuda_bench.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -fPIC -shared -fno-ipa-icf -fno-inline \
 	      -Wl,-soname,libcuda.so.1 -o $@ $<
+
+# The same with each probed-entry prologue shape (bench/libcuda_bench.c).
+$(BENCH_DIR)/%/libcuda.so.1: bench/libcuda_bench.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -fPIC -shared -DBENCH_SHAPE_$* -Wl,-soname,libcuda.so.1 -o $@ $<
 
 $(BENCH_DIR)/callcost: bench/callcost.c
 	@mkdir -p $(@D)

@@ -14,6 +14,7 @@
 #include "cuda_calls.h"
 #include "elf_syms.h"
 #include "gpubpf.h"
+#include "probe_site.h"
 #include "probes.h"
 
 static int verbose_libbpf;
@@ -217,6 +218,21 @@ cleanup:
 	return ret;
 }
 
+/*
+ * Probe each entry point on the instruction after a leading endbr64, which
+ * the kernel would single-step (probe_site.h); unchanged if the file
+ * cannot be read again.
+ */
+static void move_past_endbr(const char *path, uint64_t *offs, unsigned n)
+{
+	struct probe_site *sites = calloc(n, sizeof(*sites));
+
+	if (sites && !probe_sites(path, offs, n, sites))
+		for (unsigned i = 0; i < n; i++)
+			offs[i] = sites[i].off;
+	free(sites);
+}
+
 static void detach(struct probe_target *t)
 {
 	for (size_t j = 0; j < t->nlinks; j++)
@@ -318,6 +334,7 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 		ids[n] = i;
 		offs[n++] = offs[i];
 	}
+	move_past_endbr(path, offs, n);
 	ret = p->multi ? attach_multi(p, t, ids, offs, n) : -EOPNOTSUPP;
 	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
 		detach(t);
