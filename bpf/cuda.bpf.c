@@ -190,10 +190,22 @@ static __always_inline void count_drop(__u32 tgid)
 	count_drops(tgid, 1);
 }
 
-/* Batch wakeups: waking the reader on every record doubles a probe's cost. */
-static __always_inline __u64 wake_flags(void)
+/*
+ * Batch wakeups: waking the reader costs ~7 us, so a record wakes it only
+ * when it takes the unread data across a multiple of wake_bytes, not for
+ * every record once the reader lags (the reader also polls with a
+ * timeout, should two CPUs cross together and neither see it).  size: the
+ * record's bytes; reserved: it is already counted in the unread data
+ * (reserve/submit), else it is about to be (output).
+ */
+static __always_inline __u64 wake_flags(__u64 size, int reserved)
 {
-	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wake_bytes)
+	__u64 after = bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA);
+
+	size = (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ULL;  /* as the ring holds it */
+	if (!reserved)
+		after += size;
+	if (after / wake_bytes != (after - size) / wake_bytes)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
@@ -546,7 +558,7 @@ static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
 }
 
 static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
-				       __u64 ck, __u64 pid_tgid)
+				       __u64 ck, __u64 pid_tgid, int python)
 {
 	c->type = GB_REC_CALL;
 	c->call_id = GB_CK_ID(ck);
@@ -568,7 +580,7 @@ static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 	__builtin_memset(c->ext, 0, sizeof(c->ext));
 	read_deref(c, GB_CK_DEREF(ck));
 	bpf_get_current_comm(c->comm, sizeof(c->comm));
-	c->pystack = py_stack(c->pid, c->tid);
+	c->pystack = python ? py_stack(c->pid, c->tid) : 0;
 	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
 }
 
@@ -578,24 +590,31 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, zero = 0;
 	struct gb_call *c;
+	int python = 1;
+	__u8 *flags;
 	__u64 key;
 
-	if (!traced(tgid))
-		return 0;
+	/* with a pid filter, its entry also says whether the process runs Python */
+	if (filter_pids) {
+		flags = bpf_map_lookup_elem(&pids, &tgid);
+		if (!flags)
+			return 0;
+		python = *flags & GB_PID_PYTHON;
+	}
 	if (!(ck & GB_CK_RET)) {
 		c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
 		if (!c) {
 			count_drop(tgid);
 			return 0;
 		}
-		fill_entry(c, ctx, ck, pid_tgid);
-		bpf_ringbuf_submit(c, wake_flags());
+		fill_entry(c, ctx, ck, pid_tgid, python);
+		bpf_ringbuf_submit(c, wake_flags(sizeof(*c), 1));
 		return 0;
 	}
 	c = bpf_map_lookup_elem(&scratch, &zero);
 	if (!c)
 		return 0;
-	fill_entry(c, ctx, ck, pid_tgid);
+	fill_entry(c, ctx, ck, pid_tgid, python);
 	key = (pid_tgid << 32) | GB_CK_ID(ck);
 	/* the in-flight map full: the call is lost, and counted as such */
 	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
@@ -616,7 +635,7 @@ static __always_inline void emit_name(__u32 tgid, __u64 handle, const char *str)
 	n->handle = handle;
 	if (bpf_probe_read_user_str(n->name, sizeof(n->name), str) < 0)
 		n->name[0] = 0;
-	bpf_ringbuf_submit(n, wake_flags());
+	bpf_ringbuf_submit(n, wake_flags(sizeof(*n), 1));
 }
 
 /* c->arg[i] through constant indices only: the verifier rejects variable ones */
@@ -654,7 +673,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 		else if (ck & GB_CK_NAME_OUT)
 			emit_name(tgid, c->arg[1], (const char *)c->out);
 	}
-	if (bpf_ringbuf_output(&rb, c, sizeof(*c), wake_flags()))
+	if (bpf_ringbuf_output(&rb, c, sizeof(*c), wake_flags(sizeof(*c), 0)))
 		count_drop(tgid);
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
@@ -711,7 +730,7 @@ int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 	g->len = len;
 	if (bpf_probe_read_user(g->data, len & (GB_GPU_BATCH_MAX * 2 - 1) & ~0ULL, buf) ||
 	    bpf_ringbuf_output(&rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
-			       wake_flags()))
+			       wake_flags(offsetof(struct gb_gpu, data) + len, 0)))
 		count_drops(tgid, nrecs);
 	return 0;
 }
@@ -737,7 +756,7 @@ int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 	c->ts = bpf_ktime_get_ns();
 	c->cbid = cbid;
 	c->pad = 0;
-	bpf_ringbuf_submit(c, wake_flags());
+	bpf_ringbuf_submit(c, wake_flags(sizeof(*c), 1));
 	return 0;
 }
 
@@ -745,7 +764,7 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(gb_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = 1;
+	__u8 one = GB_PID_TRACED;
 
 	if (!filter_pids || !follow_forks || ptgid == ctgid)
 		return 0;

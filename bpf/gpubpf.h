@@ -27,6 +27,10 @@ enum gb_rec_type {
 	GB_REC_NATIVE = 6,  /* a native stack, sent once per (pid, id): struct gb_native */
 };
 
+/* The value of a traced process in the "pids" map (record -p, -- CMD). */
+#define GB_PID_TRACED 1
+#define GB_PID_PYTHON 2         /* "py_procs" holds its layout: walk its stacks */
+
 /*
  * The attach cookie of every libcuda uprobe tells the BPF program what to
  * capture for that entry point, so one program serves them all.

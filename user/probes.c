@@ -76,6 +76,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 
 	memset(p, 0, sizeof(*p));
 	p->verbose = o->verbose;
+	p->filter_pids = o->filter_pids;
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
@@ -401,10 +402,13 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 int probes_trace_pid(struct probes *p, pid_t pid)
 {
 	uint32_t key = pid;
-	uint8_t one = 1;
+	uint8_t one = GB_PID_TRACED;
 
-	return bpf_map__update_elem(p->skel->maps.pids, &key, sizeof(key), &one, sizeof(one),
-				    BPF_ANY) ? -errno : 0;
+	/* an entry already there may say more (GB_PID_PYTHON): keep it */
+	if (bpf_map__update_elem(p->skel->maps.pids, &key, sizeof(key), &one, sizeof(one),
+				 BPF_NOEXIST) && errno != EEXIST)
+		return -errno;
+	return 0;
 }
 
 int probes_traced_pids(struct probes *p, pid_t *pids, int max)
@@ -423,10 +427,17 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max)
 
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg)
 {
+	uint8_t flags = GB_PID_TRACED | GB_PID_PYTHON;
 	uint32_t key = pid;
 
-	return bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
-				    BPF_ANY) ? -errno : 0;
+	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
+				 BPF_ANY))
+		return -errno;
+	/* a traced process's entry says it runs Python (without a pid filter: unused) */
+	if (p->filter_pids && bpf_map__update_elem(p->skel->maps.pids, &key, sizeof(key), &flags,
+						   sizeof(flags), BPF_EXIST) && errno != ENOENT)
+		return -errno;
+	return 0;
 }
 
 int probes_ringbuf_fd(struct probes *p)
