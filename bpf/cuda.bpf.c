@@ -72,12 +72,6 @@ struct {
 	__type(value, struct gb_py_config);
 } py_procs SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);             /* tid */
-	__type(value, __u64);           /* its PyThreadState */
-} py_tstate SEC(".maps");
 
 struct py_seen_key {
 	__u32 tgid;
@@ -93,31 +87,41 @@ struct {
 } py_seen SEC(".maps");
 
 /*
- * The identity token of the code object each thread's frame held at its
- * last walk: a frame still at the same address with the same code object
- * there is, all but certainly, the same live frame, and a live frame holds
- * a reference to its code object, which therefore was not freed.  Saves
- * reading the code object again for the frames below the top of the
- * stack, which persist from call to call.
+ * What a Python thread's walks keep between calls, in the thread's own
+ * task storage (no hashing, freed with the thread): its PyThreadState, and
+ * the identity token of the code object each of its frames held at the
+ * last walk, by frame address in a small direct-mapped table.  A frame
+ * still at the same address with the same code object there is, all but
+ * certainly, the same live frame, and a live frame holds a reference to
+ * its code object, which therefore was not freed: its token need not be
+ * read again.  The frames below the top of a stack persist from call to
+ * call, so most of a walk is found here.
  */
-struct py_frame_key {
-	__u32 tid;
-	__u32 pad;
-	__u64 frame;
-};
+#define PY_IDENT_SLOTS 128      /* a power of two */
 
-struct py_frame_ident {
+struct py_ident_slot {
+	__u64 frame;
 	__u64 code;
 	__u32 ident;
 	__u32 pad;
 };
 
+struct py_thread {
+	__u64 tstate;           /* its PyThreadState, 0 until found */
+	struct py_ident_slot idents[PY_IDENT_SLOTS];
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct py_frame_key);
-	__type(value, struct py_frame_ident);
-} py_idents SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct py_thread);
+} py_threads SEC(".maps");
+
+static __always_inline struct py_ident_slot *ident_slot(struct py_thread *t, __u64 frame)
+{
+	return &t->idents[((frame >> 3) * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_IDENT_SLOTS - 1)];
+}
 
 /*
  * The stack being walked, and the bytes read.  CPython 3.11+ keeps a
@@ -307,18 +311,17 @@ static __always_inline __u64 read_u64(__u64 addr)
  * pthread_self(), the fsbase register on x86-64.  Cached per thread and
  * checked on every use.
  */
-static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, __u32 tid)
+static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, struct py_thread *t,
+					struct task_struct *task)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), *cached, ts;
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), ts;
 
-	cached = bpf_map_lookup_elem(&py_tstate, &tid);
-	if (cached && *cached && read_u64(*cached + cfg->tstate_thread_id) == fsbase)
-		return *cached;
+	if (t->tstate && read_u64(t->tstate + cfg->tstate_thread_id) == fsbase)
+		return t->tstate;
 	ts = read_u64(read_u64(cfg->runtime + cfg->interp_head) + cfg->threads_head);
 	for (int i = 0; i < 64 && ts; i++) {
 		if (read_u64(ts + cfg->tstate_thread_id) == fsbase) {
-			bpf_map_update_elem(&py_tstate, &tid, &ts, BPF_ANY);
+			t->tstate = ts;
 			return ts;
 		}
 		ts = read_u64(ts + cfg->tstate_next);
@@ -376,11 +379,11 @@ done:
 struct py_walk {
 	const struct gb_py_config *cfg;
 	struct py_scratch *s;
+	struct py_thread *t;
 	__u64 frame;            /* the next frame to read, 0 at the bottom */
 	__u64 hash;
 	__u32 n;                /* frames recorded */
 	__u32 depth;            /* frames wanted */
-	__u32 tid;
 };
 
 /* One frame, as a bpf_loop callback: 0 to go on, 1 to stop. */
@@ -389,8 +392,7 @@ static long py_walk_frame(__u32 i, void *data)
 	struct py_walk *w = data;
 	const struct gb_py_config *cfg = w->cfg;
 	struct py_scratch *s = w->s;
-	struct py_frame_key fkey = {};
-	struct py_frame_ident *known;
+	struct py_ident_slot *known;
 	struct gb_py_frame *f;
 	__u64 code, prev, frame = w->frame;
 	int at;
@@ -409,22 +411,20 @@ static long py_walk_frame(__u32 i, void *data)
 		return 0;
 	f = &s->st.frames[w->n & (GB_PY_MAX_DEPTH - 1)];
 	f->code = code;
-	fkey.tid = w->tid;
-	fkey.frame = frame;
 	if (cfg->code_adaptive == GB_PY_NONE)   /* 3.10: f_lasti, an int */
 		f->instr = (__u32)frame_u64(s, at, cfg->frame_instr);
 	else
 		f->instr = (__u32)((frame_u64(s, at, cfg->frame_instr) - code - cfg->code_adaptive) / 2);
-	known = bpf_map_lookup_elem(&py_idents, &fkey);
-	if (known && known->code == code) {
+	known = ident_slot(w->t, frame);
+	if (known->frame == frame && known->code == code) {
 		f->ident = known->ident;
 	} else {
-		struct py_frame_ident v = { .code = code };
-
 		__builtin_memset(s->ident, 0, sizeof(s->ident));
 		bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident));
-		v.ident = f->ident = gb_py_ident(s->ident);
-		bpf_map_update_elem(&py_idents, &fkey, &v, BPF_ANY);
+		f->ident = gb_py_ident(s->ident);
+		known->frame = frame;
+		known->code = code;
+		known->ident = f->ident;
 	}
 	w->hash = (w->hash ^ code ^ ((__u64)f->ident << 32 | f->instr)) * 0x100000001b3ULL;
 	w->n++;
@@ -437,9 +437,10 @@ static long py_walk_frame(__u32 i, void *data)
  * the thread runs no Python.  Not inlined: both probe paths call it, and
  * the verifier checks it once.
  */
-static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
+static __noinline __u64 py_stack(__u32 tgid)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_seen_key key = { .tgid = tgid };
 	struct py_walk w = { .hash = 0x84222325cbf29ce4ULL };
 	__u32 zero = 0, n;
@@ -450,16 +451,16 @@ static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
 		return 0;
 	w.cfg = cfg;
 	w.s = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!w.s)
+	w.t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w.s || !w.t)
 		return 0;
-	frame = py_thread_state(cfg, tid);
+	frame = py_thread_state(cfg, w.t, task);
 	if (!frame)
 		return 0;
 	frame = read_u64(frame + cfg->tstate_frame);
 	if (cfg->cframe_frame != GB_PY_NONE && frame)
 		frame = read_u64(frame + cfg->cframe_frame);
 	w.frame = frame;
-	w.tid = tid;
 	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
 	w.s->win_len = 0;       /* the window is per walk: memory changes between calls */
 	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frame, &w, 0);
@@ -579,8 +580,7 @@ static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 	c->out = 0;
 	__builtin_memset(c->ext, 0, sizeof(c->ext));
 	read_deref(c, GB_CK_DEREF(ck));
-	bpf_get_current_comm(c->comm, sizeof(c->comm));
-	c->pystack = python ? py_stack(c->pid, c->tid) : 0;
+	c->pystack = python ? py_stack(c->pid) : 0;
 	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
 }
 
@@ -757,6 +757,30 @@ int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 	c->cbid = cbid;
 	c->pad = 0;
 	bpf_ringbuf_submit(c, wake_flags(sizeof(*c), 1));
+	return 0;
+}
+
+/* A thread of a traced process exits: its name, for user space (struct gb_exit). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gb_exit, struct task_struct *task)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_exit *e;
+
+	if (!traced(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop(tgid);
+		return 0;
+	}
+	e->type = GB_REC_EXIT;
+	e->pid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, wake_flags(sizeof(*e), 1));
 	return 0;
 }
 

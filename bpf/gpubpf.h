@@ -25,6 +25,7 @@ enum gb_rec_type {
 	GB_REC_CORR = 4,  /* a driver call's correlation id: struct gb_corr */
 	GB_REC_PYSTACK = 5, /* a Python stack, sent once per (pid, id): struct gb_pystack */
 	GB_REC_NATIVE = 6,  /* a native stack, sent once per (pid, id): struct gb_native */
+	GB_REC_EXIT = 7,    /* a traced thread exits: struct gb_exit */
 };
 
 /* The value of a traced process in the "pids" map (record -p, -- CMD). */
@@ -94,9 +95,22 @@ struct gb_call {
 	__u64 stk[GB_NSTACK];   /* arguments 7..11, valid with GB_CK_STACK */
 	__u64 out;              /* *(u64 *)arg[out] read at return */
 	__u64 ext[GB_NEXT];     /* see enum gb_deref */
-	char comm[GB_COMM_LEN]; /* thread name */
 	__u64 pystack;          /* id of the thread's Python stack, 0 if none */
 	__u64 nstack;           /* id of the native (user-space) stack, 0 if none */
+};
+
+/*
+ * A thread's name is constant per thread, so calls do not carry it: user
+ * space reads it from /proc when it first sees the thread, and from this
+ * record, sent as any thread of a traced process exits, when the thread
+ * was gone before it could.
+ */
+struct gb_exit {
+	__u32 type;             /* GB_REC_EXIT */
+	__u32 pid;              /* tgid */
+	__u32 tid;
+	__u32 pad;
+	char comm[GB_COMM_LEN]; /* the thread's name */
 };
 
 struct gb_name {

@@ -125,7 +125,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);
 	ret = cuda_bpf__attach(p->skel);
 	if (ret) {
-		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(-ret));
+		snprintf(err, errlen, "cannot attach the fork and exit tracepoints: %s", strerror(-ret));
 		probes_close(p);
 		return ret;
 	}
