@@ -558,7 +558,12 @@ static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
 	return key.id;
 }
 
-static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
+/*
+ * Fill the first n bytes of a call record at its entry (see gb_call_size();
+ * n is a constant wherever this is inlined, so the verifier sees every
+ * access inside the record).
+ */
+static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_regs *ctx,
 				       __u64 ck, __u64 pid_tgid, int python)
 {
 	c->type = GB_REC_CALL;
@@ -566,22 +571,43 @@ static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
 	c->pid = pid_tgid >> 32;
 	c->tid = (__u32)pid_tgid;
 	c->ts_entry = bpf_ktime_get_ns();
-	c->ts_return = 0;
-	c->ret = 0;
 	c->arg[0] = PT_REGS_PARM1(ctx);
 	c->arg[1] = PT_REGS_PARM2(ctx);
 	c->arg[2] = PT_REGS_PARM3(ctx);
 	c->arg[3] = PT_REGS_PARM4(ctx);
 	c->arg[4] = PT_REGS_PARM5(ctx);
 	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
-	__builtin_memset(c->stk, 0, sizeof(c->stk));
-	if (ck & GB_CK_STACK)
-		bpf_probe_read_user(c->stk, sizeof(c->stk), (void *)(PT_REGS_SP(ctx) + 8));
-	c->out = 0;
-	__builtin_memset(c->ext, 0, sizeof(c->ext));
-	read_deref(c, GB_CK_DEREF(ck));
 	c->pystack = python ? py_stack(c->pid) : 0;
 	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
+	if (n < GB_CALL_STK)
+		return;
+	if (!(ck & GB_CK_STACK) ||
+	    bpf_probe_read_user(c->stk, sizeof(c->stk), (void *)(PT_REGS_SP(ctx) + 8)))
+		__builtin_memset(c->stk, 0, sizeof(c->stk));
+	if (n < GB_CALL_RET)
+		return;
+	c->ts_return = 0;
+	c->ret = 0;
+	c->out = 0;
+	if (n < sizeof(*c))
+		return;
+	__builtin_memset(c->ext, 0, sizeof(c->ext));
+	read_deref(c, GB_CK_DEREF(ck));
+}
+
+/* An entry-only call: its record of n bytes (a constant) straight into the ring. */
+static __always_inline int emit_entry(__u32 n, struct pt_regs *ctx, __u64 ck, __u64 pid_tgid,
+				      int python)
+{
+	struct gb_call *c = bpf_ringbuf_reserve(&rb, n, 0);
+
+	if (!c) {
+		count_drop(pid_tgid >> 32);
+		return 0;
+	}
+	fill_entry(c, n, ctx, ck, pid_tgid, python);
+	bpf_ringbuf_submit(c, wake_flags(n, 1));
+	return 0;
 }
 
 static __always_inline int on_entry(struct pt_regs *ctx)
@@ -602,19 +628,17 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		python = *flags & GB_PID_PYTHON;
 	}
 	if (!(ck & GB_CK_RET)) {
-		c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
-		if (!c) {
-			count_drop(tgid);
-			return 0;
-		}
-		fill_entry(c, ctx, ck, pid_tgid, python);
-		bpf_ringbuf_submit(c, wake_flags(sizeof(*c), 1));
-		return 0;
+		if (GB_CK_DEREF(ck))
+			return emit_entry(sizeof(*c), ctx, ck, pid_tgid, python);
+		if (ck & GB_CK_STACK)
+			return emit_entry(GB_CALL_STK, ctx, ck, pid_tgid, python);
+		return emit_entry(GB_CALL_HEAD, ctx, ck, pid_tgid, python);
 	}
+	/* the whole record waits for the return in "inflight" */
 	c = bpf_map_lookup_elem(&scratch, &zero);
 	if (!c)
 		return 0;
-	fill_entry(c, ctx, ck, pid_tgid, python);
+	fill_entry(c, sizeof(*c), ctx, ck, pid_tgid, python);
 	key = (pid_tgid << 32) | GB_CK_ID(ck);
 	/* the in-flight map full: the call is lost, and counted as such */
 	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
@@ -657,7 +681,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	__u64 ck = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 key = (pid_tgid << 32) | GB_CK_ID(ck);
-	__u32 tgid = pid_tgid >> 32, out = GB_CK_OUT(ck);
+	__u32 tgid = pid_tgid >> 32, out = GB_CK_OUT(ck), n;
 	struct gb_call *c;
 
 	c = bpf_map_lookup_elem(&inflight, &key);
@@ -673,7 +697,10 @@ static __always_inline int on_return(struct pt_regs *ctx)
 		else if (ck & GB_CK_NAME_OUT)
 			emit_name(tgid, c->arg[1], (const char *)c->out);
 	}
-	if (bpf_ringbuf_output(&rb, c, sizeof(*c), wake_flags(sizeof(*c), 0)))
+	n = gb_call_size(ck);
+	if (n > sizeof(*c))
+		n = sizeof(*c);
+	if (bpf_ringbuf_output(&rb, c, n, wake_flags(n, 0)))
 		count_drop(tgid);
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;

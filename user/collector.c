@@ -369,6 +369,25 @@ static int on_call(struct collector *c, const struct gb_call *r)
 	return ret > 0 ? name_thread(c, r->pid, r->tid, NULL) : ret;
 }
 
+/*
+ * A call record holds the parts its call has (gb_call_size()): widen it to
+ * a whole struct gb_call, the rest zero (bytes past one are ignored).
+ */
+static int on_call_record(struct collector *c, const void *data, size_t size)
+{
+	struct gb_call r;
+	uint32_t id;
+
+	if (size < GB_CALL_HEAD)
+		return -EINVAL;
+	memcpy(&id, (const char *)data + offsetof(struct gb_call, call_id), sizeof(id));
+	if (id >= cuda_ncalls || size < gb_call_size(cuda_call_cookie(id)))
+		return -EINVAL;
+	memset(&r, 0, sizeof(r));
+	memcpy(&r, data, size < sizeof(r) ? size : sizeof(r));
+	return on_call(c, &r);
+}
+
 static void set_where(struct model_event *ev, const struct ga_where *w, uint32_t pid)
 {
 	ev->pid = pid;
@@ -528,8 +547,7 @@ int collector_record(struct collector *c, const void *data, size_t size)
 	memcpy(&type, data, sizeof(type));
 	switch (type) {
 	case GB_REC_CALL:
-		if (size >= sizeof(struct gb_call))
-			ret = on_call(c, data);
+		ret = on_call_record(c, data, size);
 		break;
 	case GB_REC_NAME:
 		if (size < sizeof(*n))

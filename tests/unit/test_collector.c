@@ -534,7 +534,8 @@ static void test_record_errors(void)
 	junk[0] = 0;
 	is_int(collector_record(&c, junk, sizeof(junk)), -EINVAL, "type 0: -EINVAL");
 	is_int(collector_record(&c, &tiny, sizeof(tiny)), -EINVAL, "2-byte record: -EINVAL");
-	is_int(collector_record(&c, &r, sizeof(r) - 1), -EINVAL, "short call record: -EINVAL");
+	is_int(collector_record(&c, &r, GB_CALL_RET - 1), -EINVAL,
+	       "a sync's record without its return part: -EINVAL");
 	is_int(collector_record(&c, &n, sizeof(n) - 1), -EINVAL, "short name record: -EINVAL");
 	r.call_id = cuda_ncalls + 5;
 	is_int(collector_record(&c, &r, sizeof(r)), -EINVAL, "unknown call id: -EINVAL");
@@ -548,6 +549,17 @@ static void test_record_errors(void)
 	is_int(c.records, 1, "records = 1");
 	is_int(c.calls, 1, "calls = 1");
 	is_int(c.bad, 6, "bad unchanged");
+	/* records hold only the parts their call has */
+	r = call("cuStreamSynchronize", 30, 40, 0);
+	is_int(collector_record(&c, &r, GB_CALL_RET), 0, "a sync's record: head, stack part, return part");
+	r = call("cuLaunchKernel", 50, 0, 0);
+	r.stk[2] = 0x5000;      /* hStream, argument 9 */
+	is_int(collector_record(&c, &r, GB_CALL_STK), 0, "a launch's record: head and stack part");
+	is_int(m.nev >= 3 ? (long long)m.ev[2].stream : -1, 0x5000, "its stream from the stack part");
+	is_int(collector_record(&c, &r, GB_CALL_HEAD), -EINVAL, "a launch's record without its stack part: -EINVAL");
+	r = call("cuMemcpyHtoDAsync_v2", 60, 0, 0);
+	is_int(collector_record(&c, &r, GB_CALL_HEAD), 0, "an async copy's record: the head alone");
+	is_int(c.calls, 4, "calls = 4");
 	collector_release(&c);
 	model_release(&m);
 }
