@@ -13,7 +13,7 @@ CUDA_HOME  ?= /usr/local/cuda
 CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
               -DGPUBPF_VERSION='"$(VERSION)"' -Ibpf -Iuser -Icupti -I$(BUILD)
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall \
               -I/usr/include/$(ARCH_TRIPLE) -Ibpf
 # libbpf, libelf (and its zstd) and zlib are linked statically so the binary
 # runs on machines without them; glibc, cJSON and libstdc++ (for demangling

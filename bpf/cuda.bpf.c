@@ -29,12 +29,8 @@ struct {
 	__uint(max_entries, 1 << 24);   /* resized by the loader */
 } rb SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);             /* tgid */
-	__type(value, __u8);
-} pids SEC(".maps");
+/* GB_PID_TRACED and GB_PID_PYTHON of every process id (see gpubpf.h) */
+__u32 pid_bits[GB_PID_WORDS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -214,9 +210,25 @@ static __always_inline __u64 wake_flags(__u64 size, int reserved)
 	return BPF_RB_NO_WAKEUP;
 }
 
+/* The index of tgid's word in pid_bits[], bounded where the verifier sees it. */
+static __always_inline __u32 pid_word(__u32 tgid)
+{
+	__u32 w = GB_PID_WORD(tgid);
+
+	asm volatile("" : "+r"(w));     /* keep clang from folding the mask away */
+	return w & (GB_PID_WORDS - 1);
+}
+
+static __always_inline __u32 pid_flags(__u32 tgid)
+{
+	if (tgid >= GB_PID_LIMIT)
+		return 0;
+	return pid_bits[pid_word(tgid)] >> GB_PID_SHIFT(tgid) & 3;
+}
+
 static __always_inline int traced(__u32 tgid)
 {
-	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+	return !filter_pids || (pid_flags(tgid) & GB_PID_TRACED);
 }
 
 static __always_inline __u64 read_field(const char *p, __u32 off, int wide)
@@ -616,17 +628,12 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, zero = 0;
 	struct gb_call *c;
-	int python = 1;
-	__u8 *flags;
+	__u32 flags = pid_flags(tgid);
+	int python = flags & GB_PID_PYTHON;
 	__u64 key;
 
-	/* with a pid filter, its entry also says whether the process runs Python */
-	if (filter_pids) {
-		flags = bpf_map_lookup_elem(&pids, &tgid);
-		if (!flags)
-			return 0;
-		python = *flags & GB_PID_PYTHON;
-	}
+	if (filter_pids && !(flags & GB_PID_TRACED))
+		return 0;
 	if (!(ck & GB_CK_RET)) {
 		if (GB_CK_DEREF(ck))
 			return emit_entry(sizeof(*c), ctx, ck, pid_tgid, python);
@@ -815,11 +822,11 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(gb_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = GB_PID_TRACED;
 
-	if (!filter_pids || !follow_forks || ptgid == ctgid)
+	if (!filter_pids || !follow_forks || ptgid == ctgid || ctgid >= GB_PID_LIMIT)
 		return 0;
-	if (bpf_map_lookup_elem(&pids, &ptgid))
-		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+	if (pid_flags(ptgid) & GB_PID_TRACED)
+		__sync_fetch_and_or(&pid_bits[pid_word(ctgid)],
+				    GB_PID_TRACED << GB_PID_SHIFT(ctgid));
 	return 0;
 }

@@ -28,9 +28,17 @@ enum gb_rec_type {
 	GB_REC_EXIT = 7,    /* a traced thread exits: struct gb_exit */
 };
 
-/* The value of a traced process in the "pids" map (record -p, -- CMD). */
-#define GB_PID_TRACED 1
+/*
+ * What the BPF programs know of each process id, two bits per id in the
+ * global array pid_bits[] (no map lookup on the hot path; user space sets
+ * bits through the skeleton's mapping of it, atomically).
+ */
+#define GB_PID_TRACED 1         /* record -p, -- CMD: trace it */
 #define GB_PID_PYTHON 2         /* "py_procs" holds its layout: walk its stacks */
+#define GB_PID_LIMIT (1U << 22) /* PID_MAX_LIMIT on 64-bit: ids are below it */
+#define GB_PID_WORDS (GB_PID_LIMIT / 16)
+#define GB_PID_WORD(pid) ((pid) / 16)
+#define GB_PID_SHIFT(pid) ((pid) % 16 * 2)
 
 /*
  * The attach cookie of every libcuda uprobe tells the BPF program what to

@@ -76,7 +76,6 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 
 	memset(p, 0, sizeof(*p));
 	p->verbose = o->verbose;
-	p->filter_pids = o->filter_pids;
 	verbose_libbpf = o->verbose;
 	libbpf_set_print(libbpf_print);
 	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
@@ -399,45 +398,44 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	return 1;
 }
 
+/* Set bits of pid in the programs' pid_bits (an array they share with us). */
+static int set_pid_bits(struct probes *p, pid_t pid, uint32_t bits)
+{
+	if (pid <= 0 || (uint32_t)pid >= GB_PID_LIMIT)
+		return -EINVAL;
+	__atomic_fetch_or(&p->skel->bss->pid_bits[GB_PID_WORD(pid)], bits << GB_PID_SHIFT(pid),
+			  __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 int probes_trace_pid(struct probes *p, pid_t pid)
 {
-	uint32_t key = pid;
-	uint8_t one = GB_PID_TRACED;
-
-	/* an entry already there may say more (GB_PID_PYTHON): keep it */
-	if (bpf_map__update_elem(p->skel->maps.pids, &key, sizeof(key), &one, sizeof(one),
-				 BPF_NOEXIST) && errno != EEXIST)
-		return -errno;
-	return 0;
+	return set_pid_bits(p, pid, GB_PID_TRACED);
 }
 
 int probes_traced_pids(struct probes *p, pid_t *pids, int max)
 {
-	uint32_t key, next;
-	int n = 0, fd = bpf_map__fd(p->skel->maps.pids);
-	void *prev = NULL;
+	const uint32_t *bits = p->skel->bss->pid_bits;
+	int n = 0;
 
-	while (n < max && !bpf_map_get_next_key(fd, prev, &next)) {
-		pids[n++] = next;
-		key = next;
-		prev = &key;
+	for (uint32_t w = 0; w < GB_PID_WORDS && n < max; w++) {
+		uint32_t v = __atomic_load_n(&bits[w], __ATOMIC_RELAXED);
+
+		for (uint32_t i = 0; v && i < 16 && n < max; i++)
+			if (v >> (2 * i) & GB_PID_TRACED)
+				pids[n++] = w * 16 + i;
 	}
 	return n;
 }
 
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg)
 {
-	uint8_t flags = GB_PID_TRACED | GB_PID_PYTHON;
 	uint32_t key = pid;
 
 	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
 				 BPF_ANY))
 		return -errno;
-	/* a traced process's entry says it runs Python (without a pid filter: unused) */
-	if (p->filter_pids && bpf_map__update_elem(p->skel->maps.pids, &key, sizeof(key), &flags,
-						   sizeof(flags), BPF_EXIST) && errno != ENOENT)
-		return -errno;
-	return 0;
+	return set_pid_bits(p, pid, GB_PID_PYTHON);
 }
 
 int probes_ringbuf_fd(struct probes *p)

@@ -39,7 +39,6 @@ struct probes {
 	size_t ntargets;
 	int verbose;
 	int multi;              /* the kernel has uprobe_multi links */
-	int filter_pids;        /* only the pids added are traced */
 };
 
 /*
