@@ -21,7 +21,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u8 filter_pids = 0;    /* only tgids in "pids" */
 const volatile __u8 follow_forks = 0;   /* children of traced tgids join */
-const volatile __u64 wake_bytes = 1 << 20; /* wake the reader past this fill */
+const volatile __u32 wake_shift = 20;  /* wake the reader each 1 << this bytes */
 const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
 
 struct {
@@ -192,7 +192,7 @@ static __always_inline void count_drop(__u32 tgid)
 
 /*
  * Batch wakeups: waking the reader costs ~7 us, so a record wakes it only
- * when it takes the unread data across a multiple of wake_bytes, not for
+ * when it takes the unread data across a multiple of 1 << wake_shift, not for
  * every record once the reader lags (the reader also polls with a
  * timeout, should two CPUs cross together and neither see it).  size: the
  * record's bytes; reserved: it is already counted in the unread data
@@ -205,7 +205,7 @@ static __always_inline __u64 wake_flags(__u64 size, int reserved)
 	size = (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ULL;  /* as the ring holds it */
 	if (!reserved)
 		after += size;
-	if (after / wake_bytes != (after - size) / wake_bytes)
+	if (after >> wake_shift != (after - size) >> wake_shift)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }

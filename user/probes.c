@@ -98,7 +98,8 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
 
 			bpf_map__set_max_entries(p->skel->maps.rb, sz);
-			p->skel->rodata->wake_bytes = sz / 4;
+			/* a quarter of the ring: sz is a power of two */
+			p->skel->rodata->wake_shift = __builtin_ctzll(sz) - 2;
 		}
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
