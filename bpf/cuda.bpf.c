@@ -102,9 +102,12 @@ struct py_ident_slot {
 	__u32 pad;
 };
 
+#define PY_SENT_SLOTS 16        /* a power of two */
+
 struct py_thread {
 	__u64 tstate;           /* its PyThreadState, 0 until found */
 	struct py_ident_slot idents[PY_IDENT_SLOTS];
+	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
 };
 
 struct {
@@ -456,7 +459,7 @@ static __noinline __u64 py_stack(__u32 tgid)
 	struct py_seen_key key = { .tgid = tgid };
 	struct py_walk w = { .hash = 0x84222325cbf29ce4ULL };
 	__u32 zero = 0, n;
-	__u64 frame;
+	__u64 frame, *sent;
 	__u8 one = 1;
 
 	if (!cfg)
@@ -479,8 +482,13 @@ static __noinline __u64 py_stack(__u32 tgid)
 	if (!w.n)
 		return 0;
 	key.id = w.hash ? w.hash : 1;
-	if (bpf_map_lookup_elem(&py_seen, &key))
+	sent = &w.t->sent[key.id & (PY_SENT_SLOTS - 1)];
+	if (*sent == key.id)
 		return key.id;
+	if (bpf_map_lookup_elem(&py_seen, &key)) {
+		*sent = key.id;
+		return key.id;
+	}
 	w.s->st.type = GB_REC_PYSTACK;
 	w.s->st.pid = tgid;
 	w.s->st.id = key.id;
@@ -501,6 +509,7 @@ static __noinline __u64 py_stack(__u32 tgid)
 		return 0;
 	}
 	bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+	*sent = key.id;
 	return key.id;
 }
 
