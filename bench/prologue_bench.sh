@@ -12,7 +12,8 @@
 # Python stack walk at depths 1, 10, 30 and 60 on the push entry
 # (bench/stack_bench.sh).  Writes its block of BENCHMARKS.md between the
 # prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (7), N (30000
-# traced calls a run), UNTRACED_N (2000000), STATS_N (20000).  Needs root.
+# traced calls a run), UNTRACED_N (2000000), STATS_N (20000), LAG_N (60000).
+# Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 REPS=${REPS:-7}
@@ -94,26 +95,34 @@ done
 
 # BPF run time per hit: programs loaded after the snapshot whose run count
 # equals the calls made
-bpf_ns() { # mode shape -> ns per hit of its entry program
-	local first
+bpf_ns() { # mode shape [calls lag] -> ns per hit of its entry program
+	local first n=${3:-$STATS_N}
 	first=$(bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
-	held "$2" "$STATS_N"
+	held "$2" "$n"
 	tracer "$1" "$2"
+	# lag: the recorder stopped while the calls are made (once attached)
+	[ -n "${4:-}" ] && { sleep 1; kill -STOP "$TP"; }
 	kill -USR1 "$CC_PID"
 	wait "$CC_JOB"
+	[ -n "${4:-}" ] && kill -CONT "$TP"
 	bpftool -j prog show | python3 -c '
 import json, sys
 first, n = int(sys.argv[1]), int(sys.argv[2])
 for p in json.load(sys.stdin):
     if p["id"] > first and p.get("name", "").startswith(("gb_entry", "empty_entry")) \
             and p.get("run_cnt") == n:
-        print("%.0f" % (p["run_time_ns"] / n))' "$first" "$STATS_N" | head -1
+        print("%.0f" % (p["run_time_ns"] / n))' "$first" "$n" | head -1
 	kill -INT "$TP"; wait "$TP" || true
 }
 OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 BPF_EMPTY=$(for _ in 1 2 3; do bpf_ns empty push; done | median)
 BPF_GB=$(for _ in 1 2 3; do bpf_ns gpubpf push; done | median)
+# 60000 launch records (~8 MB) pass the 4 MiB wake threshold of the default
+# 16 MiB ring while nobody reads them: every record past it used to force a
+# wake-up
+LAG_N=${LAG_N:-60000}
+BPF_LAG=$(for _ in 1 2 3; do bpf_ns gpubpf push "$LAG_N" lag; done | median)
 sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
 
 block() {
@@ -139,7 +148,7 @@ block() {
 			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** |\n", s, w, u, e, g, (g - u) / (e - u) }'
 	done
 	echo
-	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**."
+	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**."
 	echo
 	echo "<!-- prologue-bench:end -->"
 }
