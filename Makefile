@@ -13,7 +13,7 @@ CUDA_HOME  ?= /usr/local/cuda
 CFLAGS     ?= -O2 -g
 CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
               -DGPUBPF_VERSION='"$(VERSION)"' -Ibpf -Iuser -Icupti -I$(BUILD)
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_x86 -Wall \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall \
               -I/usr/include/$(ARCH_TRIPLE) -Ibpf
 # libbpf, libelf (and its zstd) and zlib are linked statically so the binary
 # runs on machines without them; glibc, cJSON and libstdc++ (for demangling
@@ -121,18 +121,27 @@ clean:
 # benchmarks -----------------------------------------------------------------
 # Binaries for `make bench` (bench/run.sh); see BENCHMARKS.md.
 BENCH_DIR  := $(BUILD)/bench
-BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost \
+BENCH_SHAPES := xor sub endbr push
+SHAPE_LIBS := $(foreach s,$(BENCH_SHAPES),$(BENCH_DIR)/$(s)/libcuda.so.1)
+BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost $(SHAPE_LIBS) \
               $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
               $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench
 
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
+# the probe-site tests run callcost on each prologue shape
+test-bins: $(SHAPE_LIBS) $(BENCH_DIR)/callcost
 
 # Trivial stand-ins for the probed entry points: separate, never inlined.
 $(BENCH_DIR)/libcuda.so.1: bench/libcuda_bench.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -fPIC -shared -fno-ipa-icf -fno-inline \
 	      -Wl,-soname,libcuda.so.1 -o $@ $<
+
+# The same with each probed-entry prologue shape (bench/libcuda_bench.c).
+$(BENCH_DIR)/%/libcuda.so.1: bench/libcuda_bench.c
+	@mkdir -p $(@D)
+	$(CC) -O2 -g -Wall -fPIC -shared -DBENCH_SHAPE_$* -Wl,-soname,libcuda.so.1 -o $@ $<
 
 $(BENCH_DIR)/callcost: bench/callcost.c
 	@mkdir -p $(@D)

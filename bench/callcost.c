@@ -13,8 +13,10 @@
  *
  * Handshake, so that a tracer can attach with -p before timing starts:
  *  -R FILE  when loaded, write our pid to FILE and wait for SIGUSR1;
- *  -w       then wait (up to 30 s) until a uprobe breakpoint (int3) shows at
- *           the function's entry, i.e. until the probe is really in place.
+ *  -w       then wait (up to 30 s) until a uprobe breakpoint (int3) shows in
+ *           the function's first 8 bytes (at its entry, or after an endbr64
+ *           where gpubpf probes), i.e. until the probe is really in place;
+ *           the bench library's functions hold no 0xcc byte of their own.
  *
  * Prints one line of key=value pairs on stdout:
  *	func=launch threads=1 calls=N secs=S ns_per_call=X rate=Y
@@ -181,7 +183,7 @@ int main(int argc, char **argv)
 	if (wait_probe) {
 		uint64_t until = now_ns() + 30000000000ULL;
 
-		while (*entry != 0xcc) {
+		while (!memchr((const void *)entry, 0xcc, 8)) {
 			if (now_ns() > until) {
 				fprintf(stderr, "callcost: no probe at the entry after 30 s\n");
 				return 1;

@@ -115,7 +115,6 @@ static struct rec *synthesise(size_t n, size_t *nrec)
 		/* ~2 us apart; per-CPU ring order makes neighbours slightly unsorted */
 		ts += 2000;
 		c->ts_entry = ts - rnd() % 3000;
-		snprintf(c->comm, GB_COMM_LEN, t ? "pt_autograd_%u" : "python3", t);
 		if (p < 70) {
 			c->call_id = launch;
 			c->arg[0] = 0x7f0000100000ULL + (rnd() % NKERNELS) * 0x40;

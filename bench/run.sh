@@ -8,9 +8,11 @@
 # 4. GPU timing on the simulated driver (bench/gpuwork.c): per-launch cost
 #    against host uprobes alone, dormant library, GPU records/s with zero
 #    loss (`bash bench/run.sh gpu` runs only this one; knobs in gpu_section);
-# 5. Python stack walk cost at depths 10, 30, 60 (bench/stack_bench.sh);
+# 5. Python stack walk cost at depths 1, 10, 30, 60 (bench/stack_bench.sh);
 # 6. late attach: target stall per injection, per-launch cost after detach
-#    against a process never attached (bench/inject_bench.sh).
+#    against a process never attached (bench/inject_bench.sh);
+# 7. cost per call by the probed entry's first instruction
+#    (bench/prologue_bench.sh).
 #
 # Prints tables and splices them into BENCHMARKS.md between the
 # "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
@@ -459,6 +461,8 @@ echo "bench: done in ${ELAPSED}s"
 BENCH_MD="$BENCH_MD" bash bench/stack_bench.sh
 # 6. late attach (writes its own block in $BENCH_MD)
 BENCH_MD="$BENCH_MD" bash bench/inject_bench.sh
+# 7. Per-call cost by entry prologue shape (writes its own block)
+BENCH_MD="$BENCH_MD" bash bench/prologue_bench.sh
 
 [ "$BENCH_MD" = - ] && exit 0
 MACHINE="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), virt: $(systemd-detect-virt --vm 2>/dev/null || echo unknown)"

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Python stack walk cost, section 5 of `make bench` (bench/run.sh), or
 # alone: `bash bench/stack_bench.sh`.  Per traced call from Python at stack
-# depths 10, 30 and 60: untraced, gpubpf --stack none, gpubpf with stacks,
+# depths 1, 10, 30 and 60 (DEPTHS), on the bench libcuda whose entry the
+# kernel emulates (push %rbp: build/bench/push, LIBDIR), so the walk is not
+# hidden by a single-step: untraced, gpubpf --stack none, gpubpf with stacks,
 # REPS repetitions interleaved, medians; writes its block of BENCHMARKS.md
 # (between the stack-bench markers) unless BENCH_MD=-.
 set -euo pipefail
@@ -10,7 +12,9 @@ REPS=${REPS:-5}
 N=${N:-20000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 PYTHON=${PYTHON:-python3}
-export LD_LIBRARY_PATH="$PWD/build/bench"
+DEPTHS=${DEPTHS:-"1 10 30 60"}
+LIBDIR=${LIBDIR:-build/bench/push}
+export LD_LIBRARY_PATH="$PWD/$LIBDIR"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
@@ -18,15 +22,15 @@ run() { # mode depth -> ns/call
 	local mode=$1 depth=$2 cmd=("$PYTHON" bench/stackcost.py "$depth" "$N")
 	case $mode in
 	untraced) "${cmd[@]}" ;;
-	nostack) build/gpubpf record --no-device --stack none -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
-	stack) build/gpubpf record --no-device --stack-depth 64 -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
+	nostack) build/gpubpf record --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack none -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
+	stack) build/gpubpf record --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack-depth 64 -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
 	esac | sed -n 's/^ns_per_call=//p'
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 start=$(date +%s)
 for rep in $(seq "$REPS"); do
-	for depth in 10 30 60; do
+	for depth in $DEPTHS; do
 		for mode in untraced nostack stack; do
 			v=$(run "$mode" "$depth")
 			echo "$mode $depth $v" >>"$T/raw"
@@ -40,11 +44,11 @@ block() {
 	echo
 	echo "- command: \`bash bench/stack_bench.sh\` (part of \`make bench\`), as root"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; $($PYTHON -V 2>&1)"
-	echo "- $REPS repetitions, modes interleaved; $N calls of cuLaunchKernel (bench libcuda) per run from a Python stack of the given depth; took $(( $(date +%s) - start )) s"
+	echo "- $REPS repetitions, modes interleaved; $N calls of cuLaunchKernel ($LIBDIR/libcuda.so.1, entry \`push %rbp\`, emulated) per run from a Python stack of the given depth; took $(( $(date +%s) - start )) s"
 	echo
 	echo "| stack depth | untraced ns/call | gpubpf --stack none | gpubpf with stacks | stack walk ns | with / without stacks |"
 	echo "|---:|---:|---:|---:|---:|---:|"
-	for depth in 10 30 60; do
+	for depth in $DEPTHS; do
 		u=$(awk -v d=$depth '$1 == "untraced" && $2 == d { print $3 }' "$T/raw" | median)
 		n=$(awk -v d=$depth '$1 == "nostack" && $2 == d { print $3 }' "$T/raw" | median)
 		s=$(awk -v d=$depth '$1 == "stack" && $2 == d { print $3 }' "$T/raw" | median)

@@ -1,8 +1,9 @@
 """Per-call cost from a Python stack of known depth (bench/stack_bench.sh).
 
 usage: stackcost.py DEPTH N
-Recurses to DEPTH frames, then calls cuLaunchKernel of the bench libcuda
-(LD_LIBRARY_PATH=build/bench) N times; prints ns_per_call=X.
+Calls cuLaunchKernel of the bench libcuda (LD_LIBRARY_PATH names its
+directory) N times from a stack of exactly DEPTH Python frames (1: from
+the module's own code); prints ns_per_call=X.
 """
 import ctypes
 import sys
@@ -10,15 +11,15 @@ import time
 
 lib = ctypes.CDLL("libcuda.so.1")
 launch = lib.cuLaunchKernel
+ARGS = (None, 1, 1, 1, 1, 1, 1, 0, None, None, None)
 
 
 def bottom(n):
-    args = (None, 1, 1, 1, 1, 1, 1, 0, None, None, None)
     for _ in range(200):            # warm-up: first calls resolve symbols
-        launch(*args)
+        launch(*ARGS)
     t0 = time.perf_counter_ns()
     for _ in range(n):
-        launch(*args)
+        launch(*ARGS)
     return (time.perf_counter_ns() - t0) / n
 
 
@@ -28,11 +29,20 @@ def down(depth, n):
     return down(depth - 1, n)
 
 
-def main():
-    depth, n = int(sys.argv[1]), int(sys.argv[2])
-    # frames: <module>, main, down * (depth - 2), bottom
-    print("ns_per_call=%.1f" % down(depth - 2, n))
+def main(depth, n):
+    # frames: <module>, main, down * (depth - 3), bottom
+    return down(depth - 3, n) if depth > 3 else bottom(n)
 
 
-if __name__ == "__main__":
-    main()
+DEPTH, N = int(sys.argv[1]), int(sys.argv[2])
+if DEPTH == 1:
+    for _ in range(200):
+        launch(*ARGS)
+    T0 = time.perf_counter_ns()
+    for _ in range(N):
+        launch(*ARGS)
+    print("ns_per_call=%.1f" % ((time.perf_counter_ns() - T0) / N))
+elif DEPTH >= 3:
+    print("ns_per_call=%.1f" % main(DEPTH, N))
+else:
+    sys.exit("stackcost.py: DEPTH is 1 or at least 3")

@@ -21,7 +21,7 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile __u8 filter_pids = 0;    /* only tgids in "pids" */
 const volatile __u8 follow_forks = 0;   /* children of traced tgids join */
-const volatile __u64 wake_bytes = 1 << 20; /* wake the reader past this fill */
+const volatile __u32 wake_shift = 20;  /* wake the reader each 1 << this bytes */
 const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
 
 struct {
@@ -29,12 +29,8 @@ struct {
 	__uint(max_entries, 1 << 24);   /* resized by the loader */
 } rb SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);             /* tgid */
-	__type(value, __u8);
-} pids SEC(".maps");
+/* GB_PID_TRACED and GB_PID_PYTHON of every process id (see gpubpf.h) */
+__u32 pid_bits[GB_PID_WORDS];
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -72,12 +68,6 @@ struct {
 	__type(value, struct gb_py_config);
 } py_procs SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, __u32);             /* tid */
-	__type(value, __u64);           /* its PyThreadState */
-} py_tstate SEC(".maps");
 
 struct py_seen_key {
 	__u32 tgid;
@@ -93,31 +83,44 @@ struct {
 } py_seen SEC(".maps");
 
 /*
- * The identity token of the code object each thread's frame held at its
- * last walk: a frame still at the same address with the same code object
- * there is, all but certainly, the same live frame, and a live frame holds
- * a reference to its code object, which therefore was not freed.  Saves
- * reading the code object again for the frames below the top of the
- * stack, which persist from call to call.
+ * What a Python thread's walks keep between calls, in the thread's own
+ * task storage (no hashing, freed with the thread): its PyThreadState, and
+ * the identity token of the code object each of its frames held at the
+ * last walk, by frame address in a small direct-mapped table.  A frame
+ * still at the same address with the same code object there is, all but
+ * certainly, the same live frame, and a live frame holds a reference to
+ * its code object, which therefore was not freed: its token need not be
+ * read again.  The frames below the top of a stack persist from call to
+ * call, so most of a walk is found here.
  */
-struct py_frame_key {
-	__u32 tid;
-	__u32 pad;
-	__u64 frame;
-};
+#define PY_IDENT_SLOTS 128      /* a power of two */
 
-struct py_frame_ident {
+struct py_ident_slot {
+	__u64 frame;
 	__u64 code;
 	__u32 ident;
 	__u32 pad;
 };
 
+#define PY_SENT_SLOTS 16        /* a power of two */
+
+struct py_thread {
+	__u64 tstate;           /* its PyThreadState, 0 until found */
+	struct py_ident_slot idents[PY_IDENT_SLOTS];
+	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
+};
+
 struct {
-	__uint(type, BPF_MAP_TYPE_LRU_HASH);
-	__uint(max_entries, 65536);
-	__type(key, struct py_frame_key);
-	__type(value, struct py_frame_ident);
-} py_idents SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct py_thread);
+} py_threads SEC(".maps");
+
+static __always_inline struct py_ident_slot *ident_slot(struct py_thread *t, __u64 frame)
+{
+	return &t->idents[((frame >> 3) * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_IDENT_SLOTS - 1)];
+}
 
 /*
  * The stack being walked, and the bytes read.  CPython 3.11+ keeps a
@@ -190,17 +193,45 @@ static __always_inline void count_drop(__u32 tgid)
 	count_drops(tgid, 1);
 }
 
-/* Batch wakeups: waking the reader on every record doubles a probe's cost. */
-static __always_inline __u64 wake_flags(void)
+/*
+ * Batch wakeups: waking the reader costs ~7 us, so a record wakes it only
+ * when it takes the unread data across a multiple of 1 << wake_shift, not for
+ * every record once the reader lags (the reader also polls with a
+ * timeout, should two CPUs cross together and neither see it).  size: the
+ * record's bytes; reserved: it is already counted in the unread data
+ * (reserve/submit), else it is about to be (output).
+ */
+static __always_inline __u64 wake_flags(__u64 size, int reserved)
 {
-	if (bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA) >= wake_bytes)
+	__u64 after = bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA);
+
+	size = (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ULL;  /* as the ring holds it */
+	if (!reserved)
+		after += size;
+	if (after >> wake_shift != (after - size) >> wake_shift)
 		return BPF_RB_FORCE_WAKEUP;
 	return BPF_RB_NO_WAKEUP;
 }
 
+/* The index of tgid's word in pid_bits[], bounded where the verifier sees it. */
+static __always_inline __u32 pid_word(__u32 tgid)
+{
+	__u32 w = GB_PID_WORD(tgid);
+
+	asm volatile("" : "+r"(w));     /* keep clang from folding the mask away */
+	return w & (GB_PID_WORDS - 1);
+}
+
+static __always_inline __u32 pid_flags(__u32 tgid)
+{
+	if (tgid >= GB_PID_LIMIT)
+		return 0;
+	return pid_bits[pid_word(tgid)] >> GB_PID_SHIFT(tgid) & 3;
+}
+
 static __always_inline int traced(__u32 tgid)
 {
-	return !filter_pids || bpf_map_lookup_elem(&pids, &tgid);
+	return !filter_pids || (pid_flags(tgid) & GB_PID_TRACED);
 }
 
 static __always_inline __u64 read_field(const char *p, __u32 off, int wide)
@@ -295,18 +326,17 @@ static __always_inline __u64 read_u64(__u64 addr)
  * pthread_self(), the fsbase register on x86-64.  Cached per thread and
  * checked on every use.
  */
-static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, __u32 tid)
+static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, struct py_thread *t,
+					struct task_struct *task)
 {
-	struct task_struct *task = (struct task_struct *)bpf_get_current_task();
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), *cached, ts;
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), ts;
 
-	cached = bpf_map_lookup_elem(&py_tstate, &tid);
-	if (cached && *cached && read_u64(*cached + cfg->tstate_thread_id) == fsbase)
-		return *cached;
+	if (t->tstate && read_u64(t->tstate + cfg->tstate_thread_id) == fsbase)
+		return t->tstate;
 	ts = read_u64(read_u64(cfg->runtime + cfg->interp_head) + cfg->threads_head);
 	for (int i = 0; i < 64 && ts; i++) {
 		if (read_u64(ts + cfg->tstate_thread_id) == fsbase) {
-			bpf_map_update_elem(&py_tstate, &tid, &ts, BPF_ANY);
+			t->tstate = ts;
 			return ts;
 		}
 		ts = read_u64(ts + cfg->tstate_next);
@@ -364,11 +394,11 @@ done:
 struct py_walk {
 	const struct gb_py_config *cfg;
 	struct py_scratch *s;
+	struct py_thread *t;
 	__u64 frame;            /* the next frame to read, 0 at the bottom */
 	__u64 hash;
 	__u32 n;                /* frames recorded */
 	__u32 depth;            /* frames wanted */
-	__u32 tid;
 };
 
 /* One frame, as a bpf_loop callback: 0 to go on, 1 to stop. */
@@ -377,8 +407,7 @@ static long py_walk_frame(__u32 i, void *data)
 	struct py_walk *w = data;
 	const struct gb_py_config *cfg = w->cfg;
 	struct py_scratch *s = w->s;
-	struct py_frame_key fkey = {};
-	struct py_frame_ident *known;
+	struct py_ident_slot *known;
 	struct gb_py_frame *f;
 	__u64 code, prev, frame = w->frame;
 	int at;
@@ -397,22 +426,20 @@ static long py_walk_frame(__u32 i, void *data)
 		return 0;
 	f = &s->st.frames[w->n & (GB_PY_MAX_DEPTH - 1)];
 	f->code = code;
-	fkey.tid = w->tid;
-	fkey.frame = frame;
 	if (cfg->code_adaptive == GB_PY_NONE)   /* 3.10: f_lasti, an int */
 		f->instr = (__u32)frame_u64(s, at, cfg->frame_instr);
 	else
 		f->instr = (__u32)((frame_u64(s, at, cfg->frame_instr) - code - cfg->code_adaptive) / 2);
-	known = bpf_map_lookup_elem(&py_idents, &fkey);
-	if (known && known->code == code) {
+	known = ident_slot(w->t, frame);
+	if (known->frame == frame && known->code == code) {
 		f->ident = known->ident;
 	} else {
-		struct py_frame_ident v = { .code = code };
-
 		__builtin_memset(s->ident, 0, sizeof(s->ident));
 		bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident));
-		v.ident = f->ident = gb_py_ident(s->ident);
-		bpf_map_update_elem(&py_idents, &fkey, &v, BPF_ANY);
+		f->ident = gb_py_ident(s->ident);
+		known->frame = frame;
+		known->code = code;
+		known->ident = f->ident;
 	}
 	w->hash = (w->hash ^ code ^ ((__u64)f->ident << 32 | f->instr)) * 0x100000001b3ULL;
 	w->n++;
@@ -425,37 +452,43 @@ static long py_walk_frame(__u32 i, void *data)
  * the thread runs no Python.  Not inlined: both probe paths call it, and
  * the verifier checks it once.
  */
-static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
+static __noinline __u64 py_stack(__u32 tgid)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_seen_key key = { .tgid = tgid };
 	struct py_walk w = { .hash = 0x84222325cbf29ce4ULL };
 	__u32 zero = 0, n;
-	__u64 frame;
+	__u64 frame, *sent;
 	__u8 one = 1;
 
 	if (!cfg)
 		return 0;
 	w.cfg = cfg;
 	w.s = bpf_map_lookup_elem(&py_scratch, &zero);
-	if (!w.s)
+	w.t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!w.s || !w.t)
 		return 0;
-	frame = py_thread_state(cfg, tid);
+	frame = py_thread_state(cfg, w.t, task);
 	if (!frame)
 		return 0;
 	frame = read_u64(frame + cfg->tstate_frame);
 	if (cfg->cframe_frame != GB_PY_NONE && frame)
 		frame = read_u64(frame + cfg->cframe_frame);
 	w.frame = frame;
-	w.tid = tid;
 	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
 	w.s->win_len = 0;       /* the window is per walk: memory changes between calls */
 	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frame, &w, 0);
 	if (!w.n)
 		return 0;
 	key.id = w.hash ? w.hash : 1;
-	if (bpf_map_lookup_elem(&py_seen, &key))
+	sent = &w.t->sent[key.id & (PY_SENT_SLOTS - 1)];
+	if (*sent == key.id)
 		return key.id;
+	if (bpf_map_lookup_elem(&py_seen, &key)) {
+		*sent = key.id;
+		return key.id;
+	}
 	w.s->st.type = GB_REC_PYSTACK;
 	w.s->st.pid = tgid;
 	w.s->st.id = key.id;
@@ -476,6 +509,7 @@ static __noinline __u64 py_stack(__u32 tgid, __u32 tid)
 		return 0;
 	}
 	bpf_map_update_elem(&py_seen, &key, &one, BPF_ANY);
+	*sent = key.id;
 	return key.id;
 }
 
@@ -545,31 +579,56 @@ static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
 	return key.id;
 }
 
-static __always_inline void fill_entry(struct gb_call *c, struct pt_regs *ctx,
-				       __u64 ck, __u64 pid_tgid)
+/*
+ * Fill the first n bytes of a call record at its entry (see gb_call_size();
+ * n is a constant wherever this is inlined, so the verifier sees every
+ * access inside the record).
+ */
+static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_regs *ctx,
+				       __u64 ck, __u64 pid_tgid, int python)
 {
 	c->type = GB_REC_CALL;
 	c->call_id = GB_CK_ID(ck);
 	c->pid = pid_tgid >> 32;
 	c->tid = (__u32)pid_tgid;
 	c->ts_entry = bpf_ktime_get_ns();
-	c->ts_return = 0;
-	c->ret = 0;
 	c->arg[0] = PT_REGS_PARM1(ctx);
 	c->arg[1] = PT_REGS_PARM2(ctx);
 	c->arg[2] = PT_REGS_PARM3(ctx);
 	c->arg[3] = PT_REGS_PARM4(ctx);
 	c->arg[4] = PT_REGS_PARM5(ctx);
 	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
-	__builtin_memset(c->stk, 0, sizeof(c->stk));
-	if (ck & GB_CK_STACK)
-		bpf_probe_read_user(c->stk, sizeof(c->stk), (void *)(PT_REGS_SP(ctx) + 8));
+	c->pystack = python ? py_stack(c->pid) : 0;
+	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
+	if (n < GB_CALL_STK)
+		return;
+	if (!(ck & GB_CK_STACK) ||
+	    bpf_probe_read_user(c->stk, sizeof(c->stk), (void *)(PT_REGS_SP(ctx) + 8)))
+		__builtin_memset(c->stk, 0, sizeof(c->stk));
+	if (n < GB_CALL_RET)
+		return;
+	c->ts_return = 0;
+	c->ret = 0;
 	c->out = 0;
+	if (n < sizeof(*c))
+		return;
 	__builtin_memset(c->ext, 0, sizeof(c->ext));
 	read_deref(c, GB_CK_DEREF(ck));
-	bpf_get_current_comm(c->comm, sizeof(c->comm));
-	c->pystack = py_stack(c->pid, c->tid);
-	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
+}
+
+/* An entry-only call: its record of n bytes (a constant) straight into the ring. */
+static __always_inline int emit_entry(__u32 n, struct pt_regs *ctx, __u64 ck, __u64 pid_tgid,
+				      int python)
+{
+	struct gb_call *c = bpf_ringbuf_reserve(&rb, n, 0);
+
+	if (!c) {
+		count_drop(pid_tgid >> 32);
+		return 0;
+	}
+	fill_entry(c, n, ctx, ck, pid_tgid, python);
+	bpf_ringbuf_submit(c, wake_flags(n, 1));
+	return 0;
 }
 
 static __always_inline int on_entry(struct pt_regs *ctx)
@@ -578,24 +637,24 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32, zero = 0;
 	struct gb_call *c;
+	__u32 flags = pid_flags(tgid);
+	int python = flags & GB_PID_PYTHON;
 	__u64 key;
 
-	if (!traced(tgid))
+	if (filter_pids && !(flags & GB_PID_TRACED))
 		return 0;
 	if (!(ck & GB_CK_RET)) {
-		c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
-		if (!c) {
-			count_drop(tgid);
-			return 0;
-		}
-		fill_entry(c, ctx, ck, pid_tgid);
-		bpf_ringbuf_submit(c, wake_flags());
-		return 0;
+		if (GB_CK_DEREF(ck))
+			return emit_entry(sizeof(*c), ctx, ck, pid_tgid, python);
+		if (ck & GB_CK_STACK)
+			return emit_entry(GB_CALL_STK, ctx, ck, pid_tgid, python);
+		return emit_entry(GB_CALL_HEAD, ctx, ck, pid_tgid, python);
 	}
+	/* the whole record waits for the return in "inflight" */
 	c = bpf_map_lookup_elem(&scratch, &zero);
 	if (!c)
 		return 0;
-	fill_entry(c, ctx, ck, pid_tgid);
+	fill_entry(c, sizeof(*c), ctx, ck, pid_tgid, python);
 	key = (pid_tgid << 32) | GB_CK_ID(ck);
 	/* the in-flight map full: the call is lost, and counted as such */
 	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
@@ -616,7 +675,7 @@ static __always_inline void emit_name(__u32 tgid, __u64 handle, const char *str)
 	n->handle = handle;
 	if (bpf_probe_read_user_str(n->name, sizeof(n->name), str) < 0)
 		n->name[0] = 0;
-	bpf_ringbuf_submit(n, wake_flags());
+	bpf_ringbuf_submit(n, wake_flags(sizeof(*n), 1));
 }
 
 /* c->arg[i] through constant indices only: the verifier rejects variable ones */
@@ -638,7 +697,7 @@ static __always_inline int on_return(struct pt_regs *ctx)
 	__u64 ck = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u64 key = (pid_tgid << 32) | GB_CK_ID(ck);
-	__u32 tgid = pid_tgid >> 32, out = GB_CK_OUT(ck);
+	__u32 tgid = pid_tgid >> 32, out = GB_CK_OUT(ck), n;
 	struct gb_call *c;
 
 	c = bpf_map_lookup_elem(&inflight, &key);
@@ -654,7 +713,10 @@ static __always_inline int on_return(struct pt_regs *ctx)
 		else if (ck & GB_CK_NAME_OUT)
 			emit_name(tgid, c->arg[1], (const char *)c->out);
 	}
-	if (bpf_ringbuf_output(&rb, c, sizeof(*c), wake_flags()))
+	n = gb_call_size(ck);
+	if (n > sizeof(*c))
+		n = sizeof(*c);
+	if (bpf_ringbuf_output(&rb, c, n, wake_flags(n, 0)))
 		count_drop(tgid);
 	bpf_map_delete_elem(&inflight, &key);
 	return 0;
@@ -711,7 +773,7 @@ int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 	g->len = len;
 	if (bpf_probe_read_user(g->data, len & (GB_GPU_BATCH_MAX * 2 - 1) & ~0ULL, buf) ||
 	    bpf_ringbuf_output(&rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
-			       wake_flags()))
+			       wake_flags(offsetof(struct gb_gpu, data) + len, 0)))
 		count_drops(tgid, nrecs);
 	return 0;
 }
@@ -737,7 +799,31 @@ int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 	c->ts = bpf_ktime_get_ns();
 	c->cbid = cbid;
 	c->pad = 0;
-	bpf_ringbuf_submit(c, wake_flags());
+	bpf_ringbuf_submit(c, wake_flags(sizeof(*c), 1));
+	return 0;
+}
+
+/* A thread of a traced process exits: its name, for user space (struct gb_exit). */
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(gb_exit, struct task_struct *task)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_exit *e;
+
+	if (!traced(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop(tgid);
+		return 0;
+	}
+	e->type = GB_REC_EXIT;
+	e->pid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->pad = 0;
+	bpf_get_current_comm(e->comm, sizeof(e->comm));
+	bpf_ringbuf_submit(e, wake_flags(sizeof(*e), 1));
 	return 0;
 }
 
@@ -745,11 +831,11 @@ SEC("tp_btf/sched_process_fork")
 int BPF_PROG(gb_fork, struct task_struct *parent, struct task_struct *child)
 {
 	__u32 ptgid = parent->tgid, ctgid = child->tgid;
-	__u8 one = 1;
 
-	if (!filter_pids || !follow_forks || ptgid == ctgid)
+	if (!filter_pids || !follow_forks || ptgid == ctgid || ctgid >= GB_PID_LIMIT)
 		return 0;
-	if (bpf_map_lookup_elem(&pids, &ptgid))
-		bpf_map_update_elem(&pids, &ctgid, &one, BPF_ANY);
+	if (pid_flags(ptgid) & GB_PID_TRACED)
+		__sync_fetch_and_or(&pid_bits[pid_word(ctgid)],
+				    GB_PID_TRACED << GB_PID_SHIFT(ctgid));
 	return 0;
 }

@@ -25,7 +25,20 @@ enum gb_rec_type {
 	GB_REC_CORR = 4,  /* a driver call's correlation id: struct gb_corr */
 	GB_REC_PYSTACK = 5, /* a Python stack, sent once per (pid, id): struct gb_pystack */
 	GB_REC_NATIVE = 6,  /* a native stack, sent once per (pid, id): struct gb_native */
+	GB_REC_EXIT = 7,    /* a traced thread exits: struct gb_exit */
 };
+
+/*
+ * What the BPF programs know of each process id, two bits per id in the
+ * global array pid_bits[] (no map lookup on the hot path; user space sets
+ * bits through the skeleton's mapping of it, atomically).
+ */
+#define GB_PID_TRACED 1         /* record -p, -- CMD: trace it */
+#define GB_PID_PYTHON 2         /* "py_procs" holds its layout: walk its stacks */
+#define GB_PID_LIMIT (1U << 22) /* PID_MAX_LIMIT on 64-bit: ids are below it */
+#define GB_PID_WORDS (GB_PID_LIMIT / 16)
+#define GB_PID_WORD(pid) ((pid) / 16)
+#define GB_PID_SHIFT(pid) ((pid) % 16 * 2)
 
 /*
  * The attach cookie of every libcuda uprobe tells the BPF program what to
@@ -78,21 +91,59 @@ enum gb_deref {
 #define GB_BATCH3D_EXTENT 80
 #define GB_MAX_BATCH 32         /* batch entries summed in BPF */
 
+/*
+ * One call.  A record holds the head and then only the parts its call has,
+ * in this order, ending after the last (gb_call_size()): a launch is
+ * head + stk, a sync head + stk + ret.  What a record does not hold reads
+ * as zero.
+ */
 struct gb_call {
 	__u32 type;             /* GB_REC_CALL */
 	__u32 call_id;          /* index into the user-space call table */
 	__u32 pid;              /* tgid */
 	__u32 tid;
 	__u64 ts_entry;         /* CLOCK_MONOTONIC ns */
-	__u64 ts_return;        /* 0: return not probed */
-	__s64 ret;              /* return value, valid when ts_return != 0 */
-	__u64 arg[GB_NREG];
-	__u64 stk[GB_NSTACK];   /* arguments 7..11, valid with GB_CK_STACK */
-	__u64 out;              /* *(u64 *)arg[out] read at return */
-	__u64 ext[GB_NEXT];     /* see enum gb_deref */
-	char comm[GB_COMM_LEN]; /* thread name */
 	__u64 pystack;          /* id of the thread's Python stack, 0 if none */
 	__u64 nstack;           /* id of the native (user-space) stack, 0 if none */
+	__u64 arg[GB_NREG];
+	/* GB_CK_STACK: */
+	__u64 stk[GB_NSTACK];   /* arguments 7..11 */
+	/* GB_CK_RET: */
+	__u64 ts_return;        /* 0: return not probed */
+	__s64 ret;              /* return value, valid when ts_return != 0 */
+	__u64 out;              /* *(u64 *)arg[out] read at return */
+	/* a GB_CK_DEREF: */
+	__u64 ext[GB_NEXT];     /* see enum gb_deref */
+};
+
+#define GB_CALL_HEAD __builtin_offsetof(struct gb_call, stk)
+#define GB_CALL_STK __builtin_offsetof(struct gb_call, ts_return)
+#define GB_CALL_RET __builtin_offsetof(struct gb_call, ext)
+
+/* The bytes of a record of a call with attach cookie ck. */
+static inline __u32 gb_call_size(__u64 ck)
+{
+	if (GB_CK_DEREF(ck))
+		return sizeof(struct gb_call);
+	if (ck & GB_CK_RET)
+		return GB_CALL_RET;
+	if (ck & GB_CK_STACK)
+		return GB_CALL_STK;
+	return GB_CALL_HEAD;
+}
+
+/*
+ * A thread's name is constant per thread, so calls do not carry it: user
+ * space reads it from /proc when it first sees the thread, and from this
+ * record, sent as any thread of a traced process exits, when the thread
+ * was gone before it could.
+ */
+struct gb_exit {
+	__u32 type;             /* GB_REC_EXIT */
+	__u32 pid;              /* tgid */
+	__u32 tid;
+	__u32 pad;
+	char comm[GB_COMM_LEN]; /* the thread's name */
 };
 
 struct gb_name {

@@ -25,5 +25,11 @@ is "a .item()-style sync every 4 steps (plus the set-up copies)" "$(json_query "
 	"$(json_query "$TMPD/truth.json" 'len([c for c in d if c["name"] == "cuMemcpyDtoH_v2"])')"
 is "process and thread names are metadata events" "$(json_query "$TMPD/train.json" \
 	'sorted({e["name"] for e in ev if e["ph"] == "M"})')" '["process_name", "thread_name", "thread_sort_index"]'
+is "every calling thread named, and its process (thread names come from /proc or the exit record)" \
+	"$(json_query "$TMPD/train.json" '[sorted({e["args"]["name"] for e in ev if e.get("name") == "thread_name"
+		and e["tid"] in {c["tid"] for c in ev if c.get("cat") == "cuda_api"}}),
+		len({e["tid"] for e in ev if e.get("name") == "thread_name"} & {c["tid"] for c in ev if c.get("cat") == "cuda_api"}),
+		sorted({e["args"]["name"] for e in ev if e.get("name") == "process_name"})]')" \
+	'[["python3"], 2, ["python3"]]'
 is "no event lost" "$(json_query "$TMPD/train.json" 'd["gpubpf"]["dropped_total"]')" 0
 done_testing

@@ -259,6 +259,21 @@ static int on_native(struct collector *c, const struct gb_native *st, size_t siz
 	return model_add_native_stack(c->m, st->pid, st->id, st->n, frames);
 }
 
+/* The slot of tid in the seen set, or the empty slot where it would go. */
+static size_t seen_slot(const uint32_t *set, size_t nslots, uint32_t tid)
+{
+	size_t i;
+
+	for (i = tid * 2654435761u & (nslots - 1); set[i] && set[i] != tid; i = (i + 1) & (nslots - 1))
+		;
+	return i;
+}
+
+static int seen(const struct collector *c, uint32_t tid)
+{
+	return c->nseen_slots && c->seen[seen_slot(c->seen, c->nseen_slots, tid)] == tid;
+}
+
 /* Add tid to the seen set; 1 if it was new, 0 if known, -ENOMEM. */
 static int first_sighting(struct collector *c, uint32_t tid)
 {
@@ -270,45 +285,59 @@ static int first_sighting(struct collector *c, uint32_t tid)
 
 		if (!s)
 			return -ENOMEM;
-		for (size_t k = 0; k < c->nseen_slots; k++) {
-			if (!c->seen[k])
-				continue;
-			for (i = c->seen[k] * 2654435761u & (n - 1); s[i]; i = (i + 1) & (n - 1))
-				;
-			s[i] = c->seen[k];
-		}
+		for (size_t k = 0; k < c->nseen_slots; k++)
+			if (c->seen[k])
+				s[seen_slot(s, n, c->seen[k])] = c->seen[k];
 		free(c->seen);
 		c->seen = s;
 		c->nseen_slots = n;
 	}
-	for (i = tid * 2654435761u & (c->nseen_slots - 1); c->seen[i];
-	     i = (i + 1) & (c->nseen_slots - 1))
-		if (c->seen[i] == tid)
-			return 0;
+	i = seen_slot(c->seen, c->nseen_slots, tid);
+	if (c->seen[i] == tid)
+		return 0;
 	c->seen[i] = tid;
 	c->nseen++;
 	return 1;
 }
 
-static int name_thread(struct collector *c, const struct gb_call *r)
+/*
+ * Name a thread, and its process, from comm (NULL: read both from /proc).
+ * A thread keeps the first name it gets; a process is named by its main
+ * thread.
+ */
+static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const char *comm)
 {
-	char comm[GB_COMM_LEN + 1], pname[64];
+	char buf[64], pname[64];
+	struct model_thread *t;
 	struct model_process *p;
-	int ret = first_sighting(c, r->tid);
 
-	if (ret <= 0)
-		return ret;
-	memcpy(comm, r->comm, GB_COMM_LEN);
-	comm[GB_COMM_LEN] = 0;
-	if (!model_thread(c->m, r->pid, r->tid, comm))
+	if (!comm && !proc_comm(pid, tid, buf, sizeof(buf)))
+		comm = buf;
+	t = model_thread(c->m, pid, tid, NULL);
+	if (!t)
 		return -ENOMEM;
-	/* a process is named by its main thread, read while it still runs */
-	p = model_process(c->m, r->pid, r->pid == r->tid ? comm : NULL);
+	if (comm && *comm && !t->name && !(t->name = strtab_intern(&c->m->strs, comm)))
+		return -ENOMEM;
+	p = model_process(c->m, pid, NULL);
 	if (!p)
 		return -ENOMEM;
-	if (!p->name && !proc_comm(r->pid, 0, pname, sizeof(pname)))
-		model_process(c->m, r->pid, pname);
-	return 0;
+	if (!p->name && pid == tid && comm)
+		p = model_process(c->m, pid, comm);
+	else if (!p->name && !proc_comm(pid, 0, pname, sizeof(pname)))
+		p = model_process(c->m, pid, pname);
+	return p ? 0 : -ENOMEM;
+}
+
+/* A traced thread exits: name it if it was gone before it could be. */
+static int on_exit_rec(struct collector *c, const struct gb_exit *e)
+{
+	char comm[GB_COMM_LEN + 1];
+
+	if (!seen(c, e->tid))
+		return 0;
+	memcpy(comm, e->comm, GB_COMM_LEN);
+	comm[GB_COMM_LEN] = 0;
+	return name_thread(c, e->pid, e->tid, comm);
 }
 
 static int on_call(struct collector *c, const struct gb_call *r)
@@ -336,7 +365,27 @@ static int on_call(struct collector *c, const struct gb_call *r)
 	    (kname = model_kernel_name(c->m, r->pid, ev->handle)))
 		model_set_kernel_name(c->m, r->pid, ev->func, strtab_get(&c->m->strs, kname));
 	c->calls++;
-	return name_thread(c, r);
+	ret = first_sighting(c, r->tid);
+	return ret > 0 ? name_thread(c, r->pid, r->tid, NULL) : ret;
+}
+
+/*
+ * A call record holds the parts its call has (gb_call_size()): widen it to
+ * a whole struct gb_call, the rest zero (bytes past one are ignored).
+ */
+static int on_call_record(struct collector *c, const void *data, size_t size)
+{
+	struct gb_call r;
+	uint32_t id;
+
+	if (size < GB_CALL_HEAD)
+		return -EINVAL;
+	memcpy(&id, (const char *)data + offsetof(struct gb_call, call_id), sizeof(id));
+	if (id >= cuda_ncalls || size < gb_call_size(cuda_call_cookie(id)))
+		return -EINVAL;
+	memset(&r, 0, sizeof(r));
+	memcpy(&r, data, size < sizeof(r) ? size : sizeof(r));
+	return on_call(c, &r);
 }
 
 static void set_where(struct model_event *ev, const struct ga_where *w, uint32_t pid)
@@ -506,8 +555,7 @@ int collector_record(struct collector *c, const void *data, size_t size)
 	memcpy(&type, data, sizeof(type));
 	switch (type) {
 	case GB_REC_CALL:
-		if (size >= sizeof(struct gb_call))
-			ret = on_call(c, data);
+		ret = on_call_record(c, data, size);
 		break;
 	case GB_REC_NAME:
 		if (size < sizeof(*n))
@@ -527,6 +575,10 @@ int collector_record(struct collector *c, const void *data, size_t size)
 	case GB_REC_NATIVE:
 		if (size >= offsetof(struct gb_native, addrs))
 			ret = on_native(c, data, size);
+		break;
+	case GB_REC_EXIT:
+		if (size >= sizeof(struct gb_exit))
+			ret = on_exit_rec(c, data);
 		break;
 	case GB_REC_CORR:
 		if (size >= sizeof(struct gb_corr)) {

@@ -14,6 +14,7 @@
 #include "cuda_calls.h"
 #include "elf_syms.h"
 #include "gpubpf.h"
+#include "probe_site.h"
 #include "probes.h"
 
 static int verbose_libbpf;
@@ -97,7 +98,8 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
 
 			bpf_map__set_max_entries(p->skel->maps.rb, sz);
-			p->skel->rodata->wake_bytes = sz / 4;
+			/* a quarter of the ring: sz is a power of two */
+			p->skel->rodata->wake_shift = __builtin_ctzll(sz) - 2;
 		}
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
@@ -123,7 +125,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);
 	ret = cuda_bpf__attach(p->skel);
 	if (ret) {
-		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(-ret));
+		snprintf(err, errlen, "cannot attach the fork and exit tracepoints: %s", strerror(-ret));
 		probes_close(p);
 		return ret;
 	}
@@ -215,6 +217,21 @@ cleanup:
 	free(o);
 	free(ck);
 	return ret;
+}
+
+/*
+ * Probe each entry point on the instruction after a leading endbr64, which
+ * the kernel would single-step (probe_site.h); unchanged if the file
+ * cannot be read again.
+ */
+static void move_past_endbr(const char *path, uint64_t *offs, unsigned n)
+{
+	struct probe_site *sites = calloc(n, sizeof(*sites));
+
+	if (sites && !probe_sites(path, offs, n, sites))
+		for (unsigned i = 0; i < n; i++)
+			offs[i] = sites[i].off;
+	free(sites);
 }
 
 static void detach(struct probe_target *t)
@@ -318,6 +335,7 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 		ids[n] = i;
 		offs[n++] = offs[i];
 	}
+	move_past_endbr(path, offs, n);
 	ret = p->multi ? attach_multi(p, t, ids, offs, n) : -EOPNOTSUPP;
 	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
 		detach(t);
@@ -382,25 +400,32 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	return 1;
 }
 
+/* Set bits of pid in the programs' pid_bits (an array they share with us). */
+static int set_pid_bits(struct probes *p, pid_t pid, uint32_t bits)
+{
+	if (pid <= 0 || (uint32_t)pid >= GB_PID_LIMIT)
+		return -EINVAL;
+	__atomic_fetch_or(&p->skel->bss->pid_bits[GB_PID_WORD(pid)], bits << GB_PID_SHIFT(pid),
+			  __ATOMIC_SEQ_CST);
+	return 0;
+}
+
 int probes_trace_pid(struct probes *p, pid_t pid)
 {
-	uint32_t key = pid;
-	uint8_t one = 1;
-
-	return bpf_map__update_elem(p->skel->maps.pids, &key, sizeof(key), &one, sizeof(one),
-				    BPF_ANY) ? -errno : 0;
+	return set_pid_bits(p, pid, GB_PID_TRACED);
 }
 
 int probes_traced_pids(struct probes *p, pid_t *pids, int max)
 {
-	uint32_t key, next;
-	int n = 0, fd = bpf_map__fd(p->skel->maps.pids);
-	void *prev = NULL;
+	const uint32_t *bits = p->skel->bss->pid_bits;
+	int n = 0;
 
-	while (n < max && !bpf_map_get_next_key(fd, prev, &next)) {
-		pids[n++] = next;
-		key = next;
-		prev = &key;
+	for (uint32_t w = 0; w < GB_PID_WORDS && n < max; w++) {
+		uint32_t v = __atomic_load_n(&bits[w], __ATOMIC_RELAXED);
+
+		for (uint32_t i = 0; v && i < 16 && n < max; i++)
+			if (v >> (2 * i) & GB_PID_TRACED)
+				pids[n++] = w * 16 + i;
 	}
 	return n;
 }
@@ -409,8 +434,10 @@ int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cf
 {
 	uint32_t key = pid;
 
-	return bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
-				    BPF_ANY) ? -errno : 0;
+	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
+				 BPF_ANY))
+		return -errno;
+	return set_pid_bits(p, pid, GB_PID_PYTHON);
 }
 
 int probes_ringbuf_fd(struct probes *p)

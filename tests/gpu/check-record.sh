@@ -14,6 +14,15 @@ echo "== libcuda"
 ldconfig -p | grep 'libcuda.so.1 ' | head -2
 echo "== gpubpf"
 build/gpubpf --version || exit 1
+echo "== probe sites in the real libcuda (first instructions: emulated, single-stepped, endbr64)"
+real=$(ldconfig -p | awk '/libcuda.so.1 / { print $NF; exit }')
+if [ -n "$real" ]; then
+	build/gpubpf list -v --libcuda "$real" > "$out/probe-sites.txt" 2>&1
+	tail -1 "$out/probe-sites.txt"
+	awk '!/^#/ && $4 ~ /^0x/ { insn = ""
+		for (i = 6; i < NF; i++) insn = insn (insn ? " " : "") $i; c[insn " (" $NF ")"]++ }
+		END { for (k in c) printf "  %-40s %d\n", k, c[k] }' "$out/probe-sites.txt" | sort | head -12
+fi
 echo "== untraced"
 python3 tests/gpu/torch_loop.py --steps 300 2>&1 | tail -1
 python3 tests/gpu/torch_loop.py --steps 300 2>&1 | tail -1

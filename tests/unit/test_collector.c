@@ -45,7 +45,6 @@ static struct gb_call call(const char *name, uint64_t ts, uint64_t ts_ret, int64
 	r.ts_entry = ts;
 	r.ts_return = ts_ret;
 	r.ret = ret;
-	strcpy(r.comm, "app");
 	return r;
 }
 
@@ -535,7 +534,8 @@ static void test_record_errors(void)
 	junk[0] = 0;
 	is_int(collector_record(&c, junk, sizeof(junk)), -EINVAL, "type 0: -EINVAL");
 	is_int(collector_record(&c, &tiny, sizeof(tiny)), -EINVAL, "2-byte record: -EINVAL");
-	is_int(collector_record(&c, &r, sizeof(r) - 1), -EINVAL, "short call record: -EINVAL");
+	is_int(collector_record(&c, &r, GB_CALL_RET - 1), -EINVAL,
+	       "a sync's record without its return part: -EINVAL");
 	is_int(collector_record(&c, &n, sizeof(n) - 1), -EINVAL, "short name record: -EINVAL");
 	r.call_id = cuda_ncalls + 5;
 	is_int(collector_record(&c, &r, sizeof(r)), -EINVAL, "unknown call id: -EINVAL");
@@ -549,6 +549,17 @@ static void test_record_errors(void)
 	is_int(c.records, 1, "records = 1");
 	is_int(c.calls, 1, "calls = 1");
 	is_int(c.bad, 6, "bad unchanged");
+	/* records hold only the parts their call has */
+	r = call("cuStreamSynchronize", 30, 40, 0);
+	is_int(collector_record(&c, &r, GB_CALL_RET), 0, "a sync's record: head, stack part, return part");
+	r = call("cuLaunchKernel", 50, 0, 0);
+	r.stk[2] = 0x5000;      /* hStream, argument 9 */
+	is_int(collector_record(&c, &r, GB_CALL_STK), 0, "a launch's record: head and stack part");
+	is_int(m.nev >= 3 ? (long long)m.ev[2].stream : -1, 0x5000, "its stream from the stack part");
+	is_int(collector_record(&c, &r, GB_CALL_HEAD), -EINVAL, "a launch's record without its stack part: -EINVAL");
+	r = call("cuMemcpyHtoDAsync_v2", 60, 0, 0);
+	is_int(collector_record(&c, &r, GB_CALL_HEAD), 0, "an async copy's record: the head alone");
+	is_int(c.calls, 4, "calls = 4");
 	collector_release(&c);
 	model_release(&m);
 }
@@ -569,14 +580,37 @@ static const struct model_process *process(const struct model *m, uint32_t pid)
 	return NULL;
 }
 
+/* The exit record of a thread: its name. */
+static void thread_exit(struct collector *c, uint32_t pid, uint32_t tid, const char *comm)
+{
+	struct gb_exit e;
+
+	memset(&e, 0, sizeof(e));
+	e.type = GB_REC_EXIT;
+	e.pid = pid;
+	e.tid = tid;
+	memcpy(e.comm, comm, strnlen(comm, GB_COMM_LEN));
+	collector_record(c, &e, sizeof(e));
+}
+
+static const char *thread_name(const struct model *m, uint32_t pid, uint32_t tid)
+{
+	const struct model_thread *t = thread(m, pid, tid);
+
+	return t && t->name ? strtab_get(&m->strs, t->name) : NULL;
+}
+
+/*
+ * Threads are named from /proc when first seen, or from their exit record
+ * when they were gone by then (P1, P2: no such processes).
+ */
 static void test_naming(void)
 {
 	struct model m;
 	struct collector c;
 	struct gb_call r;
-	const struct model_thread *t;
 	const struct model_process *p;
-	char self[64] = "";
+	char self[64] = "", pself[64] = "";
 	FILE *f;
 	int bad = 0;
 
@@ -584,84 +618,87 @@ static void test_naming(void)
 	collector_init(&c, &m);
 
 	r = call("cuStreamSynchronize", 1, 2, 0);
-	strcpy(r.comm, "trainer");
 	collector_record(&c, &r, sizeof(r));
 	r.tid = P1 + 1; r.ts_entry = 3;
-	strcpy(r.comm, "worker");
 	collector_record(&c, &r, sizeof(r));
-	r.ts_entry = 4;
-	strcpy(r.comm, "renamed");     /* a known thread is not renamed */
-	collector_record(&c, &r, sizeof(r));
+	is_str(thread_name(&m, P1, P1 + 1), NULL, "a thread gone before it was seen: unnamed");
+	thread_exit(&c, P1, P1 + 1, "worker");
+	thread_exit(&c, P1, P1, "trainer");
+	thread_exit(&c, P1, P1 + 1, "renamed");  /* a named thread keeps its name */
+	thread_exit(&c, P1, P1 + 50, "never");   /* a thread never seen: ignored */
 	/* a non-main thread of P2 first: the process stays unnamed */
 	r.pid = P2; r.tid = P2 + 7; r.ts_entry = 5;
-	strcpy(r.comm, "p2worker");
 	collector_record(&c, &r, sizeof(r));
+	thread_exit(&c, P2, P2 + 7, "p2worker");
 	p = process(&m, P2);
 	ok(p != NULL, "process P2 added");
-	is_int(p ? p->name : 99, 0, "P2 unnamed while only a worker was seen");
-	/* then its main thread */
+	is_int(p ? p->name : 99, 0, "P2 unnamed while only a worker was named");
 	r.tid = P2; r.ts_entry = 6;
-	strcpy(r.comm, "p2main");
 	collector_record(&c, &r, sizeof(r));
+	thread_exit(&c, P2, P2, "p2main");
 	/* a 16-char comm without terminator */
 	r.tid = P2 + 8; r.ts_entry = 7;
-	memcpy(r.comm, "0123456789abcdef", GB_COMM_LEN);
 	collector_record(&c, &r, sizeof(r));
+	thread_exit(&c, P2, P2 + 8, "0123456789abcdef");
 
 	is_int(m.nthreads, 5, "five threads");
 	is_int(m.nprocs, 2, "two processes");
-	is_int(c.calls, 6, "six calls");
-	is_int(c.records, 6, "six records");
-	t = thread(&m, P1, P1);
-	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "trainer", "main thread named from comm");
-	t = thread(&m, P1, P1 + 1);
-	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "worker", "worker named from first comm");
+	is_int(c.calls, 5, "five calls");
+	is_int(c.records, 12, "twelve records: five calls, seven exits");
+	is_str(thread_name(&m, P1, P1), "trainer", "main thread named at its exit");
+	is_str(thread_name(&m, P1, P1 + 1), "worker", "worker named at its exit, once");
+	is_int(thread(&m, P1, P1 + 50) != NULL, 0, "an unseen thread's exit adds nothing");
 	p = process(&m, P1);
 	is_str(p ? strtab_get(&m.strs, p->name) : NULL, "trainer", "process named by main thread");
 	p = process(&m, P2);
-	is_str(p ? strtab_get(&m.strs, p->name) : NULL, "p2main", "P2 named once its main thread shows");
-	t = thread(&m, P2, P2 + 7);
-	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "p2worker", "P2 worker named");
-	t = thread(&m, P2, P2 + 8);
-	is_str(t ? strtab_get(&m.strs, t->name) : NULL, "0123456789abcdef",
-	       "16-char comm kept whole and terminated");
+	is_str(p ? strtab_get(&m.strs, p->name) : NULL, "p2main", "P2 named once its main thread is");
+	is_str(thread_name(&m, P2, P2 + 7), "p2worker", "P2 worker named");
+	is_str(thread_name(&m, P2, P2 + 8), "0123456789abcdef", "16-char comm kept whole and terminated");
 
-	/* a live process seen through a worker: named from /proc/PID/comm */
-	f = fopen("/proc/self/comm", "r");
+	/* a live thread: named from /proc/PID/task/TID/comm when first seen */
+	f = fopen("/proc/thread-self/comm", "r");
 	if (f) {
 		if (fgets(self, sizeof(self), f))
 			self[strcspn(self, "\n")] = 0;
 		fclose(f);
 	}
+	f = fopen("/proc/self/comm", "r");
+	if (f) {
+		if (fgets(pself, sizeof(pself), f))
+			pself[strcspn(pself, "\n")] = 0;
+		fclose(f);
+	}
 	r = call("cuStreamSynchronize", 8, 9, 0);
-	r.pid = getpid(); r.tid = P2 + 9;
-	strcpy(r.comm, "someworker");
+	r.pid = getpid(); r.tid = gettid();
 	collector_record(&c, &r, sizeof(r));
+	is_str(thread_name(&m, getpid(), gettid()), self, "live thread named from /proc (%s)", self);
 	p = process(&m, getpid());
-	is_str(p ? strtab_get(&m.strs, p->name) : NULL, self,
-	       "live process named from /proc (%s)", self);
+	is_str(p ? strtab_get(&m.strs, p->name) : NULL, pself, "its process too (%s)", pself);
 
 	/* many threads: the seen set grows */
 	for (uint32_t i = 0; i < 3000; i++) {
+		char comm[GB_COMM_LEN];
+
 		r = call("cuStreamSynchronize", 100 + i, 101 + i, 0);
 		r.pid = P2; r.tid = 0x20000000u + i * 16;
-		snprintf(r.comm, sizeof(r.comm), "t%u", i);
 		collector_record(&c, &r, sizeof(r));
 		r.ts_entry = 100000 + i;
-		strcpy(r.comm, "again");
 		collector_record(&c, &r, sizeof(r));
+		snprintf(comm, sizeof(comm), "t%u", i);
+		thread_exit(&c, P2, r.tid, comm);
+		thread_exit(&c, P2, r.tid, "again");
 	}
 	is_int(m.nthreads, 5 + 1 + 3000, "3000 more threads, each once");
 	for (uint32_t i = 0; i < 3000; i++) {
 		char want[GB_COMM_LEN];
+		const char *got = thread_name(&m, P2, 0x20000000u + i * 16);
 
 		snprintf(want, sizeof(want), "t%u", i);
-		t = thread(&m, P2, 0x20000000u + i * 16);
-		if (!t || strcmp(strtab_get(&m.strs, t->name), want))
+		if (!got || strcmp(got, want))
 			bad++;
 	}
-	is_int(bad, 0, "every thread keeps its first comm across seen-set growth");
-	is_int(c.calls, 6 + 1 + 6000, "call count");
+	is_int(bad, 0, "every thread keeps its first name across seen-set growth");
+	is_int(c.calls, 5 + 1 + 6000, "call count");
 	collector_release(&c);
 	model_release(&m);
 }

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Per-call cost by the probed entry's first instruction: section 7 of
+# `make bench` (bench/run.sh), or alone: `bash bench/prologue_bench.sh`.
+#
+# For each prologue shape of bench/libcuda_bench.c (xor and sub: the kernel
+# single-steps them; endbr64 first: single-stepped, but gpubpf probes the
+# push after it; push %rbp: emulated), cuLaunchKernel (gpubpf: entry only)
+# is called untraced, under an empty uprobe on its entry (what a generic
+# tracer places) and under `gpubpf record -p`; REPS repetitions with the
+# modes interleaved, medians.  Then the BPF run time per hit of gpubpf's
+# entry program and of the empty one (kernel.bpf_stats_enabled), and the
+# Python stack walk at depths 1, 10, 30 and 60 on the push entry
+# (bench/stack_bench.sh).  Writes its block of BENCHMARKS.md between the
+# prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (7), N (30000
+# traced calls a run), UNTRACED_N (2000000), STATS_N (20000), LAG_N (60000).
+# Needs root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+REPS=${REPS:-7}
+N=${N:-30000}
+UNTRACED_N=${UNTRACED_N:-2000000}
+STATS_N=${STATS_N:-20000}
+BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
+B=build/bench
+SHAPES=${SHAPES:-"xor sub endbr push"}
+for f in $B/callcost $B/empty_uprobe build/gpubpf; do
+	[ -e "$f" ] || { echo "prologue_bench: $f missing (run make bench-bins)" >&2; exit 1; }
+done
+T=$(mktemp -d /tmp/gpubpf-prologue.XXXXXX)
+HELPERS=()
+cleanup() {
+	for p in "${HELPERS[@]}"; do kill "$p" 2>/dev/null || true; done
+	rm -rf "$T"
+}
+trap cleanup EXIT
+median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "nan"; exit }
+	print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+nsc() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
+
+# held SHAPE N: callcost held at its handshake; sets CC_PID, CC_JOB
+held() {
+	local ready=$T/ready
+	rm -f "$ready"
+	$B/callcost -l "$B/$1/libcuda.so.1" -f launch -n "$2" -R "$ready" -w > "$T/cc.out" 2> "$T/cc.err" &
+	CC_JOB=$!
+	for _ in $(seq 500); do [ -s "$ready" ] && break; sleep 0.01; done
+	CC_PID=$(cat "$ready" 2>/dev/null) ||
+		{ echo "prologue_bench: callcost did not get ready" >&2; cat "$T/cc.err" >&2; exit 1; }
+}
+
+# tracer MODE SHAPE: attach MODE (empty, gpubpf) to $CC_PID; sets TP
+tracer() {
+	local lib=$B/$2/libcuda.so.1
+	: > "$T/tr.out"
+	case $1 in
+	empty) $B/empty_uprobe -p "$CC_PID" -l "$lib" -f cuLaunchKernel > "$T/tr.out" 2>&1 &
+		TP=$!
+		for _ in $(seq 1000); do grep -q '^attached' "$T/tr.out" && break; sleep 0.01; done ;;
+	gpubpf) build/gpubpf record -q --no-device --libcuda "$lib" -p "$CC_PID" -o "$T/t.json" \
+			> /dev/null 2> "$T/tr.out" &
+		TP=$! ;;
+	esac
+	HELPERS+=("$TP")
+}
+
+# one MODE SHAPE -> ns/call (gpubpf runs also checked: events == calls, 0 dropped)
+one() {
+	case $1 in
+	untraced) $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$UNTRACED_N" | nsc; return ;;
+	esac
+	held "$2" "$N"
+	tracer "$1" "$2"
+	kill -USR1 "$CC_PID"
+	wait "$CC_JOB"
+	kill -INT "$TP"; wait "$TP" || true
+	if [ "$1" = gpubpf ] && ! grep -q "^gpubpf: $N events, 0 dropped" "$T/tr.out"; then
+		echo "prologue_bench: gpubpf on $2 did not record $N events with 0 dropped:" \
+			"$(grep '^gpubpf:' "$T/tr.out" | tail -1)" >&2
+		ISSUES+="$2; "
+	fi
+	nsc < "$T/cc.out"
+}
+
+start=$(date +%s)
+ISSUES=
+for rep in $(seq "$REPS"); do
+	for shape in $SHAPES; do
+		for mode in untraced empty gpubpf; do
+			v=$(one $mode $shape)
+			echo "$shape $mode $v" >> "$T/raw"
+			echo "rep $rep $shape $mode: $v ns/call"
+		done
+	done
+done
+
+# BPF run time per hit: programs loaded after the snapshot whose run count
+# equals the calls made
+bpf_ns() { # mode shape [calls lag] -> ns per hit of its entry program
+	local first n=${3:-$STATS_N}
+	first=$(bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
+	held "$2" "$n"
+	tracer "$1" "$2"
+	# lag: the recorder stopped while the calls are made (once attached)
+	[ -n "${4:-}" ] && { sleep 1; kill -STOP "$TP"; }
+	kill -USR1 "$CC_PID"
+	wait "$CC_JOB"
+	[ -n "${4:-}" ] && kill -CONT "$TP"
+	bpftool -j prog show | python3 -c '
+import json, sys
+first, n = int(sys.argv[1]), int(sys.argv[2])
+for p in json.load(sys.stdin):
+    if p["id"] > first and p.get("name", "").startswith(("gb_entry", "empty_entry")) \
+            and p.get("run_cnt") == n:
+        print("%.0f" % (p["run_time_ns"] / n))' "$first" "$n" | head -1
+	kill -INT "$TP"; wait "$TP" || true
+}
+OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+BPF_EMPTY=$(for _ in 1 2 3; do bpf_ns empty push; done | median)
+BPF_GB=$(for _ in 1 2 3; do bpf_ns gpubpf push; done | median)
+# 60000 launch records (~8 MB) pass the 4 MiB wake threshold of the default
+# 16 MiB ring while nobody reads them: every record past it used to force a
+# wake-up
+LAG_N=${LAG_N:-60000}
+BPF_LAG=$(for _ in 1 2 3; do bpf_ns gpubpf push "$LAG_N" lag; done | median)
+sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+
+block() {
+	echo "<!-- prologue-bench:begin (generated by bench/prologue_bench.sh; edit outside these markers) -->"
+	echo "### 7. Cost per call by the probed entry's first instruction"
+	echo
+	echo "- command: \`bash bench/prologue_bench.sh\` (part of \`make bench\`), as root"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "- gpubpf: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' + uncommitted changes in user/ bpf/')"
+	echo "- $REPS repetitions, modes interleaved; cuLaunchKernel of build/bench/SHAPE/libcuda.so.1 called $N times under a probe, $UNTRACED_N untraced; took $(( $(date +%s) - start )) s"
+	[ -n "$ISSUES" ] && echo "- **gpubpf lost or miscounted calls on:** $ISSUES"
+	echo
+	echo "| entry shape | gpubpf probes | untraced ns/call | empty uprobe on the entry | gpubpf record -p | gpubpf overhead / empty uprobe's |"
+	echo "|---|---|---:|---:|---:|---:|"
+	for shape in $SHAPES; do
+		u=$(awk -v s=$shape '$1 == s && $2 == "untraced" { print $3 }' "$T/raw" | median)
+		e=$(awk -v s=$shape '$1 == s && $2 == "empty" { print $3 }' "$T/raw" | median)
+		g=$(awk -v s=$shape '$1 == s && $2 == "gpubpf" { print $3 }' "$T/raw" | median)
+		where=$(build/gpubpf list -v --libcuda "$B/$shape/libcuda.so.1" | awk '$1 == "cuLaunchKernel" {
+			insn = ""; for (i = 6; i < NF; i++) insn = insn (insn ? " " : "") $i
+			print ($5 == "-" ? "" : "entry" $5 ": ") "`" insn "` (" $NF ")" }')
+		awk -v s="$shape" -v w="$where" -v u="$u" -v e="$e" -v g="$g" 'BEGIN {
+			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** |\n", s, w, u, e, g, (g - u) / (e - u) }'
+	done
+	echo
+	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**."
+	echo
+	echo "<!-- prologue-bench:end -->"
+}
+block | tee "$T/block"
+if [ "$BENCH_MD" != - ]; then
+	if grep -q '^<!-- prologue-bench:begin' "$BENCH_MD" 2>/dev/null; then
+		awk -v f="$T/block" '/^<!-- prologue-bench:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
+			/^<!-- prologue-bench:end/ { skip = 0; next } !skip' "$BENCH_MD" > "$T/md" && cat "$T/md" > "$BENCH_MD"
+	else
+		{ echo; cat "$T/block"; } >> "$BENCH_MD"
+	fi
+fi
