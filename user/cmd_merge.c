@@ -49,6 +49,8 @@
 #define MAX_TRACES 400                  /* 400 * 10^7 < 2^32: pids stay uint32 */
 #define ID_SHIFT 40
 #define DEFAULT_WINDOW 4096
+#define DEFAULT_WINDOW_BYTES (64ULL << 20)
+#define OB_DIRECT 65536                 /* pieces this large skip the buffer */
 #define KEY_META INT64_MIN              /* sort key of metadata events */
 
 /* An event waiting in an input's reorder window. */
@@ -67,6 +69,7 @@ struct input {
 	int64_t shift_ns;               /* added to every ts */
 	struct slot *win;               /* min-heap */
 	size_t nwin;
+	uint64_t win_bytes;             /* text held in win */
 	uint64_t seq;
 	bool eof;
 };
@@ -85,7 +88,8 @@ struct merge {
 	const char *output;
 	char outbuf[64];
 	bool align;
-	size_t window;
+	size_t window;                  /* events per input */
+	uint64_t window_bytes;          /* bytes of events per input */
 	int quiet;
 
 	struct ident *ids;
@@ -121,6 +125,9 @@ static const char usage[] =
 "      --reorder-window N    events held per input to put a slightly unsorted\n"
 "                            input in order (default 4096); an input more out\n"
 "                            of order than that is refused\n"
+"      --reorder-window-bytes SIZE\n"
+"                            and at most SIZE bytes of events per input (K, M,\n"
+"                            G suffixes; default 64M; one event is always held)\n"
 "  -q, --quiet               no summary on stderr\n"
 "  -h, --help                this help\n"
 "\n"
@@ -191,8 +198,23 @@ static struct ident *ident_get(struct merge *m, uint32_t host, int64_t v)
 
 /* --- output ------------------------------------------------------------- */
 
+static int ob_flush(struct merge *m);
+
+/*
+ * Append to the event being written.  Large pieces (a huge "args") go
+ * straight to the sink after what is buffered, so memory does not grow
+ * with an event's size.
+ */
 static int ob_put(struct merge *m, const void *p, size_t n)
 {
+	if (m->oblen + n > OB_DIRECT) {
+		int ret = ob_flush(m);
+
+		if (ret)
+			return ret;
+		if (n >= OB_DIRECT)
+			return sink_write(&m->sink, p, n);
+	}
 	if (m->obcap - m->oblen < n) {
 		size_t cap = m->obcap ? m->obcap : 4096;
 		char *b;
@@ -657,6 +679,7 @@ static struct slot win_pop(struct input *in)
 	struct slot top = in->win[0], last = in->win[--in->nwin];
 	size_t i = 0, n = in->nwin;
 
+	in->win_bytes -= top.ev->len;
 	for (;;) {
 		size_t c = 2 * i + 1;
 
@@ -674,17 +697,21 @@ static struct slot win_pop(struct input *in)
 	return top;
 }
 
-/* Read until the window is full or the input ends.  0 or -errno. */
+/*
+ * Read until the window is full (m->window events, or m->window_bytes of
+ * their text; one event at least) or the input ends.  0 or -errno.
+ */
 static int refill(struct merge *m, struct input *in)
 {
-	while (!in->eof && in->nwin < m->window) {
+	while (!in->eof && in->nwin < m->window &&
+	       (!in->nwin || in->win_bytes < m->window_bytes)) {
 		struct tr_event *ev;
 		struct slot s;
 		int ret = trace_reader_next(&in->r, &ev);
 
 		if (ret < 0) {
 			fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
-			return ret;
+			return -EINVAL;         /* reported */
 		}
 		if (ret == 0) {
 			in->eof = true;
@@ -696,6 +723,7 @@ static int refill(struct merge *m, struct input *in)
 			s.key = KEY_META;
 		else
 			s.key = ev->ts_ns + in->shift_ns;
+		in->win_bytes += ev->len;
 		win_push(in, s);
 	}
 	return 0;
@@ -754,7 +782,7 @@ static int merge_events(struct merge *m)
 		if (s.key != KEY_META) {
 			if (s.key < m->last_key) {
 				fprintf(stderr,
-					"gpubpf: %s: events out of time order beyond the reorder window (line %llu, ts %.3f us, after %.3f us); use a larger --reorder-window\n",
+					"gpubpf: %s: events out of time order beyond the reorder window (line %llu, ts %.3f us, after %.3f us); use a larger --reorder-window or --reorder-window-bytes\n",
 					in->path, (unsigned long long)s.ev->line,
 					s.ev->ts_ns / 1e3, (m->last_key - in->shift_ns) / 1e3);
 				free(s.ev);
@@ -923,12 +951,40 @@ static int open_inputs(struct merge *m)
 	return 0;
 }
 
+/* "64M" -> 67108864: bytes with an optional K, M, G or T (powers of 1024). */
+static int parse_size(const char *s, uint64_t *v)
+{
+	unsigned long long x;
+	char *end;
+	int shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || !x || x > (1ULL << 40) >> shift)
+		return -EINVAL;
+	*v = (uint64_t)x << shift;
+	return 0;
+}
+
 static int parse_args(struct merge *m, int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "output", required_argument, NULL, 'o' },
 		{ "align-collectives", no_argument, NULL, 'A' },
 		{ "reorder-window", required_argument, NULL, 'W' },
+		{ "reorder-window-bytes", required_argument, NULL, 'B' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -937,6 +993,7 @@ static int parse_args(struct merge *m, int argc, char **argv)
 	int c;
 
 	m->window = DEFAULT_WINDOW;
+	m->window_bytes = DEFAULT_WINDOW_BYTES;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
@@ -952,6 +1009,13 @@ static int parse_args(struct merge *m, int argc, char **argv)
 			m->window = strtoul(optarg, &end, 10);
 			if (errno || *end || !m->window || m->window > (1u << 24)) {
 				fprintf(stderr, "gpubpf: invalid reorder window '%s' (1 to 16777216 events)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'B':
+			if (parse_size(optarg, &m->window_bytes)) {
+				fprintf(stderr, "gpubpf: invalid reorder window size '%s' (1 to 1T bytes, K, M, G, T suffixes)\n",
 					optarg);
 				return -1;
 			}

@@ -20,6 +20,7 @@
 
 #define TR_BUFSZ (1u << 20)
 #define TR_MAX_VALUE (256u << 20)       /* one event (or the header) at most */
+#define TR_MAX_BUF (TR_MAX_VALUE + TR_BUFSZ)    /* the buffer at most */
 #define TR_MAX_DEPTH 512
 
 enum { SC_OK, SC_MORE, SC_BAD };
@@ -408,6 +409,16 @@ static int set_msg(struct trace_reader *r, int err, const char *fmt, ...)
 	return err;
 }
 
+/* The value at buf[start] is over TR_MAX_VALUE. */
+static int too_big(struct trace_reader *r)
+{
+	if (r->state == TR_EVENTS)
+		return set_msg(r, -EFBIG, "the event at line %llu is over %u MiB (the most one event may hold)",
+			       (unsigned long long)r->line, TR_MAX_VALUE >> 20);
+	return set_msg(r, -EFBIG, "a JSON value at line %llu is over %u MiB",
+		       (unsigned long long)r->line, TR_MAX_VALUE >> 20);
+}
+
 /* Read more data; returns bytes added, 0 at end of file, or -errno. */
 static int fill(struct trace_reader *r)
 {
@@ -421,13 +432,21 @@ static int fill(struct trace_reader *r)
 		r->end -= r->start;
 		r->start = 0;
 	}
+	if (r->cap > TR_BUFSZ && r->end < TR_BUFSZ / 2) {
+		/* back to the usual size after a large value */
+		char *b = realloc(r->buf, TR_BUFSZ + 1);
+
+		if (b) {
+			r->buf = b;
+			r->cap = TR_BUFSZ;
+		}
+	}
 	if (r->end == r->cap) {
-		size_t cap = r->cap * 2;
+		size_t cap = r->cap * 2 < TR_MAX_BUF ? r->cap * 2 : TR_MAX_BUF;
 		char *b;
 
-		if (cap > TR_MAX_VALUE * 2ULL)
-			return set_msg(r, -EFBIG, "a JSON value over %u MiB at line %llu",
-				       TR_MAX_VALUE >> 20, (unsigned long long)r->line);
+		if (r->cap >= TR_MAX_BUF)
+			return too_big(r);
 		b = realloc(r->buf, cap + 1);
 		if (!b)
 			return set_msg(r, -ENOMEM, "out of memory");
@@ -556,6 +575,8 @@ static int scan_at(struct trace_reader *r, bool members, uint32_t *nmembers,
 		if (ret == SC_OK) {
 			*voff = r->start;
 			*vlen = s.p - (r->buf + r->start);
+			if (*vlen > TR_MAX_VALUE)
+				return too_big(r);
 			if (ws)
 				*ws = s.ws;
 			return 0;
@@ -563,8 +584,7 @@ static int scan_at(struct trace_reader *r, bool members, uint32_t *nmembers,
 		if (ret == SC_BAD)
 			return scan_failed(r, &s);
 		if (r->end - r->start > TR_MAX_VALUE)
-			return set_msg(r, -EFBIG, "a JSON value over %u MiB at line %llu",
-				       TR_MAX_VALUE >> 20, (unsigned long long)r->line);
+			return too_big(r);
 		n = fill(r);
 		if (n < 0)
 			return n;
