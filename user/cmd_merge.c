@@ -50,6 +50,12 @@
 #define ID_SHIFT 40
 #define DEFAULT_WINDOW 4096
 #define DEFAULT_WINDOW_BYTES (64ULL << 20)
+/*
+ * |ts| at most, after the clock shift (73 years of ns): differences of
+ * two such times, and their differences (the skew estimate), fit int64.
+ */
+#define MAX_TS_NS ((1LL << 61) - 1)
+#define MAX_SHIFT_NS (1LL << 62)
 #define OB_DIRECT 65536                 /* pieces this large skip the buffer */
 #define KEY_META INT64_MIN              /* sort key of metadata events */
 
@@ -140,6 +146,17 @@ static const char usage[] =
 "gpubpf trace.\n";
 
 /* --- pid/tid mapping ---------------------------------------------------- */
+
+/* ts + shift, if within +-MAX_TS_NS (differences of such times fit). */
+static int shift_ts(int64_t ts, int64_t shift, int64_t *out)
+{
+	int64_t v;
+
+	if (__builtin_add_overflow(ts, shift, &v) || v < -MAX_TS_NS || v > MAX_TS_NS)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
 
 static uint64_t hash_id(uint32_t host, int64_t v)
 {
@@ -444,7 +461,10 @@ static int write_event(struct merge *m, int h, const struct tr_event *ev)
 			}
 			ret = ob_i64(m, id->nv);
 		} else if (i == (uint32_t)ev->key[TRK_TS] && ev->has_ts) {
-			ret = ob_us(m, ev->ts_ns + in->shift_ns);
+			int64_t ts = 0;
+
+			shift_ts(ev->ts_ns, in->shift_ns, &ts);    /* checked in refill */
+			ret = ob_us(m, ts);
 		} else if ((i == (uint32_t)ev->key[TRK_ID] || i == (uint32_t)ev->key[TRK_BIND_ID]) &&
 			   h > 0) {
 			ret = write_id(m, h, v, vlen);
@@ -719,10 +739,15 @@ static int refill(struct merge *m, struct input *in)
 		}
 		s.ev = ev;
 		s.seq = in->seq++;
+		if (ev->has_ts && shift_ts(ev->ts_ns, in->shift_ns, &s.key)) {
+			fprintf(stderr, "gpubpf: %s: \"ts\" of the event at line %llu is out of range once moved to %s's clock (%+.3f us)\n",
+				in->path, (unsigned long long)ev->line, m->in[0].label,
+				in->shift_ns / 1e3);
+			free(ev);
+			return -EINVAL;
+		}
 		if (!ev->has_ts || tr_event_str_is(ev, ev->key[TRK_PH], "M"))
 			s.key = KEY_META;
-		else
-			s.key = ev->ts_ns + in->shift_ns;
 		in->win_bytes += ev->len;
 		win_push(in, s);
 	}
@@ -784,7 +809,7 @@ static int merge_events(struct merge *m)
 				fprintf(stderr,
 					"gpubpf: %s: events out of time order beyond the reorder window (line %llu, ts %.3f us, after %.3f us); use a larger --reorder-window or --reorder-window-bytes\n",
 					in->path, (unsigned long long)s.ev->line,
-					s.ev->ts_ns / 1e3, (m->last_key - in->shift_ns) / 1e3);
+					s.ev->ts_ns / 1e3, ((double)m->last_key - in->shift_ns) / 1e3);
 				free(s.ev);
 				return -EINVAL;
 			}
@@ -816,6 +841,7 @@ static int align_pass(struct merge *m)
 {
 	struct align_names names = {};
 	struct align_set *sets;
+	bool reported = false;
 	int ret = 0, err = 0;
 
 	sets = calloc(m->nin, sizeof(*sets));
@@ -833,10 +859,19 @@ static int align_pass(struct merge *m)
 			    tr_event_str_is(ev, ev->key[TRK_CAT], "nccl") &&
 			    tr_event_str_is(ev, ev->key[TRK_PH], "X")) {
 				const struct tr_span *v = &ev->m[n].val;
+				int64_t end;
 
+				if (shift_ts(ev->ts_ns, ev->dur_ns, &end) ||
+				    shift_ts(end, in->clock_shift_ns, &end)) {
+					fprintf(stderr, "gpubpf: %s: the end of the event at line %llu is out of range once moved to %s's clock\n",
+						in->path, (unsigned long long)ev->line, m->in[0].label);
+					free(ev);
+					ret = -EINVAL;
+					reported = true;
+					break;
+				}
 				err = align_intern(&names, ev->text + v->off, v->len, &id) ?:
-				      align_add(&sets[i], id, ev->ts_ns + ev->dur_ns +
-						in->clock_shift_ns);
+				      align_add(&sets[i], id, end);
 			}
 			free(ev);
 			if (err) {
@@ -844,6 +879,8 @@ static int align_pass(struct merge *m)
 				break;
 			}
 		}
+		if (reported)
+			break;
 		if (ret == 0)
 			ret = trace_reader_rewind(&in->r);
 		if (ret < 0 && ret != -ENOMEM)
@@ -943,7 +980,14 @@ static int open_inputs(struct merge *m)
 				in->path, in->r.version, m->in[0].path, m->in[0].r.version);
 			return -EINVAL;
 		}
-		in->clock_shift_ns = in->r.realtime_offset_ns - m->in[0].r.realtime_offset_ns;
+		if (__builtin_sub_overflow(in->r.realtime_offset_ns, m->in[0].r.realtime_offset_ns,
+					   &in->clock_shift_ns) ||
+		    in->clock_shift_ns < -MAX_SHIFT_NS || in->clock_shift_ns > MAX_SHIFT_NS) {
+			fprintf(stderr, "gpubpf: %s: realtime_offset_ns %" PRId64 " is too far from %s's (%" PRId64 ")\n",
+				in->path, in->r.realtime_offset_ns, m->in[0].path,
+				m->in[0].r.realtime_offset_ns);
+			return -EINVAL;
+		}
 		in->shift_ns = in->clock_shift_ns;
 	}
 	make_labels(m);

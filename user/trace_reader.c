@@ -16,6 +16,7 @@
 #include <zlib.h>
 #include <cjson/cJSON.h>
 
+#include "json_writer.h"
 #include "trace_reader.h"
 
 #define TR_BUFSZ (1u << 20)
@@ -30,6 +31,7 @@ struct scan {
 	const char *err_at;
 	const char *what;               /* why SC_BAD */
 	bool ws;                        /* whitespace seen between tokens */
+	bool bad_utf8;                  /* a string holds invalid UTF-8 */
 	int depth;
 };
 
@@ -56,9 +58,9 @@ static inline void skip_ws(struct scan *s)
 	s->p = p;
 }
 
-/* Bytes that end the fast path inside a string: '"', '\\', controls. */
+/* Bytes that end the fast path inside a string: '"', '\\', controls, non-ASCII. */
 static const unsigned char str_stop[256] = {
-	[0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+	[0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
 };
 
 static int hexval(char c)
@@ -85,6 +87,19 @@ static int scan_string(struct scan *s)
 		if (*p == '"') {
 			s->p = p + 1;
 			return SC_OK;
+		}
+		if ((unsigned char)*p >= 0x80) {
+			size_t bad_len, n = utf8_seq((const unsigned char *)p, end - p, &bad_len);
+
+			if (!n) {
+				/* a sequence cut by the end of the data may be whole */
+				if (p + bad_len >= end)
+					return SC_MORE;
+				s->bad_utf8 = true;
+				n = bad_len;
+			}
+			p += n;
+			continue;
 		}
 		if ((unsigned char)*p < 0x20)
 			return bad(s, p, "control character in a string");
@@ -356,7 +371,7 @@ int tr_parse_us_ns(const char *s, size_t len, int64_t *ns)
 		memcpy(buf, s, len);
 		buf[len] = '\0';
 		d = strtod(buf, NULL) * 1000.0;
-		if (!(d > -9.2e18 && d < 9.2e18))
+		if (!(d >= -9e18 && d <= 9e18))
 			return -EINVAL;
 		*ns = (int64_t)d;
 		return 0;
@@ -380,7 +395,7 @@ int tr_parse_us_ns(const char *s, size_t len, int64_t *ns)
 				fd++;
 			}
 	}
-	if (p != end)
+	if (p != end || us > 9000000000000000ULL)
 		return -EINVAL;
 	for (; fd < 3; fd++)
 		frac *= 10;
@@ -555,7 +570,7 @@ static int peek(struct trace_reader *r)
  * -errno with the message set.
  */
 static int scan_at(struct trace_reader *r, bool members, uint32_t *nmembers,
-		   bool *ws, size_t *voff, size_t *vlen)
+		   struct scan *out, size_t *voff, size_t *vlen)
 {
 	for (;;) {
 		struct scan s = {
@@ -577,8 +592,8 @@ static int scan_at(struct trace_reader *r, bool members, uint32_t *nmembers,
 			*vlen = s.p - (r->buf + r->start);
 			if (*vlen > TR_MAX_VALUE)
 				return too_big(r);
-			if (ws)
-				*ws = s.ws;
+			if (out)
+				*out = s;
 			return 0;
 		}
 		if (ret == SC_BAD)
@@ -815,13 +830,88 @@ static int key_index(const char *k, uint32_t len)
 	return -1;
 }
 
+/* Length of text (len bytes) once invalid UTF-8 is replaced by U+FFFD. */
+static size_t utf8_fixed_len(const char *text, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t i = 0, n = 0, k, bad;
+
+	while (i < len) {
+		if (p[i] < 0x80) {
+			i++;
+			n++;
+		} else if ((k = utf8_seq(p + i, len - i, &bad))) {
+			i += k;
+			n += k;
+		} else {
+			i += bad;
+			n += 3;
+		}
+	}
+	return n;
+}
+
+/*
+ * Copy text to out replacing each invalid UTF-8 sequence by U+FFFD.  Bytes
+ * >= 0x80 only occur inside strings (the grammar was checked), so the
+ * result is the same JSON with valid strings.
+ */
+static void utf8_fix(char *out, const char *text, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t i = 0, k, bad;
+
+	while (i < len) {
+		if (p[i] < 0x80) {
+			*out++ = p[i++];
+		} else if ((k = utf8_seq(p + i, len - i, &bad))) {
+			memcpy(out, p + i, k);
+			out += k;
+			i += k;
+		} else {
+			memcpy(out, "\xef\xbf\xbd", 3);
+			out += 3;
+			i += bad;
+		}
+	}
+}
+
+/*
+ * "ts" or "dur" of ev: absent is fine, anything but a number of
+ * microseconds within +-9e15 (285 years) is an error: it could not be
+ * moved to another clock, nor compared.
+ */
+static int read_time(struct trace_reader *r, const struct tr_event *ev, int key,
+		     const char *name, bool *has, int64_t *ns)
+{
+	const struct tr_span *v;
+	const char *p;
+
+	*has = false;
+	*ns = 0;
+	if (ev->key[key] < 0)
+		return 0;
+	v = &ev->m[ev->key[key]].val;
+	p = ev->text + v->off;
+	if (*p != '-' && !is_digit(*p))
+		return set_msg(r, -EINVAL, "\"%s\" of the event at line %llu is not a number",
+			       name, (unsigned long long)ev->line);
+	if (tr_parse_us_ns(p, v->len, ns))
+		return set_msg(r, -EINVAL,
+			       "\"%s\" of the event at line %llu is out of range (%.*s%s; at most 9e15 us)",
+			       name, (unsigned long long)ev->line, v->len > 40 ? 40 : (int)v->len, p,
+			       v->len > 40 ? "..." : "");
+	*has = true;
+	return 0;
+}
+
 int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 {
 	struct tr_event *ev;
 	uint64_t line;
-	size_t off, len;
+	size_t off, len, tlen;
 	uint32_t nm = 0;
-	bool ws = false;
+	struct scan sc;
 	int c, ret;
 
 	*evp = NULL;
@@ -853,19 +943,36 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 	}
 	r->first = false;
 	line = r->line;
-	ret = scan_at(r, true, &nm, &ws, &off, &len);
+	ret = scan_at(r, true, &nm, &sc, &off, &len);
 	if (ret)
 		return ret;
-	ev = malloc(sizeof(*ev) + nm * sizeof(*ev->m) + len + 1);
+	tlen = sc.bad_utf8 ? utf8_fixed_len(r->buf + off, len) : len;
+	if (tlen > TR_MAX_VALUE)
+		return too_big(r);
+	ev = malloc(sizeof(*ev) + nm * sizeof(*ev->m) + tlen + 1);
 	if (!ev)
 		return set_msg(r, -ENOMEM, "out of memory");
 	ev->m = (struct tr_member *)(ev + 1);
 	ev->text = (char *)(ev->m + nm);
-	memcpy(ev->text, r->buf + off, len);
-	ev->text[len] = '\0';
-	ev->len = len;
+	if (sc.bad_utf8) {
+		/* the members move: find them again in the repaired text */
+		struct scan s2 = { .p = ev->text, .end = ev->text + tlen };
+		uint32_t nm2 = 0;
+
+		utf8_fix(ev->text, r->buf + off, len);
+		ev->text[tlen] = '\0';
+		if (scan_object(&s2, r, ev->text, &nm2) != SC_OK || nm2 != nm) {
+			free(ev);
+			return set_msg(r, -EINVAL, "cannot repair the UTF-8 of the event at line %llu",
+				       (unsigned long long)line);
+		}
+	} else {
+		memcpy(ev->text, r->buf + off, len);
+		ev->text[len] = '\0';
+	}
+	ev->len = tlen;
 	ev->nmembers = nm;
-	ev->ws = ws;
+	ev->ws = sc.ws;
 	ev->line = line;
 	ev->has_ts = ev->has_dur = false;
 	ev->ts_ns = ev->dur_ns = 0;
@@ -878,15 +985,11 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 		if (k >= 0 && ev->key[k] < 0 && i < INT16_MAX)
 			ev->key[k] = i;
 	}
-	if (ev->key[TRK_TS] >= 0) {
-		const struct tr_span *v = &ev->m[ev->key[TRK_TS]].val;
-
-		ev->has_ts = !tr_parse_us_ns(ev->text + v->off, v->len, &ev->ts_ns);
-	}
-	if (ev->key[TRK_DUR] >= 0) {
-		const struct tr_span *v = &ev->m[ev->key[TRK_DUR]].val;
-
-		ev->has_dur = !tr_parse_us_ns(ev->text + v->off, v->len, &ev->dur_ns);
+	ret = read_time(r, ev, TRK_TS, "ts", &ev->has_ts, &ev->ts_ns) ?:
+	      read_time(r, ev, TRK_DUR, "dur", &ev->has_dur, &ev->dur_ns);
+	if (ret) {
+		free(ev);
+		return ret;
 	}
 	consume(r, r->buf + off + len);
 	r->nevents++;
