@@ -65,6 +65,21 @@ is "... still gives strict UTF-8 JSON" "$(strict m2.json)" ok
 check "report reads it" "$GPUBPF" report --format json -o r.json utf.json
 is "... and writes strict UTF-8 JSON" "$("$PY" -c 'import json,sys; json.loads(open(sys.argv[1],"rb").read().decode("utf-8")); print("ok")' r.json 2>&1)" ok
 
+# multi-byte characters across the reader's 1 MiB refills: 3 MiB of U+20AC
+# (3 bytes each) and of U+1F600 (4 bytes), then one stray byte
+"$PY" - <<'PYEOF'
+s = ('\u20ac' * (1 << 20)).encode() + ('\U0001f600' * (1 << 18)).encode() + b'\xff'
+open("long.json", "wb").write(b'{"gpubpf":{"version":"0.1.0","host":"l","realtime_offset_ns":1700000000000000000},"traceEvents":[\n{"ph":"X","name":"' + s + b'","pid":1,"tid":1,"ts":1,"dur":1}\n]}\n')
+PYEOF
+check "merge of a 4 MiB name of 3- and 4-byte characters" "$GPUBPF" merge -q -o long-m.json long.json
+is "... keeps every character, only the stray byte becomes U+FFFD" "$("$PY" - <<'PYEOF'
+import json
+d = json.loads(open("long-m.json", "rb").read().decode("utf-8"))
+n = [e["name"] for e in d["traceEvents"] if e.get("ph") == "X"][0]
+print(n == "\u20ac" * (1 << 20) + "\U0001f600" * (1 << 18) + "\ufffd")
+PYEOF
+)" True
+
 # ts and dur out of range
 mk() { # FILE EVENT-JSON
 	printf '{"gpubpf":{"version":"0.1.0","host":"x","realtime_offset_ns":1700000000000000000},"traceEvents":[\n{"ph":"X","name":"ok","pid":1,"tid":1,"ts":5,"dur":1},\n%s\n]}\n' "$2" >"$1"
