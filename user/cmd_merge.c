@@ -142,8 +142,9 @@ static const char usage[] =
 "  gpubpf merge --align-collectives -o job.json.gz traces/*.json.gz\n"
 "\n"
 "All traces must come from the same gpubpf major.minor version.  Exit\n"
-"status 1, and no output written, when an input is unreadable or not a\n"
-"gpubpf trace.\n";
+"status 1, and no output written, when an input is unreadable, not a\n"
+"gpubpf trace, holds an event over 256 MiB or a \"ts\" that is not a time\n"
+"(1e400).  Invalid UTF-8 in an input's strings becomes U+FFFD.\n";
 
 /* --- pid/tid mapping ---------------------------------------------------- */
 
