@@ -80,6 +80,15 @@ print(n == "\u20ac" * (1 << 20) + "\U0001f600" * (1 << 18) + "\ufffd")
 PYEOF
 )" True
 
+# counts and other numbers of the "gpubpf" object beyond any integer (found
+# by the fuzzer: converting them was undefined behaviour, caught under t0700)
+printf '{"gpubpf":{"version":"0.1.0","host":"n","realtime_offset_ns":5,"events":4.1e34,"dropped_total":1e300,"gpu":{"x":1e300,"y":-1e19}},"traceEvents":[\n{"ph":"X","name":"k","pid":1,"tid":1,"ts":1,"dur":1}\n]}\n' >hugecount.json
+check "a \"gpubpf\" object with counts of 1e300 merges" "$GPUBPF" merge -q -o hc.json hugecount.json
+is "... the counts ignored, other numbers kept" \
+	"$(json_query hc.json '[d["gpubpf"]["events"], d["gpubpf"]["dropped_total"], d["gpubpf"]["merge"]["hosts"][0]["gpu"]]')" \
+	'[0, 0, {"x": 1e+300, "y": -1e+19}]'
+check "report reads it" "$GPUBPF" report hugecount.json
+
 # ts and dur out of range
 mk() { # FILE EVENT-JSON
 	printf '{"gpubpf":{"version":"0.1.0","host":"x","realtime_offset_ns":1700000000000000000},"traceEvents":[\n{"ph":"X","name":"ok","pid":1,"tid":1,"ts":5,"dur":1},\n%s\n]}\n' "$2" >"$1"

@@ -11,8 +11,10 @@ test_description "report and merge tests under ASan+UBSan"
 ASAN_BIN="$GPUBPF_ROOT/build/asan/gpubpf"
 [[ -x "$ASAN_BIN" ]] || skip_all "needs $ASAN_BIN (run make asan)"
 
-tests=(t0500-report-synthetic t0505-report-cupti-memory t0510-report-workload
-	t0600-merge t0630-merge-valid-json)
+# not t0510 (its figures have timing tolerances that a sanitized recorder
+# misses on a loaded machine) nor t0620 (events of 256 MiB)
+tests=(t0500-report-synthetic t0505-report-cupti-memory t0600-merge
+	t0630-merge-valid-json)
 plan $((2 * ${#tests[@]}))
 mkdir -p "$TMPD/san"
 for t in "${tests[@]}"; do

@@ -335,7 +335,8 @@ static void jw_cjson(struct jw *jw, const cJSON *v)
 	} else if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
 
-		if (d == (double)(int64_t)d && d > -9007199254740992.0 && d < 9007199254740992.0)
+		/* the range first: converting 1e300 to an integer is undefined */
+		if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(int64_t)d)
 			jw_int(jw, (int64_t)d);
 		else
 			jw_double(jw, d);

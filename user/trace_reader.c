@@ -674,11 +674,12 @@ static int parse_meta(struct trace_reader *r, const char *text, size_t len)
 	v = member(r->meta, "host");
 	if (cJSON_IsString(v))
 		snprintf(r->host, sizeof(r->host), "%s", v->valuestring);
+	/* counts: ignored unless they fit (converting 1e30 is undefined) */
 	v = member(r->meta, "events");
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0)
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 0x1p64)
 		r->events = (uint64_t)v->valuedouble;
 	v = member(r->meta, "dropped_total");
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0)
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 0x1p64)
 		r->dropped_total = (uint64_t)v->valuedouble;
 
 	/* the offset is ~1.8e18 ns: read its text, a double would round it */
