@@ -219,12 +219,17 @@ static struct ident *ident_get(struct merge *m, uint32_t host, int64_t v)
 static int ob_flush(struct merge *m);
 
 /*
- * Append to the event being written.  Large pieces (a huge "args") go
- * straight to the sink after what is buffered, so memory does not grow
- * with an event's size.
+ * Make room for n more bytes in the event being written: grow the buffer
+ * up to OB_DIRECT, beyond that flush it first.  Returns 1 when there is
+ * room, 0 when p was written straight to the sink (pieces of OB_DIRECT or
+ * more, a huge "args"), or -errno.  So memory does not grow with an
+ * event's size.
  */
-static int ob_put(struct merge *m, const void *p, size_t n)
+static __attribute__((noinline)) int ob_room(struct merge *m, const void *p, size_t n)
 {
+	size_t cap = m->obcap ? m->obcap : 4096;
+	char *b;
+
 	if (m->oblen + n > OB_DIRECT) {
 		int ret = ob_flush(m);
 
@@ -232,18 +237,27 @@ static int ob_put(struct merge *m, const void *p, size_t n)
 			return ret;
 		if (n >= OB_DIRECT)
 			return sink_write(&m->sink, p, n);
+		if (m->obcap >= n)
+			return 1;
 	}
-	if (m->obcap - m->oblen < n) {
-		size_t cap = m->obcap ? m->obcap : 4096;
-		char *b;
+	while (cap - m->oblen < n)
+		cap *= 2;
+	b = realloc(m->ob, cap);
+	if (!b)
+		return -ENOMEM;
+	m->ob = b;
+	m->obcap = cap;
+	return 1;
+}
 
-		while (cap - m->oblen < n)
-			cap *= 2;
-		b = realloc(m->ob, cap);
-		if (!b)
-			return -ENOMEM;
-		m->ob = b;
-		m->obcap = cap;
+/* Append to the event being written. */
+static int ob_put(struct merge *m, const void *p, size_t n)
+{
+	if (m->obcap - m->oblen < n) {
+		int ret = ob_room(m, p, n);
+
+		if (ret <= 0)
+			return ret;
 	}
 	memcpy(m->ob + m->oblen, p, n);
 	m->oblen += n;

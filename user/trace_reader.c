@@ -74,10 +74,27 @@ static int hexval(char c)
 	return -1;
 }
 
-/* At '"'. */
-static int scan_string(struct scan *s)
+/*
+ * The UTF-8 sequence at p (a byte >= 0x80): its length, or of the
+ * ill-formed bytes to skip (then s->bad_utf8 is set), or 0 when it runs
+ * past the data (more may complete it).
+ */
+static size_t scan_utf8(struct scan *s, const char *p, const char *end)
 {
-	const char *p = s->p + 1, *end = s->end;
+	size_t bad_len, n = utf8_seq((const unsigned char *)p, end - p, &bad_len);
+
+	if (n)
+		return n;
+	if (p + bad_len >= end)
+		return 0;
+	s->bad_utf8 = true;
+	return bad_len;
+}
+
+/* The rest of a string from p, after a byte of str_stop that is not '"'. */
+static __attribute__((noinline)) int scan_string_from(struct scan *s, const char *p)
+{
+	const char *end = s->end;
 
 	for (;;) {
 		while (p < end && !str_stop[(unsigned char)*p])
@@ -89,15 +106,10 @@ static int scan_string(struct scan *s)
 			return SC_OK;
 		}
 		if ((unsigned char)*p >= 0x80) {
-			size_t bad_len, n = utf8_seq((const unsigned char *)p, end - p, &bad_len);
+			size_t n = scan_utf8(s, p, end);
 
-			if (!n) {
-				/* a sequence cut by the end of the data may be whole */
-				if (p + bad_len >= end)
-					return SC_MORE;
-				s->bad_utf8 = true;
-				n = bad_len;
-			}
+			if (!n)
+				return SC_MORE;
 			p += n;
 			continue;
 		}
@@ -123,6 +135,20 @@ static int scan_string(struct scan *s)
 			return bad(s, p, "invalid escape in a string");
 		}
 	}
+}
+
+/* At '"'.  Plain ASCII stays in this loop; the rest goes out of line. */
+static int scan_string(struct scan *s)
+{
+	const char *p = s->p + 1, *end = s->end;
+
+	while (p < end && !str_stop[(unsigned char)*p])
+		p++;
+	if (p < end && *p == '"') {
+		s->p = p + 1;
+		return SC_OK;
+	}
+	return scan_string_from(s, p);
 }
 
 static inline bool is_digit(char c)
