@@ -26,7 +26,8 @@ cp "$GPUBPF_ROOT"/tests/fuzz/corpus/* "$TMPD/seeds/"
 is "seed corpus" "$(ls "$TMPD/seeds" | wc -l)" "$(($(ls "$GPUBPF_ROOT/tests/fuzz/corpus" | wc -l) + 3))"
 
 rc=0
-(cd "$TMPD" && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+(cd "$TMPD" && GPUBPF_FUZZ_TMPDIR="$TMPD" \
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	"$FUZZ" -max_total_time="$secs" -timeout=60 -rss_limit_mb=2048 \
 	-dict="$GPUBPF_ROOT/tests/fuzz/trace.dict" -artifact_prefix="$TMPD/art/" \
 	-print_final_stats=1 new seeds) >"$TMPD/fuzz.log" 2>&1 || rc=$?

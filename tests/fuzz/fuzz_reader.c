@@ -32,7 +32,7 @@
 
 static int in_fd = -1;
 static char in_path[64];
-static char out_dir[64], out_path[128];
+static char out_dir[4096], out_path[4200];
 
 static void cleanup(void)
 {
@@ -48,8 +48,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		exit(1);
 	}
 	snprintf(in_path, sizeof(in_path), "/proc/self/fd/%d", in_fd);
-	snprintf(out_dir, sizeof(out_dir), "%s/gpubpf-fuzz.XXXXXX",
-		 access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm");
+	/* merge's output: $GPUBPF_FUZZ_TMPDIR (t0710's own, removed after a
+	 * crash too), else /dev/shm (no disk for its fsync) */
+	const char *tmp = getenv("GPUBPF_FUZZ_TMPDIR");
+
+	if (!tmp || !*tmp)
+		tmp = access("/dev/shm", W_OK) ? "/tmp" : "/dev/shm";
+	snprintf(out_dir, sizeof(out_dir), "%.4000s/gpubpf-fuzz.XXXXXX", tmp);
 	if (!mkdtemp(out_dir)) {
 		perror("mkdtemp");
 		exit(1);
