@@ -168,3 +168,42 @@ $(BENCH_DIR)/gpuwork: bench/gpuwork.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -o $@ $< -ldl
 # end of benchmarks ----------------------------------------------------------
+
+# sanitizers -----------------------------------------------------------------
+# `make asan`: gpubpf built with AddressSanitizer and UndefinedBehaviorSanitizer
+# (build/asan/gpubpf) and a libFuzzer target for the trace readers
+# (build/fuzz/fuzz_reader), each from its own objects so normal builds never
+# get sanitized ones.  clang for both: libFuzzer is clang's (libclang-rt-dev).
+# `make test` builds them; tests t0700 and t0710 run them.
+SAN_CC     ?= $(CLANG)
+SAN_FLAGS  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+              -fno-sanitize-recover=all
+SAN_CFLAGS := $(filter-out -O2,$(CFLAGS)) $(SAN_FLAGS)
+ASAN_DIR   := $(BUILD)/asan
+FUZZ_DIR   := $(BUILD)/fuzz
+ASAN_OBJS  := $(patsubst user/%.c,$(ASAN_DIR)/user/%.o,$(USER_SRCS))
+FUZZ_OBJS  := $(patsubst user/%.c,$(FUZZ_DIR)/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
+
+.PHONY: asan
+asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(FUZZ_DIR)/fuzz_reader
+test: asan
+
+$(ASAN_DIR)/user/%.o: user/%.c user/*.h bpf/gpubpf.h cupti/gpu_activity.h $(SKELS)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(SAN_CFLAGS) -c $< -o $@
+
+$(ASAN_DIR)/gpubpf: $(ASAN_OBJS)
+	$(SAN_CC) $(SAN_CFLAGS) -o $@ $^ $(LDLIBS)
+
+# record looks for the injection library beside its binary
+$(ASAN_DIR)/libgpubpf_cupti.so: $(CUPTI_LIB)
+	@mkdir -p $(@D)
+	ln -sf ../$(notdir $(CUPTI_LIB)) $@
+
+$(FUZZ_DIR)/user/%.o: user/%.c user/*.h bpf/gpubpf.h cupti/gpu_activity.h $(SKELS)
+	@mkdir -p $(@D)
+	$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+$(FUZZ_DIR)/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_OBJS)
+	$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+# end of sanitizers ----------------------------------------------------------

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 pkgs=(
-	clang llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
+	clang libclang-rt-dev llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
 	libcjson-dev pkg-config make gcc g++ systemtap-sdt-dev python3 iproute2 openssh-server
 	openssh-client procps pdsh
 )

@@ -20,7 +20,8 @@ GPUBPF_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 export GPUBPF_ROOT
 export LC_ALL=C
 
-GPUBPF="$GPUBPF_ROOT/build/gpubpf"
+# GPUBPF_TEST_BIN runs the tests against another build (t0700: build/asan/gpubpf)
+GPUBPF="${GPUBPF_TEST_BIN:-$GPUBPF_ROOT/build/gpubpf}"
 SIMLIB="$GPUBPF_ROOT/build/sim"
 STUBLIB="${CUDA_HOME:-/usr/local/cuda}/lib64/stubs"
 TESTBIN="$GPUBPF_ROOT/build/tests"

@@ -49,6 +49,14 @@
 #define MAX_TRACES 400                  /* 400 * 10^7 < 2^32: pids stay uint32 */
 #define ID_SHIFT 40
 #define DEFAULT_WINDOW 4096
+#define DEFAULT_WINDOW_BYTES (64ULL << 20)
+/*
+ * |ts| at most, after the clock shift (73 years of ns): differences of
+ * two such times, and their differences (the skew estimate), fit int64.
+ */
+#define MAX_TS_NS ((1LL << 61) - 1)
+#define MAX_SHIFT_NS (1LL << 62)
+#define OB_DIRECT 65536                 /* pieces this large skip the buffer */
 #define KEY_META INT64_MIN              /* sort key of metadata events */
 
 /* An event waiting in an input's reorder window. */
@@ -67,6 +75,7 @@ struct input {
 	int64_t shift_ns;               /* added to every ts */
 	struct slot *win;               /* min-heap */
 	size_t nwin;
+	uint64_t win_bytes;             /* text held in win */
 	uint64_t seq;
 	bool eof;
 };
@@ -85,7 +94,8 @@ struct merge {
 	const char *output;
 	char outbuf[64];
 	bool align;
-	size_t window;
+	size_t window;                  /* events per input */
+	uint64_t window_bytes;          /* bytes of events per input */
 	int quiet;
 
 	struct ident *ids;
@@ -121,6 +131,9 @@ static const char usage[] =
 "      --reorder-window N    events held per input to put a slightly unsorted\n"
 "                            input in order (default 4096); an input more out\n"
 "                            of order than that is refused\n"
+"      --reorder-window-bytes SIZE\n"
+"                            and at most SIZE bytes of events per input (K, M,\n"
+"                            G suffixes; default 64M; one event is always held)\n"
 "  -q, --quiet               no summary on stderr\n"
 "  -h, --help                this help\n"
 "\n"
@@ -129,10 +142,22 @@ static const char usage[] =
 "  gpubpf merge --align-collectives -o job.json.gz traces/*.json.gz\n"
 "\n"
 "All traces must come from the same gpubpf major.minor version.  Exit\n"
-"status 1, and no output written, when an input is unreadable or not a\n"
-"gpubpf trace.\n";
+"status 1, and no output written, when an input is unreadable, not a\n"
+"gpubpf trace, holds an event over 256 MiB or a \"ts\" that is not a time\n"
+"(1e400).  Invalid UTF-8 in an input's strings becomes U+FFFD.\n";
 
 /* --- pid/tid mapping ---------------------------------------------------- */
+
+/* ts + shift, if within +-MAX_TS_NS (differences of such times fit). */
+static int shift_ts(int64_t ts, int64_t shift, int64_t *out)
+{
+	int64_t v;
+
+	if (__builtin_add_overflow(ts, shift, &v) || v < -MAX_TS_NS || v > MAX_TS_NS)
+		return -ERANGE;
+	*out = v;
+	return 0;
+}
 
 static uint64_t hash_id(uint32_t host, int64_t v)
 {
@@ -191,19 +216,48 @@ static struct ident *ident_get(struct merge *m, uint32_t host, int64_t v)
 
 /* --- output ------------------------------------------------------------- */
 
+static int ob_flush(struct merge *m);
+
+/*
+ * Make room for n more bytes in the event being written: grow the buffer
+ * up to OB_DIRECT, beyond that flush it first.  Returns 1 when there is
+ * room, 0 when p was written straight to the sink (pieces of OB_DIRECT or
+ * more, a huge "args"), or -errno.  So memory does not grow with an
+ * event's size.
+ */
+static __attribute__((noinline)) int ob_room(struct merge *m, const void *p, size_t n)
+{
+	size_t cap = m->obcap ? m->obcap : 4096;
+	char *b;
+
+	if (m->oblen + n > OB_DIRECT) {
+		int ret = ob_flush(m);
+
+		if (ret)
+			return ret;
+		if (n >= OB_DIRECT)
+			return sink_write(&m->sink, p, n);
+		if (m->obcap >= n)
+			return 1;
+	}
+	while (cap - m->oblen < n)
+		cap *= 2;
+	b = realloc(m->ob, cap);
+	if (!b)
+		return -ENOMEM;
+	m->ob = b;
+	m->obcap = cap;
+	return 1;
+}
+
+/* Append to the event being written. */
 static int ob_put(struct merge *m, const void *p, size_t n)
 {
 	if (m->obcap - m->oblen < n) {
-		size_t cap = m->obcap ? m->obcap : 4096;
-		char *b;
+		int ret = ob_room(m, p, n);
 
-		while (cap - m->oblen < n)
-			cap *= 2;
-		b = realloc(m->ob, cap);
-		if (!b)
-			return -ENOMEM;
-		m->ob = b;
-		m->obcap = cap;
+		if (ret <= 0)
+			return ret;
 	}
 	memcpy(m->ob + m->oblen, p, n);
 	m->oblen += n;
@@ -295,7 +349,8 @@ static void jw_cjson(struct jw *jw, const cJSON *v)
 	} else if (cJSON_IsNumber(v)) {
 		double d = v->valuedouble;
 
-		if (d == (double)(int64_t)d && d > -9007199254740992.0 && d < 9007199254740992.0)
+		/* the range first: converting 1e300 to an integer is undefined */
+		if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(int64_t)d)
 			jw_int(jw, (int64_t)d);
 		else
 			jw_double(jw, d);
@@ -422,7 +477,10 @@ static int write_event(struct merge *m, int h, const struct tr_event *ev)
 			}
 			ret = ob_i64(m, id->nv);
 		} else if (i == (uint32_t)ev->key[TRK_TS] && ev->has_ts) {
-			ret = ob_us(m, ev->ts_ns + in->shift_ns);
+			int64_t ts = 0;
+
+			shift_ts(ev->ts_ns, in->shift_ns, &ts);    /* checked in refill */
+			ret = ob_us(m, ts);
 		} else if ((i == (uint32_t)ev->key[TRK_ID] || i == (uint32_t)ev->key[TRK_BIND_ID]) &&
 			   h > 0) {
 			ret = write_id(m, h, v, vlen);
@@ -657,6 +715,7 @@ static struct slot win_pop(struct input *in)
 	struct slot top = in->win[0], last = in->win[--in->nwin];
 	size_t i = 0, n = in->nwin;
 
+	in->win_bytes -= top.ev->len;
 	for (;;) {
 		size_t c = 2 * i + 1;
 
@@ -674,17 +733,21 @@ static struct slot win_pop(struct input *in)
 	return top;
 }
 
-/* Read until the window is full or the input ends.  0 or -errno. */
+/*
+ * Read until the window is full (m->window events, or m->window_bytes of
+ * their text; one event at least) or the input ends.  0 or -errno.
+ */
 static int refill(struct merge *m, struct input *in)
 {
-	while (!in->eof && in->nwin < m->window) {
+	while (!in->eof && in->nwin < m->window &&
+	       (!in->nwin || in->win_bytes < m->window_bytes)) {
 		struct tr_event *ev;
 		struct slot s;
 		int ret = trace_reader_next(&in->r, &ev);
 
 		if (ret < 0) {
 			fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
-			return ret;
+			return -EINVAL;         /* reported */
 		}
 		if (ret == 0) {
 			in->eof = true;
@@ -692,10 +755,16 @@ static int refill(struct merge *m, struct input *in)
 		}
 		s.ev = ev;
 		s.seq = in->seq++;
+		if (ev->has_ts && shift_ts(ev->ts_ns, in->shift_ns, &s.key)) {
+			fprintf(stderr, "gpubpf: %s: \"ts\" of the event at line %llu is out of range once moved to %s's clock (%+.3f us)\n",
+				in->path, (unsigned long long)ev->line, m->in[0].label,
+				in->shift_ns / 1e3);
+			free(ev);
+			return -EINVAL;
+		}
 		if (!ev->has_ts || tr_event_str_is(ev, ev->key[TRK_PH], "M"))
 			s.key = KEY_META;
-		else
-			s.key = ev->ts_ns + in->shift_ns;
+		in->win_bytes += ev->len;
 		win_push(in, s);
 	}
 	return 0;
@@ -754,9 +823,9 @@ static int merge_events(struct merge *m)
 		if (s.key != KEY_META) {
 			if (s.key < m->last_key) {
 				fprintf(stderr,
-					"gpubpf: %s: events out of time order beyond the reorder window (line %llu, ts %.3f us, after %.3f us); use a larger --reorder-window\n",
+					"gpubpf: %s: events out of time order beyond the reorder window (line %llu, ts %.3f us, after %.3f us); use a larger --reorder-window or --reorder-window-bytes\n",
 					in->path, (unsigned long long)s.ev->line,
-					s.ev->ts_ns / 1e3, (m->last_key - in->shift_ns) / 1e3);
+					s.ev->ts_ns / 1e3, ((double)m->last_key - in->shift_ns) / 1e3);
 				free(s.ev);
 				return -EINVAL;
 			}
@@ -788,6 +857,7 @@ static int align_pass(struct merge *m)
 {
 	struct align_names names = {};
 	struct align_set *sets;
+	bool reported = false;
 	int ret = 0, err = 0;
 
 	sets = calloc(m->nin, sizeof(*sets));
@@ -805,10 +875,19 @@ static int align_pass(struct merge *m)
 			    tr_event_str_is(ev, ev->key[TRK_CAT], "nccl") &&
 			    tr_event_str_is(ev, ev->key[TRK_PH], "X")) {
 				const struct tr_span *v = &ev->m[n].val;
+				int64_t end;
 
+				if (shift_ts(ev->ts_ns, ev->dur_ns, &end) ||
+				    shift_ts(end, in->clock_shift_ns, &end)) {
+					fprintf(stderr, "gpubpf: %s: the end of the event at line %llu is out of range once moved to %s's clock\n",
+						in->path, (unsigned long long)ev->line, m->in[0].label);
+					free(ev);
+					ret = -EINVAL;
+					reported = true;
+					break;
+				}
 				err = align_intern(&names, ev->text + v->off, v->len, &id) ?:
-				      align_add(&sets[i], id, ev->ts_ns + ev->dur_ns +
-						in->clock_shift_ns);
+				      align_add(&sets[i], id, end);
 			}
 			free(ev);
 			if (err) {
@@ -816,6 +895,8 @@ static int align_pass(struct merge *m)
 				break;
 			}
 		}
+		if (reported)
+			break;
 		if (ret == 0)
 			ret = trace_reader_rewind(&in->r);
 		if (ret < 0 && ret != -ENOMEM)
@@ -915,11 +996,45 @@ static int open_inputs(struct merge *m)
 				in->path, in->r.version, m->in[0].path, m->in[0].r.version);
 			return -EINVAL;
 		}
-		in->clock_shift_ns = in->r.realtime_offset_ns - m->in[0].r.realtime_offset_ns;
+		if (__builtin_sub_overflow(in->r.realtime_offset_ns, m->in[0].r.realtime_offset_ns,
+					   &in->clock_shift_ns) ||
+		    in->clock_shift_ns < -MAX_SHIFT_NS || in->clock_shift_ns > MAX_SHIFT_NS) {
+			fprintf(stderr, "gpubpf: %s: realtime_offset_ns %" PRId64 " is too far from %s's (%" PRId64 ")\n",
+				in->path, in->r.realtime_offset_ns, m->in[0].path,
+				m->in[0].r.realtime_offset_ns);
+			return -EINVAL;
+		}
 		in->shift_ns = in->clock_shift_ns;
 	}
 	make_labels(m);
 	m->next_big = m->nin * PID_STRIDE;
+	return 0;
+}
+
+/* "64M" -> 67108864: bytes with an optional K, M, G or T (powers of 1024). */
+static int parse_size(const char *s, uint64_t *v)
+{
+	unsigned long long x;
+	char *end;
+	int shift = 0;
+
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	x = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': shift = 10; end++; break;
+	case 'M': case 'm': shift = 20; end++; break;
+	case 'G': case 'g': shift = 30; end++; break;
+	case 'T': case 't': shift = 40; end++; break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end || !x || x > (1ULL << 40) >> shift)
+		return -EINVAL;
+	*v = (uint64_t)x << shift;
 	return 0;
 }
 
@@ -929,6 +1044,7 @@ static int parse_args(struct merge *m, int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "align-collectives", no_argument, NULL, 'A' },
 		{ "reorder-window", required_argument, NULL, 'W' },
+		{ "reorder-window-bytes", required_argument, NULL, 'B' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -937,6 +1053,7 @@ static int parse_args(struct merge *m, int argc, char **argv)
 	int c;
 
 	m->window = DEFAULT_WINDOW;
+	m->window_bytes = DEFAULT_WINDOW_BYTES;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
@@ -952,6 +1069,13 @@ static int parse_args(struct merge *m, int argc, char **argv)
 			m->window = strtoul(optarg, &end, 10);
 			if (errno || *end || !m->window || m->window > (1u << 24)) {
 				fprintf(stderr, "gpubpf: invalid reorder window '%s' (1 to 16777216 events)\n",
+					optarg);
+				return -1;
+			}
+			break;
+		case 'B':
+			if (parse_size(optarg, &m->window_bytes)) {
+				fprintf(stderr, "gpubpf: invalid reorder window size '%s' (1 to 1T bytes, K, M, G, T suffixes)\n",
 					optarg);
 				return -1;
 			}

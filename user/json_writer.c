@@ -221,12 +221,7 @@ int jw_arr_end(struct jw *jw)
 	return close_container(jw, 0, ']');
 }
 
-/*
- * Length of the well-formed UTF-8 sequence at s (2..4), or 0 when it is
- * not one; then *bad is the length of its maximal valid prefix (at least
- * 1), which is replaced by one U+FFFD as Unicode recommends.
- */
-static size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
+size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
 {
 	unsigned char c = s[0], lo = 0x80, hi = 0xbf;
 	size_t need, k;

@@ -85,4 +85,14 @@ int jw_null(struct jw *jw);
 /* A string "0x..." in lowercase hex: 0 -> "0x0". */
 int jw_hex(struct jw *jw, uint64_t v);
 
+/*
+ * Length of the well-formed UTF-8 sequence at s (a byte >= 0x80, n bytes
+ * available): 2..4, or 0 when it is not one; then *bad is the length of
+ * its maximal valid prefix (at least 1), which is replaced by one U+FFFD
+ * as Unicode recommends.  Overlong forms, surrogates and code points above
+ * U+10FFFF are not well-formed.  Every writer and reader checks UTF-8
+ * with this one function.
+ */
+size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad);
+
 #endif

@@ -409,7 +409,8 @@ static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_o
 			api[napi++] = i;
 	sort_model = m;
 	qsort(api, napi, sizeof(*api), cmp_api_index);
-	qsort(m->corrs, m->ncorrs, sizeof(*m->corrs), cmp_corr);
+	if (m->ncorrs)  /* m->corrs is NULL without correlations */
+		qsort(m->corrs, m->ncorrs, sizeof(*m->corrs), cmp_corr);
 	for (size_t k = 0; k < m->ncorrs; k++) {
 		const struct model_corr *c = &m->corrs[k];
 		struct model_event *e;

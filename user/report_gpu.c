@@ -445,7 +445,8 @@ int report_gpu(const struct rt_table *t, struct report *r)
 		}
 		if (hotspots(t, rp, syncs, ns, idle))
 			goto out;
-		qsort(rp->hot, rp->nhot, sizeof(*rp->hot), cmp_hot);
+		if (rp->nhot)   /* rp->hot is NULL without hotspots */
+			qsort(rp->hot, rp->nhot, sizeof(*rp->hot), cmp_hot);
 		/* kernels only, by stream */
 		{
 			size_t k = 0;

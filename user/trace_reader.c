@@ -16,10 +16,12 @@
 #include <zlib.h>
 #include <cjson/cJSON.h>
 
+#include "json_writer.h"
 #include "trace_reader.h"
 
 #define TR_BUFSZ (1u << 20)
 #define TR_MAX_VALUE (256u << 20)       /* one event (or the header) at most */
+#define TR_MAX_BUF (TR_MAX_VALUE + TR_BUFSZ)    /* the buffer at most */
 #define TR_MAX_DEPTH 512
 
 enum { SC_OK, SC_MORE, SC_BAD };
@@ -29,6 +31,7 @@ struct scan {
 	const char *err_at;
 	const char *what;               /* why SC_BAD */
 	bool ws;                        /* whitespace seen between tokens */
+	bool bad_utf8;                  /* a string holds invalid UTF-8 */
 	int depth;
 };
 
@@ -55,9 +58,9 @@ static inline void skip_ws(struct scan *s)
 	s->p = p;
 }
 
-/* Bytes that end the fast path inside a string: '"', '\\', controls. */
+/* Bytes that end the fast path inside a string: '"', '\\', controls, non-ASCII. */
 static const unsigned char str_stop[256] = {
-	[0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1,
+	[0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
 };
 
 static int hexval(char c)
@@ -71,10 +74,27 @@ static int hexval(char c)
 	return -1;
 }
 
-/* At '"'. */
-static int scan_string(struct scan *s)
+/*
+ * The UTF-8 sequence at p (a byte >= 0x80): its length, or of the
+ * ill-formed bytes to skip (then s->bad_utf8 is set), or 0 when it runs
+ * past the data (more may complete it).
+ */
+static size_t scan_utf8(struct scan *s, const char *p, const char *end)
 {
-	const char *p = s->p + 1, *end = s->end;
+	size_t bad_len, n = utf8_seq((const unsigned char *)p, end - p, &bad_len);
+
+	if (n)
+		return n;
+	if (p + bad_len >= end)
+		return 0;
+	s->bad_utf8 = true;
+	return bad_len;
+}
+
+/* The rest of a string from p, after a byte of str_stop that is not '"'. */
+static __attribute__((noinline)) int scan_string_from(struct scan *s, const char *p)
+{
+	const char *end = s->end;
 
 	for (;;) {
 		while (p < end && !str_stop[(unsigned char)*p])
@@ -84,6 +104,14 @@ static int scan_string(struct scan *s)
 		if (*p == '"') {
 			s->p = p + 1;
 			return SC_OK;
+		}
+		if ((unsigned char)*p >= 0x80) {
+			size_t n = scan_utf8(s, p, end);
+
+			if (!n)
+				return SC_MORE;
+			p += n;
+			continue;
 		}
 		if ((unsigned char)*p < 0x20)
 			return bad(s, p, "control character in a string");
@@ -107,6 +135,20 @@ static int scan_string(struct scan *s)
 			return bad(s, p, "invalid escape in a string");
 		}
 	}
+}
+
+/* At '"'.  Plain ASCII stays in this loop; the rest goes out of line. */
+static int scan_string(struct scan *s)
+{
+	const char *p = s->p + 1, *end = s->end;
+
+	while (p < end && !str_stop[(unsigned char)*p])
+		p++;
+	if (p < end && *p == '"') {
+		s->p = p + 1;
+		return SC_OK;
+	}
+	return scan_string_from(s, p);
 }
 
 static inline bool is_digit(char c)
@@ -355,7 +397,7 @@ int tr_parse_us_ns(const char *s, size_t len, int64_t *ns)
 		memcpy(buf, s, len);
 		buf[len] = '\0';
 		d = strtod(buf, NULL) * 1000.0;
-		if (!(d > -9.2e18 && d < 9.2e18))
+		if (!(d >= -9e18 && d <= 9e18))
 			return -EINVAL;
 		*ns = (int64_t)d;
 		return 0;
@@ -379,7 +421,7 @@ int tr_parse_us_ns(const char *s, size_t len, int64_t *ns)
 				fd++;
 			}
 	}
-	if (p != end)
+	if (p != end || us > 9000000000000000ULL)
 		return -EINVAL;
 	for (; fd < 3; fd++)
 		frac *= 10;
@@ -408,6 +450,16 @@ static int set_msg(struct trace_reader *r, int err, const char *fmt, ...)
 	return err;
 }
 
+/* The value at buf[start] is over TR_MAX_VALUE. */
+static int too_big(struct trace_reader *r)
+{
+	if (r->state == TR_EVENTS)
+		return set_msg(r, -EFBIG, "the event at line %llu is over %u MiB (the most one event may hold)",
+			       (unsigned long long)r->line, TR_MAX_VALUE >> 20);
+	return set_msg(r, -EFBIG, "a JSON value at line %llu is over %u MiB",
+		       (unsigned long long)r->line, TR_MAX_VALUE >> 20);
+}
+
 /* Read more data; returns bytes added, 0 at end of file, or -errno. */
 static int fill(struct trace_reader *r)
 {
@@ -421,13 +473,21 @@ static int fill(struct trace_reader *r)
 		r->end -= r->start;
 		r->start = 0;
 	}
+	if (r->cap > TR_BUFSZ && r->end < TR_BUFSZ / 2) {
+		/* back to the usual size after a large value */
+		char *b = realloc(r->buf, TR_BUFSZ + 1);
+
+		if (b) {
+			r->buf = b;
+			r->cap = TR_BUFSZ;
+		}
+	}
 	if (r->end == r->cap) {
-		size_t cap = r->cap * 2;
+		size_t cap = r->cap * 2 < TR_MAX_BUF ? r->cap * 2 : TR_MAX_BUF;
 		char *b;
 
-		if (cap > TR_MAX_VALUE * 2ULL)
-			return set_msg(r, -EFBIG, "a JSON value over %u MiB at line %llu",
-				       TR_MAX_VALUE >> 20, (unsigned long long)r->line);
+		if (r->cap >= TR_MAX_BUF)
+			return too_big(r);
 		b = realloc(r->buf, cap + 1);
 		if (!b)
 			return set_msg(r, -ENOMEM, "out of memory");
@@ -536,7 +596,7 @@ static int peek(struct trace_reader *r)
  * -errno with the message set.
  */
 static int scan_at(struct trace_reader *r, bool members, uint32_t *nmembers,
-		   bool *ws, size_t *voff, size_t *vlen)
+		   struct scan *out, size_t *voff, size_t *vlen)
 {
 	for (;;) {
 		struct scan s = {
@@ -556,15 +616,16 @@ static int scan_at(struct trace_reader *r, bool members, uint32_t *nmembers,
 		if (ret == SC_OK) {
 			*voff = r->start;
 			*vlen = s.p - (r->buf + r->start);
-			if (ws)
-				*ws = s.ws;
+			if (*vlen > TR_MAX_VALUE)
+				return too_big(r);
+			if (out)
+				*out = s;
 			return 0;
 		}
 		if (ret == SC_BAD)
 			return scan_failed(r, &s);
 		if (r->end - r->start > TR_MAX_VALUE)
-			return set_msg(r, -EFBIG, "a JSON value over %u MiB at line %llu",
-				       TR_MAX_VALUE >> 20, (unsigned long long)r->line);
+			return too_big(r);
 		n = fill(r);
 		if (n < 0)
 			return n;
@@ -639,11 +700,12 @@ static int parse_meta(struct trace_reader *r, const char *text, size_t len)
 	v = member(r->meta, "host");
 	if (cJSON_IsString(v))
 		snprintf(r->host, sizeof(r->host), "%s", v->valuestring);
+	/* counts: ignored unless they fit (converting 1e30 is undefined) */
 	v = member(r->meta, "events");
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0)
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 0x1p64)
 		r->events = (uint64_t)v->valuedouble;
 	v = member(r->meta, "dropped_total");
-	if (cJSON_IsNumber(v) && v->valuedouble >= 0)
+	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 0x1p64)
 		r->dropped_total = (uint64_t)v->valuedouble;
 
 	/* the offset is ~1.8e18 ns: read its text, a double would round it */
@@ -795,13 +857,88 @@ static int key_index(const char *k, uint32_t len)
 	return -1;
 }
 
+/* Length of text (len bytes) once invalid UTF-8 is replaced by U+FFFD. */
+static size_t utf8_fixed_len(const char *text, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t i = 0, n = 0, k, bad;
+
+	while (i < len) {
+		if (p[i] < 0x80) {
+			i++;
+			n++;
+		} else if ((k = utf8_seq(p + i, len - i, &bad))) {
+			i += k;
+			n += k;
+		} else {
+			i += bad;
+			n += 3;
+		}
+	}
+	return n;
+}
+
+/*
+ * Copy text to out replacing each invalid UTF-8 sequence by U+FFFD.  Bytes
+ * >= 0x80 only occur inside strings (the grammar was checked), so the
+ * result is the same JSON with valid strings.
+ */
+static void utf8_fix(char *out, const char *text, size_t len)
+{
+	const unsigned char *p = (const unsigned char *)text;
+	size_t i = 0, k, bad;
+
+	while (i < len) {
+		if (p[i] < 0x80) {
+			*out++ = p[i++];
+		} else if ((k = utf8_seq(p + i, len - i, &bad))) {
+			memcpy(out, p + i, k);
+			out += k;
+			i += k;
+		} else {
+			memcpy(out, "\xef\xbf\xbd", 3);
+			out += 3;
+			i += bad;
+		}
+	}
+}
+
+/*
+ * "ts" or "dur" of ev: absent is fine, anything but a number of
+ * microseconds within +-9e15 (285 years) is an error: it could not be
+ * moved to another clock, nor compared.
+ */
+static int read_time(struct trace_reader *r, const struct tr_event *ev, int key,
+		     const char *name, bool *has, int64_t *ns)
+{
+	const struct tr_span *v;
+	const char *p;
+
+	*has = false;
+	*ns = 0;
+	if (ev->key[key] < 0)
+		return 0;
+	v = &ev->m[ev->key[key]].val;
+	p = ev->text + v->off;
+	if (*p != '-' && !is_digit(*p))
+		return set_msg(r, -EINVAL, "\"%s\" of the event at line %llu is not a number",
+			       name, (unsigned long long)ev->line);
+	if (tr_parse_us_ns(p, v->len, ns))
+		return set_msg(r, -EINVAL,
+			       "\"%s\" of the event at line %llu is out of range (%.*s%s; at most 9e15 us)",
+			       name, (unsigned long long)ev->line, v->len > 40 ? 40 : (int)v->len, p,
+			       v->len > 40 ? "..." : "");
+	*has = true;
+	return 0;
+}
+
 int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 {
 	struct tr_event *ev;
 	uint64_t line;
-	size_t off, len;
+	size_t off, len, tlen;
 	uint32_t nm = 0;
-	bool ws = false;
+	struct scan sc;
 	int c, ret;
 
 	*evp = NULL;
@@ -833,19 +970,36 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 	}
 	r->first = false;
 	line = r->line;
-	ret = scan_at(r, true, &nm, &ws, &off, &len);
+	ret = scan_at(r, true, &nm, &sc, &off, &len);
 	if (ret)
 		return ret;
-	ev = malloc(sizeof(*ev) + nm * sizeof(*ev->m) + len + 1);
+	tlen = sc.bad_utf8 ? utf8_fixed_len(r->buf + off, len) : len;
+	if (tlen > TR_MAX_VALUE)
+		return too_big(r);
+	ev = malloc(sizeof(*ev) + nm * sizeof(*ev->m) + tlen + 1);
 	if (!ev)
 		return set_msg(r, -ENOMEM, "out of memory");
 	ev->m = (struct tr_member *)(ev + 1);
 	ev->text = (char *)(ev->m + nm);
-	memcpy(ev->text, r->buf + off, len);
-	ev->text[len] = '\0';
-	ev->len = len;
+	if (sc.bad_utf8) {
+		/* the members move: find them again in the repaired text */
+		struct scan s2 = { .p = ev->text, .end = ev->text + tlen };
+		uint32_t nm2 = 0;
+
+		utf8_fix(ev->text, r->buf + off, len);
+		ev->text[tlen] = '\0';
+		if (scan_object(&s2, r, ev->text, &nm2) != SC_OK || nm2 != nm) {
+			free(ev);
+			return set_msg(r, -EINVAL, "cannot repair the UTF-8 of the event at line %llu",
+				       (unsigned long long)line);
+		}
+	} else {
+		memcpy(ev->text, r->buf + off, len);
+		ev->text[len] = '\0';
+	}
+	ev->len = tlen;
 	ev->nmembers = nm;
-	ev->ws = ws;
+	ev->ws = sc.ws;
 	ev->line = line;
 	ev->has_ts = ev->has_dur = false;
 	ev->ts_ns = ev->dur_ns = 0;
@@ -858,15 +1012,11 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 		if (k >= 0 && ev->key[k] < 0 && i < INT16_MAX)
 			ev->key[k] = i;
 	}
-	if (ev->key[TRK_TS] >= 0) {
-		const struct tr_span *v = &ev->m[ev->key[TRK_TS]].val;
-
-		ev->has_ts = !tr_parse_us_ns(ev->text + v->off, v->len, &ev->ts_ns);
-	}
-	if (ev->key[TRK_DUR] >= 0) {
-		const struct tr_span *v = &ev->m[ev->key[TRK_DUR]].val;
-
-		ev->has_dur = !tr_parse_us_ns(ev->text + v->off, v->len, &ev->dur_ns);
+	ret = read_time(r, ev, TRK_TS, "ts", &ev->has_ts, &ev->ts_ns) ?:
+	      read_time(r, ev, TRK_DUR, "dur", &ev->has_dur, &ev->dur_ns);
+	if (ret) {
+		free(ev);
+		return ret;
 	}
 	consume(r, r->buf + off + len);
 	r->nevents++;

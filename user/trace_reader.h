@@ -8,7 +8,9 @@
  *
  * Every byte is checked against the JSON grammar (strings, numbers,
  * literals, nesting), so an event handed out is valid JSON and can be
- * copied to an output as it is.  The top-level members of each event are
+ * copied to an output as it is; ill-formed UTF-8 inside its strings is
+ * replaced by U+FFFD (one per maximal ill-formed sequence, as the JSON
+ * writer does), so it is valid UTF-8 too.  The top-level members of each event are
  * located (key and value spans into its text) and "ts"/"dur" are read
  * from their text exactly, as integer nanoseconds: a double would lose
  * nanoseconds past 2^53 ns (104 days of uptime).  cJSON parses the small
@@ -65,7 +67,7 @@ struct tr_event {
 	uint32_t nmembers;
 	struct tr_member *m;
 	int16_t key[TRK_NKEYS];         /* member index per enum tr_key, or -1 */
-	bool has_ts, has_dur;           /* "ts"/"dur" present and numeric */
+	bool has_ts, has_dur;           /* "ts"/"dur" present (then numeric, in range) */
 	bool ws;                        /* whitespace outside strings inside */
 	int64_t ts_ns, dur_ns;          /* exact, from the text */
 	uint64_t line;                  /* line of the event's first byte */
@@ -112,7 +114,9 @@ int trace_reader_open(struct trace_reader *r, const char *path);
  * Returns 1 with an event, 0 at the end of the array (the rest of the
  * file is checked: nothing but closing JSON may follow), -errno on error
  * with the message set (line numbers included): invalid JSON, an element
- * that is not an object, a truncated file, an event over 256 MiB.
+ * that is not an object, a truncated file, an event over 256 MiB (of its
+ * text as read, and once its UTF-8 is repaired), a "ts" or "dur" that is
+ * not a number of microseconds within +-9e15 (1e400, a string, null).
  */
 int trace_reader_next(struct trace_reader *r, struct tr_event **ev);
 
@@ -141,7 +145,7 @@ bool tr_event_str_is(const struct tr_event *ev, int i, const char *s);
  * A JSON number's text (len bytes, not NUL-terminated) read as integer
  * nanoseconds from microseconds: "1234.5678" -> 1234567 (digits past the
  * third decimal are truncated; exponents go through a double).  Returns
- * 0 or -EINVAL (not a number, or out of range).
+ * 0 or -EINVAL (not a number, or beyond +-9e15 us, i.e. +-9e18 ns).
  */
 int tr_parse_us_ns(const char *s, size_t len, int64_t *ns);
 

@@ -33,6 +33,16 @@ static void test_numbers(void)
 	ok(!tr_parse_us_ns("8999999999999.999", 17, &v) && v == 8999999999999999LL,
 	   "past 2^53 ns exactly");
 	ok(tr_parse_us_ns("\"1\"", 3, &v) == -EINVAL, "a string is not a time");
+	ok(!tr_parse_us_ns("9000000000000000", 16, &v) && v == 9000000000000000000LL,
+	   "9e15 us is the largest time");
+	ok(!tr_parse_us_ns("-9000000000000000.999", 21, &v) && v == -9000000000000000999LL,
+	   "... and its negative, with decimals");
+	ok(tr_parse_us_ns("9000000000000001", 16, &v) == -EINVAL, "9e15 + 1 us is out of range");
+	ok(tr_parse_us_ns("99999999999999999999", 20, &v) == -EINVAL, "20 digits are out of range");
+	ok(tr_parse_us_ns("1e400", 5, &v) == -EINVAL, "1e400 is out of range");
+	ok(tr_parse_us_ns("-1e400", 6, &v) == -EINVAL, "-1e400 is out of range");
+	ok(tr_parse_us_ns("9e15", 4, &v) == 0 && v == 9000000000000000000LL, "9e15 with an exponent");
+	ok(tr_parse_us_ns("1e-400", 6, &v) == 0 && v == 0, "1e-400 is 0");
 	ok(!tr_parse_int("1795996760333557281", 19, &v) && v == 1795996760333557281LL,
 	   "64-bit integer exact");
 	ok(tr_parse_int("1.0", 3, &v) == -EINVAL, "1.0 is not an integer");
