@@ -154,7 +154,9 @@ $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
 $(BENCH_DIR)/pysym_bench: bench/pysym_bench.c $(LIB_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Launches 0-us kernels (and graphs of them) on the simulated driver.
+# Launches 0-us kernels (and graphs of them) on the simulated driver; the
+# tests run bench section 4 with it (tests/t0910-bench-gpu-section.sh).
+test-bins: $(BENCH_DIR)/gpuwork
 $(BENCH_DIR)/gpuwork: bench/gpuwork.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -o $@ $< -ldl
