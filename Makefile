@@ -1,5 +1,8 @@
 # gpubpf — top-level build.  `make` builds everything into build/;
-# `make test`, `make bench`, `make demo` run after installing what they need.
+# `make test`, `make bench`, `make demo` build what they run first.  The
+# Debian packages needed are installed by an explicit step,
+# `bash scripts/install-deps.sh` (or `make deps` where make is installed);
+# a build only checks, once, that they are there.
 
 VERSION    := 0.1.0
 BUILD      := build
@@ -39,13 +42,18 @@ CUPTI_SRCS := $(wildcard cupti/*.c)
 CUPTI_LIB  := $(BUILD)/libgpubpf_cupti.so
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps test-bins test bench demo install clean
+.PHONY: all deps test-bins test fresh-test bench demo install clean
 all: $(BUILD)/gpubpf $(CUPTI_LIB) $(SIM_LIB)
 test-bins: $(UNIT_BINS) $(TEST_BINS)
 
 # Install build and test dependencies (idempotent; fast when present).
-deps $(DEPS_STAMP): scripts/install-deps.sh
+deps:
 	@bash scripts/install-deps.sh
+	@mkdir -p $(BUILD) && touch $(DEPS_STAMP)
+
+# Builds only check that they are installed (once; installing is `deps`).
+$(DEPS_STAMP): scripts/install-deps.sh
+	@bash scripts/install-deps.sh --check
 	@mkdir -p $(BUILD) && touch $(DEPS_STAMP)
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h | $(DEPS_STAMP)
@@ -103,6 +111,14 @@ $(BUILD)/tests/%: tests/bin/%.cc
 
 test: all test-bins
 	@bash tests/run.sh
+
+# The README's first two commands, run verbatim as root in a fresh Debian 12
+# (debootstrap --variant=minbase) chroot with the CUDA toolkit bind-mounted;
+# minutes, downloads from Debian's archive; skips where debootstrap cannot
+# run.  Not part of `make test` (tests/t0010-readme-commands.sh checks there
+# that the README's commands are the ones this last verified).
+fresh-test:
+	@bash tests/fresh-debian.sh
 
 demo: all
 	@bash scripts/demo.sh
@@ -163,7 +179,9 @@ $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
 $(BENCH_DIR)/pysym_bench: bench/pysym_bench.c $(LIB_OBJS)
 	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
-# Launches 0-us kernels (and graphs of them) on the simulated driver.
+# Launches 0-us kernels (and graphs of them) on the simulated driver; the
+# tests run bench section 4 with it (tests/t0910-bench-gpu-section.sh).
+test-bins: $(BENCH_DIR)/gpuwork
 $(BENCH_DIR)/gpuwork: bench/gpuwork.c
 	@mkdir -p $(@D)
 	$(CC) -O2 -g -Wall -o $@ $< -ldl

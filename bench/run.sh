@@ -36,7 +36,8 @@ RATE_SECS=${RATE_SECS:-3}
 RATE_LIST=${RATE_LIST:-"10000 20000 50000 100000 0"}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 
-for f in $LIB $B/callcost $B/empty_uprobe $B/collector_bench $GPUBPF; do
+# (section 4 alone checks its own files)
+[ "${1:-}" = gpu ] || for f in $LIB $B/callcost $B/empty_uprobe $B/collector_bench $GPUBPF; do
 	[ -e "$f" ] || { echo "bench: $f missing (run make bench)" >&2; exit 1; }
 done
 if [ "$(id -u)" != 0 ]; then
@@ -61,6 +62,15 @@ median() {
 		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 kv() { tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
+# "events=N dropped=M" from the stderr of a `gpubpf record` (its summary
+# line, "gpubpf: N events, M dropped, written to FILE"), nothing when it
+# has none.  Every record here runs with -q, stdout elsewhere: its report
+# must never reach the lines parsed below.
+rec_summary() {
+	tr '\r' '\n' < "$1" | sed -n 's/^gpubpf: \([0-9][0-9]*\) events, \([0-9][0-9]*\) dropped, written to .*/events=\1 dropped=\2/p' | tail -n 1
+}
+# a calls/s value, or "none" (not a number) as it is
+rate_fmt() { case $1 in *[!0-9.]* | '') echo "$1" ;; *) printf %.0f "$1" ;; esac; }
 
 # Start callcost held at its handshake; sets CC_PID (its pid) and CC_JOB.
 start_held() { # out-file callcost-args...
@@ -107,13 +117,13 @@ one_cost() {
 		cat $out ;;
 	gpubpf_*)
 		start_held $out -f $func -n "$COST_N"
-		$GPUBPF record --libcuda $LIB -p "$CC_PID" -o $T/trace.json 2> "$tr" &
+		$GPUBPF record -q --libcuda $LIB -p "$CC_PID" -o $T/trace.json > /dev/null 2> "$tr" &
 		local tp=$!
 		HELPERS+=($tp)
 		kill -USR1 "$CC_PID"
 		wait "$CC_JOB"
 		kill -INT $tp; wait $tp
-		echo "$(cat $out) $(sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/events=\1 dropped=\2/p' "$tr")" ;;
+		echo "$(grep -m1 '^func=' $out) $(rec_summary "$tr")" ;;
 	esac
 }
 
@@ -146,10 +156,10 @@ gpu_section() {
 		untraced) env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR $GW "$@" ;;
 		dormant) CUDA_INJECTION64_PATH=$INJ LD_LIBRARY_PATH=$SIMDIR $GW "$@" ;;
 		*)	# how: gpubpf record options, comma separated
-			env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR $GB record ${how//,/ } \
+			env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR $GB record -q ${how//,/ } \
 				-o $tr -- $GW "$@" > $T/gw.out 2> $T/gw.err
 			local hdr; hdr=$(head -c 2000 $tr 2>/dev/null | head -1)
-			echo "$(cat $T/gw.out) $(sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/events=\1 dropped=\2/p' $T/gw.err)" \
+			echo "$(grep -m1 '^mode=' $T/gw.out) $(rec_summary $T/gw.err)" \
 			     "dropped_total=$(echo "$hdr" | sed -n 's/.*"dropped_total":\([0-9]*\).*/\1/p')" \
 			     "gpu_dropped=$(echo "$hdr" | sed -n 's/.*"gpu":{"dropped_events":{\([^}]*\)}.*/\1/p' | tr ',' '\n' | awk -F: '{ s += $2 } END { print s + 0 }')" \
 			     "kernel_events=$(grep -c '"cat":"kernel"' $tr 2>/dev/null)"
@@ -340,7 +350,7 @@ bpf_runtime() { # mode -> "name=ns/run ..." of its programs
 	start_held $T/cc.out -f $func -n $STATS_N
 	case $mode in
 	empty_*) start_empty $sym $ropt ;;
-	gpubpf_*) $GPUBPF record --libcuda $LIB -p "$CC_PID" -o $T/trace.json 2> $T/tracer.err &
+	gpubpf_*) $GPUBPF record -q --libcuda $LIB -p "$CC_PID" -o $T/trace.json > /dev/null 2> $T/tracer.err &
 		TP=$!; HELPERS+=($TP) ;;
 	esac
 	kill -USR1 "$CC_PID"
@@ -393,7 +403,7 @@ echo "== 3. sustained rate with zero lost events (cuLaunchKernel, ${RATE_SECS}s 
 one_rate() { # rate threads
 	local out=$T/rate.out tr=$T/tracer.err
 	start_held $out -f launch -T "$RATE_SECS" -r "$1" -t "$2"
-	$GPUBPF record --libcuda $LIB -p "$CC_PID" -o $T/trace.json 2> "$tr" &
+	$GPUBPF record -q --libcuda $LIB -p "$CC_PID" -o $T/trace.json > /dev/null 2> "$tr" &
 	local tp=$!
 	HELPERS+=($tp)
 	kill -USR1 "$CC_PID"
@@ -401,7 +411,7 @@ one_rate() { # rate threads
 	wait "$CC_JOB"
 	local c1; c1=$(cpu_ticks $tp)
 	kill -INT $tp; wait $tp
-	echo "$(cat $out) $(sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/events=\1 dropped=\2/p' "$tr") gpubpf_cpu=$(awk -v a=$c0 -v b=$c1 -v hz=$(getconf CLK_TCK) -v s=$RATE_SECS 'BEGIN { printf "%.0f%%", (b - a) / hz / s * 100 }')"
+	echo "$(grep -m1 '^func=' $out) $(rec_summary "$tr") gpubpf_cpu=$(awk -v a=$c0 -v b=$c1 -v hz=$(getconf CLK_TCK) -v s=$RATE_SECS 'BEGIN { printf "%.0f%%", (b - a) / hz / s * 100 }')"
 }
 # user + system CPU ticks of a process
 cpu_ticks() { sed 's/.*) //' /proc/$1/stat 2>/dev/null | awk '{ print $12 + $13 }'; }
@@ -447,7 +457,7 @@ for th in 1 2; do
 	hr "| empty uprobe (reference) | $th | unlimited | ${REF[$th]} | – | – | – | – |" >> $T/table3
 done
 cat $T/table3
-SUM3="Highest achieved rate with zero lost events in every repetition: 1 thread $(printf %.0f ${BEST[1]} 2>/dev/null || echo ${BEST[1]}) calls/s, 2 threads $(printf %.0f ${BEST[2]} 2>/dev/null || echo ${BEST[2]}) calls/s (an empty uprobe alone lets through ${REF[1]} and ${REF[2]} calls/s)."
+SUM3="Highest achieved rate with zero lost events in every repetition: 1 thread $(rate_fmt ${BEST[1]}) calls/s, 2 threads $(rate_fmt ${BEST[2]}) calls/s (an empty uprobe alone lets through ${REF[1]} and ${REF[2]} calls/s)."
 echo "$SUM3"
 
 ###########################################################################

@@ -22,8 +22,8 @@ run() { # mode depth -> ns/call
 	local mode=$1 depth=$2 cmd=("$PYTHON" bench/stackcost.py "$depth" "$N")
 	case $mode in
 	untraced) "${cmd[@]}" ;;
-	nostack) build/gpubpf record --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack none -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
-	stack) build/gpubpf record --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack-depth 64 -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
+	nostack) build/gpubpf record -q --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack none -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
+	stack) build/gpubpf record -q --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack-depth 64 -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
 	esac | sed -n 's/^ns_per_call=//p'
 }
 median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }

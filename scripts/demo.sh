@@ -4,15 +4,21 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# recording needs root: as another user, through sudo (the trace is then
+# the invoking user's all the same)
+as_root=()
 if [[ $(id -u) -ne 0 ]]; then
-	echo "demo: recording needs root: run 'sudo make demo'" >&2
-	exit 2
+	if ! command -v sudo >/dev/null 2>&1; then
+		echo "demo: recording needs root: run make demo as root (or install sudo)" >&2
+		exit 2
+	fi
+	as_root=(sudo env LD_LIBRARY_PATH="$PWD/build/sim")
 fi
 out=build/demo
 mkdir -p "$out"
 trace="$out/gpubpf-demo.json"
 echo "demo: recording a simulated training job (sim/train.py on the simulated GPU)"
-LD_LIBRARY_PATH="$PWD/build/sim" build/gpubpf record -o "$trace" -- \
+LD_LIBRARY_PATH="$PWD/build/sim" "${as_root[@]}" build/gpubpf record -o "$trace" -- \
 	python3 sim/train.py --steps 30 --sync-every 5
 cat <<MSG
 

@@ -1,6 +1,15 @@
 #!/usr/bin/env bash
-# Install the Debian packages gpubpf's build and tests need.  Idempotent:
-# when everything is present it only queries dpkg and exits.
+# Install the Debian packages gpubpf's build and tests need (make included:
+# this script is the first thing run on a fresh machine, before make is
+# there).  Idempotent: when everything is present it only queries dpkg.
+#
+#	bash scripts/install-deps.sh            install what is missing
+#	bash scripts/install-deps.sh --check    only say what is missing
+#
+# Installing needs root: run it as root, or as a user who may sudo (it runs
+# apt-get through sudo then).  --check exits 1 when a package is missing.
+# Both check that the CUDA toolkit's headers are under $CUDA_HOME
+# (default /usr/local/cuda): the toolkit is a prerequisite, not installed here.
 set -euo pipefail
 
 pkgs=(
@@ -8,6 +17,21 @@ pkgs=(
 	libcjson-dev pkg-config make gcc g++ systemtap-sdt-dev python3 iproute2 openssh-server
 	openssh-client procps pdsh
 )
+
+check_only=0
+case "${1:-}" in
+"") ;;
+--check) check_only=1 ;;
+*)
+	echo "install-deps: unknown option '$1' (only --check)" >&2
+	exit 2
+	;;
+esac
+
+if ! command -v dpkg-query >/dev/null 2>&1; then
+	echo "install-deps: no dpkg-query: not a Debian system; install the equivalents of: ${pkgs[*]}" >&2
+	exit 1
+fi
 
 missing=()
 for p in "${pkgs[@]}"; do
@@ -17,15 +41,24 @@ for p in "${pkgs[@]}"; do
 	fi
 done
 
+if ((${#missing[@]})) && ((check_only)); then
+	echo "install-deps: missing packages: ${missing[*]} (install them: bash scripts/install-deps.sh)" >&2
+	exit 1
+fi
+
 if ((${#missing[@]})); then
+	as_root=()
 	if [[ $(id -u) -ne 0 ]]; then
-		echo "install-deps: missing packages (need root to install): ${missing[*]}" >&2
-		exit 1
+		if ! command -v sudo >/dev/null 2>&1; then
+			echo "install-deps: missing packages: ${missing[*]}; installing them needs root (run as root, or install sudo)" >&2
+			exit 1
+		fi
+		as_root=(sudo)
 	fi
 	echo "install-deps: installing ${missing[*]}"
-	export DEBIAN_FRONTEND=noninteractive
-	apt-get update -qq >/dev/null
-	apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq >/dev/null
+	"${as_root[@]}" env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
 
 cuda_inc="${CUDA_HOME:-/usr/local/cuda}/include"

@@ -27,8 +27,9 @@
  *    cuModuleGetFunction / cuLibraryGetKernel return one handle per kernel
  *    name (module/library may be NULL); cuFuncGetName/cuKernelGetName return
  *    the name.  A CUkernel may be launched where a CUfunction is expected.
- *  - Copies and memsets take 1 us per 10 KiB (about 10 GB/s) and really move
- *    data: "device" memory is host memory from mmap.  A device-side pointer
+ *  - Copies and memsets take 1 us per 10 KiB (about 10 GB/s), at least 1 us
+ *    (never 0, as on a real GPU), and really move data: "device" memory is
+ *    host memory from mmap.  A device-side pointer
  *    must lie inside a live allocation (else CUDA_ERROR_INVALID_VALUE); a host
  *    pointer is trusted, as the real driver does; unified pointers (cuMemcpy,
  *    batch copies, CU_MEMORYTYPE_UNIFIED) move data only when both sides are
@@ -92,6 +93,7 @@
 #define SIM_DRIVER_VERSION 13000
 #define SPIN_NS            (50 * 1000ull)	/* spin the last 50 us of a wait */
 #define BYTES_PER_US       10240ull		/* copy/memset speed: 10 KiB/us */
+#define MIN_XFER_NS        1000ull		/* and no copy/memset takes less */
 #define PITCH_ALIGN        512			/* cuMemAllocPitch row alignment */
 #define POPULATE_MAX       (256ull << 20)	/* pre-fault allocations up to this */
 
@@ -122,9 +124,13 @@ static void wait_until(uint64_t deadline)
 	}
 }
 
+/* How long a copy or memset of bytes takes: at 10 KiB/us, rounded up, and
+ * at least 1 us (a small copy on a real GPU takes about that; never 0). */
 static uint64_t bytes_ns(uint64_t bytes)
 {
-	return bytes * 1000ull / BYTES_PER_US;
+	uint64_t ns = (bytes * 1000ull + BYTES_PER_US - 1) / BYTES_PER_US;
+
+	return ns > MIN_XFER_NS ? ns : MIN_XFER_NS;
 }
 
 static uint64_t max_u64(uint64_t a, uint64_t b)

@@ -14,6 +14,8 @@ Checks:
   - no GPU work starts before the call that caused it, and the trace says
     no record was skewed;
   - work on one stream track never overlaps;
+  - every copy and memset lasts longer than zero (real GPU work never
+    takes no time; the simulated driver gives each one at least 1 us);
   - with TRUTH: per kernel name, as many kernels as the workload launched,
     each lasting the duration the workload gave it.
 """
@@ -91,6 +93,10 @@ def main():
             if b["ts"] < a["ts"] + a["dur"] - 0.001:
                 overlap.append("%s overlaps %s on %s" % (a["name"], b["name"], names.get((a["pid"], a["tid"]))))
     ok(not overlap, "work on one stream never overlaps (%d tracks)" % len(lanes), "\n".join(overlap))
+    zero = ["%s of %s bytes at %.3f lasted %r us" % (w["name"], w["args"].get("bytes"), w["ts"], w.get("dur"))
+            for w in work if w["cat"] in ("gpu_memcpy", "gpu_memset") and not w.get("dur", 0) > 0]
+    ok(not zero, "every copy and memset lasts longer than zero (%d of them)"
+       % len([w for w in work if w["cat"] in ("gpu_memcpy", "gpu_memset")]), "\n".join(zero))
 
     if truth is None:
         sys.exit(exit_status())

@@ -343,3 +343,15 @@ probed_list() {
 	"$GPUBPF" list >"$TMPD/probed.txt"
 	echo "$TMPD/probed.txt"
 }
+
+# readme_commands [README]: the commands of the README's first code block
+# (indented by four spaces, or fenced with ```), one a line, as written.
+# tests/fresh-debian.sh runs them; tests/t0010-readme-commands.sh checks them.
+readme_commands() {
+	awk '
+	state == 0 && /^```/ { state = 2; next }
+	state == 0 && /^    [^ ]/ { state = 1 }
+	state == 1 { if (/^    /) { print substr($0, 5); next } exit }
+	state == 2 { if (/^```/) exit; print }
+	' "${1:-$GPUBPF_ROOT/README.md}"
+}
