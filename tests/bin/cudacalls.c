@@ -5,6 +5,10 @@
  *
  *	cudacalls LIBPATH TRUTH.json
  *
+ * With CUDACALLS_LINGER_MS set it waits that long before exiting, for tests
+ * that name native frames from /proc/PID/maps while the process lives (a
+ * stack first seen in a process's last instant may not be named).
+ *
  * LIBPATH is dlopen'ed (the simulated driver build/sim/libcuda.so.1, the
  * toolkit's stub libcuda.so, or a real driver) and every entry point is
  * looked up by its exact exported name, so _v2, _ptsz and _ptds variants are
@@ -1957,5 +1961,7 @@ int main(int argc, char **argv)
 		stub ? "; device allocation failed: fake pointers" : "");
 	for (size_t k = 0; k < nskipped; k++)
 		fprintf(stderr, "cudacalls: skipped %s (not exported)\n", skipped[k]);
+	if (getenv("CUDACALLS_LINGER_MS"))
+		usleep(atoi(getenv("CUDACALLS_LINGER_MS")) * 1000);
 	return 0;
 }
