@@ -74,6 +74,9 @@ struct record {
 	struct py_try { pid_t pid; int done; uint64_t first; } *py;
 	size_t npy;
 	int waiting;            /* a -p target has not loaded libcuda yet */
+	int holding;            /* new libcuda mappings are held until probed */
+	int collecting;         /* setup is over: a libcuda probed now is late */
+	int nlibs;              /* libcuda files probed */
 	pid_t child;
 	int child_status;
 	int child_done;
@@ -331,7 +334,9 @@ static int attach_lib(struct record *r, const char *path, pid_t pid)
 
 	if (n < 0)
 		fprintf(stderr, "gpubpf: %s\n", err);
-	else if (n > 0 && r->verbose)
+	if (n > 0)
+		r->nlibs++;
+	if (n > 0 && r->verbose)
 		fprintf(stderr, "gpubpf: attached %d probes to %s%s\n", n, path,
 			pid > 0 ? "" : " for all processes");
 	return n;
@@ -347,6 +352,60 @@ static int attach_markers(struct record *r, const char *path, pid_t pid)
 	else
 		r->nmarkers += n;
 	return n;
+}
+
+/*
+ * Some calls of pid may be missing from the trace: say why, once, in the
+ * trace metadata and at the end of the recording.
+ */
+static void mark_missed(struct record *r, pid_t pid, const char *why)
+{
+	struct model_process *p = model_process(&r->model, pid, NULL);
+
+	if (p && !p->missed)
+		p->missed = strtab_intern(&r->model.strs, why);
+}
+
+static int py_try(struct record *r, pid_t pid);
+static int target_markers(struct record *r, struct target *t);
+
+/*
+ * A traced process mapped a libcuda no probe covered (see struct gb_map):
+ * probe it and let the process go on.  Whatever fails, a held process is
+ * continued.
+ */
+static void on_map(struct record *r, const struct gb_map *m)
+{
+	pid_t who = r->mode == MODE_PIDS ? (pid_t)m->pid : -1;
+	char path[PATH_MAX];
+	int n = -ENOENT;
+
+	if (!proc_find_mapping_ino(m->pid, "libcuda.so", m->ino, path, sizeof(path)))
+		n = attach_lib(r, path, who);
+	else if (proc_alive(m->pid))
+		fprintf(stderr, "gpubpf: pid %u mapped %.*s but it cannot be found in its maps\n",
+			m->pid, GB_MAP_NAME_LEN, m->name);
+	probes_lib_known(&r->probes, m->dev, m->ino, who);
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].pid == (pid_t)m->pid) {
+			r->targets[i].seen_libcuda = 1;
+			target_markers(r, &r->targets[i]);
+		}
+	if (n >= 0 && r->mode != MODE_PIDS)
+		py_try(r, m->pid);
+	if (m->held == GB_HELD && kill(m->pid, SIGCONT) && errno != ESRCH)
+		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(errno));
+	if (m->held == GB_SHELL_JOB)
+		mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
+			    "not stop: its libcuda was probed only after it was loaded");
+	else if (m->held != GB_HELD)
+		mark_missed(r, m->pid, "it could not be stopped while its probes were attached: "
+			    "its libcuda was probed only after it was loaded");
+	else if (n < 0)
+		mark_missed(r, m->pid, "its libcuda could not be probed");
+	if (r->verbose)
+		fprintf(stderr, "gpubpf: pid %u loaded %s%s\n", m->pid, path,
+			m->held == GB_HELD ? ", held until probed" : "");
 }
 
 /*
@@ -434,8 +493,9 @@ static void scan_targets(struct record *r)
 		if (!t->seen_libcuda && r->verbose)
 			fprintf(stderr, "gpubpf: pid %d has loaded %s\n", t->pid, path);
 		t->seen_libcuda = 1;
-		if (!r->libcuda && !probes_attached(&r->probes, path, t->pid))
-			attach_lib(r, path, t->pid);
+		if (!r->libcuda && !probes_attached(&r->probes, path, t->pid) &&
+		    attach_lib(r, path, t->pid) > 0)
+			mark_missed(r, t->pid, "its libcuda was probed only after it was loaded");
 		target_markers(r, t);
 		py_try(r, t->pid);
 	}
@@ -461,8 +521,9 @@ static void scan_libs(struct record *r)
 	for (int i = 0; i < n; i++) {
 		int cuda = !proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path));
 
-		if (cuda && !probes_attached(&r->probes, path, -1))
-			attach_lib(r, path, -1);
+		if (cuda && !probes_attached(&r->probes, path, -1) && attach_lib(r, path, -1) > 0 &&
+		    r->collecting)
+			mark_missed(r, pids[i], "its libcuda was probed only after it was loaded");
 		if (cuda || r->mode == MODE_CMD)
 			py_try(r, pids[i]);
 		if (r->device && !proc_find_mapping(pids[i], INJECTION_LIB, path, sizeof(path)) &&
@@ -578,7 +639,13 @@ static int spawn_held(struct record *r, int *release_fd, int *exec_err_fd)
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct record *r = ctx;
-	int ret = collector_record(&r->coll, data, size);
+	int ret;
+
+	if (size == sizeof(struct gb_map) && *(const uint32_t *)data == GB_REC_MAP) {
+		on_map(r, data);
+		return 0;
+	}
+	ret = collector_record(&r->coll, data, size);
 
 	/* a malformed record is counted; only running out of memory stops us */
 	return ret == -ENOMEM ? ret : 0;
@@ -591,6 +658,27 @@ static void add_drops(void *ctx, uint32_t pid, uint64_t n)
 
 	if (p)
 		p->dropped = n;
+}
+
+/*
+ * Stop holding new libcuda mappings, and continue every process held so
+ * far: their records may still be in the ring buffer.
+ */
+static void unhold(struct record *r)
+{
+	if (!r->holding)
+		return;
+	probes_release_maps(&r->probes);
+	r->holding = 0;
+	/* a hook that ran just before the detach may still be submitting */
+	for (int i = 0; i < 3; i++)
+		ring_buffer__poll(r->rb, 5), ring_buffer__consume(r->rb);
+}
+
+static void on_unheld(void *ctx, uint32_t pid, uint64_t n)
+{
+	mark_missed(ctx, pid, "it loaded libcuda while the ring buffer was full: the "
+		    "library was probed only after it was loaded");
 }
 
 static void progress(struct record *r, uint64_t start, int final)
@@ -665,6 +753,7 @@ static void collect(struct record *r)
 		while (now_ns(CLOCK_MONOTONIC) < until)
 			ring_buffer__poll(r->rb, 20), ring_buffer__consume(r->rb);
 	}
+	unhold(r);
 	ring_buffer__consume(r->rb);
 	if (tty)
 		progress(r, start, 1);
@@ -732,7 +821,8 @@ int cmd_record(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	char err[512];
 	uint64_t gpu_dropped = 0;
-	int release_fd = -1, exec_err_fd = -1, e, ret = 1;
+	char missed[64] = "";
+	int release_fd = -1, exec_err_fd = -1, e, ret = 1, nmissed = 0;
 
 	if (parse_args(&r, argc, argv))
 		return 1;
@@ -786,6 +876,12 @@ int cmd_record(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	r.model.realtime_offset_ns = realtime_offset();
 	gethostname(r.model.host, sizeof(r.model.host) - 1);
+	/* before any scan, so that no libcuda loaded from now on escapes */
+	e = probes_hold_maps(&r.probes);
+	r.holding = !e;
+	if (e && r.verbose)
+		fprintf(stderr, "gpubpf: cannot hold processes that load libcuda: %s\n",
+			strerror(-e));
 
 	if (r.mode == MODE_CMD) {
 		if (spawn_held(&r, &release_fd, &exec_err_fd)) {
@@ -811,15 +907,18 @@ int cmd_record(int argc, char **argv)
 			ret = 127;
 			goto cleanup;
 		}
-		if (!r.probes.ntargets)
-			fprintf(stderr, "gpubpf: no libcuda.so.1 found yet; the command's will be "
-				"probed when it loads one (use --libcuda PATH to catch every call)\n");
+		if (!r.nlibs && !r.holding)
+			fprintf(stderr, "gpubpf: no libcuda.so.1 found yet and this kernel cannot "
+				"hold the command when it loads one: its first calls may be missed "
+				"(use --libcuda PATH to catch every call)\n");
 	}
+	r.collecting = 1;
 	if (r.mode != MODE_CMD)
 		fprintf(stderr, "gpubpf: recording%s; Ctrl-C to stop\n",
 			r.mode == MODE_ALL ? " every CUDA process" : "");
 	collect(&r);
 	r.model.dropped_total = probes_dropped(&r.probes, add_drops, &r);
+	probes_unheld(&r.probes, on_unheld, &r);
 	if (check_cuda_seen(&r))
 		goto cleanup;
 	if (write_trace(&r))
@@ -833,11 +932,21 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "gpubpf: warning: %llu GPU records start before the call that "
 			"launched them (by up to %.3f us): host and GPU clocks disagree\n",
 			(unsigned long long)r.model.skewed, r.model.max_skew_ns / 1e3);
-	for (size_t i = 0; i < r.model.nprocs; i++)
+	for (size_t i = 0; i < r.model.nprocs; i++) {
 		gpu_dropped += r.model.procs[i].gpu_dropped;
-	fprintf(stderr, "gpubpf: %llu events, %llu dropped, written to %s\n",
+		nmissed += !!r.model.procs[i].missed;
+	}
+	if (nmissed)
+		snprintf(missed, sizeof(missed), ", calls of %d process%s may be missing", nmissed,
+			 nmissed > 1 ? "es" : "");
+	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to %s\n",
 		(unsigned long long)(r.coll.calls + r.coll.gpu_records),
-		(unsigned long long)(r.model.dropped_total + gpu_dropped), r.output);
+		(unsigned long long)(r.model.dropped_total + gpu_dropped), missed, r.output);
+	for (size_t i = 0; i < r.model.nprocs; i++)
+		if (r.model.procs[i].missed)
+			fprintf(stderr, "gpubpf: pid %u: calls may be missing: %s\n",
+				r.model.procs[i].pid,
+				strtab_get(&r.model.strs, r.model.procs[i].missed));
 	if (gpu_dropped)
 		fprintf(stderr, "gpubpf: of the dropped, %llu GPU records were lost in the traced "
 			"process (CUPTI or the injection library)\n", (unsigned long long)gpu_dropped);
@@ -855,6 +964,8 @@ int cmd_record(int argc, char **argv)
 	}
 	ret = r.mode == MODE_CMD ? r.child_status : 0;
 cleanup:
+	if (r.rb)
+		unhold(&r);     /* no process stays stopped */
 	if (r.mode == MODE_CMD && r.child > 0 && !r.child_done) {
 		/* the command runs on, untraced, if we stopped first */
 		if (release_fd >= 0)

@@ -187,6 +187,7 @@ const struct cuda_call cuda_calls[] = {
 	CALL("cuMemFreeAsync_ptsz", CF_FREE, .ret = 1, .stream = 1, .ptr = 0),
 	CALL("cuMemRelease", CF_FREE, .ret = 1, .handle = 0),
 	CALL("cuMemUnmap", CF_FREE, .ret = 1, .bytes = 1, .ptr = 0),
+	CALL("cuInit", CF_LOOKUP, .ret = 1),
 	CALL("cuModuleLoad", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
 	CALL("cuModuleLoadData", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),
 	CALL("cuModuleLoadDataEx", CF_LOOKUP, .ret = 1, .out = 0, .out_as = OUT_HANDLE),

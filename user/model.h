@@ -122,6 +122,7 @@ struct model_process {
 	uint64_t dropped;       /* events lost for this process */
 	uint64_t gpu_dropped;   /* GPU records the injection library or CUPTI lost */
 	uint32_t gpu_error;     /* strtab id: why GPU timing went off, 0 if it did not */
+	uint32_t missed;        /* strtab id: why some of its calls may be missing, 0 none */
 };
 
 /* (pid, handle) -> kernel name, from lookup calls. */

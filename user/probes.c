@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -82,8 +83,13 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			 "gpubpf needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
 		return -ENOTSUP;
 	}
-	/* try with uprobe_multi programs, then without them */
-	for (p->multi = 1; p->multi >= 0; p->multi--) {
+	/*
+	 * try with uprobe_multi programs, then without them; each with the
+	 * mmap hook that holds new libcuda mappings, then without it
+	 */
+	for (int attempt = 0; attempt < 4; attempt++) {
+		p->multi = attempt < 2;
+		p->hold = !(attempt & 1);
 		p->skel = cuda_bpf__open();
 		if (!p->skel) {
 			ret = -errno;
@@ -93,6 +99,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		p->skel->rodata->filter_pids = !!o->filter_pids;
 		p->skel->rodata->follow_forks = !!o->follow_forks;
 		p->skel->rodata->native_stacks = !!o->native_stacks;
+		p->skel->rodata->self_tgid = getpid();
 		if (o->ringbuf_bytes) {
 			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
 
@@ -101,6 +108,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		}
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
+		bpf_program__set_autoload(p->skel->progs.gb_mmap, p->hold);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
 						      ATTACH_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,
@@ -117,6 +125,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			 strerror(-ret));
 		return ret;
 	}
+	bpf_program__set_autoattach(p->skel->progs.gb_mmap, false);
 	if (!o->follow_forks)
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_batch, false);
@@ -334,6 +343,8 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 		goto cleanup;
 	}
 	p->ntargets++;
+	probes_lib_known(p, (uint64_t)major(t->dev) << 20 | minor(t->dev), t->ino,
+			 pid > 0 ? pid : 0);
 	free(names);
 	free(offs);
 	free(ids);
@@ -379,6 +390,46 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	}
 	p->ntargets++;
 	return 1;
+}
+
+int probes_hold_maps(struct probes *p)
+{
+	if (!p->hold)
+		return -EOPNOTSUPP;
+	if (p->hold_link)
+		return 0;
+	p->hold_link = bpf_program__attach(p->skel->progs.gb_mmap);
+	return p->hold_link ? 0 : -errno;
+}
+
+void probes_release_maps(struct probes *p)
+{
+	bpf_link__destroy(p->hold_link);
+	p->hold_link = NULL;
+}
+
+int probes_lib_known(struct probes *p, uint64_t dev, uint64_t ino, pid_t pid)
+{
+	struct gb_lib_key key = { .dev = dev, .ino = ino, .pid = pid > 0 ? pid : 0 };
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(p->skel->maps.libs_known, &key, sizeof(key), &one,
+				    sizeof(one), BPF_ANY) ? -errno : 0;
+}
+
+void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+		   void *ctx)
+{
+	int fd = bpf_map__fd(p->skel->maps.unheld);
+	uint32_t key, pid, *prev = NULL;
+	uint64_t n;
+
+	while (!bpf_map_get_next_key(fd, prev, &pid)) {
+		if (!bpf_map_lookup_elem(fd, &pid, &n))
+			per_pid(ctx, pid, n);
+		key = pid;
+		prev = &key;
+	}
 }
 
 int probes_trace_pid(struct probes *p, pid_t pid)
@@ -443,6 +494,7 @@ uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pi
 
 void probes_close(struct probes *p)
 {
+	probes_release_maps(p);
 	for (size_t i = 0; i < p->ntargets; i++) {
 		detach(&p->targets[i]);
 		free(p->targets[i].path);

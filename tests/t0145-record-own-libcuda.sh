@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# record -- CMD traces the libcuda the command itself loads, even one that
+# gpubpf's own environment cannot find (LD_LIBRARY_PATH set by the command,
+# a library dlopen()ed by full path): the process is held when it maps the
+# library until the probes are in, so no call is lost, cuInit included.
+# Where calls could have been missed, the summary line and the trace say so.
+. "$(dirname "$0")/lib.sh"
+test_description "record -- CMD probes the libcuda the command loads, from its first call"
+require_bpf
+require_sim
+probed=$(probed_list)
+unset LD_LIBRARY_PATH
+
+# gpubpf's own environment must not find the simulated driver
+if LD_LIBRARY_PATH= "$PY" -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
+	skip_all "a libcuda.so.1 is installed where every process finds it"
+fi
+
+# 1. a wrapper that sets LD_LIBRARY_PATH itself, GPU timing on
+check "record of a wrapper setting LD_LIBRARY_PATH exits 0" \
+	"$GPUBPF" record -q -o "$TMPD/wrap.json" -- sh -c "LD_LIBRARY_PATH='$SIMLIB' exec \
+'$PY' '$GPUBPF_ROOT/sim/train.py' --steps 3 --truth '$TMPD/wrap-truth.json'"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/wrap.json" "$TMPD/wrap-truth.json" \
+	"$probed"
+is "the first cuInit is in the trace" "$(json_query "$TMPD/wrap.json" \
+	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+is "the trace says no call may be missing" "$(json_query "$TMPD/wrap.json" \
+	'd["gpubpf"]["calls_may_be_missing"]')" "{}"
+like "the summary line counts the events" "$(grep 'events,' "$TMPD/.check.out")" \
+	'^gpubpf: [1-9][0-9]* events, 0 dropped, written to'
+
+# 2. a program that dlopen()s the library by its full path, host calls only
+check "record of a full-path dlopen exits 0" \
+	"$GPUBPF" record -q --no-device -o "$TMPD/dlopen.json" -- \
+	"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/dlopen-truth.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/dlopen.json" \
+	"$TMPD/dlopen-truth.json" "$probed"
+is "cuInit is in the trace" "$(json_query "$TMPD/dlopen.json" \
+	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+
+# 3. a process that leads its own process group, as an interactive shell's
+# job does, is not stopped (its shell would take the terminal back): its
+# library is probed when it is seen, and the loss that may cause is said
+setpgrp_exec='import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])'
+check "record of a process-group leader exits 0" \
+	"$GPUBPF" record -q --no-device -o "$TMPD/job.json" -- \
+	"$PY" -c "$setpgrp_exec" "$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/job-truth.json"
+like "the summary line says calls may be missing" "$(grep 'events,' "$TMPD/.check.out")" \
+	'^gpubpf: [0-9]+ events, 0 dropped, calls of 1 process may be missing, written to'
+like "and why" "$(grep 'calls may be missing:' "$TMPD/.check.out")" \
+	"pid [0-9]+: calls may be missing: it is a job of an interactive shell"
+pid=$(json_query "$TMPD/job-truth.json" 'd["pid"]')
+like "the trace metadata says so for that process" "$(json_query "$TMPD/job.json" \
+	"d['gpubpf']['calls_may_be_missing'].get('$pid', '')")" "interactive shell"
+done_testing
