@@ -758,6 +758,31 @@ int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 	return 0;
 }
 
+SEC("usdt")
+int BPF_USDT(gb_gpu_apierr, __u32 correlation, __u32 cbid, __s64 result)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_apierr *e;
+
+	if (!traced(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop(tgid);
+		return 0;
+	}
+	e->type = GB_REC_APIERR;
+	e->pid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->correlation = correlation;
+	e->ts = bpf_ktime_get_ns();
+	e->cbid = cbid;
+	e->result = (__s32)result;
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
 /*
  * A traced process maps a file executable: when it is a libcuda that no
  * probe covers yet, tell user space and stop the process.  SIGSTOP is delivered on the

@@ -26,6 +26,7 @@ enum gb_rec_type {
 	GB_REC_PYSTACK = 5, /* a Python stack, sent once per (pid, id): struct gb_pystack */
 	GB_REC_NATIVE = 6,  /* a native stack, sent once per (pid, id): struct gb_native */
 	GB_REC_MAP = 7,     /* a traced process maps a libcuda not yet probed: struct gb_map */
+	GB_REC_APIERR = 8,  /* a driver call failed, from the injection library: struct gb_apierr */
 };
 
 /*
@@ -164,6 +165,21 @@ struct gb_lib_key {
 	__u64 ino;
 	__u32 pid;
 	__u32 pad;
+};
+
+/*
+ * From the injection library's apierr marker, on the thread making a
+ * driver call and as it returns: the call failed with result (a CUresult).
+ * Like gb_corr, it belongs to the thread's latest call entered before ts.
+ */
+struct gb_apierr {
+	__u32 type;             /* GB_REC_APIERR */
+	__u32 pid;
+	__u32 tid;
+	__u32 correlation;      /* 0 if unknown */
+	__u64 ts;
+	__u32 cbid;
+	__s32 result;
 };
 
 /*

@@ -142,19 +142,25 @@ static uint64_t CUPTIAPI monotonic_ns(void)
 }
 
 /*
- * On every enabled driver call, entry and exit: the marker ties the
- * correlation id to this thread and its stack.  Runs on the program's
- * launch path, so nothing but the check and the marker.
+ * On every enabled driver call, entry and exit: at entry the marker ties
+ * the correlation id to this thread and its stack; at exit a failed call's
+ * error is announced (launches are probed at entry only: this is how their
+ * errors are known).  Runs on the program's launch path, so nothing but
+ * the checks and the markers.
  */
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 
-	if (!publish_attached() || domain != CUPTI_CB_DOMAIN_DRIVER_API ||
-	    cb->callbackSite != CUPTI_API_ENTER)
+	if (!publish_attached() || domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
-	publish_api(cb->correlationId, cbid);
+	if (cb->callbackSite == CUPTI_API_ENTER)
+		publish_api(cb->correlationId, cbid);
+	else if (cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
+		 *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS)
+		publish_api_error(cb->correlationId, cbid,
+				  *(const CUresult *)cb->functionReturnValue);
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,

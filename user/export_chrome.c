@@ -140,6 +140,17 @@ static void write_call_args(struct jw *jw, const struct model *m,
 		jw_key(jw, "ret");
 		jw_int(jw, ev->ret);
 	}
+	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {   /* a failed call: what a user hunts */
+		const char *err = cuda_result_name(ev->ret);
+		char buf[32];
+
+		if (!err) {
+			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
+			err = buf;
+		}
+		jw_key(jw, "error");
+		jw_str(jw, err);
+	}
 	if (ev->correlation) {
 		jw_key(jw, "correlation");
 		jw_uint(jw, ev->correlation);

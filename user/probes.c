@@ -130,6 +130,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_batch, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);
+	bpf_program__set_autoattach(p->skel->progs.gb_gpu_apierr, false);
 	ret = cuda_bpf__attach(p->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(-ret));
@@ -361,9 +362,12 @@ cleanup:
 int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *err,
 			  size_t errlen)
 {
-	static const struct { const char *name; int batch; } markers[] = {
-		{ "batch", 1 }, { "api", 0 },
+	/* an injection library older than the apierr marker still gives GPU timing */
+	static const struct { const char *name; int optional; } markers[] = {
+		{ "batch", 0 }, { "api", 0 }, { "apierr", 1 },
 	};
+	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_batch, p->skel->progs.gb_gpu_api,
+					p->skel->progs.gb_gpu_apierr };
 	struct probe_target *t;
 	size_t cap = 0;
 	int ret;
@@ -371,12 +375,12 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	ret = new_target(p, path, pid, &t, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
-	for (size_t i = 0; i < 2 && !ret; i++) {
-		struct bpf_program *prog = markers[i].batch ? p->skel->progs.gb_gpu_batch :
-							      p->skel->progs.gb_gpu_api;
-		struct bpf_link *l = bpf_program__attach_usdt(prog, pid, path, "gpubpf",
+	for (size_t i = 0; i < 3 && !ret; i++) {
+		struct bpf_link *l = bpf_program__attach_usdt(progs[i], pid, path, "gpubpf",
 							      markers[i].name, NULL);
 
+		if (!l && markers[i].optional)
+			continue;
 		ret = l ? add_link(t, l, &cap) : -errno;
 		if (ret && l)
 			bpf_link__destroy(l);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json_writer.h"
+#include "cuda_calls.h"
 #include "report.h"
 
 #define TEXT_TOP 10
@@ -151,6 +152,21 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 
 			fprintf(f, "    %8" PRIu64 " %10.3f %10.1f %6.1f%%  %s\n", x->count, ms(x->total_ns),
 				x->total_ns / 1e3 / x->count, 100 * x->share, rt_str(t, x->name));
+		}
+	}
+	if (rp->nfailed) {
+		fprintf(f, "  failed driver calls: %" PRIu64 "\n    %8s  %-40s %s\n", rp->nfailed,
+			"count", "call", "error");
+		for (size_t k = 0; k < rp->nerrors && k < TEXT_TOP; k++) {
+			const struct rep_err *x = &rp->errors[k];
+			const char *err = cuda_result_name(x->ret);
+
+			if (err)
+				fprintf(f, "    %8" PRIu64 "  %-40s %s\n", x->count,
+					rt_str(t, x->name), err);
+			else
+				fprintf(f, "    %8" PRIu64 "  %-40s CUresult %d\n", x->count,
+					rt_str(t, x->name), x->ret);
 		}
 	}
 	if (rp->ncalls) {
@@ -334,6 +350,22 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		}
 		jw_arr_end(jw);
 	}
+	kuint(jw, "failed_calls", rp->nfailed);
+	jw_key(jw, "errors");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nerrors; k++) {
+		const struct rep_err *x = &rp->errors[k];
+
+		jw_obj_begin(jw);
+		kstr(jw, "name", rt_str(t, x->name));
+		jw_key(jw, "ret");
+		jw_int(jw, x->ret);
+		if (cuda_result_name(x->ret))
+			kstr(jw, "error", cuda_result_name(x->ret));
+		kuint(jw, "count", x->count);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
 	jw_key(jw, "iterations");
 	jw_obj_begin(jw);
 	kbool(jw, "detected", rp->iter.found);

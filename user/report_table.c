@@ -409,8 +409,10 @@ static int add_event(struct loader *l, const struct tr_event *ev)
 		return 0;
 	}
 	r->tid = (uint32_t)tid;
-	if (a[A_RET].p && num(&a[A_RET]) != 0)
+	if (a[A_RET].p && num(&a[A_RET]) != 0) {
 		r->flags |= RTF_FAILED;
+		r->ret = (int32_t)num(&a[A_RET]);
+	}
 	if (a[A_STACK].p) {
 		t->nstacks++;
 		r->site = user_site(l, &a[A_STACK]);
