@@ -24,6 +24,7 @@ const volatile __u8 follow_forks = 0;   /* children of traced tgids join */
 const volatile __u64 wake_bytes = 1 << 20; /* wake the reader past this fill */
 const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
 const volatile __u32 self_tgid = 0;     /* the recorder, never held */
+const volatile __u8 hold_each = 0;      /* hold every process at its first libcuda map */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -171,15 +172,18 @@ struct {
 	__type(value, __u64);           /* records lost, all processes */
 } drops_total SEC(".maps");
 
-/* libcuda files already probed (struct gb_lib_key), filled by user space. */
+/*
+ * libcuda files already probed (struct gb_lib_key), filled by user space:
+ * for every process (pid 0), or seen mapped by one process (pid).
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1024);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
 	__type(key, struct gb_lib_key);
 	__type(value, __u8);
 } libs_known SEC(".maps");
 
-/* Per tgid: libcuda mappings that could not be held (see gb_map). */
+/* Per tgid: libcuda mappings not reported (the ring buffer was full), so not held. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -853,7 +857,8 @@ int gb_mmap(struct mmap_args *ctx)
 			return 0;
 	key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
 	key.ino = BPF_CORE_READ(file, f_inode, i_ino);
-	if (bpf_map_lookup_elem(&libs_known, &key))
+	/* hold_each: user space wants each process once (to find its Python) */
+	if (!hold_each && bpf_map_lookup_elem(&libs_known, &key))
 		return 0;
 	key.pid = tgid;
 	if (bpf_map_lookup_elem(&libs_known, &key))
@@ -871,16 +876,11 @@ int gb_mmap(struct mmap_args *ctx)
 			m->held = GB_SHELL_JOB;
 		else
 			m->held = bpf_send_signal_thread(GB_SIGSTOP) ? GB_NOT_HELD : GB_HELD;
-		if (m->held != GB_HELD)
-			goto unheld;
 		bpf_ringbuf_submit(m, BPF_RB_FORCE_WAKEUP);
 		return 0;
 	}
+	/* not held, and user space does not know: count it */
 	count_drop(tgid);
-	goto count;
-unheld:
-	bpf_ringbuf_submit(m, BPF_RB_FORCE_WAKEUP);
-count:
 	n = bpf_map_lookup_elem(&unheld, &tgid);
 	if (n)
 		__sync_fetch_and_add(n, 1);

@@ -77,6 +77,7 @@ struct record {
 	int holding;            /* new libcuda mappings are held until probed */
 	int collecting;         /* setup is over: a libcuda probed now is late */
 	int nlibs;              /* libcuda files probed */
+	pid_t last_pid;         /* of the latest call record */
 	pid_t child;
 	int child_status;
 	int child_done;
@@ -385,7 +386,8 @@ static void on_map(struct record *r, const struct gb_map *m)
 	else if (proc_alive(m->pid))
 		fprintf(stderr, "gpubpf: pid %u mapped %.*s but it cannot be found in its maps\n",
 			m->pid, GB_MAP_NAME_LEN, m->name);
-	probes_lib_known(&r->probes, m->dev, m->ino, who);
+	/* this process is handled; a probe for all processes was noted by the attach */
+	probes_lib_known(&r->probes, m->dev, m->ino, m->pid);
 	for (int i = 0; i < r->ntargets; i++)
 		if (r->targets[i].pid == (pid_t)m->pid) {
 			r->targets[i].seen_libcuda = 1;
@@ -395,10 +397,11 @@ static void on_map(struct record *r, const struct gb_map *m)
 		py_try(r, m->pid);
 	if (m->held == GB_HELD && kill(m->pid, SIGCONT) && errno != ESRCH)
 		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(errno));
-	if (m->held == GB_SHELL_JOB)
+	/* n == 0: that file was probed already, no call can have been missed */
+	if (n != 0 && m->held == GB_SHELL_JOB)
 		mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
 			    "not stop: its libcuda was probed only after it was loaded");
-	else if (m->held != GB_HELD)
+	else if (n != 0 && m->held != GB_HELD)
 		mark_missed(r, m->pid, "it could not be stopped while its probes were attached: "
 			    "its libcuda was probed only after it was loaded");
 	else if (n < 0)
@@ -453,6 +456,15 @@ static int py_try(struct record *r, pid_t pid)
 		fprintf(stderr, "gpubpf: pid %d runs CPython %u.%u: walking its stacks\n", pid,
 			cfg.version / 100, cfg.version % 100);
 	return 1;
+}
+
+/* 1 if pid's Python was looked for already. */
+static int py_tried(struct record *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->npy; i++)
+		if (r->py[i].pid == pid)
+			return 1;
+	return 0;
 }
 
 /* -p: GPU timing comes from the injection library if the target loaded it. */
@@ -587,9 +599,11 @@ static int setup_global(struct record *r)
 		lib = r->libcuda_buf;
 	if (r->device)
 		attach_markers(r, r->injlib, -1);
-	if (lib)
-		return attach_lib(r, lib, -1) < 0 ? -EINVAL : 0;
-	scan_libs(r);
+	if (lib && attach_lib(r, lib, -1) < 0)
+		return -EINVAL;
+	/* the CUDA processes running now: their libcuda and their Python */
+	if (!lib || r->mode == MODE_ALL)
+		scan_libs(r);
 	if (r->mode == MODE_ALL && !r->probes.ntargets) {
 		fprintf(stderr, "gpubpf: no libcuda.so.1 found on this machine "
 			"(use --libcuda PATH)\n");
@@ -644,6 +658,16 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size == sizeof(struct gb_map) && *(const uint32_t *)data == GB_REC_MAP) {
 		on_map(r, data);
 		return 0;
+	}
+	/* -a, -- CMD: a process not held at its libcuda (a shell job, or one
+	 * running before us): look for its Python at its first call */
+	if (size >= sizeof(struct gb_call) && *(const uint32_t *)data == GB_REC_CALL &&
+	    r->stacks && r->mode != MODE_PIDS) {
+		pid_t pid = ((const struct gb_call *)data)->pid;
+
+		if (pid != r->last_pid && !py_tried(r, pid))
+			py_try(r, pid);
+		r->last_pid = pid;
 	}
 	ret = collector_record(&r->coll, data, size);
 
@@ -860,6 +884,8 @@ int cmd_record(int argc, char **argv)
 	po.ringbuf_bytes = r.ringbuf;
 	po.verbose = r.verbose;
 	po.native_stacks = r.native;
+	/* -a and -- CMD: find a new process's Python before its first call */
+	po.hold_each = r.stacks && r.mode != MODE_PIDS;
 	if (probes_open(&r.probes, &po, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		ret = 2;

@@ -100,6 +100,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		p->skel->rodata->follow_forks = !!o->follow_forks;
 		p->skel->rodata->native_stacks = !!o->native_stacks;
 		p->skel->rodata->self_tgid = getpid();
+		p->skel->rodata->hold_each = !!o->hold_each;
 		if (o->ringbuf_bytes) {
 			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
 

@@ -20,6 +20,8 @@ struct probes_opts {
 	uint64_t ringbuf_bytes; /* rounded up to a power of two */
 	int verbose;            /* libbpf's own messages */
 	int native_stacks;      /* capture the user-space stack of every call */
+	int hold_each;          /* hold every process that maps libcuda, once (see
+				   probes_hold_maps), not only for a new library */
 };
 
 /* One library attached for one pid (-1: every process). */
