@@ -158,16 +158,18 @@ static int64_t realtime_offset(void)
 	return best;
 }
 
+/*
+ * CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the effective set: root
+ * too may lack them (a container, setpriv, capsh --drop).
+ */
 static int has_capabilities(void)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = {};
 	uint64_t eff;
 
-	if (geteuid() == 0)
-		return 1;
 	if (syscall(SYS_capget, &h, d))
-		return 0;
+		return geteuid() == 0;  /* cannot tell: let the kernel decide */
 	eff = d[0].effective | (uint64_t)d[1].effective << 32;
 #define CAP(n) (eff & (1ULL << (n)))
 	return CAP(CAP_SYS_ADMIN) || (CAP(CAP_BPF) && CAP(CAP_PERFMON));
@@ -851,8 +853,13 @@ int cmd_record(int argc, char **argv)
 	if (parse_args(&r, argc, argv))
 		return 1;
 	if (!has_capabilities()) {
-		fprintf(stderr, "gpubpf: recording needs root (or CAP_BPF and CAP_PERFMON): "
-			"run it with sudo\n");
+		if (geteuid() == 0)
+			fprintf(stderr, "gpubpf: recording needs CAP_BPF and CAP_PERFMON (or "
+				"CAP_SYS_ADMIN), which this root process lacks (its capabilities "
+				"were dropped)\n");
+		else
+			fprintf(stderr, "gpubpf: recording needs root (or CAP_BPF and CAP_PERFMON): "
+				"run it with sudo\n");
 		free(r.targets);
 		return 2;
 	}

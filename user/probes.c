@@ -120,6 +120,13 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		cuda_bpf__destroy(p->skel);
 		p->skel = NULL;
 	}
+	if (ret == -EPERM) {
+		snprintf(err, errlen, "the kernel refused to load the BPF programs (%s): gpubpf "
+			 "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, and a kernel that lets "
+			 "them load tracing programs (lockdown, a seccomp filter or an LSM can "
+			 "forbid it; run with -v for details)", strerror(-ret));
+		return ret;
+	}
 	if (ret) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s; the kernel needs "
 			 "CONFIG_BPF_SYSCALL, uprobes and BTF (run with -v for details)",
