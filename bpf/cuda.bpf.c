@@ -868,6 +868,7 @@ int gb_mmap(struct mmap_args *ctx)
 		m->type = GB_REC_MAP;
 		m->pid = tgid;
 		m->tid = (__u32)pid_tgid;
+		m->ts = bpf_ktime_get_ns();
 		m->dev = key.dev;
 		m->ino = key.ino;
 		bpf_probe_read_kernel_str(m->name, sizeof(m->name),

@@ -154,6 +154,7 @@ struct gb_map {
 	__u32 pid;
 	__u32 tid;
 	__u32 held;             /* enum gb_held */
+	__u64 ts;               /* when it mapped the file, CLOCK_MONOTONIC ns */
 	__u64 dev;              /* the kernel's dev_t of the file system (MKDEV: 12:20) */
 	__u64 ino;
 	char name[GB_MAP_NAME_LEN]; /* the file's base name */

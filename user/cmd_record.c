@@ -409,8 +409,9 @@ static void on_map(struct record *r, const struct gb_map *m)
 	else if (n < 0)
 		mark_missed(r, m->pid, "its libcuda could not be probed");
 	if (r->verbose)
-		fprintf(stderr, "gpubpf: pid %u loaded %s%s\n", m->pid, path,
-			m->held == GB_HELD ? ", held until probed" : "");
+		fprintf(stderr, "gpubpf: pid %u loaded %s%s%.3f ms\n", m->pid, path,
+			m->held == GB_HELD ? ", held until probed: " : ", not held: seen after ",
+			(now_ns(CLOCK_MONOTONIC) - m->ts) / 1e6);
 }
 
 /*
