@@ -383,7 +383,9 @@ static void on_map(struct record *r, const struct gb_map *m)
 	char path[PATH_MAX];
 	int n = -ENOENT;
 
-	if (!proc_find_mapping_ino(m->pid, "libcuda.so", m->ino, path, sizeof(path)))
+	/* by inode; an overlay file system may show another inode in the maps */
+	if (!proc_find_mapping_ino(m->pid, "libcuda.so", m->ino, path, sizeof(path)) ||
+	    !proc_find_mapping(m->pid, "libcuda.so", path, sizeof(path)))
 		n = attach_lib(r, path, who);
 	else if (proc_alive(m->pid))
 		fprintf(stderr, "gpubpf: pid %u mapped %.*s but it cannot be found in its maps\n",
