@@ -38,7 +38,25 @@ tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/dlopen.json" \
 is "cuInit is in the trace" "$(json_query "$TMPD/dlopen.json" \
 	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
 
-# 3. a process that leads its own process group, as an interactive shell's
+# 3. -p on a process that loads the library later, by full path: held too
+sh -c 'while [ ! -e "$1" ]; do sleep 0.01; done; exec "$2" "$3" "$4"' sh "$TMPD/go" \
+	"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/late-truth.json" 2>/dev/null &
+late=$!
+at_exit "kill $late 2>/dev/null"
+"$GPUBPF" record -q --no-device -p "$late" -o "$TMPD/late.json" 2>"$TMPD/late.err" &
+g=$!
+at_exit "kill $g 2>/dev/null"
+wait_for_cmd 20 grep -q "recording" "$TMPD/late.err"
+touch "$TMPD/go"
+wait "$late"
+wait "$g"
+is "record -p of a process that loads libcuda later exits 0" "$?" 0
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/late.json" "$TMPD/late-truth.json" \
+	"$probed"
+is "-p: cuInit is in the trace" "$(json_query "$TMPD/late.json" \
+	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+
+# 4. a process that leads its own process group, as an interactive shell's
 # job does, is not stopped (its shell would take the terminal back): its
 # library is probed when it is seen, and the loss that may cause is said
 setpgrp_exec='import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])'
