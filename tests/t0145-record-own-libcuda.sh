@@ -70,4 +70,12 @@ like "and why" "$(grep 'calls may be missing:' "$TMPD/.check.out")" \
 pid=$(json_query "$TMPD/job-truth.json" 'd["pid"]')
 like "the trace metadata says so for that process" "$(json_query "$TMPD/job.json" \
 	"d['gpubpf']['calls_may_be_missing'].get('$pid', '')")" "interactive shell"
+check "report of that trace" "$GPUBPF" report "$TMPD/job.json"
+like "the report says so too" "$(cat "$TMPD/.check.out")" \
+	"calls of pid $pid may be missing: it is a job of an interactive shell"
+check "report --format json of that trace" "$GPUBPF" report --format json -o "$TMPD/job.r.json" "$TMPD/job.json"
+like "and in JSON" "$(json_query "$TMPD/job.r.json" "d['calls_may_be_missing'].get('$pid', '')")" \
+	"interactive shell"
+check "report of a trace where no call can be missing" "$GPUBPF" report "$TMPD/wrap.json"
+is "it says nothing of missing calls" "$(grep -c "may be missing" "$TMPD/.check.out")" 0
 done_testing

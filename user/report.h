@@ -80,6 +80,9 @@ struct rt_table {
 	struct rt_proc *procs;
 	size_t nprocs;
 	uint64_t nstacks;       /* host calls that carried args.stack */
+	uint64_t dropped;       /* "gpubpf"."dropped_total" */
+	uint32_t *missed;       /* "calls_may_be_missing": pid, strtab id of why; pairs */
+	size_t nmissed;
 	uint64_t nread;         /* trace elements read */
 	int64_t t_first, t_last;
 };

@@ -189,6 +189,12 @@ int report_text(const struct rt_table *t, const struct report *r, FILE *f)
 		np += !proc_empty(&r->procs[p]);
 	fprintf(f, "gpubpf report: %s: %zu events, %zu process%s\n", t->path, t->nev, np,
 		np == 1 ? "" : "es");
+	if (t->dropped)
+		fprintf(f, "%" PRIu64 " events were lost while recording: counts below are low\n",
+			t->dropped);
+	for (size_t i = 0; i < t->nmissed; i++)
+		fprintf(f, "calls of pid %u may be missing: %s\n", t->missed[2 * i],
+			rt_str(t, t->missed[2 * i + 1]));
 	if (!r->any_stacks)
 		fprintf(f, "Python stacks: not in this trace; call sites are unknown\n");
 	if (!r->any_gpu)
@@ -421,6 +427,16 @@ int report_json(const struct rt_table *t, const struct report *r, FILE *f)
 	kuint(&jw, "events", t->nev);
 	kbool(&jw, "gpu_activity", r->any_gpu);
 	kbool(&jw, "stacks", r->any_stacks);
+	kuint(&jw, "dropped_events", t->dropped);
+	jw_key(&jw, "calls_may_be_missing");
+	jw_obj_begin(&jw);
+	for (size_t i = 0; i < t->nmissed; i++) {
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%u", t->missed[2 * i]);
+		kstr(&jw, pid, rt_str(t, t->missed[2 * i + 1]));
+	}
+	jw_obj_end(&jw);
 	jw_key(&jw, "processes");
 	jw_arr_begin_lines(&jw);
 	for (size_t p = 0; p < r->nprocs; p++)
