@@ -70,6 +70,21 @@ like "and why" "$(grep 'calls may be missing:' "$TMPD/.check.out")" \
 pid=$(json_query "$TMPD/job-truth.json" 'd["pid"]')
 like "the trace metadata says so for that process" "$(json_query "$TMPD/job.json" \
 	"d['gpubpf']['calls_may_be_missing'].get('$pid', '')")" "interactive shell"
+# 5. a kernel that cannot hold processes (GPUBPF_TEST_NO_HOLD): GPU timing
+# on or off, the command is told its first calls may be missed, and the
+# summary line and the trace say so
+for dev in "" --no-device; do
+	GPUBPF_TEST_NO_HOLD=1 "$GPUBPF" record -q $dev -o "$TMPD/nohold.json" -- sh -c \
+		"LD_LIBRARY_PATH='$SIMLIB' exec '$PY' '$GPUBPF_ROOT/sim/train.py' --steps 2" \
+		>/dev/null 2>"$TMPD/nohold.err"
+	like "cannot hold${dev:+, $dev}: the warning is shown" "$(cat "$TMPD/nohold.err")" \
+		"cannot hold the command when it loads one: its first calls may be missed"
+	like "cannot hold${dev:+, $dev}: the summary line says calls may be missing" \
+		"$(grep 'events,' "$TMPD/nohold.err")" "calls of 1 process may be missing"
+	is "cannot hold${dev:+, $dev}: the trace says so" "$(json_query "$TMPD/nohold.json" \
+		'len(d["gpubpf"]["calls_may_be_missing"])')" 1
+done
+
 check "report of that trace" "$GPUBPF" report "$TMPD/job.json"
 like "the report says so too" "$(cat "$TMPD/.check.out")" \
 	"calls of pid $pid may be missing: it is a job of an interactive shell"

@@ -896,6 +896,8 @@ int cmd_record(int argc, char **argv)
 	po.native_stacks = r.native;
 	/* -a and -- CMD: find a new process's Python before its first call */
 	po.hold_each = r.stacks && r.mode != MODE_PIDS;
+	/* tests: behave as on a kernel that cannot hold processes */
+	po.no_hold = getenv("GPUBPF_TEST_NO_HOLD") && *getenv("GPUBPF_TEST_NO_HOLD");
 	if (probes_open(&r.probes, &po, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		ret = 2;
@@ -947,6 +949,18 @@ int cmd_record(int argc, char **argv)
 			fprintf(stderr, "gpubpf: no libcuda.so.1 found yet and this kernel cannot "
 				"hold the command when it loads one: its first calls may be missed "
 				"(use --libcuda PATH to catch every call)\n");
+		if (!r.holding)
+			mark_missed(&r, r.child, r.nlibs ?
+				    "this kernel cannot hold processes as they load libcuda: calls "
+				    "into a libcuda other than the one probed from the start may be "
+				    "missing until gpubpf finds it" :
+				    "this kernel cannot hold processes as they load libcuda and no "
+				    "libcuda was probed from the start: calls made before gpubpf "
+				    "found the command's may be missing");
+	} else if (r.mode == MODE_ALL && !r.holding) {
+		fprintf(stderr, "gpubpf: this kernel cannot hold processes as they load libcuda: "
+			"the first calls of a process that loads a libcuda not probed yet may be "
+			"missed\n");
 	}
 	r.collecting = 1;
 	if (r.mode != MODE_CMD)

@@ -89,7 +89,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 	 */
 	for (int attempt = 0; attempt < 4; attempt++) {
 		p->multi = attempt < 2;
-		p->hold = !(attempt & 1);
+		p->hold = !(attempt & 1) && !o->no_hold;
 		p->skel = cuda_bpf__open();
 		if (!p->skel) {
 			ret = -errno;

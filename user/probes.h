@@ -20,6 +20,7 @@ struct probes_opts {
 	uint64_t ringbuf_bytes; /* rounded up to a power of two */
 	int verbose;            /* libbpf's own messages */
 	int native_stacks;      /* capture the user-space stack of every call */
+	int no_hold;            /* do not load the mmap hook (as on a kernel without it) */
 	int hold_each;          /* hold every process that maps libcuda, once (see
 				   probes_hold_maps), not only for a new library */
 };
