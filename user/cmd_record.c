@@ -595,6 +595,19 @@ static int setup_pids(struct record *r)
 	return 0;
 }
 
+/* -- CMD and -a: always; -p: while a target has no libcuda yet. */
+static int need_hold(struct record *r)
+{
+	char path[PATH_MAX];
+
+	if (r->mode != MODE_PIDS)
+		return 1;
+	for (int i = 0; i < r->ntargets; i++)
+		if (proc_find_mapping(r->targets[i].pid, "libcuda.so", path, sizeof(path)))
+			return 1;
+	return 0;
+}
+
 static int setup_global(struct record *r)
 {
 	const char *lib = r->libcuda;
@@ -914,10 +927,14 @@ int cmd_record(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	r.model.realtime_offset_ns = realtime_offset();
 	gethostname(r.model.host, sizeof(r.model.host) - 1);
-	/* before any scan, so that no libcuda loaded from now on escapes */
-	e = probes_hold_maps(&r.probes);
+	/*
+	 * Before any scan, so that no libcuda loaded from now on escapes.
+	 * Detaching the hook costs a kernel synchronisation (0.1-0.3 s): -p
+	 * targets that all have their libcuda already do without it.
+	 */
+	e = need_hold(&r) ? probes_hold_maps(&r.probes) : -EALREADY;
 	r.holding = !e;
-	if (e && r.verbose)
+	if (e && e != -EALREADY && r.verbose)
 		fprintf(stderr, "gpubpf: cannot hold processes that load libcuda: %s\n",
 			strerror(-e));
 
