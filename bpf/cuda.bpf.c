@@ -875,6 +875,8 @@ int gb_mmap(struct mmap_args *ctx)
 					  BPF_CORE_READ(file, f_path.dentry, d_name.name));
 		if (shell_job(tgid))
 			m->held = GB_SHELL_JOB;
+		else if (BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), ptrace))
+			m->held = GB_PTRACED;
 		else
 			m->held = bpf_send_signal_thread(GB_SIGSTOP) ? GB_NOT_HELD : GB_HELD;
 		bpf_ringbuf_submit(m, BPF_RB_FORCE_WAKEUP);

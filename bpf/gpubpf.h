@@ -147,6 +147,7 @@ enum gb_held {
 	GB_NOT_HELD = 0,        /* the stop signal could not be sent */
 	GB_HELD = 1,            /* stopped: user space must send SIGCONT */
 	GB_SHELL_JOB = 2,       /* not stopped: a job of an interactive shell */
+	GB_PTRACED = 3,         /* not stopped: under a debugger, which would see the stop */
 };
 
 struct gb_map {

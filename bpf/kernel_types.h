@@ -48,6 +48,7 @@ struct task_struct {
 	struct thread_struct thread;
 	struct signal_struct *signal;
 	struct files_struct *files;
+	unsigned int ptrace;    /* nonzero: traced by a debugger (gdb, strace) */
 } __attribute__((preserve_access_index));
 
 /* The file an mmap() maps: its name and inode. */

@@ -70,7 +70,18 @@ like "and why" "$(grep 'calls may be missing:' "$TMPD/.check.out")" \
 pid=$(json_query "$TMPD/job-truth.json" 'd["pid"]')
 like "the trace metadata says so for that process" "$(json_query "$TMPD/job.json" \
 	"d['gpubpf']['calls_may_be_missing'].get('$pid', '')")" "interactive shell"
-# 5. a kernel that cannot hold processes (GPUBPF_TEST_NO_HOLD): GPU timing
+# 5. a process under a debugger (strace) is not stopped either: said
+if command -v strace >/dev/null 2>&1; then
+	check "record of a process under strace exits 0" \
+		"$GPUBPF" record -q --no-device -o "$TMPD/traced.json" -- strace -f -o /dev/null \
+		"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/traced-truth.json"
+	like "under strace: why calls may be missing" "$(grep 'calls may be missing:' "$TMPD/.check.out")" \
+		"calls may be missing: it runs under a debugger"
+else
+	skip "no strace" 2
+fi
+
+# 6. a kernel that cannot hold processes (GPUBPF_TEST_NO_HOLD): GPU timing
 # on or off, the command is told its first calls may be missed, and the
 # summary line and the trace say so
 for dev in "" --no-device; do

@@ -405,6 +405,9 @@ static void on_map(struct record *r, const struct gb_map *m)
 	if (n != 0 && m->held == GB_SHELL_JOB)
 		mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
 			    "not stop: its libcuda was probed only after it was loaded");
+	else if (n != 0 && m->held == GB_PTRACED)
+		mark_missed(r, m->pid, "it runs under a debugger, which would see a stop: its "
+			    "libcuda was probed only after it was loaded");
 	else if (n != 0 && m->held != GB_HELD)
 		mark_missed(r, m->pid, "it could not be stopped while its probes were attached: "
 			    "its libcuda was probed only after it was loaded");
