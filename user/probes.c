@@ -370,12 +370,17 @@ cleanup:
 int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *err,
 			  size_t errlen)
 {
-	/* an injection library older than the apierr marker still gives GPU timing */
+	/*
+	 * The library wakes up when the batch marker's semaphore rises: attach
+	 * the call markers first, so that no call it sees goes unannounced.
+	 * An injection library older than the apierr marker still gives GPU
+	 * timing.
+	 */
 	static const struct { const char *name; int optional; } markers[] = {
-		{ "batch", 0 }, { "api", 0 }, { "apierr", 1 },
+		{ "api", 0 }, { "apierr", 1 }, { "batch", 0 },
 	};
-	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_batch, p->skel->progs.gb_gpu_api,
-					p->skel->progs.gb_gpu_apierr };
+	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_api, p->skel->progs.gb_gpu_apierr,
+					p->skel->progs.gb_gpu_batch };
 	struct probe_target *t;
 	size_t cap = 0;
 	int ret;
