@@ -737,40 +737,12 @@ int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 	return 0;
 }
 
-SEC("usdt")
-int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
+/* The api marker's error site: the call failed with result. */
+static __always_inline int api_error(__u64 pid_tgid, __u32 correlation, __u32 cbid, long result)
 {
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32;
-	struct gb_corr *c;
-
-	if (!traced(tgid))
-		return 0;
-	c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
-	if (!c) {
-		count_drop(tgid);
-		return 0;
-	}
-	c->type = GB_REC_CORR;
-	c->pid = tgid;
-	c->tid = (__u32)pid_tgid;
-	c->correlation = correlation;
-	c->ts = bpf_ktime_get_ns();
-	c->cbid = cbid;
-	c->pad = 0;
-	bpf_ringbuf_submit(c, wake_flags());
-	return 0;
-}
-
-SEC("usdt")
-int BPF_USDT(gb_gpu_apierr, __u32 correlation, __u32 cbid, __s64 result)
-{
-	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct gb_apierr *e;
 
-	if (!traced(tgid))
-		return 0;
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
 		count_drop(tgid);
@@ -784,6 +756,38 @@ int BPF_USDT(gb_gpu_apierr, __u32 correlation, __u32 cbid, __s64 result)
 	e->cbid = cbid;
 	e->result = (__s32)result;
 	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
+/*
+ * Two sites: at a call's entry (correlation, cbid), and as a failing call
+ * returns (correlation, cbid, result).
+ */
+SEC("usdt")
+int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_corr *c;
+	long result = 0;
+
+	if (!traced(tgid))
+		return 0;
+	if (bpf_usdt_arg_cnt(ctx) >= 3 && !bpf_usdt_arg(ctx, 2, &result))
+		return api_error(pid_tgid, correlation, cbid, result);
+	c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
+	if (!c) {
+		count_drop(tgid);
+		return 0;
+	}
+	c->type = GB_REC_CORR;
+	c->pid = tgid;
+	c->tid = (__u32)pid_tgid;
+	c->correlation = correlation;
+	c->ts = bpf_ktime_get_ns();
+	c->cbid = cbid;
+	c->pad = 0;
+	bpf_ringbuf_submit(c, wake_flags());
 	return 0;
 }
 

@@ -170,8 +170,8 @@ struct gb_lib_key {
 };
 
 /*
- * From the injection library's apierr marker, on the thread making a
- * driver call and as it returns: the call failed with result (a CUresult).
+ * From the injection library's api marker's error site, on the thread
+ * making a driver call and as it returns: the call failed with result (a CUresult).
  * Like gb_corr, it belongs to the thread's latest call entered before ts.
  */
 struct gb_apierr {

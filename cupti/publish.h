@@ -4,7 +4,8 @@
  * (gpu_activity.h) are batched and handed over at a USDT marker whose site
  * is a 5-byte NOP (cheap to probe), the CUPTI correlation id of each
  * driver call is announced at a second marker on the calling thread, and
- * the error of a failing call at a third, as the call returns.
+ * the error of a failing call at another site of that marker (with a third
+ * argument, the error), as the call returns.
  * Each marker has a semaphore that the kernel raises while gpubpf is
  * attached: publish_attached() is how the library knows it is recorded.
  * Thread-safe.

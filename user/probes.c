@@ -138,7 +138,6 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_batch, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);
-	bpf_program__set_autoattach(p->skel->progs.gb_gpu_apierr, false);
 	ret = cuda_bpf__attach(p->skel);
 	if (ret) {
 		snprintf(err, errlen, "cannot attach the fork tracepoint: %s", strerror(-ret));
@@ -372,15 +371,11 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 {
 	/*
 	 * The library wakes up when the batch marker's semaphore rises: attach
-	 * the call markers first, so that no call it sees goes unannounced.
-	 * An injection library older than the apierr marker still gives GPU
-	 * timing.
+	 * the api marker (correlation ids, errors) first, so that no call it
+	 * sees goes unannounced.
 	 */
-	static const struct { const char *name; int optional; } markers[] = {
-		{ "api", 0 }, { "apierr", 1 }, { "batch", 0 },
-	};
-	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_api, p->skel->progs.gb_gpu_apierr,
-					p->skel->progs.gb_gpu_batch };
+	static const char *const markers[] = { "api", "batch" };
+	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_api, p->skel->progs.gb_gpu_batch };
 	struct probe_target *t;
 	size_t cap = 0;
 	int ret;
@@ -388,12 +383,10 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	ret = new_target(p, path, pid, &t, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
-	for (size_t i = 0; i < 3 && !ret; i++) {
+	for (size_t i = 0; i < 2 && !ret; i++) {
 		struct bpf_link *l = bpf_program__attach_usdt(progs[i], pid, path, "gpubpf",
-							      markers[i].name, NULL);
+							      markers[i], NULL);
 
-		if (!l && markers[i].optional)
-			continue;
 		ret = l ? add_link(t, l, &cap) : -errno;
 		if (ret && l)
 			bpf_link__destroy(l);
