@@ -23,6 +23,8 @@ const volatile __u8 filter_pids = 0;    /* only tgids in "pids" */
 const volatile __u8 follow_forks = 0;   /* children of traced tgids join */
 const volatile __u32 wake_shift = 20;  /* wake the reader each 1 << this bytes */
 const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
+const volatile __u32 self_tgid = 0;     /* the recorder, never held */
+const volatile __u8 hold_each = 0;      /* hold every process at its first libcuda map */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -172,6 +174,25 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);           /* records lost, all processes */
 } drops_total SEC(".maps");
+
+/*
+ * libcuda files already probed (struct gb_lib_key), filled by user space:
+ * for every process (pid 0), or seen mapped by one process (pid).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct gb_lib_key);
+	__type(value, __u8);
+} libs_known SEC(".maps");
+
+/* Per tgid: libcuda mappings not reported (the ring buffer was full), so not held. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u64);
+} unheld SEC(".maps");
 
 /* n records of process tgid lost. */
 static __always_inline void count_drops(__u32 tgid, __u64 n)
@@ -778,15 +799,44 @@ int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 	return 0;
 }
 
+/* The api marker's error site: the call failed with result. */
+static __always_inline int api_error(__u64 pid_tgid, __u32 correlation, __u32 cbid, long result)
+{
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_apierr *e;
+
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop(tgid);
+		return 0;
+	}
+	e->type = GB_REC_APIERR;
+	e->pid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->correlation = correlation;
+	e->ts = bpf_ktime_get_ns();
+	e->cbid = cbid;
+	e->result = (__s32)result;
+	bpf_ringbuf_submit(e, wake_flags());
+	return 0;
+}
+
+/*
+ * Two sites: at a call's entry (correlation, cbid), and as a failing call
+ * returns (correlation, cbid, result).
+ */
 SEC("usdt")
 int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct gb_corr *c;
+	long result = 0;
 
 	if (!traced(tgid))
 		return 0;
+	if (bpf_usdt_arg_cnt(ctx) >= 3 && !bpf_usdt_arg(ctx, 2, &result))
+		return api_error(pid_tgid, correlation, cbid, result);
 	c = bpf_ringbuf_reserve(&rb, sizeof(*c), 0);
 	if (!c) {
 		count_drop(tgid);
@@ -824,6 +874,111 @@ int BPF_PROG(gb_exit, struct task_struct *task)
 	e->pad = 0;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, wake_flags(sizeof(*e), 1));
+	return 0;
+}
+
+/*
+ * A traced process maps a file executable: when it is a libcuda that no
+ * probe covers yet, tell user space and stop the process.  SIGSTOP is delivered on the
+ * way back from this mmap call, so the mapping is made, and the
+ * dynamic loader has neither relocated the library nor run its
+ * constructors: no call into it can have happened.  User space attaches
+ * the probes (they cover existing mappings of the file too), adds the file
+ * to libs_known and sends SIGCONT.
+ */
+#define GB_SIGSTOP 19
+#define GB_PROT_EXEC 4
+#define LIBCUDA_PREFIX "libcuda.so"
+
+/*
+ * A process that leads a process group inside another's session is how
+ * an interactive shell runs a job: that shell would see the stop (waitpid
+ * WUNTRACED), report the job stopped and take the terminal back, so such
+ * a process is not stopped.  (Session leaders, made by setsid, are no
+ * shell's jobs.)
+ */
+static __always_inline int shell_job(__u32 tgid)
+{
+	struct task_struct *task = (void *)bpf_get_current_task();
+	struct signal_struct *sig = BPF_CORE_READ(task, signal);
+	struct pid *pg = NULL, *sid = NULL;
+
+	bpf_core_read(&pg, sizeof(pg), &sig->pids[GB_PIDTYPE_PGID]);
+	bpf_core_read(&sid, sizeof(sid), &sig->pids[GB_PIDTYPE_SID]);
+	return pg && sid && BPF_CORE_READ(pg, numbers[0].nr) == (int)tgid &&
+	       BPF_CORE_READ(sid, numbers[0].nr) != (int)tgid;
+}
+
+/* syscalls:sys_enter_mmap, as the tracepoint's format file lays it out */
+struct mmap_args {
+	__u64 common;
+	__s64 nr;
+	__u64 addr, len, prot, flags, fd, off;
+};
+
+SEC("tracepoint/syscalls/sys_enter_mmap")
+int gb_mmap(struct mmap_args *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_lib_key key = {};
+	char name[sizeof(LIBCUDA_PREFIX)] = {};
+	struct task_struct *task;
+	struct fdtable *fdt;
+	struct file *file = NULL, **fds;
+	struct gb_map *m;
+	__u64 one = 1, *n;
+
+	/* the loader maps a library's code executable; readers of the file do not */
+	if (!(ctx->prot & GB_PROT_EXEC) || (__s64)ctx->fd < 0 || tgid == self_tgid ||
+	    !traced(tgid))
+		return 0;
+	task = (void *)bpf_get_current_task();
+	fdt = BPF_CORE_READ(task, files, fdt);
+	if (!fdt || ctx->fd >= BPF_CORE_READ(fdt, max_fds))
+		return 0;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&file, sizeof(file), &fds[ctx->fd]);
+	if (!file)
+		return 0;
+	bpf_probe_read_kernel(name, sizeof(name) - 1, BPF_CORE_READ(file, f_path.dentry, d_name.name));
+	for (int i = 0; i < (int)sizeof(LIBCUDA_PREFIX) - 1; i++)
+		if (name[i] != LIBCUDA_PREFIX[i])
+			return 0;
+	key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	key.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	/* hold_each: user space wants each process once (to find its Python) */
+	if (!hold_each && bpf_map_lookup_elem(&libs_known, &key))
+		return 0;
+	key.pid = tgid;
+	if (bpf_map_lookup_elem(&libs_known, &key))
+		return 0;
+	m = bpf_ringbuf_reserve(&rb, sizeof(*m), 0);
+	if (m) {
+		m->type = GB_REC_MAP;
+		m->pid = tgid;
+		m->tid = (__u32)pid_tgid;
+		m->ts = bpf_ktime_get_ns();
+		m->dev = key.dev;
+		m->ino = key.ino;
+		bpf_probe_read_kernel_str(m->name, sizeof(m->name),
+					  BPF_CORE_READ(file, f_path.dentry, d_name.name));
+		if (shell_job(tgid))
+			m->held = GB_SHELL_JOB;
+		else if (BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), ptrace))
+			m->held = GB_PTRACED;
+		else
+			m->held = bpf_send_signal_thread(GB_SIGSTOP) ? GB_NOT_HELD : GB_HELD;
+		bpf_ringbuf_submit(m, BPF_RB_FORCE_WAKEUP);
+		return 0;
+	}
+	/* not held, and user space does not know: count it */
+	count_drop(tgid);
+	n = bpf_map_lookup_elem(&unheld, &tgid);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&unheld, &tgid, &one, BPF_NOEXIST);
 	return 0;
 }
 

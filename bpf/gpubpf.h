@@ -25,7 +25,9 @@ enum gb_rec_type {
 	GB_REC_CORR = 4,  /* a driver call's correlation id: struct gb_corr */
 	GB_REC_PYSTACK = 5, /* a Python stack, sent once per (pid, id): struct gb_pystack */
 	GB_REC_NATIVE = 6,  /* a native stack, sent once per (pid, id): struct gb_native */
-	GB_REC_EXIT = 7,    /* a traced thread exits: struct gb_exit */
+	GB_REC_MAP = 7,     /* a traced process maps a libcuda not yet probed: struct gb_map */
+	GB_REC_APIERR = 8,  /* a driver call failed, from the injection library: struct gb_apierr */
+	GB_REC_EXIT = 9,    /* a traced thread exits: struct gb_exit */
 };
 
 /*
@@ -180,6 +182,57 @@ struct gb_corr {
 	__u64 ts;
 	__u32 cbid;
 	__u32 pad;
+};
+
+/*
+ * A traced process maps a file named libcuda.so* that is not in the
+ * "libs_known" map (see struct gb_lib_key).  The mapping thread was sent
+ * SIGSTOP (stopped = 1) from inside the mmap call, so neither the
+ * library's constructors nor any call into it runs before user space has
+ * attached the probes and sends SIGCONT.  Otherwise (see enum gb_held)
+ * calls made before the probes are attached may be missed.
+ */
+#define GB_MAP_NAME_LEN 64
+
+enum gb_held {
+	GB_NOT_HELD = 0,        /* the stop signal could not be sent */
+	GB_HELD = 1,            /* stopped: user space must send SIGCONT */
+	GB_SHELL_JOB = 2,       /* not stopped: a job of an interactive shell */
+	GB_PTRACED = 3,         /* not stopped: under a debugger, which would see the stop */
+};
+
+struct gb_map {
+	__u32 type;             /* GB_REC_MAP */
+	__u32 pid;
+	__u32 tid;
+	__u32 held;             /* enum gb_held */
+	__u64 ts;               /* when it mapped the file, CLOCK_MONOTONIC ns */
+	__u64 dev;              /* the kernel's dev_t of the file system (MKDEV: 12:20) */
+	__u64 ino;
+	char name[GB_MAP_NAME_LEN]; /* the file's base name */
+};
+
+/* A probed libcuda file, for pid (0: for every process). */
+struct gb_lib_key {
+	__u64 dev;              /* kernel dev_t, as in struct gb_map */
+	__u64 ino;
+	__u32 pid;
+	__u32 pad;
+};
+
+/*
+ * From the injection library's api marker's error site, on the thread
+ * making a driver call and as it returns: the call failed with result (a CUresult).
+ * Like gb_corr, it belongs to the thread's latest call entered before ts.
+ */
+struct gb_apierr {
+	__u32 type;             /* GB_REC_APIERR */
+	__u32 pid;
+	__u32 tid;
+	__u32 correlation;      /* 0 if unknown */
+	__u64 ts;
+	__u32 cbid;
+	__s32 result;
 };
 
 /*

@@ -16,10 +16,66 @@ struct thread_struct {
 	unsigned long fsbase;   /* x86-64: the thread pointer, = pthread_self() */
 } __attribute__((preserve_access_index));
 
+struct upid {
+	int nr;
+} __attribute__((preserve_access_index));
+
+struct pid {
+	struct upid numbers[1];
+} __attribute__((preserve_access_index));
+
+#define GB_PIDTYPE_PGID 2       /* enum pid_type */
+#define GB_PIDTYPE_SID 3
+
+struct signal_struct {
+	struct pid *pids[4];
+} __attribute__((preserve_access_index));
+
+struct file;
+
+struct fdtable {
+	unsigned int max_fds;
+	struct file **fd;
+} __attribute__((preserve_access_index));
+
+struct files_struct {
+	struct fdtable *fdt;
+} __attribute__((preserve_access_index));
+
 struct task_struct {
 	int pid;
 	int tgid;
 	struct thread_struct thread;
+	struct signal_struct *signal;
+	struct files_struct *files;
+	unsigned int ptrace;    /* nonzero: traced by a debugger (gdb, strace) */
+} __attribute__((preserve_access_index));
+
+/* The file an mmap() maps: its name and inode. */
+struct qstr {
+	const unsigned char *name;
+} __attribute__((preserve_access_index));
+
+struct dentry {
+	struct qstr d_name;
+} __attribute__((preserve_access_index));
+
+struct path {
+	struct dentry *dentry;
+} __attribute__((preserve_access_index));
+
+struct super_block {
+	unsigned int s_dev;
+} __attribute__((preserve_access_index));
+
+struct inode {
+	unsigned long i_ino;
+	struct super_block *i_sb;
+} __attribute__((preserve_access_index));
+
+struct file {
+	struct path f_path;
+	struct inode *f_inode;
 } __attribute__((preserve_access_index));
 
 #endif

@@ -23,6 +23,8 @@ struct backend {
 	void (*flush)(int forced);
 	/* Stop collecting, after a forced flush. */
 	void (*disable)(void);
+	/* Optional: why probe() returned 0, as one lowercase phrase. */
+	const char *(*why_not)(void);
 };
 
 extern const struct backend backend_sim;

@@ -79,6 +79,31 @@ static pthread_mutex_t conv_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct cupti_conv conv = { .name = name_id };
 static uint64_t bad_buffers;            /* iteration stopped on a bad record */
 
+static char why_not[512];              /* why probe() found no usable libcupti */
+
+/* h is libcupti: every function we call is there.  Else NULL, h closed. */
+static void *check_cupti(void *h, const char *name, int from_env)
+{
+	const char *missing = NULL;
+
+#define X(f)						\
+	if (!missing && !dlsym(h, #f))			\
+		missing = #f;
+	CUPTI_FUNCS(X)
+#undef X
+	if (!missing)
+		return h;
+	if (!why_not[0])
+		snprintf(why_not, sizeof(why_not), "%s'%s' is not libcupti (it has no %s)",
+			 from_env ? "GPUBPF_CUPTI_LIB=" : "", name, missing);
+	dlclose(h);
+	return NULL;
+}
+
+/*
+ * GPUBPF_CUPTI_LIB, then the libcupti the loader finds, then the toolkit's.
+ * A candidate that is not libcupti is skipped, the first reason kept.
+ */
 static void *open_cupti(void)
 {
 	static const char *const names[] = { "libcupti.so.13", "libcupti.so" };
@@ -88,16 +113,22 @@ static void *open_cupti(void)
 	unsigned i;
 	void *h;
 
+	why_not[0] = 0;
 	/* already in the process (a framework's own CUPTI): never load a second copy */
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		if ((h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD)))
 			return h;
 	env = getenv("GPUBPF_CUPTI_LIB");
-	if (env && *env && (h = dlopen(env, RTLD_NOW | RTLD_LOCAL)))
-		return h;
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if ((h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)))
+	if (env && *env) {
+		h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
+		if (!h)
+			snprintf(why_not, sizeof(why_not), "GPUBPF_CUPTI_LIB: %s", dlerror());
+		else if ((h = check_cupti(h, env, 1)))
 			return h;
+	}
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if ((h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) && (h = check_cupti(h, names[i], 0)))
+			goto found;
 	home = getenv("CUDA_HOME");
 	if (!home || !*home)
 		home = "/usr/local/cuda";
@@ -105,10 +136,21 @@ static void *open_cupti(void)
 		if (snprintf(path, sizeof(path), "%s/%s/libcupti.so.13", home, dirs[i]) >=
 		    (int)sizeof(path))
 			continue;
-		if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-			return h;
+		if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) && (h = check_cupti(h, path, 0)))
+			goto found;
 	}
+	if (!why_not[0])
+		snprintf(why_not, sizeof(why_not), "libcupti not found (set GPUBPF_CUPTI_LIB to "
+			 "its path)");
+	else if (env && *env)
+		snprintf(why_not + strlen(why_not), sizeof(why_not) - strlen(why_not),
+			 ", and no libcupti is installed");
 	return NULL;
+found:
+	if (why_not[0])         /* GPUBPF_CUPTI_LIB was wrong, the installed one is used */
+		fprintf(stderr, "gpubpf: %s; using the installed libcupti\n", why_not);
+	why_not[0] = 0;
+	return h;
 }
 
 /* Silent: the caller says `gpubpf: GPU timing off` when no backend applies. */
@@ -132,6 +174,11 @@ fail:
 	return 0;
 }
 
+static const char *cupti_why_not(void)
+{
+	return why_not;
+}
+
 /* The clock of bpf_ktime_get_ns, so GPU and host events share a timeline. */
 static uint64_t CUPTIAPI monotonic_ns(void)
 {
@@ -142,19 +189,25 @@ static uint64_t CUPTIAPI monotonic_ns(void)
 }
 
 /*
- * On every enabled driver call, entry and exit: the marker ties the
- * correlation id to this thread and its stack.  Runs on the program's
- * launch path, so nothing but the check and the marker.
+ * On every enabled driver call, entry and exit: at entry the marker ties
+ * the correlation id to this thread and its stack; at exit a failed call's
+ * error is announced (launches are probed at entry only: this is how their
+ * errors are known).  Runs on the program's launch path, so nothing but
+ * the checks and the markers.
  */
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 
-	if (!publish_attached() || domain != CUPTI_CB_DOMAIN_DRIVER_API ||
-	    cb->callbackSite != CUPTI_API_ENTER)
+	if (!publish_attached() || domain != CUPTI_CB_DOMAIN_DRIVER_API)
 		return;
-	publish_api(cb->correlationId, cbid);
+	if (cb->callbackSite == CUPTI_API_ENTER)
+		publish_api(cb->correlationId, cbid);
+	else if (cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
+		 *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS)
+		publish_api_error(cb->correlationId, cbid,
+				  *(const CUresult *)cb->functionReturnValue);
 }
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size,
@@ -381,4 +434,5 @@ const struct backend backend_cupti = {
 	.enable = cupti_enable,
 	.flush = cupti_flush,
 	.disable = cupti_disable,
+	.why_not = cupti_why_not,
 };

@@ -19,6 +19,11 @@ static void api_enter(void *ctx, uint32_t correlation, const char *function)
 	publish_api(correlation, 0);
 }
 
+static void api_error(void *ctx, const char *function, int result)
+{
+	publish_api_error(0, 0, result);
+}
+
 static void activity(void *ctx, const struct simcu_activity *a)
 {
 	struct ga_where w = { .device = a->device, .stream = a->stream };
@@ -83,7 +88,8 @@ static int sim_probe(void)
 
 static int sim_enable(void)
 {
-	static const struct simcu_profiler p = { .api_enter = api_enter, .activity = activity };
+	static const struct simcu_profiler p = { .api_enter = api_enter, .activity = activity,
+						 .api_error = api_error };
 
 	if (subscribe(&p)) {
 		publish_error("sim: another profiler is subscribed");

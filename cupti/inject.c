@@ -111,8 +111,7 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 		else if (backend_cupti.probe())
 			backend = &backend_cupti;
 		else {
-			fprintf(stderr, "gpubpf: GPU timing off: libcupti not found "
-				"(set GPUBPF_CUPTI_LIB to its path)\n");
+			fprintf(stderr, "gpubpf: GPU timing off: %s\n", backend_cupti.why_not());
 			ret = 0;
 			goto out;
 		}

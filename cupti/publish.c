@@ -58,6 +58,15 @@ void publish_api(uint32_t correlation, uint32_t cbid)
 		STAP_PROBE2(gpubpf, api, correlation, cbid);
 }
 
+void publish_api_error(uint32_t correlation, uint32_t cbid, int32_t result)
+{
+	int64_t res = result;   /* a whole register: the marker reads 8 bytes */
+
+	/* a second site of the api marker, told apart by its third argument */
+	if (__atomic_load_n(&gpubpf_api_semaphore, __ATOMIC_RELAXED) && !in_fork_child)
+		STAP_PROBE3(gpubpf, api, correlation, cbid, res);
+}
+
 static void send_locked(void)
 {
 	uint64_t nrecs = batch_records;

@@ -2,8 +2,10 @@
 /*
  * The transport from the injection library to gpubpf: GPU activity records
  * (gpu_activity.h) are batched and handed over at a USDT marker whose site
- * is a 5-byte NOP (cheap to probe), and the CUPTI correlation id of each
- * driver call is announced at a second marker on the calling thread.
+ * is a 5-byte NOP (cheap to probe), the CUPTI correlation id of each
+ * driver call is announced at a second marker on the calling thread, and
+ * the error of a failing call at another site of that marker (with a third
+ * argument, the error), as the call returns.
  * Each marker has a semaphore that the kernel raises while gpubpf is
  * attached: publish_attached() is how the library knows it is recorded.
  * Thread-safe.
@@ -24,6 +26,13 @@ int publish_attached(void);
  * CUPTI driver callback id (0 when unknown).
  */
 void publish_api(uint32_t correlation, uint32_t cbid);
+
+/*
+ * Announce, on the thread making a driver call and as it returns, that it
+ * failed with result (a CUresult): what the API-exit callback sees.
+ * correlation and cbid as for publish_api (0 when unknown).
+ */
+void publish_api_error(uint32_t correlation, uint32_t cbid, int32_t result);
 
 /*
  * Append a record to the current batch (sending the batch first if the

@@ -65,7 +65,10 @@
  *    copies and memsets), created streams 2, 3, ... in creation order.  A
  *    graph launch's nodes share its id, node i reported as graph_node i + 1.
  *    Unsubscribed, a call costs one relaxed atomic load and its work is
- *    never reported, even if a profiler subscribes before it runs.
+ *    never reported, even if a profiler subscribes before it runs.  A launch,
+ *    copy, memset or graph launch that fails (an invalid function, pointer
+ *    or graph, an empty grid...) calls api_error with its CUresult on the
+ *    calling thread as it returns.
  */
 #define _GNU_SOURCE
 /* NVIDIA's own switch: declare every versioned entry point (v1, _v2, _ptsz,
@@ -220,6 +223,17 @@ static void prof_activity(uint32_t gen, const struct simcu_activity *a)
 	if (gen == g_prof_gen && g_prof.activity)
 		g_prof.activity(g_prof.ctx, a);
 	cb_end();
+}
+
+/* A launch, copy, memset or graph launch returns rc: report a failure. */
+static CUresult prof_exit(const char *fn, CUresult rc)
+{
+	if (rc != CUDA_SUCCESS && __atomic_load_n(&g_prof_on, __ATOMIC_RELAXED) && cb_begin()) {
+		if (g_prof.api_error)
+			g_prof.api_error(g_prof.ctx, fn, rc);
+		cb_end();
+	}
+	return rc;
 }
 
 __attribute__((visibility("default")))
@@ -1098,7 +1112,7 @@ static uint32_t kernel_us(void **params, void **extra)
 }
 
 /* fn: the exported entry point, for the profiler. */
-static CUresult launch(const char *fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+static CUresult launch_body(const char *fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
 		       unsigned bx, unsigned by, unsigned bz, unsigned smem,
 		       CUstream h, void **params, void **extra)
 {
@@ -1130,11 +1144,18 @@ static CUresult launch(const char *fn, CUfunction f, unsigned gx, unsigned gy, u
 	return submit(h, op, false);
 }
 
+static CUresult launch(const char *fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+		       unsigned bx, unsigned by, unsigned bz, unsigned smem,
+		       CUstream h, void **params, void **extra)
+{
+	return prof_exit(fn, launch_body(fn, f, gx, gy, gz, bx, by, bz, smem, h, params, extra));
+}
+
 static CUresult launch_ex(const char *fn, const CUlaunchConfig *c, CUfunction f,
 			  void **params, void **extra)
 {
 	if (!c)
-		return g_inited ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED;
+		return prof_exit(fn, g_inited ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED);
 	return launch(fn, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
 		      c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
 		      params, extra);
@@ -1290,7 +1311,7 @@ static uint32_t copy_kind(const struct copy_desc *d, const struct op *op)
 }
 
 /* pc: the API call's profiler state (one per call, shared by a batch). */
-static CUresult copy_submit(struct prof_call *pc, const struct copy_desc *d, CUstream h, bool sync)
+static CUresult copy_body(struct prof_call *pc, const struct copy_desc *d, CUstream h, bool sync)
 {
 	size_t sspan = 0, dspan = 0, bytes;
 	struct op *op;
@@ -1331,6 +1352,11 @@ static CUresult copy_submit(struct prof_call *pc, const struct copy_desc *d, CUs
 		.dslice = d->dpitch * d->dheight, .sslice = d->spitch * d->sheight,
 	};
 	return submit(h, op, sync);
+}
+
+static CUresult copy_submit(struct prof_call *pc, const struct copy_desc *d, CUstream h, bool sync)
+{
+	return prof_exit(pc->fn, copy_body(pc, d, h, sync));
 }
 
 static CUresult copy_1d_pc(struct prof_call *pc, uintptr_t dst, enum side dk, uintptr_t src,
@@ -1658,8 +1684,8 @@ CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opL
 /* ------------------------------------------------------------- memsets */
 
 /* Fill height rows (pitch apart) of width elements of elsize bytes. */
-static CUresult memset_submit(const char *fn, CUdeviceptr dst, size_t pitch, uint32_t value,
-			      unsigned elsize, size_t width, size_t height, CUstream h, bool sync)
+static CUresult memset_body(const char *fn, CUdeviceptr dst, size_t pitch, uint32_t value,
+			    unsigned elsize, size_t width, size_t height, CUstream h, bool sync)
 {
 	struct prof_call pc = { .fn = fn };
 	size_t row = width * elsize, span;
@@ -1690,6 +1716,12 @@ static CUresult memset_submit(const char *fn, CUdeviceptr dst, size_t pitch, uin
 		.elsize = elsize, .value = value,
 	};
 	return submit(h, op, sync);
+}
+
+static CUresult memset_submit(const char *fn, CUdeviceptr dst, size_t pitch, uint32_t value,
+			      unsigned elsize, size_t width, size_t height, CUstream h, bool sync)
+{
+	return prof_exit(fn, memset_body(fn, dst, pitch, value, elsize, width, height, h, sync));
 }
 
 #define MS1(dst, v, sz, n, h, sync)  memset_submit(__func__, dst, (size_t)(n) * (sz), v, sz, n, 1, h, sync)
@@ -2302,7 +2334,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph)
 /* Queue the instantiated operations, in order, on stream h. */
 /* One correlation id for the call, carried by every node it runs; node i
  * is reported as graph node i + 1. */
-static CUresult graph_launch(const char *fn, CUgraphExec hExec, CUstream h)
+static CUresult graph_launch_body(const char *fn, CUgraphExec hExec, CUstream h)
 {
 	struct prof_call pc = { .fn = fn };
 	struct sim_stream *s;
@@ -2389,6 +2421,11 @@ CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
 CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
 					   CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams)
 { return instantiate_params(phGraphExec, hGraph, instantiateParams); }
+
+static CUresult graph_launch(const char *fn, CUgraphExec hExec, CUstream h)
+{
+	return prof_exit(fn, graph_launch_body(fn, hExec, h));
+}
 
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) { return graph_launch(__func__, hGraphExec, hStream); }
 CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream) { return graph_launch(__func__, hGraphExec, hStream); }

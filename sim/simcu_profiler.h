@@ -6,7 +6,9 @@
  * and call its InitializeInjection) subscribes and is then told
  *  - on the calling thread, inside each launch, copy, memset and graph
  *    launch call, the correlation id that call's GPU work will carry;
- *  - when each simulated kernel, copy or memset has finished, when it ran.
+ *  - when each simulated kernel, copy or memset has finished, when it ran;
+ *  - on the calling thread, as a launch, copy, memset or graph launch call
+ *    returns an error, that error (what CUPTI's API-exit callback sees).
  * The driver knows nothing of who subscribes.
  */
 #ifndef SIMCU_PROFILER_H
@@ -40,6 +42,8 @@ struct simcu_profiler {
 	/* From a stream's worker thread, once the work has finished. */
 	void (*activity)(void *ctx, const struct simcu_activity *a);
 	void *ctx;
+	/* On the calling thread, as a call fails: its exported name and CUresult. */
+	void (*api_error)(void *ctx, const char *function, int result);
 };
 
 /*

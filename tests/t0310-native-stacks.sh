@@ -19,13 +19,14 @@ if check "C++ with frame pointers: record --stack native" "$GPUBPF" record --no-
 	--stack native -o "$TMPD/cc.json" -- "$TESTBIN/nativestack" "$LIB"; then
 	is "every call is traced with a native stack" "$(json_query "$TMPD/cc.json" \
 		'[(e["name"], "native_stack" in e["args"]) for e in ev if e.get("cat") == "cuda_api"]')" \
-		"$(python3 -c 'import json; print(json.dumps([["cuLaunchKernel", True], ["cuCtxSynchronize", True]] * 3 + [["cuCtxSynchronize", True]]))')"
+		"$(python3 -c 'import json; print(json.dumps([["cuInit", True]] + [["cuLaunchKernel", True], ["cuCtxSynchronize", True]] * 3 + [["cuCtxSynchronize", True]]))')"
+	I='["cuInit", "libcuda.so.1"], ["main", "nativestack"]'
 	L='["cuLaunchKernel", "libcuda.so.1"], ["gbtest::detail::launch_one(int)", "nativestack"], ["gbtest::Trainer<float>::step(int)", "nativestack"], ["gbtest::run(int)", "nativestack"], ["main", "nativestack"]'
 	S='["cuCtxSynchronize", "libcuda.so.1"], ["gbtest::detail::sync_all()", "nativestack"], ["gbtest::Trainer<float>::step(int)", "nativestack"], ["gbtest::run(int)", "nativestack"], ["main", "nativestack"]'
 	R='["cuCtxSynchronize", "libcuda.so.1"], ["gbtest::detail::sync_all()", "nativestack"], ["gbtest::recurse(int)", "nativestack"], ["gbtest::recurse(int)", "nativestack"], ["gbtest::recurse(int)", "nativestack"], ["gbtest::run(int)", "nativestack"], ["main", "nativestack"]'
 	is "exact frames, demangled, innermost first (entry point, callers, recursion)" \
 		"$(json_query "$TMPD/cc.json" "$frames" | tr -d ' ')" \
-		"$(echo "[[${L//, \[/,[}],[${S//, \[/,[}],[${L//, \[/,[}],[${S//, \[/,[}],[${L//, \[/,[}],[${S//, \[/,[}],[${R//, \[/,[}]]" | tr -d ' ')"
+		"$(echo "[[${I//, \[/,[}],[${L//, \[/,[}],[${S//, \[/,[}],[${L//, \[/,[}],[${S//, \[/,[}],[${L//, \[/,[}],[${S//, \[/,[}],[${R//, \[/,[}]]" | tr -d ' ')"
 	is "no Python stack on a C++ program" "$(json_query "$TMPD/cc.json" \
 		'len([e for e in ev if "stack" in e.get("args", {})])')" 0
 	is "no event lost" "$(json_query "$TMPD/cc.json" 'd["gpubpf"]["dropped_total"]')" 0

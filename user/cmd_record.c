@@ -79,6 +79,10 @@ struct record {
 	struct py_try { pid_t pid; int done; uint64_t first; } *py;
 	size_t npy;
 	int waiting;            /* a -p target has not loaded libcuda yet */
+	int holding;            /* new libcuda mappings are held until probed */
+	int collecting;         /* setup is over: a libcuda probed now is late */
+	int nlibs;              /* libcuda files probed */
+	pid_t last_pid;         /* of the latest call record */
 	pid_t child;
 	int child_status;
 	int child_done;
@@ -162,16 +166,18 @@ static int64_t realtime_offset(void)
 	return best;
 }
 
+/*
+ * CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, in the effective set: root
+ * too may lack them (a container, setpriv, capsh --drop).
+ */
 static int has_capabilities(void)
 {
 	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
 	struct __user_cap_data_struct d[2] = {};
 	uint64_t eff;
 
-	if (geteuid() == 0)
-		return 1;
 	if (syscall(SYS_capget, &h, d))
-		return 0;
+		return geteuid() == 0;  /* cannot tell: let the kernel decide */
 	eff = d[0].effective | (uint64_t)d[1].effective << 32;
 #define CAP(n) (eff & (1ULL << (n)))
 	return CAP(CAP_SYS_ADMIN) || (CAP(CAP_BPF) && CAP(CAP_PERFMON));
@@ -344,7 +350,9 @@ static int attach_lib(struct record *r, const char *path, pid_t pid)
 
 	if (n < 0)
 		fprintf(stderr, "gpubpf: %s\n", err);
-	else if (n > 0 && r->verbose)
+	if (n > 0)
+		r->nlibs++;
+	if (n > 0 && r->verbose)
 		fprintf(stderr, "gpubpf: attached %d probes to %s%s\n", n, path,
 			pid > 0 ? "" : " for all processes");
 	return n;
@@ -360,6 +368,68 @@ static int attach_markers(struct record *r, const char *path, pid_t pid)
 	else
 		r->nmarkers += n;
 	return n;
+}
+
+/*
+ * Some calls of pid may be missing from the trace: say why, once, in the
+ * trace metadata and at the end of the recording.
+ */
+static void mark_missed(struct record *r, pid_t pid, const char *why)
+{
+	struct model_process *p = model_process(&r->model, pid, NULL);
+
+	if (p && !p->missed)
+		p->missed = strtab_intern(&r->model.strs, why);
+}
+
+static int py_try(struct record *r, pid_t pid);
+static int target_markers(struct record *r, struct target *t);
+
+/*
+ * A traced process mapped a libcuda no probe covered (see struct gb_map):
+ * probe it and let the process go on.  Whatever fails, a held process is
+ * continued.
+ */
+static void on_map(struct record *r, const struct gb_map *m)
+{
+	pid_t who = r->mode == MODE_PIDS ? (pid_t)m->pid : -1;
+	char path[PATH_MAX];
+	int n = -ENOENT;
+
+	/* by inode; an overlay file system may show another inode in the maps */
+	if (!proc_find_mapping_ino(m->pid, "libcuda.so", m->ino, path, sizeof(path)) ||
+	    !proc_find_mapping(m->pid, "libcuda.so", path, sizeof(path)))
+		n = attach_lib(r, path, who);
+	else if (proc_alive(m->pid))
+		fprintf(stderr, "gpubpf: pid %u mapped %.*s but it cannot be found in its maps\n",
+			m->pid, GB_MAP_NAME_LEN, m->name);
+	/* this process is handled; a probe for all processes was noted by the attach */
+	probes_lib_known(&r->probes, m->dev, m->ino, m->pid);
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].pid == (pid_t)m->pid) {
+			r->targets[i].seen_libcuda = 1;
+			target_markers(r, &r->targets[i]);
+		}
+	if (n >= 0 && r->mode != MODE_PIDS)
+		py_try(r, m->pid);
+	if (m->held == GB_HELD && kill(m->pid, SIGCONT) && errno != ESRCH)
+		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(errno));
+	/* n == 0: that file was probed already, no call can have been missed */
+	if (n != 0 && m->held == GB_SHELL_JOB)
+		mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
+			    "not stop: its libcuda was probed only after it was loaded");
+	else if (n != 0 && m->held == GB_PTRACED)
+		mark_missed(r, m->pid, "it runs under a debugger, which would see a stop: its "
+			    "libcuda was probed only after it was loaded");
+	else if (n != 0 && m->held != GB_HELD)
+		mark_missed(r, m->pid, "it could not be stopped while its probes were attached: "
+			    "its libcuda was probed only after it was loaded");
+	else if (n < 0)
+		mark_missed(r, m->pid, "its libcuda could not be probed");
+	if (r->verbose)
+		fprintf(stderr, "gpubpf: pid %u loaded %s%s%.3f ms\n", m->pid, path,
+			m->held == GB_HELD ? ", held until probed: " : ", not held: seen after ",
+			(now_ns(CLOCK_MONOTONIC) - m->ts) / 1e6);
 }
 
 /*
@@ -458,6 +528,15 @@ static int late_failed(struct record *r, pid_t pid)
 	return 0;
 }
 
+/* 1 if pid's Python was looked for already. */
+static int py_tried(struct record *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->npy; i++)
+		if (r->py[i].pid == pid)
+			return 1;
+	return 0;
+}
+
 /*
  * -p: GPU timing comes from the injection library: the one the target
  * loaded at start, a copy an earlier recording loaded late (a memfd), or
@@ -503,8 +582,9 @@ static void scan_targets(struct record *r)
 		if (!t->seen_libcuda && r->verbose)
 			fprintf(stderr, "gpubpf: pid %d has loaded %s\n", t->pid, path);
 		t->seen_libcuda = 1;
-		if (!r->libcuda && !probes_attached(&r->probes, path, t->pid))
-			attach_lib(r, path, t->pid);
+		if (!r->libcuda && !probes_attached(&r->probes, path, t->pid) &&
+		    attach_lib(r, path, t->pid) > 0)
+			mark_missed(r, t->pid, "its libcuda was probed only after it was loaded");
 		target_markers(r, t);
 		py_try(r, t->pid);
 	}
@@ -530,8 +610,9 @@ static void scan_libs(struct record *r)
 	for (int i = 0; i < n; i++) {
 		int cuda = !proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path));
 
-		if (cuda && !probes_attached(&r->probes, path, -1))
-			attach_lib(r, path, -1);
+		if (cuda && !probes_attached(&r->probes, path, -1) && attach_lib(r, path, -1) > 0 &&
+		    r->collecting)
+			mark_missed(r, pids[i], "its libcuda was probed only after it was loaded");
 		if (cuda || r->mode == MODE_CMD)
 			py_try(r, pids[i]);
 		if (!r->device)
@@ -592,6 +673,19 @@ static int setup_pids(struct record *r)
 	return 0;
 }
 
+/* -- CMD and -a: always; -p: while a target has no libcuda yet. */
+static int need_hold(struct record *r)
+{
+	char path[PATH_MAX];
+
+	if (r->mode != MODE_PIDS)
+		return 1;
+	for (int i = 0; i < r->ntargets; i++)
+		if (proc_find_mapping(r->targets[i].pid, "libcuda.so", path, sizeof(path)))
+			return 1;
+	return 0;
+}
+
 static int setup_global(struct record *r)
 {
 	const char *lib = r->libcuda;
@@ -601,15 +695,12 @@ static int setup_global(struct record *r)
 		lib = r->libcuda_buf;
 	if (r->device)
 		attach_markers(r, r->injlib, -1);
-	if (lib) {
-		if (attach_lib(r, lib, -1) < 0)
-			return -EINVAL;
-		/* -a: the running CUDA processes get the library now (late attach) */
-		if (r->mode == MODE_ALL && r->device && r->inject)
-			scan_libs(r);
-		return 0;
-	}
-	scan_libs(r);
+	if (lib && attach_lib(r, lib, -1) < 0)
+		return -EINVAL;
+	/* the CUDA processes running now: their libcuda, their Python, and with
+	 * -a the injection library (late attach) */
+	if (!lib || r->mode == MODE_ALL)
+		scan_libs(r);
 	if (r->mode == MODE_ALL && !r->probes.ntargets) {
 		fprintf(stderr, "gpubpf: no libcuda.so.1 found on this machine "
 			"(use --libcuda PATH)\n");
@@ -659,7 +750,23 @@ static int spawn_held(struct record *r, int *release_fd, int *exec_err_fd)
 static int on_record(void *ctx, void *data, size_t size)
 {
 	struct record *r = ctx;
-	int ret = collector_record(&r->coll, data, size);
+	int ret;
+
+	if (size == sizeof(struct gb_map) && *(const uint32_t *)data == GB_REC_MAP) {
+		on_map(r, data);
+		return 0;
+	}
+	/* -a, -- CMD: a process not held at its libcuda (a shell job, or one
+	 * running before us): look for its Python at its first call */
+	if (size >= sizeof(struct gb_call) && *(const uint32_t *)data == GB_REC_CALL &&
+	    r->stacks && r->mode != MODE_PIDS) {
+		pid_t pid = ((const struct gb_call *)data)->pid;
+
+		if (pid != r->last_pid && !py_tried(r, pid))
+			py_try(r, pid);
+		r->last_pid = pid;
+	}
+	ret = collector_record(&r->coll, data, size);
 
 	/* a malformed record is counted; only running out of memory stops us */
 	return ret == -ENOMEM ? ret : 0;
@@ -672,6 +779,27 @@ static void add_drops(void *ctx, uint32_t pid, uint64_t n)
 
 	if (p)
 		p->dropped = n;
+}
+
+/*
+ * Stop holding new libcuda mappings, and continue every process held so
+ * far: their records may still be in the ring buffer.
+ */
+static void unhold(struct record *r)
+{
+	if (!r->holding)
+		return;
+	probes_release_maps(&r->probes);
+	r->holding = 0;
+	/* a hook that ran just before the detach may still be submitting */
+	for (int i = 0; i < 3; i++)
+		ring_buffer__poll(r->rb, 5), ring_buffer__consume(r->rb);
+}
+
+static void on_unheld(void *ctx, uint32_t pid, uint64_t n)
+{
+	mark_missed(ctx, pid, "it loaded libcuda while the ring buffer was full: the "
+		    "library was probed only after it was loaded");
 }
 
 static void progress(struct record *r, uint64_t start, int final)
@@ -748,6 +876,7 @@ static void collect(struct record *r)
 		while (now_ns(CLOCK_MONOTONIC) < until)
 			ring_buffer__poll(r->rb, 20), ring_buffer__consume(r->rb);
 	}
+	unhold(r);
 	ring_buffer__consume(r->rb);
 	if (tty)
 		progress(r, start, 1);
@@ -815,13 +944,19 @@ int cmd_record(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	char err[512];
 	uint64_t gpu_dropped = 0;
-	int release_fd = -1, exec_err_fd = -1, e, ret = 1;
+	char missed[64] = "";
+	int release_fd = -1, exec_err_fd = -1, e, ret = 1, nmissed = 0;
 
 	if (parse_args(&r, argc, argv))
 		return 1;
 	if (!has_capabilities()) {
-		fprintf(stderr, "gpubpf: recording needs root (or CAP_BPF and CAP_PERFMON): "
-			"run it with sudo\n");
+		if (geteuid() == 0)
+			fprintf(stderr, "gpubpf: recording needs CAP_BPF and CAP_PERFMON (or "
+				"CAP_SYS_ADMIN), which this root process lacks (its capabilities "
+				"were dropped)\n");
+		else
+			fprintf(stderr, "gpubpf: recording needs root (or CAP_BPF and CAP_PERFMON): "
+				"run it with sudo\n");
 		free(r.targets);
 		return 2;
 	}
@@ -853,6 +988,10 @@ int cmd_record(int argc, char **argv)
 	po.ringbuf_bytes = r.ringbuf;
 	po.verbose = r.verbose;
 	po.native_stacks = r.native;
+	/* -a and -- CMD: find a new process's Python before its first call */
+	po.hold_each = r.stacks && r.mode != MODE_PIDS;
+	/* tests: behave as on a kernel that cannot hold processes */
+	po.no_hold = getenv("GPUBPF_TEST_NO_HOLD") && *getenv("GPUBPF_TEST_NO_HOLD");
 	if (probes_open(&r.probes, &po, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		ret = 2;
@@ -869,6 +1008,16 @@ int cmd_record(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	r.model.realtime_offset_ns = realtime_offset();
 	gethostname(r.model.host, sizeof(r.model.host) - 1);
+	/*
+	 * Before any scan, so that no libcuda loaded from now on escapes.
+	 * Detaching the hook costs a kernel synchronisation (0.1-0.3 s): -p
+	 * targets that all have their libcuda already do without it.
+	 */
+	e = need_hold(&r) ? probes_hold_maps(&r.probes) : -EALREADY;
+	r.holding = !e;
+	if (e && e != -EALREADY && r.verbose)
+		fprintf(stderr, "gpubpf: cannot hold processes that load libcuda: %s\n",
+			strerror(-e));
 
 	if (r.mode == MODE_CMD) {
 		if (spawn_held(&r, &release_fd, &exec_err_fd)) {
@@ -894,15 +1043,30 @@ int cmd_record(int argc, char **argv)
 			ret = 127;
 			goto cleanup;
 		}
-		if (!r.probes.ntargets)
-			fprintf(stderr, "gpubpf: no libcuda.so.1 found yet; the command's will be "
-				"probed when it loads one (use --libcuda PATH to catch every call)\n");
+		if (!r.nlibs && !r.holding)
+			fprintf(stderr, "gpubpf: no libcuda.so.1 found yet and this kernel cannot "
+				"hold the command when it loads one: its first calls may be missed "
+				"(use --libcuda PATH to catch every call)\n");
+		if (!r.holding)
+			mark_missed(&r, r.child, r.nlibs ?
+				    "this kernel cannot hold processes as they load libcuda: calls "
+				    "into a libcuda other than the one probed from the start may be "
+				    "missing until gpubpf finds it" :
+				    "this kernel cannot hold processes as they load libcuda and no "
+				    "libcuda was probed from the start: calls made before gpubpf "
+				    "found the command's may be missing");
+	} else if (r.mode == MODE_ALL && !r.holding) {
+		fprintf(stderr, "gpubpf: this kernel cannot hold processes as they load libcuda: "
+			"the first calls of a process that loads a libcuda not probed yet may be "
+			"missed\n");
 	}
+	r.collecting = 1;
 	if (r.mode != MODE_CMD)
 		fprintf(stderr, "gpubpf: recording%s; Ctrl-C to stop\n",
 			r.mode == MODE_ALL ? " every CUDA process" : "");
 	collect(&r);
 	r.model.dropped_total = probes_dropped(&r.probes, add_drops, &r);
+	probes_unheld(&r.probes, on_unheld, &r);
 	if (check_cuda_seen(&r))
 		goto cleanup;
 	if (write_trace(&r))
@@ -916,11 +1080,21 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "gpubpf: warning: %llu GPU records start before the call that "
 			"launched them (by up to %.3f us): host and GPU clocks disagree\n",
 			(unsigned long long)r.model.skewed, r.model.max_skew_ns / 1e3);
-	for (size_t i = 0; i < r.model.nprocs; i++)
+	for (size_t i = 0; i < r.model.nprocs; i++) {
 		gpu_dropped += r.model.procs[i].gpu_dropped;
-	fprintf(stderr, "gpubpf: %llu events, %llu dropped, written to %s\n",
+		nmissed += !!r.model.procs[i].missed;
+	}
+	if (nmissed)
+		snprintf(missed, sizeof(missed), ", calls of %d process%s may be missing", nmissed,
+			 nmissed > 1 ? "es" : "");
+	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to %s\n",
 		(unsigned long long)(r.coll.calls + r.coll.gpu_records),
-		(unsigned long long)(r.model.dropped_total + gpu_dropped), r.output);
+		(unsigned long long)(r.model.dropped_total + gpu_dropped), missed, r.output);
+	for (size_t i = 0; i < r.model.nprocs; i++)
+		if (r.model.procs[i].missed)
+			fprintf(stderr, "gpubpf: pid %u: calls may be missing: %s\n",
+				r.model.procs[i].pid,
+				strtab_get(&r.model.strs, r.model.procs[i].missed));
 	if (gpu_dropped)
 		fprintf(stderr, "gpubpf: of the dropped, %llu GPU records were lost in the traced "
 			"process (CUPTI or the injection library)\n", (unsigned long long)gpu_dropped);
@@ -938,6 +1112,8 @@ int cmd_record(int argc, char **argv)
 	}
 	ret = r.mode == MODE_CMD ? r.child_status : 0;
 cleanup:
+	if (r.rb)
+		unhold(&r);     /* no process stays stopped */
 	if (r.mode == MODE_CMD && r.child > 0 && !r.child_done) {
 		/* the command runs on, untraced, if we stopped first */
 		if (release_fd >= 0)

@@ -587,6 +587,13 @@ int collector_record(struct collector *c, const void *data, size_t size)
 			ret = model_add_corr(c->m, k->ts, k->pid, k->tid, k->correlation);
 		}
 		break;
+	case GB_REC_APIERR:
+		if (size >= sizeof(struct gb_apierr)) {
+			const struct gb_apierr *k = data;
+
+			ret = model_add_call_error(c->m, k->ts, k->pid, k->tid, k->result);
+		}
+		break;
 	}
 	if (ret == -EINVAL)
 		c->bad++;

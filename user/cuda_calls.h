@@ -75,6 +75,12 @@ extern const struct cuda_call cuda_calls[];
 extern const unsigned cuda_ncalls;
 
 const char *cuda_family_name(unsigned family);
+/* CUDA_ERROR_NOT_READY: what the queries answer for unfinished work, not a failure. */
+#define CUDA_RESULT_NOT_READY 600
+/* 1 if a call that returned result failed (not CUDA_SUCCESS nor NOT_READY). */
+int cuda_result_failed(int result);
+/* The name of a CUresult ("CUDA_ERROR_INVALID_VALUE"), NULL if unknown. */
+const char *cuda_result_name(int result);
 const char *cuda_copy_kind_name(unsigned kind);
 /* Index of the named entry point, or -1. */
 int cuda_call_find(const char *name);

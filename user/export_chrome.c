@@ -5,7 +5,7 @@
  * in memory:
  *
  *	{"gpubpf":{version, clock, realtime_offset_ns, host, dropped_events,
- *	           dropped_total, events},
+ *	           dropped_total, calls_may_be_missing, events},
  *	 "displayTimeUnit":"ns",
  *	 "traceEvents":[
  *	   {"ph":"M","name":"process_name",...},      metadata first
@@ -139,6 +139,17 @@ static void write_call_args(struct jw *jw, const struct model *m,
 	if (f & MF_RET) {
 		jw_key(jw, "ret");
 		jw_int(jw, ev->ret);
+	}
+	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {   /* a failed call: what a user hunts */
+		const char *err = cuda_result_name(ev->ret);
+		char buf[32];
+
+		if (!err) {
+			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
+			err = buf;
+		}
+		jw_key(jw, "error");
+		jw_str(jw, err);
 	}
 	if (ev->correlation) {
 		jw_key(jw, "correlation");
@@ -448,6 +459,17 @@ static int write_metadata(struct jw *jw, const struct model *m)
 	jw_obj_end(jw);
 	jw_key(jw, "dropped_total");
 	jw_uint(jw, m->dropped_total);
+	/* pid -> why calls of that process may be missing (not counted in drops) */
+	jw_key(jw, "calls_may_be_missing");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].missed)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_str(jw, str(m, m->procs[i].missed));
+	}
+	jw_obj_end(jw);
 	jw_key(jw, "events");
 	jw_uint(jw, m->nev);
 	jw_key(jw, "gpu");

@@ -211,6 +211,15 @@ int model_add_native_stack(struct model *m, uint32_t pid, uint64_t id, uint32_t 
 	return add_stack(m, pid, id, 1, 0, n, frames, frames);
 }
 
+int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, int32_t result)
+{
+	if (grow((void **)&m->corrs, &m->cap_corrs, m->ncorrs + 1, sizeof(*m->corrs)))
+		return -ENOMEM;
+	m->corrs[m->ncorrs++] = (struct model_corr){ .ts = ts, .pid = pid, .tid = tid,
+						     .result = result, .failed = 1 };
+	return 0;
+}
+
 int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation)
 {
 	if (grow((void **)&m->corrs, &m->cap_corrs, m->ncorrs + 1, sizeof(*m->corrs)))
@@ -392,8 +401,8 @@ static int cmp_corr(const void *a, const void *b)
 }
 
 /*
- * Each announcement belongs to the latest call its thread entered before
- * it: the marker fires inside the call.  Both lists are sorted by
+ * Each announcement (correlation id or error) belongs to the latest call
+ * its thread entered before it: the marker fires inside the call.  Both lists are sorted by
  * (pid, tid, ts), so one merge-like pass pairs them.
  */
 static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_out)
@@ -422,9 +431,16 @@ static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_o
 		if (!napi)
 			break;
 		e = &m->ev[api[j]];
-		if (e->pid == c->pid && e->tid == c->tid && e->ts <= c->ts &&
-		    (!e->dur || c->ts <= e->ts + e->dur))
+		if (e->pid != c->pid || e->tid != c->tid || e->ts > c->ts ||
+		    (e->dur && c->ts > e->ts + e->dur))
+			continue;
+		if (!c->failed) {
 			e->correlation = c->correlation;
+		} else if (!(e->fields & MF_RET)) {
+			/* an entry-only call: its error is known from the injection library */
+			e->ret = c->result;
+			e->fields |= MF_RET;
+		}
 	}
 	*api_out = api;
 	*napi_out = napi;

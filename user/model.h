@@ -104,11 +104,16 @@ struct model_stack {
 				   funcs the same; never scopes */
 };
 
-/* A correlation id announced on a thread during a driver call. */
+/*
+ * A correlation id announced on a thread during a driver call, or (failed)
+ * the error that call returned, announced as it returned.
+ */
 struct model_corr {
 	uint64_t ts;
 	uint32_t pid, tid;
 	uint32_t correlation;
+	int32_t result;         /* failed: the CUresult */
+	uint8_t failed;
 };
 
 struct model_thread {
@@ -126,6 +131,7 @@ struct model_process {
 	/* late attach (record -p without CUDA_INJECTION64_PATH) */
 	uint64_t inject_stall_ns;  /* the borrowed thread's stop; 0: not injected */
 	uint32_t inject_tid;    /* the thread borrowed */
+	uint32_t missed;        /* strtab id: why some of its calls may be missing, 0 none */
 };
 
 /* (pid, handle) -> kernel name, from lookup calls. */
@@ -197,6 +203,11 @@ const struct model_stack *model_find_native_stack(const struct model *m, uint32_
 
 /* Record a correlation announcement; 0 or -ENOMEM. */
 int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation);
+/*
+ * Record that the driver call thread tid was making at ts failed with
+ * result: model_finish() gives that call its ret.  0 or -ENOMEM.
+ */
+int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, int32_t result);
 
 /*
  * Kernel names of GPU records live in the same (pid, handle) table as the

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -83,8 +84,13 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			 "gpubpf needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
 		return -ENOTSUP;
 	}
-	/* try with uprobe_multi programs, then without them */
-	for (p->multi = 1; p->multi >= 0; p->multi--) {
+	/*
+	 * try with uprobe_multi programs, then without them; each with the
+	 * mmap hook that holds new libcuda mappings, then without it
+	 */
+	for (int attempt = 0; attempt < 4; attempt++) {
+		p->multi = attempt < 2;
+		p->hold = !(attempt & 1) && !o->no_hold;
 		p->skel = cuda_bpf__open();
 		if (!p->skel) {
 			ret = -errno;
@@ -94,6 +100,8 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		p->skel->rodata->filter_pids = !!o->filter_pids;
 		p->skel->rodata->follow_forks = !!o->follow_forks;
 		p->skel->rodata->native_stacks = !!o->native_stacks;
+		p->skel->rodata->self_tgid = getpid();
+		p->skel->rodata->hold_each = !!o->hold_each;
 		if (o->ringbuf_bytes) {
 			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
 
@@ -103,6 +111,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		}
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
+		bpf_program__set_autoload(p->skel->progs.gb_mmap, p->hold);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
 						      ATTACH_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,
@@ -113,12 +122,20 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		cuda_bpf__destroy(p->skel);
 		p->skel = NULL;
 	}
+	if (ret == -EPERM) {
+		snprintf(err, errlen, "the kernel refused to load the BPF programs (%s): gpubpf "
+			 "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, and a kernel that lets "
+			 "them load tracing programs (lockdown, a seccomp filter or an LSM can "
+			 "forbid it; run with -v for details)", strerror(-ret));
+		return ret;
+	}
 	if (ret) {
 		snprintf(err, errlen, "cannot load the BPF programs: %s; the kernel needs "
 			 "CONFIG_BPF_SYSCALL, uprobes and BTF (run with -v for details)",
 			 strerror(-ret));
 		return ret;
 	}
+	bpf_program__set_autoattach(p->skel->progs.gb_mmap, false);
 	if (!o->follow_forks)
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_batch, false);
@@ -352,6 +369,8 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 		goto cleanup;
 	}
 	p->ntargets++;
+	probes_lib_known(p, (uint64_t)major(t->dev) << 20 | minor(t->dev), t->ino,
+			 pid > 0 ? pid : 0);
 	free(names);
 	free(offs);
 	free(ids);
@@ -368,10 +387,13 @@ cleanup:
 int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *err,
 			  size_t errlen)
 {
-	static const struct { const char *name; int batch; } markers[] = {
-		/* api first: the library starts when the batch semaphore rises */
-		{ "api", 0 }, { "batch", 1 },
-	};
+	/*
+	 * The library wakes up when the batch marker's semaphore rises: attach
+	 * the api marker (correlation ids, errors) first, so that no call it
+	 * sees goes unannounced.
+	 */
+	static const char *const markers[] = { "api", "batch" };
+	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_api, p->skel->progs.gb_gpu_batch };
 	struct probe_target *t;
 	size_t cap = 0;
 	int ret;
@@ -380,10 +402,8 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	for (size_t i = 0; i < 2 && !ret; i++) {
-		struct bpf_program *prog = markers[i].batch ? p->skel->progs.gb_gpu_batch :
-							      p->skel->progs.gb_gpu_api;
-		struct bpf_link *l = bpf_program__attach_usdt(prog, pid, path, "gpubpf",
-							      markers[i].name, NULL);
+		struct bpf_link *l = bpf_program__attach_usdt(progs[i], pid, path, "gpubpf",
+							      markers[i], NULL);
 
 		ret = l ? add_link(t, l, &cap) : -errno;
 		if (ret && l)
@@ -398,6 +418,46 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	}
 	p->ntargets++;
 	return 1;
+}
+
+int probes_hold_maps(struct probes *p)
+{
+	if (!p->hold)
+		return -EOPNOTSUPP;
+	if (p->hold_link)
+		return 0;
+	p->hold_link = bpf_program__attach(p->skel->progs.gb_mmap);
+	return p->hold_link ? 0 : -errno;
+}
+
+void probes_release_maps(struct probes *p)
+{
+	bpf_link__destroy(p->hold_link);
+	p->hold_link = NULL;
+}
+
+int probes_lib_known(struct probes *p, uint64_t dev, uint64_t ino, pid_t pid)
+{
+	struct gb_lib_key key = { .dev = dev, .ino = ino, .pid = pid > 0 ? pid : 0 };
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(p->skel->maps.libs_known, &key, sizeof(key), &one,
+				    sizeof(one), BPF_ANY) ? -errno : 0;
+}
+
+void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+		   void *ctx)
+{
+	int fd = bpf_map__fd(p->skel->maps.unheld);
+	uint32_t key, pid, *prev = NULL;
+	uint64_t n;
+
+	while (!bpf_map_get_next_key(fd, prev, &pid)) {
+		if (!bpf_map_lookup_elem(fd, &pid, &n))
+			per_pid(ctx, pid, n);
+		key = pid;
+		prev = &key;
+	}
 }
 
 /* Set bits of pid in the programs' pid_bits (an array they share with us). */
@@ -471,6 +531,7 @@ uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pi
 
 void probes_close(struct probes *p)
 {
+	probes_release_maps(p);
 	for (size_t i = 0; i < p->ntargets; i++) {
 		detach(&p->targets[i]);
 		free(p->targets[i].path);

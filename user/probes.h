@@ -20,6 +20,9 @@ struct probes_opts {
 	uint64_t ringbuf_bytes; /* rounded up to a power of two */
 	int verbose;            /* libbpf's own messages */
 	int native_stacks;      /* capture the user-space stack of every call */
+	int no_hold;            /* do not load the mmap hook (as on a kernel without it) */
+	int hold_each;          /* hold every process that maps libcuda, once (see
+				   probes_hold_maps), not only for a new library */
 };
 
 /* One library attached for one pid (-1: every process). */
@@ -39,6 +42,8 @@ struct probes {
 	size_t ntargets;
 	int verbose;
 	int multi;              /* the kernel has uprobe_multi links */
+	int hold;               /* the mmap hook (gb_mmap) loaded */
+	struct bpf_link *hold_link; /* and attached */
 };
 
 /*
@@ -64,6 +69,23 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 			  size_t errlen);
 /* 1 if the library file at path is attached for pid (or for all). */
 int probes_attached(struct probes *p, const char *path, pid_t pid);
+/*
+ * Hold every traced process that maps a libcuda no probe covers yet: the
+ * mapping thread is stopped (SIGSTOP) and a GB_REC_MAP record sent; the
+ * reader of that record must attach, call probes_lib_known() and send
+ * SIGCONT.  0, -EOPNOTSUPP when the kernel could not load the hook.
+ */
+int probes_hold_maps(struct probes *p);
+/* Stop holding new mappings (then drain the ring buffer: records may remain). */
+void probes_release_maps(struct probes *p);
+/*
+ * The libcuda file (kernel dev_t, inode) is probed for pid (0: for all):
+ * its mappings are not held any more.  probes_attach() calls it.
+ */
+int probes_lib_known(struct probes *p, uint64_t dev, uint64_t ino, pid_t pid);
+/* Per pid, the libcuda mappings that could not be held. */
+void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+		   void *ctx);
 /* Add pid to the traced set (with filter_pids). */
 int probes_trace_pid(struct probes *p, pid_t pid);
 /* The pids in the traced set (children joined by fork included); count or -errno. */

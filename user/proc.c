@@ -48,6 +48,12 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
 
 int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len)
 {
+	return proc_find_mapping_ino(pid, prefix, 0, path, len);
+}
+
+int proc_find_mapping_ino(pid_t pid, const char *prefix, unsigned long ino, char *path,
+			  size_t len)
+{
 	char maps[64], line[4096];
 	FILE *f;
 	int err = -ENOENT;
@@ -57,13 +63,19 @@ int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len)
 	if (!f)
 		return -errno;
 	while (fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/'), *base;
+		char *file = strchr(line, '/'), *base, dev[32];
+		unsigned long start, end, off, inode;
 
 		if (!file)
 			continue;
 		file[strcspn(file, "\n")] = 0;
 		base = strrchr(file, '/') + 1;
+
 		if (strncmp(base, prefix, strlen(prefix)) || strstr(file, " (deleted)"))
+			continue;
+		/* "start-end perms offset dev inode path" */
+		if (ino && (sscanf(line, "%lx-%lx %*s %lx %31s %lu", &start, &end, &off, dev,
+				   &inode) != 5 || inode != ino))
 			continue;
 		if ((size_t)snprintf(path, len, "/proc/%d/root%s", pid, file) >= len)
 			err = -ENAMETOOLONG;

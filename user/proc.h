@@ -17,6 +17,9 @@ int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
  * process cannot be read.
  */
 int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len);
+/* The same for the mapped file with inode number ino. */
+int proc_find_mapping_ino(pid_t pid, const char *prefix, unsigned long ino, char *path,
+			  size_t len);
 /* All pids on the machine, in a malloc'd array; the count or -errno. */
 int proc_list(pid_t **pids);
 

@@ -192,6 +192,7 @@ static int read_u64(int fd, __u64 addr, __u64 *v)
 struct cand {
 	char path[PATH_MAX];
 	__u64 start;            /* start of its mapping at file offset 0 */
+	int data;               /* its writable segment is mapped: the loader is done */
 };
 
 /*
@@ -216,10 +217,10 @@ static int list_candidates(pid_t pid, struct cand *c, int max)
 		return -errno;
 	while (fgets(line, sizeof(line), f) && k < max) {
 		unsigned long long start, off;
-		char *file = strchr(line, '/'), *base;
-		int dup = 0;
+		char *file = strchr(line, '/'), *base, perms[8];
+		int dup = -1;
 
-		if (!file || sscanf(line, "%llx-%*x %*s %llx", &start, &off) != 2 || off)
+		if (!file || sscanf(line, "%llx-%*x %7s %llx", &start, perms, &off) != 3)
 			continue;
 		file[strcspn(file, "\n")] = 0;
 		if (strstr(file, " (deleted)"))
@@ -227,11 +228,18 @@ static int list_candidates(pid_t pid, struct cand *c, int max)
 		base = strrchr(file, '/') + 1;
 		if (strcmp(file, exe) && strncmp(base, "libpython", 9))
 			continue;
-		for (int i = 0; i < k; i++)
-			dup |= !strcmp(c[i].path, file);
-		if (dup)
+		for (int i = 0; i < k && dup < 0; i++)
+			if (!strcmp(c[i].path, file))
+				dup = i;
+		/* the loader maps a library's segments in order, the writable one last */
+		if (dup >= 0) {
+			c[dup].data |= perms[1] == 'w';
+			continue;
+		}
+		if (off)
 			continue;
 		snprintf(c[k].path, sizeof(c[k].path), "%s", file);
+		c[k].data = perms[1] == 'w';
 		c[k++].start = start;
 	}
 	fclose(f);
@@ -475,6 +483,12 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, c[i].path);
 		if (elf_lookup(path, vals, &vaddr0) || !vals[SYM_RUNTIME])
 			continue;
+		/* still being mapped (a process just started): its data is not there yet */
+		if (!c[i].data) {
+			whyf(why, whylen, "%s is still being loaded", c[i].path);
+			err = -EAGAIN;
+			goto cleanup;
+		}
 		file = c[i].path;
 		bias = c[i].start - vaddr0;
 		break;

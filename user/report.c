@@ -57,6 +57,7 @@ void report_release(struct report *r)
 		free(rp->comm);
 		free(rp->kernels);
 		free(rp->calls);
+		free(rp->errors);
 		free(rp->mem);
 	}
 	free(r->procs);

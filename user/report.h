@@ -44,7 +44,7 @@ struct rt_event {
 	uint16_t device;        /* GPU work only */
 	uint8_t kind;           /* enum rt_kind */
 	uint8_t flags;          /* RTF_* */
-	uint32_t pad;
+	int32_t ret;            /* host calls: args.ret, 0 when absent */
 };
 
 /*
@@ -80,6 +80,9 @@ struct rt_table {
 	struct rt_proc *procs;
 	size_t nprocs;
 	uint64_t nstacks;       /* host calls that carried args.stack */
+	uint64_t dropped;       /* "gpubpf"."dropped_total" */
+	uint32_t *missed;       /* "calls_may_be_missing": pid, strtab id of why; pairs */
+	size_t nmissed;
 	uint64_t nread;         /* trace elements read */
 	int64_t t_first, t_last;
 };
@@ -133,6 +136,13 @@ struct rep_top {
 	double share;           /* kernels: of the process's busy time */
 };
 
+/* Failed driver calls of one name with one error (CUDA_ERROR_NOT_READY is no failure). */
+struct rep_err {
+	uint32_t name;
+	int32_t ret;
+	uint64_t count;
+};
+
 struct rep_iter {
 	bool found;
 	bool from_stacks;
@@ -164,6 +174,9 @@ struct rep_proc {
 	size_t ncomm;
 	struct rep_top *kernels, *calls;
 	size_t nkernels, ncalls;
+	struct rep_err *errors; /* most frequent first */
+	size_t nerrors;
+	uint64_t nfailed;       /* failed calls, all names */
 	struct rep_iter iter;
 	struct rep_mem_dev *mem;
 	size_t nmem;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "json_writer.h"
+#include "cuda_calls.h"
 #include "report.h"
 
 #define TEXT_TOP 10
@@ -153,6 +154,21 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 				x->total_ns / 1e3 / x->count, 100 * x->share, rt_str(t, x->name));
 		}
 	}
+	if (rp->nfailed) {
+		fprintf(f, "  failed driver calls: %" PRIu64 "\n    %8s  %-40s %s\n", rp->nfailed,
+			"count", "call", "error");
+		for (size_t k = 0; k < rp->nerrors && k < TEXT_TOP; k++) {
+			const struct rep_err *x = &rp->errors[k];
+			const char *err = cuda_result_name(x->ret);
+
+			if (err)
+				fprintf(f, "    %8" PRIu64 "  %-40s %s\n", x->count,
+					rt_str(t, x->name), err);
+			else
+				fprintf(f, "    %8" PRIu64 "  %-40s CUresult %d\n", x->count,
+					rt_str(t, x->name), x->ret);
+		}
+	}
 	if (rp->ncalls) {
 		fprintf(f, "  top driver calls by host time:\n    %8s %10s %10s %10s  %s\n", "count",
 			"total ms", "mean us", "max us", "call");
@@ -173,6 +189,12 @@ int report_text(const struct rt_table *t, const struct report *r, FILE *f)
 		np += !proc_empty(&r->procs[p]);
 	fprintf(f, "gpubpf report: %s: %zu events, %zu process%s\n", t->path, t->nev, np,
 		np == 1 ? "" : "es");
+	if (t->dropped)
+		fprintf(f, "%" PRIu64 " events were lost while recording: counts below are low\n",
+			t->dropped);
+	for (size_t i = 0; i < t->nmissed; i++)
+		fprintf(f, "calls of pid %u may be missing: %s\n", t->missed[2 * i],
+			rt_str(t, t->missed[2 * i + 1]));
 	if (!r->any_stacks)
 		fprintf(f, "Python stacks: not in this trace; call sites are unknown\n");
 	if (!r->any_gpu)
@@ -334,6 +356,22 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		}
 		jw_arr_end(jw);
 	}
+	kuint(jw, "failed_calls", rp->nfailed);
+	jw_key(jw, "errors");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nerrors; k++) {
+		const struct rep_err *x = &rp->errors[k];
+
+		jw_obj_begin(jw);
+		kstr(jw, "name", rt_str(t, x->name));
+		jw_key(jw, "ret");
+		jw_int(jw, x->ret);
+		if (cuda_result_name(x->ret))
+			kstr(jw, "error", cuda_result_name(x->ret));
+		kuint(jw, "count", x->count);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
 	jw_key(jw, "iterations");
 	jw_obj_begin(jw);
 	kbool(jw, "detected", rp->iter.found);
@@ -389,6 +427,16 @@ int report_json(const struct rt_table *t, const struct report *r, FILE *f)
 	kuint(&jw, "events", t->nev);
 	kbool(&jw, "gpu_activity", r->any_gpu);
 	kbool(&jw, "stacks", r->any_stacks);
+	kuint(&jw, "dropped_events", t->dropped);
+	jw_key(&jw, "calls_may_be_missing");
+	jw_obj_begin(&jw);
+	for (size_t i = 0; i < t->nmissed; i++) {
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%u", t->missed[2 * i]);
+		kstr(&jw, pid, rt_str(t, t->missed[2 * i + 1]));
+	}
+	jw_obj_end(&jw);
 	jw_key(&jw, "processes");
 	jw_arr_begin_lines(&jw);
 	for (size_t p = 0; p < r->nprocs; p++)

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <cjson/cJSON.h>
 
 #include "cuda_calls.h"
 #include "memory.h"
@@ -409,8 +410,10 @@ static int add_event(struct loader *l, const struct tr_event *ev)
 		return 0;
 	}
 	r->tid = (uint32_t)tid;
-	if (a[A_RET].p && num(&a[A_RET]) != 0)
+	if (a[A_RET].p && num(&a[A_RET]) != 0) {
 		r->flags |= RTF_FAILED;
+		r->ret = (int32_t)num(&a[A_RET]);
+	}
 	if (a[A_STACK].p) {
 		t->nstacks++;
 		r->site = user_site(l, &a[A_STACK]);
@@ -507,6 +510,35 @@ static int mem_records_sites(struct rt_table *t)
 	return 0;
 }
 
+/* Drops and the processes whose calls may be missing, from the "gpubpf" object. */
+static int read_missed(struct rt_table *t, const struct trace_reader *r)
+{
+	const cJSON *o = cJSON_GetObjectItemCaseSensitive(r->meta, "calls_may_be_missing");
+	const cJSON *v;
+	size_t n = 0;
+
+	t->dropped = r->dropped_total;
+	if (!cJSON_IsObject(o))
+		return 0;
+	cJSON_ArrayForEach(v, o)
+		n++;
+	if (!n)
+		return 0;
+	t->missed = calloc(2 * n, sizeof(*t->missed));
+	if (!t->missed)
+		return -ENOMEM;
+	cJSON_ArrayForEach(v, o) {
+		if (!cJSON_IsString(v) || !v->string)
+			continue;
+		t->missed[2 * t->nmissed] = strtoul(v->string, NULL, 10);
+		t->missed[2 * t->nmissed + 1] = strtab_intern(&t->strs, v->valuestring);
+		if (!t->missed[2 * t->nmissed + 1])
+			return -ENOMEM;
+		t->nmissed++;
+	}
+	return 0;
+}
+
 int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
 {
 	struct trace_reader r;
@@ -521,6 +553,11 @@ int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
 	ret = trace_reader_open(&r, path);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s", trace_reader_errmsg(&r));
+		goto out;
+	}
+	ret = read_missed(t, &r);
+	if (ret) {
+		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 		goto out;
 	}
 	while ((ret = trace_reader_next(&r, &ev)) > 0) {
@@ -555,6 +592,7 @@ out:
 void rt_release(struct rt_table *t)
 {
 	strtab_release(&t->strs);
+	free(t->missed);
 	free(t->ev);
 	free(t->mem);
 	free(t->procs);

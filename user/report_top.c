@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda_calls.h"
 #include "report.h"
 
 #define TOP_KEEP 20
@@ -36,6 +37,50 @@ static int keep_top(struct rep_top *agg, size_t n, struct rep_top **out, size_t 
 		return -ENOMEM;
 	memcpy(*out, agg, k * sizeof(*agg));
 	*nout = k;
+	return 0;
+}
+
+static int cmp_err(const void *a, const void *b)
+{
+	const struct rep_err *x = a, *y = b;
+
+	if (x->count != y->count)
+		return (x->count < y->count) - (x->count > y->count);
+	return (x->name > y->name) - (x->name < y->name);
+}
+
+/* Count the failed calls of process p by (name, error). */
+static int count_errors(const struct rt_table *t, size_t p, struct rep_proc *rp)
+{
+	size_t cap = 0;
+
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		struct rep_err *x = NULL;
+
+		if (e->proc != p || e->kind != RT_API || !(e->flags & RTF_FAILED) ||
+		    !cuda_result_failed(e->ret))
+			continue;
+		rp->nfailed++;
+		for (size_t k = 0; k < rp->nerrors && !x; k++)
+			if (rp->errors[k].name == e->name && rp->errors[k].ret == e->ret)
+				x = &rp->errors[k];
+		if (!x) {
+			if (rp->nerrors == cap) {
+				struct rep_err *n = realloc(rp->errors, (cap = cap ? 2 * cap : 8) *
+							    sizeof(*n));
+
+				if (!n)
+					return -ENOMEM;
+				rp->errors = n;
+			}
+			x = &rp->errors[rp->nerrors++];
+			*x = (struct rep_err){ .name = e->name, .ret = e->ret };
+		}
+		x->count++;
+	}
+	if (rp->nerrors)
+		qsort(rp->errors, rp->nerrors, sizeof(*rp->errors), cmp_err);
 	return 0;
 }
 
@@ -82,6 +127,8 @@ int report_top(const struct rt_table *t, struct report *r)
 			goto out;
 		for (size_t k = 0; k < rp->nkernels; k++)
 			rp->kernels[k].share = busy ? (double)rp->kernels[k].total_ns / busy : 0;
+		if (count_errors(t, p, rp))
+			goto out;
 	}
 	ret = 0;
 out:

@@ -278,7 +278,7 @@ static void check_trace(const char *text, const char *what)
 	is_int(nval(a, "shared_mem"), 1024, "%s: shared_mem", what);
 	is_str(sval(a, "stream"), "0x55aa00", "%s: stream hex", what);
 	is_int(nval(a, "ret"), 0, "%s: ret", what);
-	is_int(cJSON_GetArraySize(a), 6, "%s: launch has 6 args", what);
+	is_int(cJSON_GetArraySize(a), 6, "%s: launch has 6 args (no error)", what);
 
 	e = cJSON_GetArrayItem(evs, 5);
 	ok(nval(e, "pid") == 200 && nval(e, "tid") == 201, "%s: pid 200 launch", what);
@@ -294,6 +294,7 @@ static void check_trace(const char *text, const char *what)
 	is_str(sval(a, "handle"), "0x1234", "%s: handle", what);
 	is_int(nval(a, "count"), 3, "%s: count", what);
 	is_int(nval(a, "ret"), 700, "%s: error ret", what);
+	is_str(sval(a, "error"), "CUDA_ERROR_ILLEGAL_ADDRESS", "%s: error named", what);
 
 	e = cJSON_GetArrayItem(evs, 7);
 	is_str(sval(item(e, "args"), "kernel"), "bad\xef\xbf\xbd\x01name",

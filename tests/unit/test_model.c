@@ -282,6 +282,42 @@ static void test_finish_resolves(void)
 	model_release(&m);
 }
 
+/* An error announced during a call is that call's ret; a correlation is kept apart. */
+static void test_call_errors(void)
+{
+	struct model m;
+	struct model_event *e;
+
+	model_init(&m);
+	/* thread 7: an entry-only launch (dur 0) at 100, another at 200 */
+	e = model_add_event(&m);
+	e->ts = 100; e->pid = 7; e->tid = 7; e->bytes = 1;
+	e = model_add_event(&m);
+	e->ts = 200; e->pid = 7; e->tid = 7; e->bytes = 2;
+	/* thread 8: a call probed at return, [150, 180), ret 0 */
+	e = model_add_event(&m);
+	e->ts = 150; e->dur = 30; e->pid = 7; e->tid = 8; e->fields = MF_RET; e->bytes = 3;
+	/* the first launch failed with 1 and had correlation 5; the second is fine */
+	ok(!model_add_call_error(&m, 101, 7, 7, 1), "error added");
+	ok(!model_add_corr(&m, 100, 7, 7, 5), "correlation added");
+	ok(!model_add_corr(&m, 200, 7, 7, 6), "correlation added");
+	/* thread 8: an error after its call returned belongs to no call */
+	ok(!model_add_call_error(&m, 190, 7, 8, 2), "late error added");
+	/* an error on a thread with no call at all */
+	ok(!model_add_call_error(&m, 50, 9, 9, 3), "orphan error added");
+	ok(!model_finish(&m), "finish");
+	is_int(m.ev[0].bytes, 1, "the first launch first");
+	ok(m.ev[0].fields & MF_RET, "the failed launch has a ret");
+	is_int(m.ev[0].ret, 1, "its ret is the announced error");
+	is_int(m.ev[0].correlation, 5, "its correlation is kept");
+	is_int(m.ev[1].bytes, 3, "the call of thread 8 second");
+	is_int(m.ev[1].ret, 0, "an error after a call's return is not its");
+	is_int(m.ev[2].bytes, 2, "the second launch last");
+	ok(!(m.ev[2].fields & MF_RET), "the good launch has no ret");
+	is_int(m.ev[2].correlation, 6, "and its own correlation");
+	model_release(&m);
+}
+
 static void test_procs_threads(void)
 {
 	struct model m;
@@ -343,6 +379,7 @@ int main(void)
 	test_sort_large_stable();
 	test_knames();
 	test_finish_resolves();
+	test_call_errors();
 	test_procs_threads();
 	return done_testing();
 }

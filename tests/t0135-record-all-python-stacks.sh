@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# record -a walks the Python stacks of every CUDA process, as -p and -- CMD
+# do: one running when the recording starts and one started during it, the
+# latter from its very first call.
+. "$(dirname "$0")/lib.sh"
+test_description "record -a: Python stacks"
+require_bpf
+require_sim
+export LD_LIBRARY_PATH="$SIMLIB"
+
+# one process already running (libcuda loaded, waiting)
+"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 4 --no-thread --wait-file "$TMPD/go" 2>/dev/null &
+wa=$!
+at_exit "kill $wa 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$wa/maps"
+"$GPUBPF" record -q -a -o "$TMPD/all.json" 2>"$TMPD/g.err" &
+g=$!
+at_exit "kill $g 2>/dev/null"
+wait_for_cmd 20 grep -q "recording" "$TMPD/g.err"
+# one started during the recording: stacks through methods, generators,
+# threads..., compared with the workload's own
+check "a Python workload started during the recording runs" \
+	"$PY" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 100
+touch "$TMPD/go"
+wait "$wa"
+kill -INT "$g"
+wait "$g"
+is "record -a exits 0" "$?" 0
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/all.json" "$TMPD/truth.json" 64
+is "the running process: every launch carries its stack" "$(json_query "$TMPD/all.json" \
+	"len([e for e in ev if e.get('pid') == $wa and e.get('name', '').startswith('cuLaunchKernel') and 'stack' not in e['args']])")" 0
+is "the running process: launches from the layers come through Driver.launch" "$(json_query "$TMPD/all.json" "
+sorted({' < '.join(f.split(' (')[0] for f in e['args']['stack'][:3]) for e in ev
+        if e.get('pid') == $wa and e.get('name', '').startswith('cuLaunchKernel') and
+        'Linear.forward' in str(e['args']['stack'][2:3])})")" \
+	'["Driver.call < Driver.launch < Linear.forward"]'
+cmp_ok "the running process made launches" "$(json_query "$TMPD/all.json" \
+	"len([e for e in ev if e.get('pid') == $wa and e.get('name', '').startswith('cuLaunchKernel')])")" -gt 0
+done_testing

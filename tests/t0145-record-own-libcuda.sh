@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# record -- CMD traces the libcuda the command itself loads, even one that
+# gpubpf's own environment cannot find (LD_LIBRARY_PATH set by the command,
+# a library dlopen()ed by full path): the process is held when it maps the
+# library until the probes are in, so no call is lost, cuInit included.
+# Where calls could have been missed, the summary line and the trace say so.
+. "$(dirname "$0")/lib.sh"
+test_description "record -- CMD probes the libcuda the command loads, from its first call"
+require_bpf
+require_sim
+probed=$(probed_list)
+unset LD_LIBRARY_PATH
+
+# gpubpf's own environment must not find the simulated driver
+if LD_LIBRARY_PATH= "$PY" -c 'import ctypes; ctypes.CDLL("libcuda.so.1")' 2>/dev/null; then
+	skip_all "a libcuda.so.1 is installed where every process finds it"
+fi
+
+# 1. a wrapper that sets LD_LIBRARY_PATH itself, GPU timing on
+check "record of a wrapper setting LD_LIBRARY_PATH exits 0" \
+	"$GPUBPF" record -q -o "$TMPD/wrap.json" -- sh -c "LD_LIBRARY_PATH='$SIMLIB' exec \
+'$PY' '$GPUBPF_ROOT/sim/train.py' --steps 3 --truth '$TMPD/wrap-truth.json'"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/wrap.json" "$TMPD/wrap-truth.json" \
+	"$probed"
+is "the first cuInit is in the trace" "$(json_query "$TMPD/wrap.json" \
+	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+is "the trace says no call may be missing" "$(json_query "$TMPD/wrap.json" \
+	'd["gpubpf"]["calls_may_be_missing"]')" "{}"
+like "the summary line counts the events" "$(grep 'events,' "$TMPD/.check.out")" \
+	'^gpubpf: [1-9][0-9]* events, 0 dropped, written to'
+
+# 2. a program that dlopen()s the library by its full path, host calls only
+check "record of a full-path dlopen exits 0" \
+	"$GPUBPF" record -q --no-device -o "$TMPD/dlopen.json" -- \
+	"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/dlopen-truth.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/dlopen.json" \
+	"$TMPD/dlopen-truth.json" "$probed"
+is "cuInit is in the trace" "$(json_query "$TMPD/dlopen.json" \
+	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+
+# 3. -p on a process that loads the library later, by full path: held too
+sh -c 'while [ ! -e "$1" ]; do sleep 0.01; done; exec "$2" "$3" "$4"' sh "$TMPD/go" \
+	"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/late-truth.json" 2>/dev/null &
+late=$!
+at_exit "kill $late 2>/dev/null"
+"$GPUBPF" record -q --no-device -p "$late" -o "$TMPD/late.json" 2>"$TMPD/late.err" &
+g=$!
+at_exit "kill $g 2>/dev/null"
+wait_for_cmd 20 grep -q "recording" "$TMPD/late.err"
+touch "$TMPD/go"
+wait "$late"
+wait "$g"
+is "record -p of a process that loads libcuda later exits 0" "$?" 0
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/late.json" "$TMPD/late-truth.json" \
+	"$probed"
+is "-p: cuInit is in the trace" "$(json_query "$TMPD/late.json" \
+	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+
+# 4. a process that leads its own process group, as an interactive shell's
+# job does, is not stopped (its shell would take the terminal back): its
+# library is probed when it is seen, and the loss that may cause is said
+setpgrp_exec='import os, sys; os.setpgid(0, 0); os.execv(sys.argv[1], sys.argv[1:])'
+check "record of a process-group leader exits 0" \
+	"$GPUBPF" record -q --no-device -o "$TMPD/job.json" -- \
+	"$PY" -c "$setpgrp_exec" "$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/job-truth.json"
+like "the summary line says calls may be missing" "$(grep 'events,' "$TMPD/.check.out")" \
+	'^gpubpf: [0-9]+ events, 0 dropped, calls of 1 process may be missing, written to'
+like "and why" "$(grep 'calls may be missing:' "$TMPD/.check.out")" \
+	"pid [0-9]+: calls may be missing: it is a job of an interactive shell"
+pid=$(json_query "$TMPD/job-truth.json" 'd["pid"]')
+like "the trace metadata says so for that process" "$(json_query "$TMPD/job.json" \
+	"d['gpubpf']['calls_may_be_missing'].get('$pid', '')")" "interactive shell"
+# 5. a process under a debugger (strace) is not stopped either: said
+if command -v strace >/dev/null 2>&1; then
+	check "record of a process under strace exits 0" \
+		"$GPUBPF" record -q --no-device -o "$TMPD/traced.json" -- strace -f -o /dev/null \
+		"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/traced-truth.json"
+	like "under strace: why calls may be missing" "$(grep 'calls may be missing:' "$TMPD/.check.out")" \
+		"calls may be missing: it runs under a debugger"
+else
+	skip "no strace" 2
+fi
+
+# 6. a kernel that cannot hold processes (GPUBPF_TEST_NO_HOLD): GPU timing
+# on or off, the command is told its first calls may be missed, and the
+# summary line and the trace say so
+for dev in "" --no-device; do
+	GPUBPF_TEST_NO_HOLD=1 "$GPUBPF" record -q $dev -o "$TMPD/nohold.json" -- sh -c \
+		"LD_LIBRARY_PATH='$SIMLIB' exec '$PY' '$GPUBPF_ROOT/sim/train.py' --steps 2" \
+		>/dev/null 2>"$TMPD/nohold.err"
+	like "cannot hold${dev:+, $dev}: the warning is shown" "$(cat "$TMPD/nohold.err")" \
+		"cannot hold the command when it loads one: its first calls may be missed"
+	like "cannot hold${dev:+, $dev}: the summary line says calls may be missing" \
+		"$(grep 'events,' "$TMPD/nohold.err")" "calls of 1 process may be missing"
+	is "cannot hold${dev:+, $dev}: the trace says so" "$(json_query "$TMPD/nohold.json" \
+		'len(d["gpubpf"]["calls_may_be_missing"])')" 1
+done
+
+check "report of that trace" "$GPUBPF" report "$TMPD/job.json"
+like "the report says so too" "$(cat "$TMPD/.check.out")" \
+	"calls of pid $pid may be missing: it is a job of an interactive shell"
+check "report --format json of that trace" "$GPUBPF" report --format json -o "$TMPD/job.r.json" "$TMPD/job.json"
+like "and in JSON" "$(json_query "$TMPD/job.r.json" "d['calls_may_be_missing'].get('$pid', '')")" \
+	"interactive shell"
+check "report of a trace where no call can be missing" "$GPUBPF" report "$TMPD/wrap.json"
+is "it says nothing of missing calls" "$(grep -c "may be missing" "$TMPD/.check.out")" 0
+done_testing

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Messages that name what is wrong: root whose capabilities were dropped
+# is told so (not that the kernel lacks BPF or BTF); GPUBPF_CUPTI_LIB
+# naming a library that is not libcupti is said, and the installed
+# libcupti is used instead.
+. "$(dirname "$0")/lib.sh"
+test_description "record: capabilities and GPUBPF_CUPTI_LIB messages"
+require_root
+require_gpubpf
+require_cmd setpriv capsh
+out="$TMPD/out"
+mkdir "$out"
+
+# expect_error DESC STATUS REGEX CMD...: exit STATUS, one stderr line
+# matching REGEX and not mentioning BTF, nothing written to $out.
+expect_error() {
+	local desc=$1 status=$2 re=$3 rc=0
+	shift 3
+	"$@" >"$TMPD/stdout" 2>"$TMPD/stderr" </dev/null || rc=$?
+	is "$desc: exit status" "$rc" "$status"
+	like "$desc: says why" "$(cat "$TMPD/stderr")" "$re"
+	is "$desc: one line" "$(wc -l <"$TMPD/stderr")" 1
+	unlike_btf=$(grep -c -i -e btf -e "kernel needs" "$TMPD/stderr")
+	is "$desc: does not blame the kernel" "$unlike_btf" 0
+	is "$desc: no output file" "$(ls -A "$out")" ""
+}
+
+re="needs CAP_BPF and CAP_PERFMON \(or CAP_SYS_ADMIN\), which this root process lacks"
+expect_error "root without capabilities (setpriv)" 2 "$re" \
+	setpriv --inh-caps=-all --bounding-set=-all -- "$GPUBPF" record -o "$out/t.json" -- true
+expect_error "root without CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN (capsh)" 2 "$re" \
+	capsh --drop=cap_bpf,cap_perfmon,cap_sys_admin -- -c \
+	"exec '$GPUBPF' record -a -o '$out/t.json'"
+
+# The injection library on its own (no simulated driver in the process, so
+# it looks for CUPTI), as the driver would load it
+injlib="$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+init='import ctypes, sys; sys.stdout.write(str(ctypes.CDLL(sys.argv[1]).InitializeInjection()))'
+if "$PY" -c "$init" "$injlib" >"$TMPD/o" 2>"$TMPD/e" && [[ $(cat "$TMPD/o") == 1 ]] && [[ ! -s "$TMPD/e" ]]; then
+	notcupti=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
+	GPUBPF_CUPTI_LIB="$notcupti" "$PY" -c "$init" "$injlib" >"$TMPD/o" 2>"$TMPD/e"
+	is "GPUBPF_CUPTI_LIB not libcupti: the installed one is used" "$(cat "$TMPD/o")" 1
+	is "and it is said, in one line" "$(cat "$TMPD/e")" \
+		"gpubpf: GPUBPF_CUPTI_LIB='$notcupti' is not libcupti (it has no cuptiGetVersion); using the installed libcupti"
+	GPUBPF_CUPTI_LIB=/nonexistent/libcupti.so "$PY" -c "$init" "$injlib" >"$TMPD/o" 2>"$TMPD/e"
+	is "GPUBPF_CUPTI_LIB missing: the installed one is used" "$(cat "$TMPD/o")" 1
+	like "and it is said" "$(cat "$TMPD/e")" \
+		"^gpubpf: GPUBPF_CUPTI_LIB: /nonexistent/libcupti.so: cannot open .*; using the installed libcupti$"
+else
+	skip "no libcupti installed where the injection library finds it" 4
+fi
+done_testing
