@@ -817,7 +817,7 @@ static __always_inline int api_error(__u64 pid_tgid, __u32 correlation, __u32 cb
 	e->ts = bpf_ktime_get_ns();
 	e->cbid = cbid;
 	e->result = (__s32)result;
-	bpf_ringbuf_submit(e, wake_flags());
+	bpf_ringbuf_submit(e, wake_flags(sizeof(*e), 1));
 	return 0;
 }
 
@@ -909,6 +909,15 @@ static __always_inline int shell_job(__u32 tgid)
 	       BPF_CORE_READ(sid, numbers[0].nr) != (int)tgid;
 }
 
+/*
+ * When the recorder last polled the ring buffer (CLOCK_MONOTONIC ns, set by
+ * user space through the skeleton's mapping before each poll).  A process
+ * is stopped at its libcuda mapping only while the recorder is seen alive,
+ * so a recorder that is itself stopped (Ctrl-Z) or hung stops nobody.
+ */
+#define RECORDER_ALIVE_NS 1000000000ULL
+__u64 recorder_alive_ns;
+
 /* syscalls:sys_enter_mmap, as the tracepoint's format file lays it out */
 struct mmap_args {
 	__u64 common;
@@ -967,6 +976,8 @@ int gb_mmap(struct mmap_args *ctx)
 			m->held = GB_SHELL_JOB;
 		else if (BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), ptrace))
 			m->held = GB_PTRACED;
+		else if (m->ts - recorder_alive_ns > RECORDER_ALIVE_NS)
+			m->held = GB_RECORDER_AWAY;
 		else
 			m->held = bpf_send_signal_thread(GB_SIGSTOP) ? GB_NOT_HELD : GB_HELD;
 		bpf_ringbuf_submit(m, BPF_RB_FORCE_WAKEUP);

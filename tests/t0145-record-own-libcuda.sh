@@ -96,6 +96,29 @@ for dev in "" --no-device; do
 		'len(d["gpubpf"]["calls_may_be_missing"])')" 1
 done
 
+# 7. a recorder that is itself stopped (Ctrl-Z, SIGSTOP) stops nobody: a
+# process that maps a libcuda meanwhile runs on, and is said to be missing
+# calls once the recorder goes on
+"$GPUBPF" record -q --no-device -o "$TMPD/away.json" -- sh -c 'while [ ! -e "$1" ]; do \
+sleep 0.02; done; exec "$2" "$3" "$4"' sh "$TMPD/away-go" "$TESTBIN/cudacalls" \
+	"$SIMLIB/libcuda.so.1" "$TMPD/away-truth.json" >/dev/null 2>"$TMPD/away.err" &
+g=$!
+at_exit "kill -CONT $g 2>/dev/null; kill $g 2>/dev/null"
+sleep 1
+kill -STOP "$g"
+sleep 1.5
+touch "$TMPD/away-go"
+if wait_for_file "$TMPD/away-truth.json" 20; then
+	pass "the recorder stopped: the process mapping libcuda ran to its end"
+else
+	fail "the recorder stopped: the process mapping libcuda ran to its end"
+fi
+kill -CONT "$g"
+wait "$g"
+is "the recorder went on and exited 0" "$?" 0
+like "it says the calls of that process may be missing, and why" "$(cat "$TMPD/away.err")" \
+	"calls may be missing: gpubpf had not read its events for over a second"
+
 check "report of that trace" "$GPUBPF" report "$TMPD/job.json"
 like "the report says so too" "$(cat "$TMPD/.check.out")" \
 	"calls of pid $pid may be missing: it is a job of an interactive shell"

@@ -418,6 +418,10 @@ static void on_map(struct record *r, const struct gb_map *m)
 	if (n != 0 && m->held == GB_SHELL_JOB)
 		mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
 			    "not stop: its libcuda was probed only after it was loaded");
+	else if (n != 0 && m->held == GB_RECORDER_AWAY)
+		mark_missed(r, m->pid, "gpubpf had not read its events for over a second (stopped "
+			    "or busy), so it did not stop the process: its libcuda was probed only "
+			    "after it was loaded");
 	else if (n != 0 && m->held == GB_PTRACED)
 		mark_missed(r, m->pid, "it runs under a debugger, which would see a stop: its "
 			    "libcuda was probed only after it was loaded");
@@ -793,7 +797,7 @@ static void unhold(struct record *r)
 	r->holding = 0;
 	/* a hook that ran just before the detach may still be submitting */
 	for (int i = 0; i < 3; i++)
-		ring_buffer__poll(r->rb, 5), ring_buffer__consume(r->rb);
+		probes_heartbeat(&r->probes), ring_buffer__poll(r->rb, 5), ring_buffer__consume(r->rb);
 }
 
 static void on_unheld(void *ctx, uint32_t pid, uint64_t n)
@@ -837,6 +841,7 @@ static void collect(struct record *r)
 		 */
 		if (py_fast)
 			py_fast = !py_try(r, r->child) && now_ns(CLOCK_MONOTONIC) - start < PY_FAST_NS;
+		probes_heartbeat(&r->probes);
 		ring_buffer__poll(r->rb, py_fast ? PY_FAST_POLL_MS : r->waiting ? WAIT_POLL_MS : POLL_MS);
 		/* records are submitted without wakeups: read what is there */
 		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
@@ -874,7 +879,7 @@ static void collect(struct record *r)
 		uint64_t until = now_ns(CLOCK_MONOTONIC) + GRACE_NS;
 
 		while (now_ns(CLOCK_MONOTONIC) < until)
-			ring_buffer__poll(r->rb, 20), ring_buffer__consume(r->rb);
+			probes_heartbeat(&r->probes), ring_buffer__poll(r->rb, 20), ring_buffer__consume(r->rb);
 	}
 	unhold(r);
 	ring_buffer__consume(r->rb);

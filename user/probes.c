@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -420,12 +421,22 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	return 1;
 }
 
+void probes_heartbeat(struct probes *p)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	__atomic_store_n(&p->skel->bss->recorder_alive_ns,
+			 (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec, __ATOMIC_RELAXED);
+}
+
 int probes_hold_maps(struct probes *p)
 {
 	if (!p->hold)
 		return -EOPNOTSUPP;
 	if (p->hold_link)
 		return 0;
+	probes_heartbeat(p);
 	p->hold_link = bpf_program__attach(p->skel->progs.gb_mmap);
 	return p->hold_link ? 0 : -errno;
 }

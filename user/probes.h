@@ -70,6 +70,11 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 /* 1 if the library file at path is attached for pid (or for all). */
 int probes_attached(struct probes *p, const char *path, pid_t pid);
 /*
+ * Say the recorder is alive (before each poll of the ring buffer): the
+ * hold stops a process only while this was said within the last second.
+ */
+void probes_heartbeat(struct probes *p);
+/*
  * Hold every traced process that maps a libcuda no probe covers yet: the
  * mapping thread is stopped (SIGSTOP) and a GB_REC_MAP record sent; the
  * reader of that record must attach, call probes_lib_known() and send
