@@ -1003,7 +1003,8 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 	ev->line = line;
 	ev->has_ts = ev->has_dur = false;
 	ev->ts_ns = ev->dur_ns = 0;
-	memcpy(ev->m, r->mtmp, nm * sizeof(*ev->m));
+	if (nm)         /* an empty object: no members, and mtmp may be NULL */
+		memcpy(ev->m, r->mtmp, nm * sizeof(*ev->m));
 	for (int k = 0; k < TRK_NKEYS; k++)
 		ev->key[k] = -1;
 	for (uint32_t i = 0; i < nm; i++) {
