@@ -278,6 +278,19 @@ require_sim() {
 
 # --- utilities --------------------------------------------------------------
 
+# expect_error DESC STATUS REGEX CMD...: CMD exits STATUS with one line on
+# stderr matching REGEX and writes nothing to $out (a directory the test
+# makes); four results.  Its stderr stays in $TMPD/stderr.
+expect_error() {
+	local desc=$1 status=$2 re=$3 rc=0
+	shift 3
+	"$@" >"$TMPD/stdout" 2>"$TMPD/stderr" </dev/null || rc=$?
+	is "$desc: exit status" "$rc" "$status"
+	like "$desc: says why" "$(cat "$TMPD/stderr")" "$re"
+	is "$desc: one line" "$(wc -l <"$TMPD/stderr")" 1
+	is "$desc: no output file" "$(ls -A "$out")" ""
+}
+
 # json_query FILE EXPR: evaluate the python expression EXPR with d bound to
 # the parsed JSON of FILE (ev = d["traceEvents"] when present).  Strings print
 # as they are, everything else as JSON (so True prints "true", 3 prints "3").

@@ -8,18 +8,6 @@ require_sim
 out="$TMPD/out"
 mkdir "$out"
 
-# expect_error DESC STATUS REGEX CMD...: exit STATUS, one stderr line
-# matching REGEX, nothing written to $out.
-expect_error() {
-	local desc=$1 status=$2 re=$3 rc=0
-	shift 3
-	"$@" >"$TMPD/stdout" 2>"$TMPD/stderr" </dev/null || rc=$?
-	is "$desc: exit status" "$rc" "$status"
-	like "$desc: says why" "$(cat "$TMPD/stderr")" "$re"
-	is "$desc: one line" "$(wc -l <"$TMPD/stderr")" 1
-	is "$desc: no output file" "$(ls -A "$out")" ""
-}
-
 o=(-o "$out/t.json")
 expect_error "duration 0" 1 "invalid duration '0'" "$GPUBPF" record -p $$ -d 0 "${o[@]}"
 expect_error "duration -1s" 1 "invalid duration '-1s'" "$GPUBPF" record -p $$ -d -1s "${o[@]}"

@@ -10,6 +10,8 @@ import time
 
 import torch
 
+import workload
+
 
 def main():
     p = argparse.ArgumentParser()
@@ -17,15 +19,7 @@ def main():
     p.add_argument("--item-every", type=int, default=10)
     p.add_argument("--profile", metavar="TRACE")
     o = p.parse_args()
-    dev = torch.device("cuda")
-    model = torch.nn.Sequential(
-        torch.nn.Linear(512, 1024), torch.nn.ReLU(),
-        torch.nn.Linear(1024, 1024), torch.nn.ReLU(),
-        torch.nn.Linear(1024, 10)).to(dev)
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    x = torch.randn(256, 512, device=dev)
-    y = torch.randint(0, 10, (256,), device=dev)
-    torch.cuda.synchronize()
+    model, opt, x, y = workload.build()
     prof = None
     if o.profile:
         acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
