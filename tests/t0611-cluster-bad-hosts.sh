@@ -11,12 +11,12 @@ require_cmd base64 awk
 
 CLUSTER="$GPUBPF_ROOT/scripts/gpubpf-cluster"
 FAKE="$TMPD/bin"
-CALLS="$TMPD/calls"
+CALLS="$TMPD/calls"   # one file per stand-in call: $CALLS.PID (calls run at once)
 mkdir -p "$FAKE"
 for c in ssh pdsh srun squeue scontrol kubectl; do
 	cat >"$FAKE/$c" <<EOF
 #!/bin/sh
-{ printf '%s' "$c"; for a in "\$@"; do printf ' [%s]' "\$a"; done; echo; } >>"$CALLS"
+{ printf '%s' "$c"; for a in "\$@"; do printf ' [%s]' "\$a"; done; echo; } >>"$CALLS.\$\$"
 case "$c \$1" in
 "squeue "*) echo "gpu-node1"; exit 0 ;;
 "scontrol "*) cat "$TMPD/slurm-nodes"; exit 0 ;;
@@ -38,13 +38,13 @@ refused() {
 	local desc=$1 out="$TMPD/out$n" rc=0 err lines
 	shift
 	n=$((n + 1))
-	: >"$CALLS"
+	rm -f "$CALLS".*
 	"$CLUSTER" record -d 1s --lead 0 -o "$out" --local-gpubpf /bin/true "$@" \
 		>"$TMPD/stdout" 2>"$TMPD/stderr" || rc=$?
 	err=$(cat "$TMPD/stderr")
 	lines=$(wc -l <"$TMPD/stderr")
 	local ran
-	ran=$(grep -Ev '^(squeue|scontrol|kubectl \[get\])' "$CALLS")
+	ran=$(cat "$CALLS".* 2>/dev/null | grep -Ev '^(squeue|scontrol|kubectl \[get\])')
 	if ((rc == 2 && lines == 1)) && [[ ! -s "$TMPD/stdout" && -z "$ran" && ! -e "$out" && ! -e "$PWNED" ]] &&
 		[[ "$err" =~ ^gpubpf-cluster:\ invalid\ node\ name\ \' ]]; then
 		pass "$desc: refused ($err)"
@@ -76,11 +76,11 @@ refused "a pod named --kubeconfig=..." --k8s app=trainer
 
 # a good name goes on, and reaches ssh after "--" (the stand-in fails, so
 # the node is reported unreachable: exit 2, "no node recorded")
-: >"$CALLS"
+rm -f "$CALLS".*
 rc=0
 "$CLUSTER" record -d 1s --lead 0 -o "$TMPD/good" --local-gpubpf /bin/true --no-pdsh \
 	--hosts "alice@node-1.example,fe80::1" >"$TMPD/stdout" 2>"$TMPD/stderr" || rc=$?
 is "good names: recorded nowhere (the ssh stand-in fails), exit 2" "$rc" 2
-like "good names: ssh gets '-- alice@node-1.example'" "$(grep -m1 'node-1' "$CALLS")" \
+like "good names: ssh gets '-- alice@node-1.example'" "$(cat "$CALLS".* | grep -m1 'node-1')" \
 	'\[--\] \[alice@node-1\.example\] \[sh -c '
-like "good names: ssh gets '-- fe80::1'" "$(grep -m1 'fe80' "$CALLS")" '\[--\] \[fe80::1\] \[sh -c '
+like "good names: ssh gets '-- fe80::1'" "$(cat "$CALLS".* | grep -m1 'fe80')" '\[--\] \[fe80::1\] \[sh -c '
