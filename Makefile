@@ -11,12 +11,32 @@ CC         ?= gcc
 CLANG      ?= clang
 BPFTOOL    ?= bpftool
 ARCH_TRIPLE := $(shell $(CC) -dumpmachine)
+# The BPF programs read x86-64 registers and the injector is x86-64 code.
+ARCH       := $(shell uname -m | sed 's/x86_64/x86/')
+ifneq ($(ARCH),x86)
+$(error gpubpf builds for x86-64 only; this machine is $(shell uname -m))
+endif
+
+# Quiet rules: one line per target; `make V=1` prints the commands.
+ifeq ($(V),1)
+Q :=
+msg =
+else
+Q := @
+msg = @printf '  %-8s %s\n' '$(1)' '$(2)';
+endif
+
+# Keep generated intermediates (skeletons, BPF objects); never leave a
+# target a failed command half-wrote.
+.SECONDARY:
+.DELETE_ON_ERROR:
 CUDA_HOME  ?= /usr/local/cuda
 
 CFLAGS     ?= -O2 -g
-CFLAGS     += -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
+# -MMD -MP: each object's header dependencies, in a .d file beside it
+CFLAGS     += -MMD -MP -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
               -DGPUBPF_VERSION='"$(VERSION)"' -Ibpf -Iuser -Icupti -I$(BUILD)
-BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_x86 -Wall \
+BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall \
               -I/usr/include/$(ARCH_TRIPLE) -Ibpf
 # libbpf, libelf (and its zstd) and zlib are linked statically so the binary
 # runs on machines without them; glibc, cJSON and libstdc++ (for demangling
@@ -58,23 +78,28 @@ $(DEPS_STAMP): scripts/install-deps.sh
 
 $(BUILD)/%.bpf.o: bpf/%.bpf.c bpf/*.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
-	$(BPFTOOL) gen skeleton $< name $(subst .skel.h,,$(notdir $@))_bpf > $@.tmp && mv $@.tmp $@
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .skel.h,,$(notdir $@))_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c user/*.h bpf/gpubpf.h cupti/gpu_activity.h $(SKELS) | $(DEPS_STAMP)
+$(BUILD)/user/%.o: user/%.c | $(SKELS) $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
 $(BUILD)/gpubpf: $(USER_OBJS)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # The injection library, loaded by the driver through CUDA_INJECTION64_PATH.
 # libcupti is dlopen'ed at run time, so the library loads anywhere; only
 # InitializeInjection is exported.
 $(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h sim/simcu_profiler.h | $(DEPS_STAMP)
-	$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -fPIC -shared \
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -fPIC -shared \
 	      -pthread -fvisibility=hidden -Icupti -Isim -I$(CUDA_HOME)/include \
 	      -Wl,--no-undefined -Wl,-soname,libgpubpf_cupti.so -o $@ $(CUPTI_SRCS) -ldl -lpthread
 
@@ -82,32 +107,38 @@ $(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h sim/simcu_profiler.h | $(DEPS_STAMP)
 # separate functions, as in the real libcuda.
 $(SIM_LIB): sim/libcuda_sim.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -fPIC -shared -pthread -fno-ipa-icf \
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -fPIC -shared -pthread -fno-ipa-icf \
 	      -I$(CUDA_HOME)/include -Wl,-soname,libcuda.so.1 -o $@ $< -lpthread
 
 # libcupti's record iterator runs without a driver: the CUPTI conversion test
 # reads hand-filled activity buffers with it.
 CUPTI_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/lib64 $(CUDA_HOME)/lib64))
-$(BUILD)/cupti/%.o: cupti/%.c cupti/*.h
+$(BUILD)/cupti/%.o: cupti/%.c
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
 
 $(BUILD)/tests/test_cupti_records: tests/unit/test_cupti_records.c $(BUILD)/cupti/cupti_convert.o
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
-	$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ $(LDLIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ $(LDLIBS)
 
 $(BUILD)/tests/%: tests/bin/%.c
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -pthread -I$(CUDA_HOME)/include -o $@ $< -ldl
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -O2 -g -Wall -pthread -I$(CUDA_HOME)/include -o $@ $< -ldl
 
 # C++ test programs keep their frame pointers and calls (native stacks).
 $(BUILD)/tests/%: tests/bin/%.cc
 	@mkdir -p $(@D)
-	$(CXX) -O1 -g -Wall -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< -ldl
+	$(call msg,CXX,$@)
+	$(Q)$(CXX) -O1 -g -Wall -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< -ldl
 
 test: all test-bins
 	@bash tests/run.sh
@@ -127,9 +158,12 @@ bench: all bench-bins
 	@bash bench/run.sh
 
 install: $(BUILD)/gpubpf $(CUPTI_LIB)
-	install -D -m 0755 $(BUILD)/gpubpf $(DESTDIR)$(PREFIX)/bin/gpubpf
-	install -D -m 0755 $(CUPTI_LIB) $(DESTDIR)$(PREFIX)/lib/gpubpf/libgpubpf_cupti.so
-	install -D -m 0755 scripts/gpubpf-cluster $(DESTDIR)$(PREFIX)/bin/gpubpf-cluster
+	$(call msg,INSTALL,$@)
+	$(Q)install -D -m 0755 $(BUILD)/gpubpf $(DESTDIR)$(PREFIX)/bin/gpubpf
+	$(call msg,INSTALL,$@)
+	$(Q)install -D -m 0755 $(CUPTI_LIB) $(DESTDIR)$(PREFIX)/lib/gpubpf/libgpubpf_cupti.so
+	$(call msg,INSTALL,$@)
+	$(Q)install -D -m 0755 scripts/gpubpf-cluster $(DESTDIR)$(PREFIX)/bin/gpubpf-cluster
 
 clean:
 	rm -rf $(BUILD)
@@ -151,40 +185,49 @@ test-bins: $(SHAPE_LIBS) $(BENCH_DIR)/callcost
 # Trivial stand-ins for the probed entry points: separate, never inlined.
 $(BENCH_DIR)/libcuda.so.1: bench/libcuda_bench.c
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -fPIC -shared -fno-ipa-icf -fno-inline \
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -fPIC -shared -fno-ipa-icf -fno-inline \
 	      -Wl,-soname,libcuda.so.1 -o $@ $<
 
 # The same with each probed-entry prologue shape (bench/libcuda_bench.c).
 $(BENCH_DIR)/%/libcuda.so.1: bench/libcuda_bench.c
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -fPIC -shared -DBENCH_SHAPE_$* -Wl,-soname,libcuda.so.1 -o $@ $<
+	$(call msg,CC,$@)
+	$(Q)$(CC) -O2 -g -Wall -fPIC -shared -DBENCH_SHAPE_$* -Wl,-soname,libcuda.so.1 -o $@ $<
 
 $(BENCH_DIR)/callcost: bench/callcost.c
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -pthread -o $@ $< -ldl
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $< -ldl
 
 $(BENCH_DIR)/empty.bpf.o: bench/empty.bpf.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
-	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
 $(BENCH_DIR)/empty.skel.h: $(BENCH_DIR)/empty.bpf.o
-	$(BPFTOOL) gen skeleton $< name empty_bpf > $@.tmp && mv $@.tmp $@
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name empty_bpf > $@.tmp && mv $@.tmp $@
 
 $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
-	$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
 
 $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_DIR)/pysym_bench: bench/pysym_bench.c $(LIB_OBJS)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 # Launches 0-us kernels (and graphs of them) on the simulated driver; the
 # tests run bench section 4 with it (tests/t0910-bench-gpu-section.sh).
 test-bins: $(BENCH_DIR)/gpuwork
 $(BENCH_DIR)/gpuwork: bench/gpuwork.c
 	@mkdir -p $(@D)
-	$(CC) -O2 -g -Wall -o $@ $< -ldl
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -O2 -g -Wall -o $@ $< -ldl
 # end of benchmarks ----------------------------------------------------------
 
 # sanitizers -----------------------------------------------------------------
@@ -206,22 +249,30 @@ FUZZ_OBJS  := $(patsubst user/%.c,$(FUZZ_DIR)/user/%.o,$(filter-out user/main.c,
 asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(FUZZ_DIR)/fuzz_reader
 test: asan
 
-$(ASAN_DIR)/user/%.o: user/%.c user/*.h bpf/gpubpf.h cupti/gpu_activity.h $(SKELS)
+$(ASAN_DIR)/user/%.o: user/%.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(SAN_CC) $(SAN_CFLAGS) -c $< -o $@
+	$(call msg,SAN,$@)
+	$(Q)$(SAN_CC) $(SAN_CFLAGS) -c $< -o $@
 
 $(ASAN_DIR)/gpubpf: $(ASAN_OBJS)
-	$(SAN_CC) $(SAN_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(call msg,SAN,$@)
+	$(Q)$(SAN_CC) $(SAN_CFLAGS) -o $@ $^ $(LDLIBS)
 
 # record looks for the injection library beside its binary
 $(ASAN_DIR)/libgpubpf_cupti.so: $(CUPTI_LIB)
 	@mkdir -p $(@D)
-	ln -sf ../$(notdir $(CUPTI_LIB)) $@
+	$(call msg,LN,$@)
+	$(Q)ln -sf ../$(notdir $(CUPTI_LIB)) $@
 
-$(FUZZ_DIR)/user/%.o: user/%.c user/*.h bpf/gpubpf.h cupti/gpu_activity.h $(SKELS)
+$(FUZZ_DIR)/user/%.o: user/%.c | $(SKELS)
 	@mkdir -p $(@D)
-	$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+	$(call msg,SAN,$@)
+	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_DIR)/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_OBJS)
-	$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(call msg,SAN,$@)
+	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 # end of sanitizers ----------------------------------------------------------
+
+# header dependencies of everything built so far
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
