@@ -214,10 +214,12 @@ $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
 	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
 
 $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
+	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 $(BENCH_DIR)/pysym_bench: bench/pysym_bench.c $(LIB_OBJS)
+	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
@@ -270,6 +272,7 @@ $(FUZZ_DIR)/user/%.o: user/%.c | $(SKELS)
 	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
 $(FUZZ_DIR)/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_OBJS)
+	@mkdir -p $(@D)
 	$(call msg,SAN,$@)
 	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
 # end of sanitizers ----------------------------------------------------------
