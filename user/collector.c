@@ -48,6 +48,7 @@ void collector_release(struct collector *c)
 	nsym_free(c->nsym);
 	free(c->py);
 	free(c->seen);
+	free(c->call_size);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -378,13 +379,22 @@ static int on_call_record(struct collector *c, const void *data, size_t size)
 	struct gb_call r;
 	uint32_t id;
 
+	if (!c->call_size) {    /* the sizes, from the cookies the probes carry */
+		c->call_size = malloc(cuda_ncalls * sizeof(*c->call_size));
+		if (!c->call_size)
+			return -ENOMEM;
+		for (unsigned i = 0; i < cuda_ncalls; i++)
+			c->call_size[i] = gb_call_size(cuda_call_cookie(i));
+	}
 	if (size < GB_CALL_HEAD)
 		return -EINVAL;
 	memcpy(&id, (const char *)data + offsetof(struct gb_call, call_id), sizeof(id));
-	if (id >= cuda_ncalls || size < gb_call_size(cuda_call_cookie(id)))
+	if (id >= cuda_ncalls || size < c->call_size[id])
 		return -EINVAL;
+	if (size >= sizeof(r))  /* whole: decode in place (ring records are 8-aligned) */
+		return on_call(c, data);
 	memset(&r, 0, sizeof(r));
-	memcpy(&r, data, size < sizeof(r) ? size : sizeof(r));
+	memcpy(&r, data, size);
 	return on_call(c, &r);
 }
 

@@ -27,6 +27,7 @@ struct collector {
 	uint64_t gpu_records;   /* GPU activity records (kernels, copies...) */
 	uint64_t gpu_untimed;   /* of which skipped: CUPTI gave them no timestamps */
 	uint64_t bad;           /* malformed or unknown records */
+	uint16_t *call_size;    /* per call id, the bytes its records hold (gb_call_size) */
 	uint32_t *seen;         /* open-addressing set of tids already named */
 	size_t nseen, nseen_slots;
 	struct pysym *pysym;    /* resolves Python frames as stacks arrive */
