@@ -19,7 +19,7 @@
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-const volatile __u8 filter_pids = 0;    /* only tgids in "pids" */
+const volatile __u8 filter_pids = 0;    /* only tgids with GB_PID_TRACED in pid_bits */
 const volatile __u8 follow_forks = 0;   /* children of traced tgids join */
 const volatile __u32 wake_shift = 20;  /* wake the reader each 1 << this bytes */
 const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
@@ -69,7 +69,6 @@ struct {
 	__type(key, __u32);             /* tgid */
 	__type(value, struct gb_py_config);
 } py_procs SEC(".maps");
-
 
 struct py_seen_key {
 	__u32 tgid;
