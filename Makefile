@@ -33,7 +33,9 @@ endif
 CUDA_HOME  ?= /usr/local/cuda
 
 CFLAGS     ?= -O2 -g
-# -MMD -MP: each object's header dependencies, in a .d file beside it
+# -MMD -MP: each object's header dependencies, in a .d file beside it (and
+# every object depends on this Makefile: its flags, and trees built before
+# there were .d files)
 CFLAGS     += -MMD -MP -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE \
               -DGPUBPF_VERSION='"$(VERSION)"' -Ibpf -Iuser -Icupti -I$(BUILD)
 BPF_CFLAGS := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Wall \
@@ -85,7 +87,7 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .skel.h,,$(notdir $@))_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c | $(SKELS) $(DEPS_STAMP)
+$(BUILD)/user/%.o: user/%.c Makefile | $(SKELS) $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
@@ -114,7 +116,7 @@ $(SIM_LIB): sim/libcuda_sim.c | $(DEPS_STAMP)
 # libcupti's record iterator runs without a driver: the CUPTI conversion test
 # reads hand-filled activity buffers with it.
 CUPTI_LIBDIR ?= $(firstword $(wildcard $(CUDA_HOME)/extras/CUPTI/lib64 $(CUDA_HOME)/lib64))
-$(BUILD)/cupti/%.o: cupti/%.c
+$(BUILD)/cupti/%.o: cupti/%.c Makefile
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
@@ -251,7 +253,7 @@ FUZZ_OBJS  := $(patsubst user/%.c,$(FUZZ_DIR)/user/%.o,$(filter-out user/main.c,
 asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(FUZZ_DIR)/fuzz_reader
 test: asan
 
-$(ASAN_DIR)/user/%.o: user/%.c | $(SKELS)
+$(ASAN_DIR)/user/%.o: user/%.c Makefile | $(SKELS)
 	@mkdir -p $(@D)
 	$(call msg,SAN,$@)
 	$(Q)$(SAN_CC) $(SAN_CFLAGS) -c $< -o $@
@@ -266,7 +268,7 @@ $(ASAN_DIR)/libgpubpf_cupti.so: $(CUPTI_LIB)
 	$(call msg,LN,$@)
 	$(Q)ln -sf ../$(notdir $(CUPTI_LIB)) $@
 
-$(FUZZ_DIR)/user/%.o: user/%.c | $(SKELS)
+$(FUZZ_DIR)/user/%.o: user/%.c Makefile | $(SKELS)
 	@mkdir -p $(@D)
 	$(call msg,SAN,$@)
 	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
