@@ -612,7 +612,7 @@ static void scan_libs(struct record *r)
 		n = pids ? probes_traced_pids(&r->probes, pids, MAX_TRACED) : 0;
 	}
 	for (int i = 0; i < n; i++) {
-		int cuda = !proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path));
+		int cuda = !proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path)), have;
 
 		if (cuda && !probes_attached(&r->probes, path, -1) && attach_lib(r, path, -1) > 0 &&
 		    r->collecting)
@@ -621,12 +621,12 @@ static void scan_libs(struct record *r)
 			py_try(r, pids[i]);
 		if (!r->device)
 			continue;
+		have = !inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path));
 		/* -a: every CUDA process gets the library, late if it was started without */
-		if (inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path)) && cuda &&
-		    r->mode == MODE_ALL && r->inject && pids[i] != getpid())
-			late_attach(r, pids[i]);
-		if (!inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path)) &&
-		    !probes_attached(&r->probes, path, -1))
+		if (!have && cuda && r->mode == MODE_ALL && r->inject && pids[i] != getpid() &&
+		    !late_attach(r, pids[i]))
+			have = !inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path));
+		if (have && !probes_attached(&r->probes, path, -1))
 			attach_markers(r, path, -1);
 	}
 	free(pids);
