@@ -456,10 +456,9 @@ int probes_lib_known(struct probes *p, uint64_t dev, uint64_t ino, pid_t pid)
 				    sizeof(one), BPF_ANY) ? -errno : 0;
 }
 
-void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
-		   void *ctx)
+/* Each (pid, count) of a pid -> u64 hash map. */
+static void each_pid_count(int fd, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n), void *ctx)
 {
-	int fd = bpf_map__fd(p->skel->maps.unheld);
 	uint32_t key, pid, *prev = NULL;
 	uint64_t n;
 
@@ -469,6 +468,12 @@ void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, ui
 		key = pid;
 		prev = &key;
 	}
+}
+
+void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+		   void *ctx)
+{
+	each_pid_count(bpf_map__fd(p->skel->maps.unheld), per_pid, ctx);
 }
 
 /* Set bits of pid in the programs' pid_bits (an array they share with us). */
@@ -520,9 +525,8 @@ uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pi
 			void *ctx)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	uint32_t key = 0, pid, *prev = NULL;
-	int fd = bpf_map__fd(p->skel->maps.drops);
-	uint64_t total = 0, n;
+	uint64_t total = 0;
+	uint32_t key = 0;
 
 	if (ncpu > 0) {
 		uint64_t vals[ncpu];
@@ -531,12 +535,8 @@ uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pi
 			for (int i = 0; i < ncpu; i++)
 				total += vals[i];
 	}
-	while (per_pid && !bpf_map_get_next_key(fd, prev, &pid)) {
-		if (!bpf_map_lookup_elem(fd, &pid, &n))
-			per_pid(ctx, pid, n);
-		key = pid;
-		prev = &key;
-	}
+	if (per_pid)
+		each_pid_count(bpf_map__fd(p->skel->maps.drops), per_pid, ctx);
 	return total;
 }
 
