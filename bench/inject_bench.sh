@@ -17,6 +17,7 @@
 # of BENCHMARKS.md (between the inject-bench markers) unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/splice.sh
 INJ_REPS=${INJ_REPS:-20}
 LAUNCHES=${LAUNCHES:-20000}
 ROUNDS=${ROUNDS:-60}
@@ -99,9 +100,4 @@ block="$T/block"
 	echo "- launching thread CPU time per launch after detach, side by side with a process never attached: $(printf %.1f "$b_after") ns vs $(printf %.1f "$a_after") ns (${r1}x); the same process before its recording: $(printf %.1f "$b_before") ns (${r2}x); goal <= 1.02x; noise: two processes never attached differ by ${r0}x"
 	echo "<!-- inject-bench:end -->"
 } >"$block"
-if grep -q '<!-- inject-bench:begin' "$BENCH_MD" 2>/dev/null; then
-	awk -v f="$block" '/<!-- inject-bench:begin/ { while ((getline l < f) > 0) print l; skip = 1 }
-		!skip { print } /<!-- inject-bench:end/ { skip = 0 }' "$BENCH_MD" >"$T/md" && cat "$T/md" >"$BENCH_MD"
-else
-	{ echo; cat "$block"; } >>"$BENCH_MD"
-fi
+splice_block inject-bench "$block" "$BENCH_MD"

@@ -16,6 +16,7 @@
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/splice.sh
 REPS=${REPS:-7}
 N=${N:-30000}
 UNTRACED_N=${UNTRACED_N:-2000000}
@@ -153,11 +154,4 @@ block() {
 	echo "<!-- prologue-bench:end -->"
 }
 block | tee "$T/block"
-if [ "$BENCH_MD" != - ]; then
-	if grep -q '^<!-- prologue-bench:begin' "$BENCH_MD" 2>/dev/null; then
-		awk -v f="$T/block" '/^<!-- prologue-bench:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
-			/^<!-- prologue-bench:end/ { skip = 0; next } !skip' "$BENCH_MD" > "$T/md" && cat "$T/md" > "$BENCH_MD"
-	else
-		{ echo; cat "$T/block"; } >> "$BENCH_MD"
-	fi
-fi
+[ "$BENCH_MD" = - ] || splice_block prologue-bench "$T/block" "$BENCH_MD"

@@ -22,6 +22,7 @@
 # BENCH_MD (BENCHMARKS.md; "-" to leave it alone).  Needs root.
 set -u
 cd "$(dirname "$0")/.."
+. bench/splice.sh
 
 B=build/bench
 LIB=$B/libcuda.so.1
@@ -275,12 +276,7 @@ gpu_section() {
 	cat $T/table4b
 	echo "<!-- gpu-bench:end -->"
 	} > $T/gblock
-	if [ -f "$BENCH_MD" ] && grep -q '^<!-- gpu-bench:begin' "$BENCH_MD"; then
-		awk -v blk=$T/gblock '/^<!-- gpu-bench:begin/ { while ((getline l < blk) > 0) print l; skip = 1; next }
-			/^<!-- gpu-bench:end/ { skip = 0; next } !skip' "$BENCH_MD" > $T/gmd && cat $T/gmd > "$BENCH_MD"
-	else
-		{ [ -f "$BENCH_MD" ] && echo; cat $T/gblock; } >> "$BENCH_MD"
-	fi
+	splice_block gpu-bench "$T/gblock" "$BENCH_MD"
 	echo "bench: GPU results written to $BENCH_MD"
 }
 G_LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
@@ -504,10 +500,5 @@ echo
 echo "$SUM3"
 echo "<!-- bench:end -->"
 } > $T/block
-if [ -f "$BENCH_MD" ] && grep -q '^<!-- bench:begin' "$BENCH_MD"; then
-	awk -v blk=$T/block '/^<!-- bench:begin/ { while ((getline l < blk) > 0) print l; skip = 1; next }
-		/^<!-- bench:end/ { skip = 0; next } !skip' "$BENCH_MD" > $T/md && cat $T/md > "$BENCH_MD"
-else
-	{ [ -f "$BENCH_MD" ] && echo; cat $T/block; } >> "$BENCH_MD"
-fi
+splice_block bench "$T/block" "$BENCH_MD"
 echo "bench: results written to $BENCH_MD"

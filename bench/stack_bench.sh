@@ -8,6 +8,7 @@
 # (between the stack-bench markers) unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/splice.sh
 REPS=${REPS:-5}
 N=${N:-20000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
@@ -60,9 +61,4 @@ block() {
 }
 block | tee "$T/block"
 [ "$BENCH_MD" = - ] && exit 0
-if grep -q '^<!-- stack-bench:begin' "$BENCH_MD" 2>/dev/null; then
-	awk -v f="$T/block" '/^<!-- stack-bench:begin/ { while ((getline l < f) > 0) print l; skip = 1; next }
-		/^<!-- stack-bench:end/ { skip = 0; next } !skip' "$BENCH_MD" >"$T/md" && cat "$T/md" >"$BENCH_MD"
-else
-	{ echo; cat "$T/block"; } >>"$BENCH_MD"
-fi
+splice_block stack-bench "$T/block" "$BENCH_MD"
