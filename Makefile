@@ -49,7 +49,7 @@ LDLIBS     := $(STATIC_LIBS) -lcjson -lstdc++ -lpthread -lm
 BPF_SRCS   := $(wildcard bpf/*.bpf.c)
 BPF_OBJS   := $(patsubst bpf/%.bpf.c,$(BUILD)/%.bpf.o,$(BPF_SRCS))
 SKELS      := $(patsubst bpf/%.bpf.c,$(BUILD)/%.skel.h,$(BPF_SRCS))
-USER_SRCS  := $(wildcard user/*.c)
+USER_SRCS  := $(wildcard user/*.c user/*/*.c)
 USER_OBJS  := $(patsubst user/%.c,$(BUILD)/user/%.o,$(USER_SRCS))
 LIB_OBJS   := $(filter-out $(BUILD)/user/main.o,$(USER_OBJS))
 UNIT_SRCS  := $(wildcard tests/unit/test_*.c)
@@ -87,14 +87,18 @@ $(BUILD)/%.skel.h: $(BUILD)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst .skel.h,,$(notdir $@))_bpf > $@.tmp && mv $@.tmp $@
 
-$(BUILD)/user/%.o: user/%.c Makefile | $(SKELS) $(DEPS_STAMP)
+$(BUILD)/user/%.o: user/%.c Makefile | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -c $< -o $@
 
+# Only the file that loads the BPF programs includes their skeleton.
+SKEL_USERS := user/record/probes.o
+$(addprefix $(BUILD)/,$(SKEL_USERS)): $(SKELS)
+
 $(BUILD)/gpubpf: $(USER_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 # The injection library, loaded by the driver through CUDA_INJECTION64_PATH.
 # libcupti is dlopen'ed at run time, so the library loads anywhere; only
@@ -124,12 +128,12 @@ $(BUILD)/cupti/%.o: cupti/%.c Makefile
 $(BUILD)/tests/test_cupti_records: tests/unit/test_cupti_records.c $(BUILD)/cupti/cupti_convert.o
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $(filter %.c %.o,$^) -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
 
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 $(BUILD)/tests/%: tests/bin/%.c
 	@mkdir -p $(@D)
@@ -218,12 +222,12 @@ $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
 $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 $(BENCH_DIR)/pysym_bench: bench/pysym_bench.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 # Launches 0-us kernels (and graphs of them) on the simulated driver; the
 # tests run bench section 4 with it (tests/t0910-bench-gpu-section.sh).
@@ -253,14 +257,15 @@ FUZZ_OBJS  := $(patsubst user/%.c,$(FUZZ_DIR)/user/%.o,$(filter-out user/main.c,
 asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(FUZZ_DIR)/fuzz_reader
 test: asan
 
-$(ASAN_DIR)/user/%.o: user/%.c Makefile | $(SKELS)
+$(addprefix $(ASAN_DIR)/,$(SKEL_USERS)) $(addprefix $(FUZZ_DIR)/,$(SKEL_USERS)): $(SKELS)
+$(ASAN_DIR)/user/%.o: user/%.c Makefile
 	@mkdir -p $(@D)
 	$(call msg,SAN,$@)
 	$(Q)$(SAN_CC) $(SAN_CFLAGS) -c $< -o $@
 
 $(ASAN_DIR)/gpubpf: $(ASAN_OBJS)
 	$(call msg,SAN,$@)
-	$(Q)$(SAN_CC) $(SAN_CFLAGS) -o $@ $^ $(LDLIBS)
+	$(Q)$(SAN_CC) $(SAN_CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 
 # record looks for the injection library beside its binary
 $(ASAN_DIR)/libgpubpf_cupti.so: $(CUPTI_LIB)
@@ -268,7 +273,7 @@ $(ASAN_DIR)/libgpubpf_cupti.so: $(CUPTI_LIB)
 	$(call msg,LN,$@)
 	$(Q)ln -sf ../$(notdir $(CUPTI_LIB)) $@
 
-$(FUZZ_DIR)/user/%.o: user/%.c Makefile | $(SKELS)
+$(FUZZ_DIR)/user/%.o: user/%.c Makefile
 	@mkdir -p $(@D)
 	$(call msg,SAN,$@)
 	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
@@ -276,7 +281,7 @@ $(FUZZ_DIR)/user/%.o: user/%.c Makefile | $(SKELS)
 $(FUZZ_DIR)/fuzz_reader: tests/fuzz/fuzz_reader.c $(FUZZ_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,SAN,$@)
-	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+	$(Q)$(SAN_CC) $(SAN_CFLAGS) -fsanitize=fuzzer -o $@ $(filter %.c %.o,$^) $(LDLIBS)
 # end of sanitizers ----------------------------------------------------------
 
 # header dependencies of everything built so far

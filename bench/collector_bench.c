@@ -23,11 +23,11 @@
 #include <time.h>
 #include <unistd.h>
 #include "gpubpf.h"
-#include "collector.h"
-#include "cuda_calls.h"
-#include "export.h"
-#include "model.h"
-#include "sink.h"
+#include "record/collector.h"
+#include "model/cuda_calls.h"
+#include "trace/export.h"
+#include "model/model.h"
+#include "lib/sink.h"
 
 #define NKERNELS 256
 #define NTHREADS 4

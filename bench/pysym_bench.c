@@ -23,8 +23,8 @@
 #include <time.h>
 #include <unistd.h>
 #include "gpubpf.h"
-#include "pyruntime.h"
-#include "pysym.h"
+#include "sym/pyruntime.h"
+#include "sym/pysym.h"
 
 static const char script[] =
 "import sys\n"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
 /*
  * Records shared by the BPF programs (bpf/cuda.bpf.c) and the collector
- * (user/collector.c).  Every record starts with a u32 type tag; the
+ * (user/record/collector.c).  Every record starts with a u32 type tag; the
  * collector switches on it and treats an unknown tag as an error.
  *
  * Plain fixed-width types only: this header is compiled both for the BPF
@@ -239,7 +239,7 @@ struct gb_apierr {
 
 /*
  * Python stacks.  For each traced process running CPython, user space
- * finds the interpreter's layout (user/pyruntime.c) and stores it in the
+ * finds the interpreter's layout (user/sym/pyruntime.c) and stores it in the
  * "py_procs" map; at each probed call the entry program walks the calling
  * thread's frames and records, per frame, the code object, an identity
  * token of it and the instruction offset.  A stack is sent once per

@@ -5,7 +5,7 @@
  * most GA_BATCH_MAX bytes.  Each record starts with struct ga_hdr; size is
  * the whole record, a multiple of 8.  Timestamps are CLOCK_MONOTONIC ns, the
  * clock of the host events.  Plain fixed-width types: the collector decodes
- * them (user/collector.c) and treats an unknown type as an error.
+ * them (user/record/collector.c) and treats an unknown type as an error.
  */
 #ifndef GPUBPF_GPU_ACTIVITY_H
 #define GPUBPF_GPU_ACTIVITY_H

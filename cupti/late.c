@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Late attach: gpubpf record -p loads this library into a process that
- * was started without CUDA_INJECTION64_PATH (user/inject.c: ptrace, a
+ * was started without CUDA_INJECTION64_PATH (user/record/inject.c: ptrace, a
  * memfd, the target's own dlopen) and then calls gpubpf_late_attach() on
  * the thread it borrowed.  That thread was stopped at a blocking system
  * call and may hold locks of the program, so the entry does one thing:

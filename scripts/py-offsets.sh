@@ -5,7 +5,7 @@
 # on an interpreter's own headers (internal ones included), one "key value"
 # a line.  Usage: scripts/py-offsets.sh INCLUDE_DIR
 #   e.g. scripts/py-offsets.sh ~/.pyenv/versions/3.12.1/include/python3.12
-# The keys are those of the tables in user/pyruntime.c; tests/unit/
+# The keys are those of the tables in user/sym/pyruntime.c; tests/unit/
 # test_pyruntime.c compares the two.
 set -eu
 inc=${1:?usage: py-offsets.sh PYTHON_INCLUDE_DIR}

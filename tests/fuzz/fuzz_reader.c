@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "commands.h"
-#include "json_writer.h"
-#include "report.h"
-#include "trace_reader.h"
+#include "lib/json_writer.h"
+#include "report/report.h"
+#include "trace/trace_reader.h"
 
 #define must(cond) do { if (!(cond)) __builtin_trap(); } while (0)
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Unit tests for the collector (user/collector.c): call records built by
+ * Unit tests for the collector (user/record/collector.c): call records built by
  * hand the way bpf/cuda.bpf.c fills them, decoded through the call table.
  */
 #include <cuda.h>
@@ -11,10 +11,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "collector.h"
-#include "cuda_calls.h"
+#include "record/collector.h"
+#include "model/cuda_calls.h"
 #include "gpubpf.h"
-#include "model.h"
+#include "model/model.h"
 #include "tap.h"
 
 /* pids above PID_MAX_LIMIT (4M): no /proc entry can name them */

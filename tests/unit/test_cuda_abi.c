@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The struct layouts the BPF program reads (bpf/gpubpf.h GB_*) against the
- * CUDA 13.0 headers, and the call table (user/cuda_calls.c) against the
+ * CUDA 13.0 headers, and the call table (user/model/cuda_calls.c) against the
  * stub libcuda and the limits of the BPF program.
  */
 #include <cuda.h>
@@ -12,8 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cuda_calls.h"
-#include "elf_syms.h"
+#include "model/cuda_calls.h"
+#include "sym/elf_syms.h"
 #include "gpubpf.h"
 #include "tap.h"
 

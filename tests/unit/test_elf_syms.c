@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Unit tests for ELF symbol lookup (user/elf_syms.c): offsets are checked
+ * Unit tests for ELF symbol lookup (user/sym/elf_syms.c): offsets are checked
  * against nm + readelf, and against where the loader mapped our own code.
  */
 #include <errno.h>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "elf_syms.h"
+#include "sym/elf_syms.h"
 #include "tap.h"
 
 #define STUB "/usr/local/cuda/lib64/stubs/libcuda.so"

@@ -11,10 +11,10 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "cuda_calls.h"
-#include "export.h"
-#include "model.h"
-#include "sink.h"
+#include "model/cuda_calls.h"
+#include "trace/export.h"
+#include "model/model.h"
+#include "lib/sink.h"
 #include "tap.h"
 
 #ifndef GPUBPF_VERSION

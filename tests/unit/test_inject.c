@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Late attach (user/inject.c): the pure parts (safe points, the seccomp
+ * Late attach (user/record/inject.c): the pure parts (safe points, the seccomp
  * filter evaluator), then, as root, real injections of
  * build/libgpubpf_cupti.so into build/tests/injtarget processes blocked
  * in futex, nanosleep, read, epoll_wait; busy ones; with signals arriving;
@@ -23,7 +23,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-#include "inject.h"
+#include "record/inject.h"
 #include "tap.h"
 
 #define LIB "build/libgpubpf_cupti.so"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Unit tests for the streaming JSON writer (user/json_writer.c). */
+/* Unit tests for the streaming JSON writer (user/lib/json_writer.c). */
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <math.h>
@@ -10,8 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "json_writer.h"
-#include "sink.h"
+#include "lib/json_writer.h"
+#include "lib/sink.h"
 #include "tap.h"
 
 static char dir[] = "/tmp/gpubpf-jw-XXXXXX";

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "memory.h"
-#include "model.h"
+#include "model/memory.h"
+#include "model/model.h"
 #include "tap.h"
 
 static struct model_event *ev(struct model *m, uint64_t ts, uint64_t dur, uint32_t pid,

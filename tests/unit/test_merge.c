@@ -7,8 +7,8 @@
 #include <unistd.h>
 #include <zlib.h>
 
-#include "merge_align.h"
-#include "trace_reader.h"
+#include "merge/merge_align.h"
+#include "trace/trace_reader.h"
 #include "tap.h"
 
 static char path[] = "/tmp/gpubpf-merge-XXXXXX";

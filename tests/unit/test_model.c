@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Unit tests for the event model (user/model.c). */
+/* Unit tests for the event model (user/model/model.c). */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model.h"
+#include "model/model.h"
 #include "tap.h"
 
 /*

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Unit tests for native symbolisation (user/native_sym.c, the function
- * tables of user/elf_syms.c, user/demangle.c): this test's own executable
+ * Unit tests for native symbolisation (user/sym/native_sym.c, the function
+ * tables of user/sym/elf_syms.c, user/sym/demangle.c): this test's own executable
  * is the known ELF (checked against nm), libc a stripped one (.dynsym),
  * the stub libcuda a library loaded after the process's maps were read.
  */
@@ -15,9 +15,9 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "demangle.h"
-#include "elf_syms.h"
-#include "native_sym.h"
+#include "sym/demangle.h"
+#include "sym/elf_syms.h"
+#include "sym/native_sym.h"
 #include "tap.h"
 
 #define STUB "/usr/local/cuda/lib64/stubs/libcuda.so"

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Unit tests for command-line value parsing (user/parse.c). */
+/* Unit tests for command-line value parsing (user/lib/parse.c). */
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/types.h>
 
-#include "parse.h"
+#include "lib/parse.h"
 #include "tap.h"
 
 #define SENTINEL 0xdeadbeefcafef00dULL

@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <unistd.h>
-#include "probe_site.h"
+#include "record/probe_site.h"
 #include "tap.h"
 
 struct shape {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Unit tests for user/pyruntime.c, with user/pysym.c: for each installed
+ * Unit tests for user/sym/pyruntime.c, with user/sym/pysym.c: for each installed
  * CPython (pyenv 3.10+, Debian's static non-PIE 3.11), a process parked in
  * time.sleep under a known stack: pyruntime_find gives its version and
  * offsets equal to offsetof on its own headers (scripts/py-offsets.sh),
@@ -14,8 +14,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pyruntime.h"
-#include "pysym.h"
+#include "sym/pyruntime.h"
+#include "sym/pysym.h"
 #include "tap.h"
 #include "pytarget.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Unit tests for user/pysym.c: line tables of real code objects from every
+ * Unit tests for user/sym/pysym.c: line tables of real code objects from every
  * installed CPython 3.10+ (tests/py/linetab.py prints each table and the
  * line CPython gives each code unit), decoded by pysym_line, unit by unit;
  * malformed tables; and, on a live process, the identity check (a token
@@ -13,8 +13,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pyruntime.h"
-#include "pysym.h"
+#include "sym/pyruntime.h"
+#include "sym/pysym.h"
 #include "tap.h"
 #include "pytarget.h"
 

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Reading processes through /proc; see proc.h. */
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/proc.h"
+
+int proc_alive(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	/* "pid (comm) S ...": comm may hold spaces and parentheses */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+}
+
+int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)
+{
+	char path[64];
+	FILE *f;
+	size_t n;
+
+	if (tid)
+		snprintf(path, sizeof(path), "/proc/%d/task/%d/comm", pid, tid);
+	else
+		snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	n = fread(buf, 1, len - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+	return 0;
+}
+
+int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len)
+{
+	return proc_find_mapping_ino(pid, prefix, 0, path, len);
+}
+
+int proc_find_mapping_ino(pid_t pid, const char *prefix, unsigned long ino, char *path,
+			  size_t len)
+{
+	char maps[64], line[4096];
+	FILE *f;
+	int err = -ENOENT;
+
+	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
+	f = fopen(maps, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		char *file = strchr(line, '/'), *base, dev[32];
+		unsigned long start, end, off, inode;
+
+		if (!file)
+			continue;
+		file[strcspn(file, "\n")] = 0;
+		base = strrchr(file, '/') + 1;
+
+		if (strncmp(base, prefix, strlen(prefix)) || strstr(file, " (deleted)"))
+			continue;
+		/* "start-end perms offset dev inode path" */
+		if (ino && (sscanf(line, "%lx-%lx %*s %lx %31s %lu", &start, &end, &off, dev,
+				   &inode) != 5 || inode != ino))
+			continue;
+		if ((size_t)snprintf(path, len, "/proc/%d/root%s", pid, file) >= len)
+			err = -ENAMETOOLONG;
+		else
+			err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+int proc_list(pid_t **pids)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *de;
+	pid_t *v = NULL, *nv;
+	size_t n = 0, cap = 0;
+
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!isdigit((unsigned char)de->d_name[0]))
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 256;
+			nv = realloc(v, cap * sizeof(*v));
+			if (!nv) {
+				free(v);
+				closedir(d);
+				return -ENOMEM;
+			}
+			v = nv;
+		}
+		v[n++] = atoi(de->d_name);
+	}
+	closedir(d);
+	*pids = v;
+	return n;
+}

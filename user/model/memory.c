@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Device memory in use from allocation and free calls: see memory.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/memory.h"
+#include "model/model.h"
+
+#define DELETED UINT32_MAX
+
+int mem_call_op(const char *n)
+{
+	if (strncmp(n, "cuMem", 5))
+		return MEM_OP_NONE;
+	n += 5;
+	if (!strcmp(n, "Create"))
+		return MEM_OP_ALLOC_HANDLE;
+	if (!strcmp(n, "Release"))
+		return MEM_OP_FREE_HANDLE;
+	/* cuMemAllocHost, cuMemFreeHost: pinned host memory */
+	if (!strncmp(n, "AllocHost", 9) || !strncmp(n, "FreeHost", 8))
+		return MEM_OP_NONE;
+	if (!strncmp(n, "Alloc", 5))
+		return MEM_OP_ALLOC;
+	if (!strncmp(n, "Free", 4) && strncmp(n, "FreeHost", 8))
+		return MEM_OP_FREE;
+	return MEM_OP_NONE;
+}
+
+void mem_tracker_init(struct mem_tracker *mt)
+{
+	memset(mt, 0, sizeof(*mt));
+}
+
+void mem_tracker_release(struct mem_tracker *mt)
+{
+	free(mt->blocks);
+	free(mt->slots);
+	memset(mt, 0, sizeof(*mt));
+}
+
+static size_t hash_key(uint64_t k, size_t n)
+{
+	k ^= k >> 33;
+	k *= 0xff51afd7ed558ccdULL;
+	k ^= k >> 33;
+	return k & (n - 1);
+}
+
+static int rehash(struct mem_tracker *mt)
+{
+	size_t n = mt->nslots ? mt->nslots : 64;
+	uint32_t *s;
+
+	while (mt->nblocks * 4 + 4 > n)
+		n *= 2;
+	s = calloc(n, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	mt->used = 0;
+	for (size_t i = 0; i < mt->nslots; i++) {
+		uint32_t b = mt->slots[i];
+		size_t j;
+
+		if (!b || b == DELETED)
+			continue;
+		for (j = hash_key(mt->blocks[b - 1].key, n); s[j]; j = (j + 1) & (n - 1))
+			;
+		s[j] = b;
+		mt->used++;
+	}
+	free(mt->slots);
+	mt->slots = s;
+	mt->nslots = n;
+	return 0;
+}
+
+/* The slot holding key, or SIZE_MAX. */
+static size_t find(const struct mem_tracker *mt, uint64_t key)
+{
+	if (!mt->nslots)
+		return SIZE_MAX;
+	for (size_t j = hash_key(key, mt->nslots); mt->slots[j]; j = (j + 1) & (mt->nslots - 1))
+		if (mt->slots[j] != DELETED && mt->blocks[mt->slots[j] - 1].key == key)
+			return j;
+	return SIZE_MAX;
+}
+
+void mem_tracker_free(struct mem_tracker *mt, uint64_t key, int64_t ts)
+{
+	size_t j = find(mt, key);
+	struct mem_block *b;
+
+	if (j == SIZE_MAX) {
+		mt->unknown_frees++;
+		return;
+	}
+	b = &mt->blocks[mt->slots[j] - 1];
+	b->t_free = ts;
+	mt->in_use -= b->bytes;
+	mt->slots[j] = DELETED;
+	mt->frees++;
+}
+
+int mem_tracker_alloc(struct mem_tracker *mt, uint64_t key, uint64_t bytes, int64_t ts,
+		      uint32_t site, uint32_t name)
+{
+	struct mem_block *b;
+	size_t j;
+
+	if (find(mt, key) != SIZE_MAX)
+		mem_tracker_free(mt, key, ts);
+	if (mt->nblocks == mt->cap) {
+		size_t n = mt->cap ? mt->cap * 2 : 256;
+		void *p = realloc(mt->blocks, n * sizeof(*mt->blocks));
+
+		if (!p)
+			return -ENOMEM;
+		mt->blocks = p;
+		mt->cap = n;
+	}
+	if ((mt->used + 1) * 2 > mt->nslots && rehash(mt))
+		return -ENOMEM;
+	b = &mt->blocks[mt->nblocks++];
+	*b = (struct mem_block){ key, bytes, ts, -1, site, name };
+	for (j = hash_key(key, mt->nslots); mt->slots[j] && mt->slots[j] != DELETED;
+	     j = (j + 1) & (mt->nslots - 1))
+		;
+	if (!mt->slots[j])
+		mt->used++;
+	mt->slots[j] = mt->nblocks;
+	mt->in_use += bytes;
+	mt->allocs++;
+	if (mt->in_use > mt->peak) {
+		mt->peak = mt->in_use;
+		mt->peak_ts = ts;
+		mt->peak_block = mt->nblocks - 1;
+	}
+	return 0;
+}
+
+unsigned memory_sample_rate;
+
+static const char *const mem_kinds[] = {
+	"unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
+	"managed_static",
+};
+
+const char *mem_kind_name(unsigned kind)
+{
+	return kind < sizeof(mem_kinds) / sizeof(mem_kinds[0]) ? mem_kinds[kind] : "unknown";
+}
+
+unsigned mem_kind_from_name(const char *name)
+{
+	for (unsigned k = 0; k < sizeof(mem_kinds) / sizeof(mem_kinds[0]); k++)
+		if (!strcmp(name, mem_kinds[k]))
+			return k;
+	return 0;
+}
+
+int mem_kind_is_device(unsigned kind)
+{
+	return kind == MEM_KIND_UNKNOWN || kind == MEM_KIND_DEVICE || kind == MEM_KIND_MANAGED;
+}
+
+/* Per process: does it have CUPTI memory records, and its first device. */
+struct pid_info {
+	uint32_t pid, device;
+	int cupti;
+};
+
+struct pid_state {
+	uint32_t pid, device;
+	struct mem_tracker mt;
+	size_t nchanges, peak_change;
+};
+
+struct change {
+	uint64_t ts, bytes;
+	uint32_t st;            /* pid_state index */
+	size_t nth;             /* change number within the process */
+};
+
+static int cmp_change(const void *a, const void *b)
+{
+	const struct change *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	if (x->st != y->st)
+		return x->st < y->st ? -1 : 1;
+	return (x->nth > y->nth) - (x->nth < y->nth);
+}
+
+static struct pid_info *pid_info(struct pid_info **pi, size_t *n, uint32_t pid)
+{
+	struct pid_info *p;
+
+	for (size_t j = *n; j-- > 0;)
+		if ((*pi)[j].pid == pid)
+			return &(*pi)[j];
+	p = realloc(*pi, (*n + 1) * sizeof(**pi));
+	if (!p)
+		return NULL;
+	*pi = p;
+	p = &p[(*n)++];
+	*p = (struct pid_info){ pid, UINT32_MAX, 0 };
+	return p;
+}
+
+int memory_counters(const struct model *m, unsigned rate, struct mem_sample **out, size_t *nout)
+{
+	struct pid_state *st = NULL;
+	struct pid_info *pi = NULL;
+	struct change *ch = NULL;
+	size_t nst = 0, npi = 0, nch = 0, cap = 0, k = 0;
+	int ret = -ENOMEM;
+
+	*out = NULL;
+	*nout = 0;
+	/*
+	 * A process with CUPTI memory records is counted from them alone (they
+	 * see every allocation, a library's included); one without, from its
+	 * allocation and free calls, on the device of its first GPU work.
+	 */
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *e = &m->ev[i];
+		struct pid_info *p;
+
+		if (e->kind == EV_API || e->kind == EV_SCOPE)
+			continue;
+		p = pid_info(&pi, &npi, e->pid);
+		if (!p)
+			goto out;
+		if (p->device == UINT32_MAX)
+			p->device = e->device;
+		if (e->kind == EV_MEMORY)
+			p->cupti = 1;
+	}
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *e = &m->ev[i];
+		struct pid_info *p = NULL;
+		struct pid_state *s = NULL;
+		uint32_t device;
+		uint64_t before, key, ts;
+		int op = MEM_OP_NONE;
+
+		for (size_t j = npi; j-- > 0;)
+			if (pi[j].pid == e->pid)
+				p = &pi[j];
+		if (e->kind == EV_API && !(p && p->cupti)) {
+			op = mem_call_op(strtab_get(&m->strs, e->name));
+			if ((e->fields & MF_RET) && e->ret)
+				op = MEM_OP_NONE;
+		} else if (e->kind == EV_MEMORY && mem_kind_is_device(e->copy_kind)) {
+			op = e->gpu_kind == 1 ? MEM_OP_ALLOC : e->gpu_kind == 2 ? MEM_OP_FREE
+										: MEM_OP_NONE;
+		}
+		if (!op)
+			continue;
+		device = e->kind == EV_MEMORY ? e->device
+			 : p && p->device != UINT32_MAX ? p->device : 0;
+		for (size_t j = 0; j < nst; j++)
+			if (st[j].pid == e->pid && st[j].device == device)
+				s = &st[j];
+		if (!s) {
+			void *q = realloc(st, (nst + 1) * sizeof(*st));
+
+			if (!q)
+				goto out;
+			st = q;
+			s = &st[nst++];
+			memset(s, 0, sizeof(*s));
+			s->pid = e->pid;
+			s->device = device;
+			mem_tracker_init(&s->mt);
+		}
+		before = s->mt.in_use;
+		key = op == MEM_OP_ALLOC_HANDLE || op == MEM_OP_FREE_HANDLE
+		      ? e->handle | (1ULL << 63) : e->ptr;
+		/* calls: memory is in use from the allocation's return */
+		ts = e->kind == EV_API && (op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE)
+		     ? e->ts + e->dur : e->ts;
+		if (op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE) {
+			if (mem_tracker_alloc(&s->mt, key, e->bytes, ts, 0, e->name))
+				goto out;
+		} else {
+			mem_tracker_free(&s->mt, key, ts);
+		}
+		if (s->mt.in_use == before)
+			continue;
+		if (nch == cap) {
+			void *q = realloc(ch, (cap = cap ? cap * 2 : 256) * sizeof(*ch));
+
+			if (!q)
+				goto out;
+			ch = q;
+		}
+		if (s->mt.in_use == s->mt.peak && s->mt.in_use > before)
+			s->peak_change = s->nchanges;
+		ch[nch++] = (struct change){ ts, s->mt.in_use, (uint32_t)(s - st), s->nchanges++ };
+	}
+	if (!nch) {
+		ret = 0;
+		goto out;
+	}
+	*out = malloc(nch * sizeof(**out));
+	if (!*out)
+		goto out;
+	for (size_t i = 0; i < nch; i++) {
+		const struct pid_state *s = &st[ch[i].st];
+		size_t j = ch[i].nth;
+
+		if (rate > 1 && j % rate && j != s->nchanges - 1 && j != s->peak_change)
+			continue;
+		ch[k++] = ch[i];
+	}
+	qsort(ch, k, sizeof(*ch), cmp_change);
+	for (size_t i = 0; i < k; i++)
+		(*out)[i] = (struct mem_sample){ ch[i].ts, st[ch[i].st].pid, st[ch[i].st].device,
+						 ch[i].bytes };
+	*nout = k;
+	ret = 0;
+out:
+	for (size_t j = 0; j < nst; j++)
+		mem_tracker_release(&st[j].mt);
+	free(st);
+	free(pi);
+	free(ch);
+	if (ret) {
+		free(*out);
+		*out = NULL;
+	}
+	return ret;
+}

@@ -1,0 +1,613 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The collector; see collector.h. */
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "record/collector.h"
+#include "model/cuda_calls.h"
+#include "sym/demangle.h"
+#include "gpu_activity.h"
+#include "sym/native_sym.h"
+#include "lib/proc.h"
+#include "sym/pysym.h"
+
+/*
+ * Kernel names as people read them (and as framework profilers show
+ * them): C++ names demangled, others kept.
+ */
+static int set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name)
+{
+	char *d = demangle(name);
+	int ret;
+
+	ret = model_set_kernel_name(m, pid, handle, d ? d : name);
+	free(d);
+	return ret;
+}
+
+/* CUmemorytype values in CUDA_MEMCPY2D/3D. */
+enum { MT_HOST = 1, MT_DEVICE = 2, MT_ARRAY = 3, MT_UNIFIED = 4 };
+
+/* The launch configuration as read by GB_DEREF_LAUNCH_CONFIG. */
+struct launch_config {
+	uint32_t grid[3], block[3], shared_mem, pad;
+	uint64_t stream;
+};
+
+void collector_init(struct collector *c, struct model *m)
+{
+	memset(c, 0, sizeof(*c));
+	c->m = m;
+}
+
+void collector_release(struct collector *c)
+{
+	pysym_free(c->pysym);
+	nsym_free(c->nsym);
+	free(c->py);
+	free(c->seen);
+	free(c->call_size);
+	memset(c, 0, sizeof(*c));
+}
+
+static uint64_t role(const struct gb_call *r, int idx)
+{
+	return idx < GB_NREG ? r->arg[idx] : r->stk[idx - GB_NREG];
+}
+
+/* The low 32 bits of a v1 argument: the rest of its register is undefined. */
+static uint64_t narrow(uint64_t v, int is_narrow)
+{
+	return is_narrow ? (uint32_t)v : v;
+}
+
+static uint8_t nd_kind(uint64_t src, uint64_t dst)
+{
+	static const uint8_t kinds[4][4] = {
+		/* dst:  host     device   array */
+		[MT_HOST] = { 0, CK_HTOH, CK_HTOD, CK_HTOA },
+		[MT_DEVICE] = { 0, CK_DTOH, CK_DTOD, CK_DTOA },
+		[MT_ARRAY] = { 0, CK_ATOH, CK_ATOD, CK_ATOA },
+	};
+
+	if (src == MT_UNIFIED || dst == MT_UNIFIED)
+		return CK_DEFAULT;
+	if (src < MT_HOST || src > MT_ARRAY || dst < MT_HOST || dst > MT_ARRAY)
+		return CK_NONE;
+	return kinds[src][dst];
+}
+
+int collector_decode_call(const struct gb_call *r, struct model_event *ev)
+{
+	const struct cuda_call *cc;
+	struct launch_config lc;
+
+	if (r->call_id >= cuda_ncalls)
+		return -EINVAL;
+	cc = &cuda_calls[r->call_id];
+	ev->ts = r->ts_entry;
+	ev->dur = r->ts_return > r->ts_entry ? r->ts_return - r->ts_entry : 0;
+	ev->pid = r->pid;
+	ev->tid = r->tid;
+	ev->call_id = r->call_id;
+	ev->family = cc->family;
+	ev->fields = 0;
+	if (r->ts_return) {
+		ev->fields |= MF_RET;
+		ev->ret = (int32_t)r->ret;
+	}
+	if (cc->func != NOARG) {
+		ev->fields |= MF_FUNC;
+		ev->func = role(r, cc->func);
+	}
+	if (cc->grid != NOARG) {
+		ev->fields |= MF_GRID;
+		for (int i = 0; i < 3; i++)
+			ev->grid[i] = i < cc->ngrid ? (uint32_t)role(r, cc->grid + i) : 1;
+	}
+	if (cc->block != NOARG) {
+		ev->fields |= MF_BLOCK;
+		for (int i = 0; i < 3; i++)
+			ev->block[i] = (uint32_t)role(r, cc->block + i);
+	}
+	if (cc->shmem != NOARG) {
+		ev->fields |= MF_SHMEM;
+		ev->shared_mem = (uint32_t)role(r, cc->shmem);
+	}
+	if (cc->stream != NOARG) {
+		ev->fields |= MF_STREAM;
+		ev->stream = role(r, cc->stream);
+	}
+	if (cc->bytes != NOARG) {
+		ev->fields |= MF_BYTES;
+		ev->bytes = narrow(role(r, cc->bytes), cc->narrow & NARROW_SIZE) * cc->elem;
+		if (cc->layout == CL_AREA)
+			ev->bytes *= narrow(role(r, cc->bytes + 1), cc->narrow & NARROW_SIZE);
+	}
+	if (cc->ptr != NOARG) {
+		ev->fields |= MF_PTR;
+		ev->ptr = narrow(role(r, cc->ptr), cc->narrow & NARROW_PTR);
+	}
+	if (cc->handle != NOARG) {
+		ev->fields |= MF_HANDLE;
+		ev->handle = role(r, cc->handle);
+	}
+	if (cc->kind != CK_NONE) {
+		ev->fields |= MF_KIND;
+		ev->copy_kind = cc->kind;
+	}
+	switch (cc->layout) {
+	case CL_LAUNCH_EX:
+		memcpy(&lc, r->ext, sizeof(lc));
+		ev->fields |= MF_GRID | MF_BLOCK | MF_SHMEM | MF_STREAM;
+		memcpy(ev->grid, lc.grid, sizeof(ev->grid));
+		memcpy(ev->block, lc.block, sizeof(ev->block));
+		ev->shared_mem = lc.shared_mem;
+		ev->stream = lc.stream;
+		break;
+	case CL_MEMCPY_ND:
+		ev->fields |= MF_BYTES;
+		ev->bytes = r->ext[2] * r->ext[3] * r->ext[4];
+		if (cc->kind == CK_NONE)
+			ev->copy_kind = nd_kind(r->ext[0], r->ext[1]);
+		if (ev->copy_kind != CK_NONE)
+			ev->fields |= MF_KIND;
+		break;
+	case CL_BATCH:
+		ev->fields |= MF_BYTES | MF_COUNT;
+		ev->bytes = r->ext[0];
+		ev->count = (uint32_t)r->ext[1];
+		break;
+	}
+	if (r->ts_return && !r->ret && cc->out != NOARG) {
+		switch (cc->out_as) {
+		case OUT_PTR:
+			ev->fields |= MF_PTR;
+			ev->ptr = narrow(r->out, cc->narrow & NARROW_PTR);
+			break;
+		case OUT_HANDLE:
+			ev->fields |= MF_HANDLE;
+			ev->handle = r->out;
+			break;
+		case OUT_FUNC:
+			ev->fields |= MF_FUNC;
+			ev->func = r->out;
+			break;
+		}
+	}
+	return 0;
+}
+
+int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_config *cfg)
+{
+	struct collector_py *np;
+
+	if (!c->pysym && !(c->pysym = pysym_new()))
+		return -ENOMEM;
+	for (size_t i = 0; i < c->npy; i++)
+		if (c->py[i].pid == pid) {
+			c->py[i].cfg = *cfg;
+			return 0;
+		}
+	np = realloc(c->py, (c->npy + 1) * sizeof(*np));
+	if (!np)
+		return -ENOMEM;
+	c->py = np;
+	c->py[c->npy++] = (struct collector_py){ .pid = pid, .cfg = *cfg };
+	return 0;
+}
+
+/*
+ * Name a stack's frames now, while the process still runs: strings
+ * "qualname (file:line)" for the frame, "qualname (file)" for its function.
+ */
+static int on_pystack(struct collector *c, const struct gb_pystack *st, size_t size)
+{
+	uint32_t frames[GB_PY_MAX_DEPTH], funcs[GB_PY_MAX_DEPTH];
+	const struct gb_py_config *cfg = NULL;
+	struct py_frame_info fi;
+	char buf[1024];
+
+	if (st->depth > GB_PY_MAX_DEPTH ||
+	    size < offsetof(struct gb_pystack, frames) + st->depth * sizeof(st->frames[0]))
+		return -EINVAL;
+	for (size_t i = 0; i < c->npy && !cfg; i++)
+		if (c->py[i].pid == st->pid)
+			cfg = &c->py[i].cfg;
+	if (!cfg)
+		return -EINVAL;
+	for (uint32_t i = 0; i < st->depth; i++) {
+		if (pysym_resolve(c->pysym, st->pid, cfg, &st->frames[i], &fi))
+			c->py_unresolved++;
+		snprintf(buf, sizeof(buf), "%s (%s:%d)", fi.qualname, fi.filename, fi.line);
+		frames[i] = strtab_intern(&c->m->strs, buf);
+		snprintf(buf, sizeof(buf), "%s (%s)", fi.qualname, fi.filename);
+		funcs[i] = strtab_intern(&c->m->strs, buf);
+		if (!frames[i] || !funcs[i])
+			return -ENOMEM;
+	}
+	return model_add_stack(c->m, st->pid, st->id, st->truncated, st->depth, frames, funcs);
+}
+
+/*
+ * Name a native stack's addresses now, while the process runs and its
+ * mappings are there: "symbol+0xoff (file)", innermost first (the entry
+ * point itself, then return addresses).
+ */
+static int on_native(struct collector *c, const struct gb_native *st, size_t size)
+{
+	uint32_t frames[GB_NATIVE_MAX_DEPTH];
+	char buf[1024];
+	int ret;
+
+	if (st->n > GB_NATIVE_MAX_DEPTH ||
+	    size < offsetof(struct gb_native, addrs) + st->n * sizeof(st->addrs[0]))
+		return -EINVAL;
+	if (!c->nsym && !(c->nsym = nsym_new()))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < st->n; i++) {
+		ret = nsym_name(c->nsym, st->pid, st->addrs[i], i > 0, buf, sizeof(buf));
+		if (ret < 0)
+			return ret;
+		if (!ret)
+			c->native_unnamed++;
+		frames[i] = strtab_intern(&c->m->strs, buf);
+		if (!frames[i])
+			return -ENOMEM;
+	}
+	return model_add_native_stack(c->m, st->pid, st->id, st->n, frames);
+}
+
+/* The slot of tid in the seen set, or the empty slot where it would go. */
+static size_t seen_slot(const uint32_t *set, size_t nslots, uint32_t tid)
+{
+	size_t i;
+
+	for (i = tid * 2654435761u & (nslots - 1); set[i] && set[i] != tid; i = (i + 1) & (nslots - 1))
+		;
+	return i;
+}
+
+static int seen(const struct collector *c, uint32_t tid)
+{
+	return c->nseen_slots && c->seen[seen_slot(c->seen, c->nseen_slots, tid)] == tid;
+}
+
+/* Add tid to the seen set; 1 if it was new, 0 if known, -ENOMEM. */
+static int first_sighting(struct collector *c, uint32_t tid)
+{
+	size_t i;
+
+	if ((c->nseen + 1) * 2 > c->nseen_slots) {
+		size_t n = c->nseen_slots ? c->nseen_slots * 2 : 1024;
+		uint32_t *s = calloc(n, sizeof(*s));
+
+		if (!s)
+			return -ENOMEM;
+		for (size_t k = 0; k < c->nseen_slots; k++)
+			if (c->seen[k])
+				s[seen_slot(s, n, c->seen[k])] = c->seen[k];
+		free(c->seen);
+		c->seen = s;
+		c->nseen_slots = n;
+	}
+	i = seen_slot(c->seen, c->nseen_slots, tid);
+	if (c->seen[i] == tid)
+		return 0;
+	c->seen[i] = tid;
+	c->nseen++;
+	return 1;
+}
+
+/*
+ * Name a thread, and its process, from comm (NULL: read both from /proc).
+ * A thread keeps the first name it gets; a process is named by its main
+ * thread.
+ */
+static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const char *comm)
+{
+	char buf[64], pname[64];
+	struct model_thread *t;
+	struct model_process *p;
+
+	if (!comm && !proc_comm(pid, tid, buf, sizeof(buf)))
+		comm = buf;
+	t = model_thread(c->m, pid, tid, NULL);
+	if (!t)
+		return -ENOMEM;
+	if (comm && *comm && !t->name && !(t->name = strtab_intern(&c->m->strs, comm)))
+		return -ENOMEM;
+	p = model_process(c->m, pid, NULL);
+	if (!p)
+		return -ENOMEM;
+	if (!p->name && pid == tid && comm)
+		p = model_process(c->m, pid, comm);
+	else if (!p->name && !proc_comm(pid, 0, pname, sizeof(pname)))
+		p = model_process(c->m, pid, pname);
+	return p ? 0 : -ENOMEM;
+}
+
+/* A traced thread exits: name it if it was gone before it could be. */
+static int on_exit_rec(struct collector *c, const struct gb_exit *e)
+{
+	char comm[GB_COMM_LEN + 1];
+
+	if (!seen(c, e->tid))
+		return 0;
+	memcpy(comm, e->comm, GB_COMM_LEN);
+	comm[GB_COMM_LEN] = 0;
+	return name_thread(c, e->pid, e->tid, comm);
+}
+
+static int on_call(struct collector *c, const struct gb_call *r)
+{
+	static int kernel_get_function = -1;
+	struct model_event *ev;
+	uint32_t kname;
+	int ret;
+
+	ev = model_add_event(c->m);
+	if (!ev)
+		return -ENOMEM;
+	ret = collector_decode_call(r, ev);
+	if (ret) {
+		c->m->nev--;
+		return ret;
+	}
+	ev->name = strtab_intern(&c->m->strs, cuda_calls[r->call_id].name);
+	ev->pystack = r->pystack;
+	ev->nstack = r->nstack;
+	/* cuKernelGetFunction: the function inherits its kernel's name */
+	if (kernel_get_function < 0)
+		kernel_get_function = cuda_call_find("cuKernelGetFunction");
+	if (r->call_id == (uint32_t)kernel_get_function && !r->ret && r->ts_return &&
+	    (kname = model_kernel_name(c->m, r->pid, ev->handle)))
+		model_set_kernel_name(c->m, r->pid, ev->func, strtab_get(&c->m->strs, kname));
+	c->calls++;
+	ret = first_sighting(c, r->tid);
+	return ret > 0 ? name_thread(c, r->pid, r->tid, NULL) : ret;
+}
+
+/*
+ * A call record holds the parts its call has (gb_call_size()): widen it to
+ * a whole struct gb_call, the rest zero (bytes past one are ignored).
+ */
+static int on_call_record(struct collector *c, const void *data, size_t size)
+{
+	struct gb_call r;
+	uint32_t id;
+
+	if (!c->call_size) {    /* the sizes, from the cookies the probes carry */
+		c->call_size = malloc(cuda_ncalls * sizeof(*c->call_size));
+		if (!c->call_size)
+			return -ENOMEM;
+		for (unsigned i = 0; i < cuda_ncalls; i++)
+			c->call_size[i] = gb_call_size(cuda_call_cookie(i));
+	}
+	if (size < GB_CALL_HEAD)
+		return -EINVAL;
+	memcpy(&id, (const char *)data + offsetof(struct gb_call, call_id), sizeof(id));
+	if (id >= cuda_ncalls || size < c->call_size[id])
+		return -EINVAL;
+	if (size >= sizeof(r))  /* whole: decode in place (ring records are 8-aligned) */
+		return on_call(c, data);
+	memset(&r, 0, sizeof(r));
+	memcpy(&r, data, size);
+	return on_call(c, &r);
+}
+
+static void set_where(struct model_event *ev, const struct ga_where *w, uint32_t pid)
+{
+	ev->pid = pid;
+	ev->tid = 0;
+	ev->device = w->device;
+	ev->gpu_stream = w->stream;
+}
+
+/* Kernels, copies, memsets and syncs begin alike: the untimed check reads k. */
+_Static_assert(offsetof(struct ga_kernel, start) == offsetof(struct ga_memcpy, start) &&
+	       offsetof(struct ga_kernel, start) == offsetof(struct ga_memset, start) &&
+	       offsetof(struct ga_kernel, start) == offsetof(struct ga_sync, start) &&
+	       offsetof(struct ga_kernel, end) == offsetof(struct ga_sync, end),
+	       "GPU activity records share their where/start/end prefix");
+
+/* One activity record; its size has been checked against the batch. */
+static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr *h)
+{
+	const struct ga_kernel *k = (const void *)h;
+	const struct ga_memcpy *cp = (const void *)h;
+	const struct ga_memset *ms = (const void *)h;
+	const struct ga_sync *sy = (const void *)h;
+	const struct ga_memory *mem = (const void *)h;
+	const struct ga_name *n = (const void *)h;
+	const struct ga_error *er = (const void *)h;
+	static const uint16_t min_size[] = {
+		[GA_KERNEL] = sizeof(struct ga_kernel), [GA_MEMCPY] = sizeof(struct ga_memcpy),
+		[GA_MEMSET] = sizeof(struct ga_memset), [GA_SYNC] = sizeof(struct ga_sync),
+		[GA_MEMORY] = sizeof(struct ga_memory), [GA_NAME] = sizeof(struct ga_name) + 8,
+		[GA_DROPPED] = sizeof(struct ga_dropped), [GA_ERROR] = sizeof(struct ga_error) + 8,
+		[GA_WINDOW] = sizeof(struct ga_window),
+	};
+	struct model_process *p;
+	struct model_event *ev;
+	char buf[GA_NAME_MAX];
+	size_t len;
+
+	if (!h->type || h->type > GA_WINDOW || h->size < min_size[h->type])
+		return -EINVAL;
+	switch (h->type) {
+	case GA_NAME:
+	case GA_ERROR:
+		len = h->size - (h->type == GA_NAME ? sizeof(*n) : sizeof(*er));
+		len = len < sizeof(buf) ? len : sizeof(buf) - 1;
+		memcpy(buf, h->type == GA_NAME ? n->name : er->message, len);
+		buf[len] = 0;
+		if (h->type == GA_NAME)
+			return set_kernel_name(c->m, pid, MODEL_GPU_NAME | n->id, buf[0] ? buf : "?");
+		p = model_process(c->m, pid, NULL);
+		if (!p)
+			return -ENOMEM;
+		p->gpu_error = strtab_intern(&c->m->strs, buf);
+		return 0;
+	case GA_WINDOW:
+		p = model_process(c->m, pid, NULL);
+		if (!p)
+			return -ENOMEM;
+		if (!p->gpu_window_ns || ((const struct ga_window *)h)->ts < p->gpu_window_ns)
+			p->gpu_window_ns = ((const struct ga_window *)h)->ts;
+		return 0;
+	case GA_DROPPED:
+		p = model_process(c->m, pid, NULL);
+		if (!p)
+			return -ENOMEM;
+		p->gpu_dropped += ((const struct ga_dropped *)h)->records;
+		return 0;
+	}
+	/* CUPTI gives no timing to work it could not time (start = end = 0) */
+	if (h->type != GA_MEMORY && !k->start && !k->end) {
+		c->gpu_untimed++;
+		return 0;
+	}
+	ev = model_add_event(c->m);
+	if (!ev)
+		return -ENOMEM;
+	ev->correlation = h->correlation;
+	ev->link = MODEL_NO_LINK;
+	switch (h->type) {
+	case GA_KERNEL:
+		set_where(ev, &k->w, pid);
+		ev->kind = EV_KERNEL;
+		ev->ts = k->start;
+		ev->dur = k->end > k->start ? k->end - k->start : 0;
+		ev->kernel = model_kernel_name(c->m, pid, MODEL_GPU_NAME | k->name_id);
+		memcpy(ev->grid, k->grid, sizeof(ev->grid));
+		memcpy(ev->block, k->block, sizeof(ev->block));
+		ev->registers = k->registers;
+		ev->static_shmem = k->static_shmem;
+		ev->shared_mem = k->dynamic_shmem;
+		ev->graph_node = k->graph_node;
+		break;
+	case GA_MEMCPY:
+		set_where(ev, &cp->w, pid);
+		ev->kind = EV_MEMCPY;
+		ev->ts = cp->start;
+		ev->dur = cp->end > cp->start ? cp->end - cp->start : 0;
+		ev->bytes = cp->bytes;
+		ev->gpu_kind = cp->kind;
+		ev->graph_node = cp->graph_node;
+		break;
+	case GA_MEMSET:
+		set_where(ev, &ms->w, pid);
+		ev->kind = EV_MEMSET;
+		ev->ts = ms->start;
+		ev->dur = ms->end > ms->start ? ms->end - ms->start : 0;
+		ev->bytes = ms->bytes;
+		ev->graph_node = ms->graph_node;
+		break;
+	case GA_SYNC:
+		set_where(ev, &sy->w, pid);
+		ev->kind = EV_GPU_SYNC;
+		ev->ts = sy->start;
+		ev->dur = sy->end > sy->start ? sy->end - sy->start : 0;
+		ev->gpu_kind = sy->kind;
+		ev->handle = sy->event;
+		break;
+	case GA_MEMORY:
+		set_where(ev, &mem->w, pid);
+		ev->kind = EV_MEMORY;
+		ev->ts = mem->ts;
+		ev->ptr = mem->address;
+		ev->bytes = mem->bytes;
+		ev->gpu_kind = mem->op;
+		ev->copy_kind = mem->memory_kind;
+		break;
+	}
+	c->gpu_records++;
+	return 0;
+}
+
+static int on_gpu_batch(struct collector *c, const struct gb_gpu *g, size_t size)
+{
+	size_t off = 0, len = g->len;
+	int ret;
+
+	if (len > sizeof(g->data) || size < offsetof(struct gb_gpu, data) + len)
+		return -EINVAL;
+	while (off + sizeof(struct ga_hdr) <= len) {
+		struct ga_hdr h;
+		const void *rec = g->data + off;
+
+		memcpy(&h, rec, sizeof(h));
+		if (h.size < sizeof(h) || h.size % 8 || off + h.size > len)
+			return -EINVAL;
+		/* records are 8-byte aligned in the batch, which the ring buffer keeps */
+		ret = on_gpu_record(c, g->pid, rec);
+		if (ret)
+			return ret;
+		off += h.size;
+	}
+	return off == len ? 0 : -EINVAL;
+}
+
+int collector_record(struct collector *c, const void *data, size_t size)
+{
+	const struct gb_name *n = data;
+	char name[GB_NAME_LEN + 1];
+	uint32_t type;
+	int ret = -EINVAL;
+
+	if (size < sizeof(type)) {
+		c->bad++;
+		return -EINVAL;
+	}
+	memcpy(&type, data, sizeof(type));
+	switch (type) {
+	case GB_REC_CALL:
+		ret = on_call_record(c, data, size);
+		break;
+	case GB_REC_NAME:
+		if (size < sizeof(*n))
+			break;
+		memcpy(name, n->name, GB_NAME_LEN);
+		name[GB_NAME_LEN] = 0;
+		ret = name[0] ? set_kernel_name(c->m, n->pid, n->handle, name) : 0;
+		break;
+	case GB_REC_GPU:
+		if (size >= offsetof(struct gb_gpu, data))
+			ret = on_gpu_batch(c, data, size);
+		break;
+	case GB_REC_PYSTACK:
+		if (size >= offsetof(struct gb_pystack, frames))
+			ret = on_pystack(c, data, size);
+		break;
+	case GB_REC_NATIVE:
+		if (size >= offsetof(struct gb_native, addrs))
+			ret = on_native(c, data, size);
+		break;
+	case GB_REC_EXIT:
+		if (size >= sizeof(struct gb_exit))
+			ret = on_exit_rec(c, data);
+		break;
+	case GB_REC_CORR:
+		if (size >= sizeof(struct gb_corr)) {
+			const struct gb_corr *k = data;
+
+			ret = model_add_corr(c->m, k->ts, k->pid, k->tid, k->correlation);
+		}
+		break;
+	case GB_REC_APIERR:
+		if (size >= sizeof(struct gb_apierr)) {
+			const struct gb_apierr *k = data;
+
+			ret = model_add_call_error(c->m, k->ts, k->pid, k->tid, k->result);
+		}
+		break;
+	}
+	if (ret == -EINVAL)
+		c->bad++;
+	else
+		c->records++;
+	return ret;
+}

@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The collector: decodes ring-buffer records (bpf/gpubpf.h) into the
+ * model, naming processes and threads as they first appear.
+ */
+#ifndef GPUBPF_COLLECTOR_H
+#define GPUBPF_COLLECTOR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "gpubpf.h"
+#include "model/model.h"
+
+struct pysym;
+struct nsym;
+
+/* A process whose Python stacks are walked, and its interpreter's layout. */
+struct collector_py {
+	uint32_t pid;
+	struct gb_py_config cfg;
+};
+
+struct collector {
+	struct model *m;
+	uint64_t records;       /* records decoded */
+	uint64_t calls;         /* of which driver calls */
+	uint64_t gpu_records;   /* GPU activity records (kernels, copies...) */
+	uint64_t gpu_untimed;   /* of which skipped: CUPTI gave them no timestamps */
+	uint64_t bad;           /* malformed or unknown records */
+	uint16_t *call_size;    /* per call id, the bytes its records hold (gb_call_size) */
+	uint32_t *seen;         /* open-addressing set of tids already named */
+	size_t nseen, nseen_slots;
+	struct pysym *pysym;    /* resolves Python frames as stacks arrive */
+	struct collector_py *py;
+	size_t npy;
+	uint64_t py_unresolved; /* frames that could not be named */
+	struct nsym *nsym;      /* names native frames as stacks arrive */
+	uint64_t native_unnamed; /* native frames no symbol named */
+};
+
+/* Python stacks of pid are walked with layout cfg: resolve them with it. 0 or -ENOMEM. */
+int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_config *cfg);
+
+void collector_init(struct collector *c, struct model *m);
+void collector_release(struct collector *c);
+/*
+ * Decode one record into the model.  Returns 0, or -EINVAL for a record of
+ * unknown type or wrong size (counted in c->bad), -ENOMEM.
+ */
+int collector_record(struct collector *c, const void *data, size_t size);
+/*
+ * Fill ev from a call record using the call table: the pure part of
+ * decoding, without naming.  Returns 0 or -EINVAL (unknown call id).
+ */
+int collector_decode_call(const struct gb_call *rec, struct model_event *ev);
+
+#endif

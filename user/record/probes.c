@@ -1,0 +1,554 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The probe loader; see probes.h. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "cuda.skel.h"
+#include "model/cuda_calls.h"
+#include "sym/elf_syms.h"
+#include "gpubpf.h"
+#include "record/probe_site.h"
+#include "record/probes.h"
+
+static int verbose_libbpf;
+
+static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	/* without -v, failures surface as gpubpf's own one-line errors */
+	return verbose_libbpf ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+/*
+ * uprobe_multi links (Linux 6.6) postdate the UAPI headers and libbpf of
+ * Debian 12, so the attach type and the link_create layout are spelled
+ * out here; the values are the kernel's ABI.
+ */
+#define ATTACH_UPROBE_MULTI 48
+#define UPROBE_MULTI_RETURN 1
+
+union uprobe_multi_attr {
+	struct {
+		uint32_t prog_fd, target_fd, attach_type, flags;
+		uint64_t path, offsets, ref_ctr_offsets, cookies;
+		uint32_t cnt, um_flags, pid;
+	} lc;
+	char size[sizeof(union bpf_attr)];
+};
+
+static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
+			     const uint64_t *cookies, uint32_t cnt, pid_t pid, int ret)
+{
+	union uprobe_multi_attr a;
+	int fd;
+
+	memset(&a, 0, sizeof(a));
+	a.lc.prog_fd = prog_fd;
+	a.lc.attach_type = ATTACH_UPROBE_MULTI;
+	a.lc.path = (uintptr_t)path;
+	a.lc.offsets = (uintptr_t)offs;
+	a.lc.cookies = (uintptr_t)cookies;
+	a.lc.cnt = cnt;
+	a.lc.um_flags = ret ? UPROBE_MULTI_RETURN : 0;
+	a.lc.pid = pid > 0 ? pid : 0;
+	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
+	return fd < 0 ? -errno : fd;
+}
+
+static uint64_t pow2_at_least(uint64_t v)
+{
+	uint64_t p = 4096;
+
+	while (p < v)
+		p <<= 1;
+	return p;
+}
+
+int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t errlen)
+{
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->verbose = o->verbose;
+	verbose_libbpf = o->verbose;
+	libbpf_set_print(libbpf_print);
+	if (access("/sys/kernel/btf/vmlinux", R_OK)) {
+		snprintf(err, errlen, "this kernel has no BTF (/sys/kernel/btf/vmlinux): "
+			 "gpubpf needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
+		return -ENOTSUP;
+	}
+	/*
+	 * try with uprobe_multi programs, then without them; each with the
+	 * mmap hook that holds new libcuda mappings, then without it
+	 */
+	for (int attempt = 0; attempt < 4; attempt++) {
+		p->multi = attempt < 2;
+		p->hold = !(attempt & 1) && !o->no_hold;
+		p->skel = cuda_bpf__open();
+		if (!p->skel) {
+			ret = -errno;
+			snprintf(err, errlen, "cannot open the BPF object: %s", strerror(-ret));
+			return ret;
+		}
+		p->skel->rodata->filter_pids = !!o->filter_pids;
+		p->skel->rodata->follow_forks = !!o->follow_forks;
+		p->skel->rodata->native_stacks = !!o->native_stacks;
+		p->skel->rodata->self_tgid = getpid();
+		p->skel->rodata->hold_each = !!o->hold_each;
+		if (o->ringbuf_bytes) {
+			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
+
+			bpf_map__set_max_entries(p->skel->maps.rb, sz);
+			/* a quarter of the ring: sz is a power of two */
+			p->skel->rodata->wake_shift = __builtin_ctzll(sz) - 2;
+		}
+		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
+		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
+		bpf_program__set_autoload(p->skel->progs.gb_mmap, p->hold);
+		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
+						      ATTACH_UPROBE_MULTI);
+		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,
+						      ATTACH_UPROBE_MULTI);
+		ret = cuda_bpf__load(p->skel);
+		if (!ret)
+			break;
+		cuda_bpf__destroy(p->skel);
+		p->skel = NULL;
+	}
+	if (ret == -EPERM) {
+		snprintf(err, errlen, "the kernel refused to load the BPF programs (%s): gpubpf "
+			 "needs CAP_BPF and CAP_PERFMON, or CAP_SYS_ADMIN, and a kernel that lets "
+			 "them load tracing programs (lockdown, a seccomp filter or an LSM can "
+			 "forbid it; run with -v for details)", strerror(-ret));
+		return ret;
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot load the BPF programs: %s; the kernel needs "
+			 "CONFIG_BPF_SYSCALL, uprobes and BTF (run with -v for details)",
+			 strerror(-ret));
+		return ret;
+	}
+	bpf_program__set_autoattach(p->skel->progs.gb_mmap, false);
+	if (!o->follow_forks)
+		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
+	bpf_program__set_autoattach(p->skel->progs.gb_gpu_batch, false);
+	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);
+	ret = cuda_bpf__attach(p->skel);
+	if (ret) {
+		snprintf(err, errlen, "cannot attach the fork and exit tracepoints: %s", strerror(-ret));
+		probes_close(p);
+		return ret;
+	}
+	return 0;
+}
+
+static struct probe_target *find_target(struct probes *p, dev_t dev, ino_t ino, pid_t pid)
+{
+	for (size_t i = 0; i < p->ntargets; i++) {
+		struct probe_target *t = &p->targets[i];
+
+		if (t->dev == dev && t->ino == ino && (t->pid == pid || t->pid == -1))
+			return t;
+	}
+	return NULL;
+}
+
+int probes_attached(struct probes *p, const char *path, pid_t pid)
+{
+	struct stat st;
+
+	return !stat(path, &st) && find_target(p, st.st_dev, st.st_ino, pid);
+}
+
+static int add_link(struct probe_target *t, struct bpf_link *l, size_t *cap)
+{
+	struct bpf_link **nl;
+
+	if (t->nlinks == *cap) {
+		*cap = *cap ? *cap * 2 : 256;
+		nl = realloc(t->links, *cap * sizeof(*nl));
+		if (!nl)
+			return -ENOMEM;
+		t->links = nl;
+	}
+	t->links[t->nlinks++] = l;
+	return 0;
+}
+
+static int attach_one(struct probes *p, struct probe_target *t, size_t *cap, unsigned id,
+		      uint64_t off, int retprobe)
+{
+	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cuda_call_cookie(id), .retprobe = retprobe);
+	struct bpf_program *prog = retprobe ? p->skel->progs.gb_return : p->skel->progs.gb_entry;
+	struct bpf_link *l;
+	int ret;
+
+	l = bpf_program__attach_uprobe_opts(prog, t->pid, t->path, off, &uo);
+	if (!l)
+		return -errno;
+	ret = add_link(t, l, cap);
+	if (ret)
+		bpf_link__destroy(l);
+	return ret;
+}
+
+/*
+ * One uprobe_multi link for the entries and one for the returns.  -EINVAL
+ * or -EOPNOTSUPP from the first link means the kernel lacks them.
+ */
+static int attach_multi(struct probes *p, struct probe_target *t, const unsigned *ids,
+			const uint64_t *offs, unsigned n)
+{
+	uint64_t *o = calloc(n, sizeof(*o)), *ck = calloc(n, sizeof(*ck));
+	int ret = -ENOMEM;
+
+	if (!o || !ck)
+		goto cleanup;
+	for (int r = 0; r < 2; r++) {
+		unsigned k = 0;
+
+		for (unsigned i = 0; i < n; i++) {
+			if (r && !cuda_calls[ids[i]].ret)
+				continue;
+			o[k] = offs[i];
+			ck[k++] = cuda_call_cookie(ids[i]);
+		}
+		if (!k)
+			continue;
+		ret = uprobe_multi_link(bpf_program__fd(r ? p->skel->progs.gb_return_multi :
+							p->skel->progs.gb_entry_multi),
+					t->path, o, ck, k, t->pid, r);
+		if (ret < 0)
+			goto cleanup;
+		t->multi_fds[r] = ret;
+	}
+	ret = 0;
+cleanup:
+	free(o);
+	free(ck);
+	return ret;
+}
+
+/*
+ * Probe each entry point on the instruction after a leading endbr64, which
+ * the kernel would single-step (probe_site.h); unchanged if the file
+ * cannot be read again.
+ */
+static void move_past_endbr(const char *path, uint64_t *offs, unsigned n)
+{
+	struct probe_site *sites = calloc(n, sizeof(*sites));
+
+	if (sites && !probe_sites(path, offs, n, sites))
+		for (unsigned i = 0; i < n; i++)
+			offs[i] = sites[i].off;
+	free(sites);
+}
+
+static void detach(struct probe_target *t)
+{
+	for (size_t j = 0; j < t->nlinks; j++)
+		bpf_link__destroy(t->links[j]);
+	free(t->links);
+	t->links = NULL;
+	t->nlinks = 0;
+	for (int r = 0; r < 2; r++) {
+		if (t->multi_fds[r] >= 0)
+			close(t->multi_fds[r]);
+		t->multi_fds[r] = -1;
+	}
+}
+
+/*
+ * A new target for the file at path and pid, at the end of p->targets but
+ * not counted until the caller succeeds (p->ntargets++).  Returns 0 with
+ * *out set, 1 if that file is already attached for pid, or -errno with a
+ * reason in err.
+ */
+static int new_target(struct probes *p, const char *path, pid_t pid, struct probe_target **out,
+		      char *err, size_t errlen)
+{
+	struct probe_target *t, *nt;
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-ret));
+		return ret;
+	}
+	if (find_target(p, st.st_dev, st.st_ino, pid))
+		return 1;
+	nt = realloc(p->targets, (p->ntargets + 1) * sizeof(*nt));
+	if (nt)
+		p->targets = nt;
+	t = nt ? &p->targets[p->ntargets] : NULL;
+	if (t) {
+		memset(t, 0, sizeof(*t));
+		t->dev = st.st_dev;
+		t->ino = st.st_ino;
+		t->pid = pid;
+		t->multi_fds[0] = t->multi_fds[1] = -1;
+		t->path = strdup(path);
+	}
+	if (!t || !t->path) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	*out = t;
+	return 0;
+}
+
+int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size_t errlen)
+{
+	const char **names = NULL;
+	uint64_t *offs = NULL;
+	unsigned *ids = NULL, n = 0;
+	struct probe_target *t;
+	size_t cap = 0;
+	int ret;
+
+	ret = new_target(p, path, pid, &t, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	names = calloc(cuda_ncalls, sizeof(*names));
+	offs = calloc(cuda_ncalls, sizeof(*offs));
+	ids = calloc(cuda_ncalls, sizeof(*ids));
+	if (!names || !offs || !ids) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto cleanup;
+	}
+	for (unsigned i = 0; i < cuda_ncalls; i++)
+		names[i] = cuda_calls[i].name;
+	ret = elf_sym_offsets(path, names, cuda_ncalls, offs);
+	if (ret <= 0) {
+		snprintf(err, errlen, "'%s' %s", path, ret == -ENOEXEC ? "is not an ELF file" :
+			 ret == 0 ? "defines no CUDA driver entry point" : strerror(-ret));
+		ret = ret ? ret : -ENOENT;
+		goto cleanup;
+	}
+	/* keep the found ones, in table order, each address once */
+	for (unsigned i = 0; i < cuda_ncalls; i++) {
+		int dup = 0;
+
+		if (!offs[i])
+			continue;
+		/* two names at one address would fire both probes on every call */
+		for (unsigned j = 0; j < n && !dup; j++)
+			dup = offs[j] == offs[i];
+		if (dup) {
+			if (p->verbose)
+				fprintf(stderr, "gpubpf: %s shares its address with another "
+					"entry point, not probed twice\n", names[i]);
+			continue;
+		}
+		ids[n] = i;
+		offs[n++] = offs[i];
+	}
+	move_past_endbr(path, offs, n);
+	ret = p->multi ? attach_multi(p, t, ids, offs, n) : -EOPNOTSUPP;
+	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
+		detach(t);
+		p->multi = 0;
+		ret = 0;
+		for (unsigned i = 0; i < n && !ret; i++) {
+			ret = attach_one(p, t, &cap, ids[i], offs[i], 0);
+			if (!ret && cuda_calls[ids[i]].ret)
+				ret = attach_one(p, t, &cap, ids[i], offs[i], 1);
+		}
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot attach uprobes to '%s': %s", path, strerror(-ret));
+		goto cleanup;
+	}
+	p->ntargets++;
+	probes_lib_known(p, (uint64_t)major(t->dev) << 20 | minor(t->dev), t->ino,
+			 pid > 0 ? pid : 0);
+	free(names);
+	free(offs);
+	free(ids);
+	return n;
+cleanup:
+	detach(t);
+	free(t->path);
+	free(names);
+	free(offs);
+	free(ids);
+	return ret;
+}
+
+int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *err,
+			  size_t errlen)
+{
+	/*
+	 * The library wakes up when the batch marker's semaphore rises: attach
+	 * the api marker (correlation ids, errors) first, so that no call it
+	 * sees goes unannounced.
+	 */
+	static const char *const markers[] = { "api", "batch" };
+	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_api, p->skel->progs.gb_gpu_batch };
+	struct probe_target *t;
+	size_t cap = 0;
+	int ret;
+
+	ret = new_target(p, path, pid, &t, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	for (size_t i = 0; i < 2 && !ret; i++) {
+		struct bpf_link *l = bpf_program__attach_usdt(progs[i], pid, path, "gpubpf",
+							      markers[i], NULL);
+
+		ret = l ? add_link(t, l, &cap) : -errno;
+		if (ret && l)
+			bpf_link__destroy(l);
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot attach to the markers of '%s': %s", path,
+			 strerror(-ret));
+		detach(t);
+		free(t->path);
+		return ret;
+	}
+	p->ntargets++;
+	return 1;
+}
+
+void probes_heartbeat(struct probes *p)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	__atomic_store_n(&p->skel->bss->recorder_alive_ns,
+			 (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec, __ATOMIC_RELAXED);
+}
+
+int probes_hold_maps(struct probes *p)
+{
+	if (!p->hold)
+		return -EOPNOTSUPP;
+	if (p->hold_link)
+		return 0;
+	probes_heartbeat(p);
+	p->hold_link = bpf_program__attach(p->skel->progs.gb_mmap);
+	return p->hold_link ? 0 : -errno;
+}
+
+void probes_release_maps(struct probes *p)
+{
+	bpf_link__destroy(p->hold_link);
+	p->hold_link = NULL;
+}
+
+int probes_lib_known(struct probes *p, uint64_t dev, uint64_t ino, pid_t pid)
+{
+	struct gb_lib_key key = { .dev = dev, .ino = ino, .pid = pid > 0 ? pid : 0 };
+	uint8_t one = 1;
+
+	return bpf_map__update_elem(p->skel->maps.libs_known, &key, sizeof(key), &one,
+				    sizeof(one), BPF_ANY) ? -errno : 0;
+}
+
+/* Each (pid, count) of a pid -> u64 hash map. */
+static void each_pid_count(int fd, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n), void *ctx)
+{
+	uint32_t key, pid, *prev = NULL;
+	uint64_t n;
+
+	while (!bpf_map_get_next_key(fd, prev, &pid)) {
+		if (!bpf_map_lookup_elem(fd, &pid, &n))
+			per_pid(ctx, pid, n);
+		key = pid;
+		prev = &key;
+	}
+}
+
+void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+		   void *ctx)
+{
+	each_pid_count(bpf_map__fd(p->skel->maps.unheld), per_pid, ctx);
+}
+
+/* Set bits of pid in the programs' pid_bits (an array they share with us). */
+static int set_pid_bits(struct probes *p, pid_t pid, uint32_t bits)
+{
+	if (pid <= 0 || (uint32_t)pid >= GB_PID_LIMIT)
+		return -EINVAL;
+	__atomic_fetch_or(&p->skel->bss->pid_bits[GB_PID_WORD(pid)], bits << GB_PID_SHIFT(pid),
+			  __ATOMIC_SEQ_CST);
+	return 0;
+}
+
+int probes_trace_pid(struct probes *p, pid_t pid)
+{
+	return set_pid_bits(p, pid, GB_PID_TRACED);
+}
+
+int probes_traced_pids(struct probes *p, pid_t *pids, int max)
+{
+	const uint32_t *bits = p->skel->bss->pid_bits;
+	int n = 0;
+
+	for (uint32_t w = 0; w < GB_PID_WORDS && n < max; w++) {
+		uint32_t v = __atomic_load_n(&bits[w], __ATOMIC_RELAXED);
+
+		for (uint32_t i = 0; v && i < 16 && n < max; i++)
+			if (v >> (2 * i) & GB_PID_TRACED)
+				pids[n++] = w * 16 + i;
+	}
+	return n;
+}
+
+int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg)
+{
+	uint32_t key = pid;
+
+	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
+				 BPF_ANY))
+		return -errno;
+	return set_pid_bits(p, pid, GB_PID_PYTHON);
+}
+
+int probes_ringbuf_fd(struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.rb);
+}
+
+uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
+			void *ctx)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t total = 0;
+	uint32_t key = 0;
+
+	if (ncpu > 0) {
+		uint64_t vals[ncpu];
+
+		if (!bpf_map_lookup_elem(bpf_map__fd(p->skel->maps.drops_total), &key, vals))
+			for (int i = 0; i < ncpu; i++)
+				total += vals[i];
+	}
+	if (per_pid)
+		each_pid_count(bpf_map__fd(p->skel->maps.drops), per_pid, ctx);
+	return total;
+}
+
+void probes_close(struct probes *p)
+{
+	probes_release_maps(p);
+	for (size_t i = 0; i < p->ntargets; i++) {
+		detach(&p->targets[i]);
+		free(p->targets[i].path);
+	}
+	free(p->targets);
+	if (p->skel)
+		cuda_bpf__destroy(p->skel);
+	memset(p, 0, sizeof(*p));
+}

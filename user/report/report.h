@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * `gpubpf report`: diagnoses from a trace.  The trace is streamed once
+ * (trace_reader) into a compact table, one 48-byte row per host call or
+ * GPU activity, strings interned; the analyses (report_gpu.c, report_top.c,
+ * report_iter.c, report_memory.c) read the table and fill a struct
+ * report, which report_out.c prints as text or JSON and report_svg.c
+ * draws.  Data flows one way: trace -> table -> results -> output.
+ *
+ *	struct rt_table t;
+ *	struct report rep;
+ *	rt_load(&t, path, err, sizeof(err));   one line "PATH: problem" on error
+ *	report_analyze(&t, &rep);
+ *	report_text(&t, &rep, file) / report_json(&t, &rep, file)
+ *	report_release(&rep); rt_release(&t);
+ */
+#ifndef GPUBPF_REPORT_H
+#define GPUBPF_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model/model.h"
+
+enum rt_kind { RT_API, RT_KERNEL, RT_NCCL, RT_MEMCPY, RT_MEMSET };
+
+enum {
+	RTF_SYNC = 1,           /* a blocking sync: stream/ctx/event sync, synchronous copy */
+	RTF_LAUNCH = 2,         /* kernel or graph launch */
+	RTF_FAILED = 4,         /* args.ret != 0 */
+};
+
+/* One host call or GPU activity (48 bytes). */
+struct rt_event {
+	int64_t ts, dur;        /* ns */
+	uint32_t name;          /* call name, or kernel name for GPU work */
+	uint32_t aux;           /* launches: kernel name id */
+	uint32_t site;          /* innermost user frame "qualname (file:line)", 0 unknown */
+	uint32_t corr;          /* correlation id, 0 none */
+	uint32_t tid;           /* host: thread id; GPU: stream */
+	uint32_t proc;          /* index into rt_table.procs */
+	uint16_t device;        /* GPU work only */
+	uint8_t kind;           /* enum rt_kind */
+	uint8_t flags;          /* RTF_* */
+	int32_t ret;            /* host calls: args.ret, 0 when absent */
+};
+
+/*
+ * Device-memory calls and CUPTI memory records (cat "gpu_memory", device
+ * and managed memory only), kept apart (few).  A record takes the site
+ * and call name of the host call with its correlation id.
+ */
+enum { RTM_ALLOC = 1, RTM_FREE = 2 };
+struct rt_mem {
+	int64_t ts;
+	uint64_t key;           /* address, or VMM handle | RT_MEM_HANDLE */
+	uint64_t bytes;
+	uint32_t site, name, proc;
+	uint32_t corr;          /* records: correlation id, 0 none */
+	uint16_t device;        /* records only */
+	uint8_t op;
+	uint8_t gpu;            /* a CUPTI memory record, not a call */
+};
+#define RT_MEM_HANDLE (1ULL << 63)
+
+struct rt_proc {
+	uint32_t pid;
+	uint32_t name;          /* strtab id */
+};
+
+struct rt_table {
+	char *path;
+	struct strtab strs;
+	struct rt_event *ev;
+	size_t nev, cap;
+	struct rt_mem *mem;
+	size_t nmem, capmem;
+	struct rt_proc *procs;
+	size_t nprocs;
+	uint64_t nstacks;       /* host calls that carried args.stack */
+	uint64_t dropped;       /* "gpubpf"."dropped_total" */
+	uint32_t *missed;       /* "calls_may_be_missing": pid, strtab id of why; pairs */
+	size_t nmissed;
+	uint64_t nread;         /* trace elements read */
+	int64_t t_first, t_last;
+};
+
+/* Load a trace; 0, or -errno with "PATH: problem" in err. */
+int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen);
+void rt_release(struct rt_table *t);
+static inline const char *rt_str(const struct rt_table *t, uint32_t id)
+{
+	return strtab_get(&t->strs, id);
+}
+
+/* Is the frame "qualname (file:line)" library code (site/dist-packages,
+ * the standard library, <frozen ...>)? */
+bool rt_frame_is_library(const char *frame, size_t len);
+
+/* --- results --------------------------------------------------------- */
+
+struct rep_device {
+	uint32_t device;
+	uint64_t busy_ns, span_ns, first_ns, last_ns;
+	uint64_t host_bound_ns, sync_bound_ns, other_ns;
+	uint64_t nwork;
+};
+
+struct rep_hotspot {
+	uint32_t site;          /* 0 unknown */
+	uint32_t call;          /* the commonest call name */
+	uint64_t count, blocked_ns, gpu_idle_ns;
+};
+
+struct rep_stream {
+	uint32_t device, stream;
+	uint64_t kernels;
+	uint64_t median_kernel_ns, median_gap_ns;
+	double late_fraction;   /* gaps where the next launch came after the GPU went idle */
+	double launch_rate;     /* launches per second */
+	uint64_t host_per_launch_ns;
+	bool launch_bound;
+};
+
+struct rep_comm {
+	uint32_t kernel, device, stream;
+	uint64_t count, total_ns, exposed_ns;
+	bool same_stream_as_compute;
+};
+
+struct rep_top {
+	uint32_t name;
+	uint64_t count, total_ns, max_ns;
+	double share;           /* kernels: of the process's busy time */
+};
+
+/* Failed driver calls of one name with one error (CUDA_ERROR_NOT_READY is no failure). */
+struct rep_err {
+	uint32_t name;
+	int32_t ret;
+	uint64_t count;
+};
+
+struct rep_iter {
+	bool found;
+	bool from_stacks;
+	uint32_t tid;           /* the launching thread */
+	uint32_t anchor;        /* kernel name id that starts each step */
+	uint32_t anchor_site;
+	uint64_t steps;
+	uint64_t kernels_per_step;
+	double mean_ns, median_ns, min_ns, max_ns, stddev_ns;
+};
+
+struct rep_mem_dev {
+	uint32_t device;
+	uint64_t allocs, frees, peak_bytes, end_bytes;
+	int64_t peak_ts;
+	uint32_t peak_site, peak_call;  /* of the allocation that reached the peak */
+	uint64_t peak_alloc_bytes;
+};
+
+struct rep_proc {
+	uint32_t pid, name;
+	struct rep_device *devs;
+	size_t ndevs;
+	struct rep_hotspot *hot;
+	size_t nhot;
+	struct rep_stream *streams;
+	size_t nstreams;
+	struct rep_comm *comm;
+	size_t ncomm;
+	struct rep_top *kernels, *calls;
+	size_t nkernels, ncalls;
+	struct rep_err *errors; /* most frequent first */
+	size_t nerrors;
+	uint64_t nfailed;       /* failed calls, all names */
+	struct rep_iter iter;
+	struct rep_mem_dev *mem;
+	size_t nmem;
+	uint64_t napi, ngpu, nsync;
+};
+
+struct report {
+	struct rep_proc *procs;
+	size_t nprocs;
+	bool any_gpu, any_stacks;
+};
+
+int report_analyze(const struct rt_table *t, struct report *r);
+void report_release(struct report *r);
+
+/* analyses, each filling its part of every rep_proc */
+int report_gpu(const struct rt_table *t, struct report *r);      /* devs, hot, streams, comm */
+int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
+int report_iter(const struct rt_table *t, struct report *r);     /* iter */
+int report_memory(const struct rt_table *t, struct report *r);   /* mem */
+
+struct mem_tracker;
+/* Replay process proc's allocations and frees on device in time order
+ * into mt (initialised here; release it): its CUPTI memory records on
+ * that device if it has any, else its calls (device ignored), never
+ * both.  0 or -ENOMEM. */
+int report_mem_track(const struct rt_table *t, uint32_t proc, uint32_t device,
+		     struct mem_tracker *mt);
+
+/* output */
+int report_text(const struct rt_table *t, const struct report *r, FILE *f);
+int report_json(const struct rt_table *t, const struct report *r, FILE *f);
+/* The memory picture of the process and device with the highest peak. */
+int report_svg(const struct rt_table *t, const struct report *r, FILE *f);
+
+/* helpers shared by the analyses */
+int report_cmp_u64(const void *a, const void *b);
+uint64_t report_median_u64(uint64_t *v, size_t n);      /* sorts v */
+/* Split "qualname (file:line)" into its parts; false if it is not one. */
+bool report_split_frame(const char *frame, const char **qual, size_t *qlen,
+			const char **site);
+
+/*
+ * Print the report of the trace at path to f (text), as record does at
+ * its end.  Returns 0 or -errno (message on stderr).
+ */
+int report_print_file(const char *path, FILE *f);
+
+#endif

@@ -1,0 +1,476 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * GPU usage, idle causes, sync hotspots, launch-bound streams and
+ * communication overlap, per process and device.
+ *
+ * Busy time is the union of the device's kernel, copy and memset
+ * intervals (all streams); the span runs from the device's first GPU
+ * activity to its last.  Each idle gap [g0, g1) inside the span ends with
+ * some GPU work W; L is the time of the host call that launched W (found
+ * by correlation id).
+ *  - L <= g0: W was already queued when the device went idle; it waited
+ *    on something else (an event or stream dependency, the copy engine):
+ *    the whole gap is "other".
+ *  - L > g0: the device ran dry waiting for the host.  The part [g0,
+ *    min(L, g1)) is
+ *      "sync-bound" if, when the gap began, a host thread of the process
+ *      was blocked in a sync call (stream, context or event synchronize,
+ *      or a synchronous copy; a call in progress at g0, or that returned
+ *      at most SYNC_SLACK before it): the sync drained the queue, so the
+ *      device idles for everything the host does until its next launch
+ *      (that idle time is "caused" by the sync: its hotspot's gpu_idle);
+ *      "host-bound" otherwise: the launch simply came late;
+ *    and the rest, [L, g1) (launch latency), is "other".
+ *  - W without a known launch call: "other".
+ * host_bound + sync_bound + other = span - busy.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report.h"
+
+#define SYNC_SLACK 50000        /* ns */
+
+int report_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+uint64_t report_median_u64(uint64_t *v, size_t n)
+{
+	if (!n)
+		return 0;
+	qsort(v, n, sizeof(*v), report_cmp_u64);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* (proc, correlation) -> index of the API event */
+struct corr_map {
+	uint64_t *keys;
+	uint32_t *vals;
+	size_t n;
+};
+
+static size_t hash64(uint64_t k, size_t n)
+{
+	k ^= k >> 31;
+	k *= 0x9e3779b97f4a7c15ULL;
+	k ^= k >> 29;
+	return k & (n - 1);
+}
+
+static int corr_build(struct corr_map *c, const struct rt_table *t)
+{
+	size_t cnt = 0;
+
+	for (size_t i = 0; i < t->nev; i++)
+		cnt += t->ev[i].kind == RT_API && t->ev[i].corr;
+	c->n = 16;
+	while (c->n < cnt * 2 + 2)
+		c->n *= 2;
+	c->keys = calloc(c->n, sizeof(*c->keys));
+	c->vals = calloc(c->n, sizeof(*c->vals));
+	if (!c->keys || !c->vals)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		uint64_t k;
+		size_t j;
+
+		if (e->kind != RT_API || !e->corr)
+			continue;
+		k = (uint64_t)(e->proc + 1) << 32 | e->corr;
+		for (j = hash64(k, c->n); c->keys[j] && c->keys[j] != k; j = (j + 1) & (c->n - 1))
+			;
+		c->keys[j] = k;
+		c->vals[j] = i;
+	}
+	return 0;
+}
+
+/* The launch call of GPU event e, or NULL. */
+static const struct rt_event *launch_of(const struct corr_map *c, const struct rt_table *t,
+					const struct rt_event *e)
+{
+	uint64_t k = (uint64_t)(e->proc + 1) << 32 | e->corr;
+
+	if (!e->corr)
+		return NULL;
+	for (size_t j = hash64(k, c->n); c->keys[j]; j = (j + 1) & (c->n - 1))
+		if (c->keys[j] == k)
+			return &t->ev[c->vals[j]];
+	return NULL;
+}
+
+static const struct rt_table *sort_t;
+
+/* GPU work by device, stream, start */
+static int cmp_dev_ts(const void *a, const void *b)
+{
+	const struct rt_event *x = &sort_t->ev[*(const uint32_t *)a];
+	const struct rt_event *y = &sort_t->ev[*(const uint32_t *)b];
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+}
+
+static int cmp_stream_ts(const void *a, const void *b)
+{
+	const struct rt_event *x = &sort_t->ev[*(const uint32_t *)a];
+	const struct rt_event *y = &sort_t->ev[*(const uint32_t *)b];
+
+	if (x->device != y->device)
+		return x->device < y->device ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return 0;
+}
+
+/* The sync call in progress (or just returned) at g0, index into syncs or -1. */
+static long sync_at(const struct rt_table *t, const uint32_t *syncs, size_t n, int64_t g0)
+{
+	size_t lo = 0, hi = n;
+	long best = -1;
+	int64_t best_end = INT64_MIN;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (t->ev[syncs[mid]].ts <= g0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo, seen = 0; k-- > 0 && seen < 512; seen++) {
+		const struct rt_event *s = &t->ev[syncs[k]];
+		int64_t end = s->ts + s->dur;
+
+		if (end >= g0 - SYNC_SLACK && end > best_end) {
+			best = k;
+			best_end = end;
+		}
+	}
+	return best;
+}
+
+struct ivl {
+	int64_t a, b;
+};
+
+/* Length of [a, b) covered by the sorted disjoint intervals u[0..n). */
+static int64_t covered(const struct ivl *u, size_t n, int64_t a, int64_t b)
+{
+	size_t lo = 0, hi = n;
+	int64_t c = 0;
+
+	while (lo < hi) {       /* first interval ending after a */
+		size_t mid = (lo + hi) / 2;
+
+		if (u[mid].b <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k < n && u[k].a < b; k++) {
+		int64_t x = u[k].a > a ? u[k].a : a, y = u[k].b < b ? u[k].b : b;
+
+		if (y > x)
+			c += y - x;
+	}
+	return c;
+}
+
+static int device_usage(const struct rt_table *t, const struct corr_map *cm, struct rep_proc *rp,
+			const uint32_t *g, size_t n, const uint32_t *syncs, size_t nsync,
+			uint64_t *sync_idle)
+{
+	struct rep_device *d;
+	int64_t end;
+	void *p = realloc(rp->devs, (rp->ndevs + 1) * sizeof(*rp->devs));
+
+	if (!p)
+		return -ENOMEM;
+	rp->devs = p;
+	d = &rp->devs[rp->ndevs++];
+	memset(d, 0, sizeof(*d));
+	d->device = t->ev[g[0]].device;
+	d->nwork = n;
+	d->first_ns = t->ev[g[0]].ts;
+	end = t->ev[g[0]].ts + t->ev[g[0]].dur;
+	d->busy_ns = t->ev[g[0]].dur;
+	for (size_t i = 1; i < n; i++) {
+		const struct rt_event *e = &t->ev[g[i]];
+		const struct rt_event *l;
+		int64_t g0 = end, g1 = e->ts, wait;
+		long s;
+
+		if (e->ts + e->dur <= end)
+			continue;
+		if (e->ts < end) {
+			d->busy_ns += e->ts + e->dur - end;
+			end = e->ts + e->dur;
+			continue;
+		}
+		d->busy_ns += e->dur;
+		end = e->ts + e->dur;
+		if (g1 == g0)
+			continue;
+		l = launch_of(cm, t, e);
+		if (!l || l->ts <= g0) {
+			d->other_ns += g1 - g0;
+			continue;
+		}
+		wait = (l->ts < g1 ? l->ts : g1) - g0;
+		d->other_ns += g1 - g0 - wait;
+		s = sync_at(t, syncs, nsync, g0);
+		if (s >= 0) {
+			d->sync_bound_ns += wait;
+			sync_idle[s] += wait;
+		} else {
+			d->host_bound_ns += wait;
+		}
+	}
+	d->last_ns = end;
+	d->span_ns = end - d->first_ns;
+	return 0;
+}
+
+static int hotspots(const struct rt_table *t, struct rep_proc *rp, const uint32_t *syncs,
+		    size_t nsync, const uint64_t *idle)
+{
+	for (size_t i = 0; i < nsync; i++) {
+		const struct rt_event *s = &t->ev[syncs[i]];
+		size_t k;
+
+		for (k = 0; k < rp->nhot; k++)
+			if (s->site ? rp->hot[k].site == s->site
+				    : !rp->hot[k].site && rp->hot[k].call == s->name)
+				break;
+		if (k == rp->nhot) {
+			void *p = realloc(rp->hot, (rp->nhot + 1) * sizeof(*rp->hot));
+
+			if (!p)
+				return -ENOMEM;
+			rp->hot = p;
+			rp->hot[rp->nhot++] = (struct rep_hotspot){ .site = s->site, .call = s->name };
+		}
+		rp->hot[k].count++;
+		rp->hot[k].blocked_ns += s->dur;
+		rp->hot[k].gpu_idle_ns += idle[i];
+	}
+	return 0;
+}
+
+static int cmp_hot(const void *a, const void *b)
+{
+	const struct rep_hotspot *x = a, *y = b;
+	uint64_t cx = x->gpu_idle_ns + x->blocked_ns, cy = y->gpu_idle_ns + y->blocked_ns;
+
+	return (cx < cy) - (cx > cy);
+}
+
+/* Launch-bound streams: over the kernels of one stream, g[0..n). */
+static int stream_stats(const struct rt_table *t, const struct corr_map *cm, struct rep_proc *rp,
+			const uint32_t *g, size_t n)
+{
+	uint64_t *durs = malloc(n * sizeof(*durs)), *gaps = malloc(n * sizeof(*gaps));
+	const struct rt_event *first_l = NULL, *last_l = NULL;
+	size_t late = 0, ngaps = 0, nl = 0;
+	struct rep_stream *s;
+	void *p;
+
+	if (!durs || !gaps || !(p = realloc(rp->streams, (rp->nstreams + 1) * sizeof(*rp->streams)))) {
+		free(durs);
+		free(gaps);
+		return -ENOMEM;
+	}
+	rp->streams = p;
+	s = &rp->streams[rp->nstreams++];
+	memset(s, 0, sizeof(*s));
+	s->device = t->ev[g[0]].device;
+	s->stream = t->ev[g[0]].tid;
+	s->kernels = n;
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_event *e = &t->ev[g[i]], *l = launch_of(cm, t, e);
+
+		durs[i] = e->dur;
+		if (l) {
+			if (!first_l || l->ts < first_l->ts)
+				first_l = l;
+			if (!last_l || l->ts > last_l->ts)
+				last_l = l;
+			nl++;
+		}
+		if (i + 1 < n) {
+			const struct rt_event *x = &t->ev[g[i + 1]], *lx = launch_of(cm, t, x);
+			int64_t gap = x->ts - (e->ts + e->dur);
+
+			gaps[ngaps++] = gap > 0 ? gap : 0;
+			if (gap > 0 && lx && lx->ts > e->ts + e->dur)
+				late++;
+		}
+	}
+	s->median_kernel_ns = report_median_u64(durs, n);
+	s->median_gap_ns = report_median_u64(gaps, ngaps);
+	s->late_fraction = ngaps ? (double)late / ngaps : 0;
+	if (nl > 1 && last_l->ts > first_l->ts) {
+		s->launch_rate = (nl - 1) * 1e9 / (last_l->ts - first_l->ts);
+		s->host_per_launch_ns = (last_l->ts - first_l->ts) / (nl - 1);
+	}
+	s->launch_bound = n >= 8 && s->median_gap_ns > s->median_kernel_ns &&
+			  s->late_fraction >= 0.5;
+	free(durs);
+	free(gaps);
+	return 0;
+}
+
+/* NCCL kernels: how much of each ran with no compute kernel on its device. */
+static int comm_overlap(const struct rt_table *t, struct rep_proc *rp, const uint32_t *g, size_t n)
+{
+	struct ivl *u = malloc((n + 1) * sizeof(*u));
+	uint32_t *cstreams = NULL;
+	size_t nu = 0, ncs = 0;
+
+	if (!u)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {        /* g is by start time */
+		const struct rt_event *e = &t->ev[g[i]];
+		size_t k;
+
+		if (e->kind != RT_KERNEL)
+			continue;
+		if (nu && e->ts <= u[nu - 1].b) {
+			if (e->ts + e->dur > u[nu - 1].b)
+				u[nu - 1].b = e->ts + e->dur;
+		} else {
+			u[nu++] = (struct ivl){ e->ts, e->ts + e->dur };
+		}
+		for (k = 0; k < ncs && cstreams[k] != e->tid; k++)
+			;
+		if (k == ncs) {
+			void *p = realloc(cstreams, (ncs + 1) * sizeof(*cstreams));
+
+			if (!p)
+				goto nomem;
+			cstreams = p;
+			cstreams[ncs++] = e->tid;
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct rt_event *e = &t->ev[g[i]];
+		struct rep_comm *c;
+		size_t k;
+
+		if (e->kind != RT_NCCL)
+			continue;
+		for (k = 0; k < rp->ncomm; k++)
+			if (rp->comm[k].kernel == e->name && rp->comm[k].device == e->device &&
+			    rp->comm[k].stream == e->tid)
+				break;
+		if (k == rp->ncomm) {
+			void *p = realloc(rp->comm, (rp->ncomm + 1) * sizeof(*rp->comm));
+
+			if (!p)
+				goto nomem;
+			rp->comm = p;
+			c = &rp->comm[rp->ncomm++];
+			*c = (struct rep_comm){ .kernel = e->name, .device = e->device, .stream = e->tid };
+			for (size_t j = 0; j < ncs; j++)
+				if (cstreams[j] == e->tid)
+					c->same_stream_as_compute = true;
+		}
+		c = &rp->comm[k];
+		c->count++;
+		c->total_ns += e->dur;
+		c->exposed_ns += e->dur - covered(u, nu, e->ts, e->ts + e->dur);
+	}
+	free(u);
+	free(cstreams);
+	return 0;
+nomem:
+	free(u);
+	free(cstreams);
+	return -ENOMEM;
+}
+
+int report_gpu(const struct rt_table *t, struct report *r)
+{
+	struct corr_map cm = { 0 };
+	uint32_t *g = NULL, *syncs = NULL;
+	uint64_t *idle = NULL;
+	int ret = -ENOMEM;
+
+	if (corr_build(&cm, t))
+		goto out;
+	g = malloc((t->nev + 1) * sizeof(*g));
+	syncs = malloc((t->nev + 1) * sizeof(*syncs));
+	if (!g || !syncs)
+		goto out;
+	sort_t = t;
+	for (size_t p = 0; p < r->nprocs; p++) {
+		struct rep_proc *rp = &r->procs[p];
+		size_t n = 0, ns = 0;
+
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct rt_event *e = &t->ev[i];
+
+			if (e->proc != p)
+				continue;
+			if (e->kind != RT_API)
+				g[n++] = i;
+			else if ((e->flags & RTF_SYNC) && e->dur > 0)
+				syncs[ns++] = i;
+		}
+		rp->nsync = ns;
+		free(idle);
+		idle = calloc(ns + 1, sizeof(*idle));
+		if (!idle)
+			goto out;
+		qsort(g, n, sizeof(*g), cmp_dev_ts);
+		for (size_t a = 0, b; a < n; a = b) {
+			for (b = a; b < n && t->ev[g[b]].device == t->ev[g[a]].device; b++)
+				;
+			if ((ret = device_usage(t, &cm, rp, g + a, b - a, syncs, ns, idle)) ||
+			    (ret = comm_overlap(t, rp, g + a, b - a)))
+				goto out;
+			ret = -ENOMEM;
+		}
+		if (hotspots(t, rp, syncs, ns, idle))
+			goto out;
+		if (rp->nhot)   /* rp->hot is NULL without hotspots */
+			qsort(rp->hot, rp->nhot, sizeof(*rp->hot), cmp_hot);
+		/* kernels only, by stream */
+		{
+			size_t k = 0;
+
+			for (size_t i = 0; i < n; i++)
+				if (t->ev[g[i]].kind == RT_KERNEL || t->ev[g[i]].kind == RT_NCCL)
+					g[k++] = g[i];
+			n = k;
+		}
+		qsort(g, n, sizeof(*g), cmp_stream_ts);
+		for (size_t a = 0, b; a < n; a = b) {
+			for (b = a; b < n && t->ev[g[b]].device == t->ev[g[a]].device &&
+				    t->ev[g[b]].tid == t->ev[g[a]].tid; b++)
+				;
+			if (stream_stats(t, &cm, rp, g + a, b - a))
+				goto out;
+		}
+	}
+	ret = 0;
+out:
+	free(cm.keys);
+	free(cm.vals);
+	free(g);
+	free(syncs);
+	free(idle);
+	return ret;
+}

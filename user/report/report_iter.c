@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Iterations: the repeating step structure of a process's launches.
+ *
+ * The launches of the thread that launches most form a sequence of
+ * tokens: the kernel name, joined with the launch's innermost user
+ * Python frame when stacks are present (so a step's Python scopes shape
+ * it).  For every token seen at least 3 times, the commonest distance
+ * (in launches) between its occurrences is a candidate period when at
+ * least 60% of its distances are that one.  Candidates are tried longest
+ * first; a period p is accepted when, between the token's first and last
+ * occurrence, at least 80% of the launches equal the one p later.  The
+ * smallest divisor of p that also passes is the period (a run repeats
+ * every 2 steps too).  Steps begin at the occurrences of a token that
+ * comes once per period (the anchor); step time is the time between two
+ * consecutive anchor launches.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/report.h"
+
+struct tok {
+	uint64_t token;
+	uint32_t pos;
+};
+
+struct cand {
+	uint64_t token;
+	uint32_t period, count, first, last;
+	double regular;
+};
+
+static int cmp_tok(const void *a, const void *b)
+{
+	const struct tok *x = a, *y = b;
+
+	if (x->token != y->token)
+		return x->token < y->token ? -1 : 1;
+	return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int cmp_cand(const void *a, const void *b)
+{
+	const struct cand *x = a, *y = b;
+
+	if (x->period != y->period)
+		return x->period < y->period ? 1 : -1;
+	if (x->count != y->count)
+		return x->count < y->count ? 1 : -1;
+	return (x->first > y->first) - (x->first < y->first);
+}
+
+static double periodic(const uint64_t *seq, uint32_t first, uint32_t last, uint32_t p)
+{
+	uint64_t same = 0, all = 0;
+
+	for (uint32_t i = first; i + p <= last; i++, all++)
+		same += seq[i] == seq[i + p];
+	return all ? (double)same / all : 0;
+}
+
+static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts, size_t n)
+{
+	struct tok *tk = malloc((n + 1) * sizeof(*tk));
+	struct cand *cand = malloc((n + 1) * sizeof(*cand));
+	uint64_t *gaps = malloc((n + 1) * sizeof(*gaps));
+	size_t nc = 0;
+	struct cand *best = NULL;
+	uint32_t p = 0;
+	int ret = -ENOMEM;
+
+	if (!tk || !cand || !gaps)
+		goto out;
+	for (size_t i = 0; i < n; i++)
+		tk[i] = (struct tok){ seq[i], (uint32_t)i };
+	qsort(tk, n, sizeof(*tk), cmp_tok);
+	for (size_t a = 0, b; a < n; a = b) {
+		size_t c, mode_n = 0, run;
+		uint64_t mode = 0;
+
+		for (b = a; b < n && tk[b].token == tk[a].token; b++)
+			;
+		c = b - a;
+		if (c < 3)
+			continue;
+		for (size_t i = a + 1; i < b; i++)
+			gaps[i - a - 1] = tk[i].pos - tk[i - 1].pos;
+		qsort(gaps, c - 1, sizeof(*gaps), report_cmp_u64);
+		for (size_t i = 0; i < c - 1; i += run) {
+			for (run = 1; i + run < c - 1 && gaps[i + run] == gaps[i]; run++)
+				;
+			if (run > mode_n) {
+				mode_n = run;
+				mode = gaps[i];
+			}
+		}
+		if ((double)mode_n / (c - 1) < 0.6)
+			continue;
+		cand[nc++] = (struct cand){ tk[a].token, (uint32_t)mode, (uint32_t)c, tk[a].pos,
+					    tk[b - 1].pos, (double)mode_n / (c - 1) };
+	}
+	qsort(cand, nc, sizeof(*cand), cmp_cand);
+	for (size_t k = 0; k < nc && k < 64 && !best; k++)
+		if (cand[k].last - cand[k].first >= 2 * cand[k].period &&
+		    periodic(seq, cand[k].first, cand[k].last, cand[k].period) >= 0.8)
+			best = &cand[k];
+	ret = 0;
+	if (!best)
+		goto out;
+	p = best->period;
+	for (uint32_t q = 1; q < p; q++)
+		if (p % q == 0 && periodic(seq, best->first, best->last, q) >= 0.8) {
+			p = q;
+			break;
+		}
+	if (p != best->period) {
+		struct cand *b2 = NULL;
+
+		for (size_t k = 0; k < nc; k++)
+			if (cand[k].period == p && cand[k].regular >= 0.8 &&
+			    (!b2 || cand[k].count > b2->count))
+				b2 = &cand[k];
+		if (!b2)
+			goto out;       /* no token marks the shorter period */
+		best = b2;
+	}
+	/* steps: between consecutive anchor occurrences */
+	{
+		size_t na = 0, ngaps = 0;
+		double sum = 0, sq = 0;
+		uint64_t *d = gaps;
+		uint32_t prev = UINT32_MAX;
+		uint64_t *kps = malloc((n + 1) * sizeof(*kps));
+
+		if (!kps) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		for (size_t i = 0; i < n; i++) {
+			if (seq[i] != best->token)
+				continue;
+			if (prev != UINT32_MAX) {
+				d[na] = ts[i] - ts[prev];
+				kps[ngaps++] = i - prev;
+				na++;
+			}
+			prev = i;
+		}
+		if (na >= 1) {
+			it->found = true;
+			it->anchor = (uint32_t)(best->token >> 32);
+			it->anchor_site = (uint32_t)best->token;
+			it->steps = na;
+			for (size_t i = 0; i < na; i++) {
+				sum += d[i];
+				sq += (double)d[i] * d[i];
+			}
+			it->mean_ns = sum / na;
+			it->stddev_ns = sqrt(fmax(0, sq / na - it->mean_ns * it->mean_ns));
+			it->median_ns = report_median_u64(d, na);
+			it->min_ns = d[0];
+			it->max_ns = d[na - 1];
+			it->kernels_per_step = report_median_u64(kps, ngaps);
+		}
+		free(kps);
+	}
+out:
+	free(tk);
+	free(cand);
+	free(gaps);
+	return ret;
+}
+
+int report_iter(const struct rt_table *t, struct report *r)
+{
+	uint64_t *seq = NULL;
+	int64_t *ts = NULL;
+	int ret = 0;
+
+	seq = malloc((t->nev + 1) * sizeof(*seq));
+	ts = malloc((t->nev + 1) * sizeof(*ts));
+	if (!seq || !ts) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t p = 0; p < r->nprocs && !ret; p++) {
+		struct rep_proc *rp = &r->procs[p];
+		uint32_t tids[64], counts[64], main_tid = 0, best = 0;
+		size_t ntid = 0, n = 0;
+		bool stacks = false;
+
+		/* the thread with the most launches (among its first 64 launchers) */
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct rt_event *e = &t->ev[i];
+			size_t k;
+
+			if (e->proc != p || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED))
+				continue;
+			for (k = 0; k < ntid && tids[k] != e->tid; k++)
+				;
+			if (k == ntid) {
+				if (ntid == 64)
+					continue;
+				tids[ntid] = e->tid;
+				counts[ntid++] = 0;
+			}
+			if (++counts[k] > best) {
+				best = counts[k];
+				main_tid = e->tid;
+			}
+		}
+		for (size_t i = 0; i < t->nev; i++) {
+			const struct rt_event *e = &t->ev[i];
+
+			if (e->proc != p || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED) ||
+			    e->tid != main_tid)
+				continue;
+			stacks |= e->site != 0;
+			seq[n] = (uint64_t)(e->aux ? e->aux : e->name) << 32 | e->site;
+			ts[n++] = e->ts;
+		}
+		rp->iter.tid = main_tid;
+		rp->iter.from_stacks = stacks;
+		if (n >= 3)
+			ret = analyze(&rp->iter, seq, ts, n);
+	}
+out:
+	free(seq);
+	free(ts);
+	return ret;
+}

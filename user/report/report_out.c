@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The report as text (for people) and JSON (for scripts). */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "lib/json_writer.h"
+#include "model/cuda_calls.h"
+#include "report/report.h"
+
+#define TEXT_TOP 10
+
+static double ms(uint64_t ns)
+{
+	return ns / 1e6;
+}
+
+static double pct(uint64_t a, uint64_t b)
+{
+	return b ? 100.0 * a / b : 0;
+}
+
+static bool proc_empty(const struct rep_proc *rp)
+{
+	return !rp->napi && !rp->ngpu;
+}
+
+/* "qualname (file:line)" -> "file:line" and qualname, NULL when unknown */
+static void frame_parts(const struct rt_table *t, uint32_t site, char *file, size_t flen,
+			char *func, size_t fnlen)
+{
+	const char *f = rt_str(t, site), *qual, *s;
+	size_t qlen;
+
+	file[0] = func[0] = 0;
+	if (!site)
+		return;
+	if (!report_split_frame(f, &qual, &qlen, &s)) {
+		snprintf(file, flen, "%s", f);
+		return;
+	}
+	snprintf(file, flen, "%.*s", (int)(strlen(s) - 1), s);
+	snprintf(func, fnlen, "%.*s", (int)qlen, qual);
+}
+
+static const char *bytes_h(uint64_t b, char *buf, size_t len)
+{
+	if (b >= 1ULL << 30)
+		snprintf(buf, len, "%.2f GiB", b / 1073741824.0);
+	else if (b >= 1ULL << 20)
+		snprintf(buf, len, "%.2f MiB", b / 1048576.0);
+	else if (b >= 1024)
+		snprintf(buf, len, "%.1f KiB", b / 1024.0);
+	else
+		snprintf(buf, len, "%" PRIu64 " B", b);
+	return buf;
+}
+
+/* ---------------------------------------------------------------- text */
+
+static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE *f)
+{
+	char file[512], func[512], b1[32], b2[32], b3[32];
+
+	fprintf(f, "\nprocess %u (%s): %" PRIu64 " host calls, %" PRIu64 " GPU activities\n",
+		rp->pid, rp->name ? rt_str(t, rp->name) : "?", rp->napi, rp->ngpu);
+	if (!rp->ndevs)
+		fprintf(f, "  no GPU activity in the trace for this process\n");
+	for (size_t d = 0; d < rp->ndevs; d++) {
+		const struct rep_device *v = &rp->devs[d];
+		uint64_t idle = v->span_ns - v->busy_ns;
+
+		fprintf(f, "  GPU %u: busy %.1f%% (%.3f ms of a %.3f ms span, %" PRIu64 " activities)\n",
+			v->device, pct(v->busy_ns, v->span_ns), ms(v->busy_ns), ms(v->span_ns), v->nwork);
+		fprintf(f, "    idle %.3f ms: host-bound %.3f ms (%.0f%%), sync-bound %.3f ms (%.0f%%), "
+			"other %.3f ms (%.0f%%)\n", ms(idle), ms(v->host_bound_ns),
+			pct(v->host_bound_ns, idle), ms(v->sync_bound_ns), pct(v->sync_bound_ns, idle),
+			ms(v->other_ns), pct(v->other_ns, idle));
+	}
+	if (rp->nhot) {
+		fprintf(f, "  sync hotspots (blocking syncs by innermost user Python frame, costliest first):\n");
+		fprintf(f, "    %7s %12s %12s  %s\n", "count", "blocked ms", "GPU idle ms", "site");
+		for (size_t k = 0; k < rp->nhot && k < TEXT_TOP; k++) {
+			const struct rep_hotspot *h = &rp->hot[k];
+
+			frame_parts(t, h->site, file, sizeof(file), func, sizeof(func));
+			fprintf(f, "    %7" PRIu64 " %12.3f %12.3f  ", h->count, ms(h->blocked_ns),
+				ms(h->gpu_idle_ns));
+			if (h->site)
+				fprintf(f, "%s (%s)  [%s]\n", func[0] ? func : "?", file, rt_str(t, h->call));
+			else
+				fprintf(f, "stack unknown  [%s]\n", rt_str(t, h->call));
+		}
+	}
+	if (rp->ncomm) {
+		fprintf(f, "  communication (NCCL kernels; exposed = running with no compute kernel on the device):\n");
+		fprintf(f, "    %7s %10s %10s %8s  %-11s %s\n", "count", "total ms", "exposed ms",
+			"exposed", "same stream", "kernel");
+		for (size_t k = 0; k < rp->ncomm; k++) {
+			const struct rep_comm *c = &rp->comm[k];
+
+			fprintf(f, "    %7" PRIu64 " %10.3f %10.3f %7.0f%%  %-11s %s (GPU %u / stream %u)\n",
+				c->count, ms(c->total_ns), ms(c->exposed_ns), pct(c->exposed_ns, c->total_ns),
+				c->same_stream_as_compute ? "yes" : "no", rt_str(t, c->kernel), c->device,
+				c->stream);
+		}
+	}
+	for (size_t k = 0, any = 0; k < rp->nstreams; k++) {
+		const struct rep_stream *s = &rp->streams[k];
+
+		if (!s->launch_bound)
+			continue;
+		if (!any++)
+			fprintf(f, "  launch-bound streams (kernels shorter than the gaps between them):\n");
+		fprintf(f, "    GPU %u / stream %u: %" PRIu64 " kernels, median kernel %.1f us, median gap "
+			"%.1f us, next launch late in %.0f%% of gaps, %.0f launches/s, %.1f us host time per launch\n",
+			s->device, s->stream, s->kernels, s->median_kernel_ns / 1e3, s->median_gap_ns / 1e3,
+			100 * s->late_fraction, s->launch_rate, s->host_per_launch_ns / 1e3);
+	}
+	if (rp->iter.found) {
+		const struct rep_iter *it = &rp->iter;
+
+		fprintf(f, "  iterations: %" PRIu64 " steps, %.3f ms mean (median %.3f, min %.3f, max %.3f, "
+			"sd %.3f), %" PRIu64 " launches per step on thread %u; from the %s, each step "
+			"starting at %s", it->steps, it->mean_ns / 1e6, it->median_ns / 1e6,
+			it->min_ns / 1e6, it->max_ns / 1e6, it->stddev_ns / 1e6, it->kernels_per_step,
+			it->tid, it->from_stacks ? "Python stacks" : "kernel launch sequence",
+			rt_str(t, it->anchor));
+		if (it->anchor_site)
+			fprintf(f, " from %s", rt_str(t, it->anchor_site));
+		fprintf(f, "\n");
+	} else if (rp->ngpu || rp->napi) {
+		fprintf(f, "  iterations: no repeating step structure found\n");
+	}
+	for (size_t k = 0; k < rp->nmem; k++) {
+		const struct rep_mem_dev *m = &rp->mem[k];
+
+		frame_parts(t, m->peak_site, file, sizeof(file), func, sizeof(func));
+		fprintf(f, "  device memory (GPU %u): peak %s at +%.3f ms, reached by %s of %s at %s%s%s%s; "
+			"%" PRIu64 " allocations, %" PRIu64 " frees, %s in use at the end\n",
+			m->device, bytes_h(m->peak_bytes, b1, sizeof(b1)), ms(m->peak_ts - t->t_first),
+			rt_str(t, m->peak_call), bytes_h(m->peak_alloc_bytes, b2, sizeof(b2)),
+			m->peak_site ? func : "stack unknown", m->peak_site ? " (" : "",
+			m->peak_site ? file : "", m->peak_site ? ")" : "", m->allocs, m->frees,
+			bytes_h(m->end_bytes, b3, sizeof(b3)));
+	}
+	if (rp->nkernels) {
+		fprintf(f, "  top kernels by GPU time:\n    %8s %10s %10s %7s  %s\n", "count", "total ms",
+			"mean us", "busy", "kernel");
+		for (size_t k = 0; k < rp->nkernels && k < TEXT_TOP; k++) {
+			const struct rep_top *x = &rp->kernels[k];
+
+			fprintf(f, "    %8" PRIu64 " %10.3f %10.1f %6.1f%%  %s\n", x->count, ms(x->total_ns),
+				x->total_ns / 1e3 / x->count, 100 * x->share, rt_str(t, x->name));
+		}
+	}
+	if (rp->nfailed) {
+		fprintf(f, "  failed driver calls: %" PRIu64 "\n    %8s  %-40s %s\n", rp->nfailed,
+			"count", "call", "error");
+		for (size_t k = 0; k < rp->nerrors && k < TEXT_TOP; k++) {
+			const struct rep_err *x = &rp->errors[k];
+			const char *err = cuda_result_name(x->ret);
+
+			if (err)
+				fprintf(f, "    %8" PRIu64 "  %-40s %s\n", x->count,
+					rt_str(t, x->name), err);
+			else
+				fprintf(f, "    %8" PRIu64 "  %-40s CUresult %d\n", x->count,
+					rt_str(t, x->name), x->ret);
+		}
+	}
+	if (rp->ncalls) {
+		fprintf(f, "  top driver calls by host time:\n    %8s %10s %10s %10s  %s\n", "count",
+			"total ms", "mean us", "max us", "call");
+		for (size_t k = 0; k < rp->ncalls && k < TEXT_TOP; k++) {
+			const struct rep_top *x = &rp->calls[k];
+
+			fprintf(f, "    %8" PRIu64 " %10.3f %10.1f %10.1f  %s\n", x->count, ms(x->total_ns),
+				x->total_ns / 1e3 / x->count, x->max_ns / 1e3, rt_str(t, x->name));
+		}
+	}
+}
+
+int report_text(const struct rt_table *t, const struct report *r, FILE *f)
+{
+	size_t np = 0;
+
+	for (size_t p = 0; p < r->nprocs; p++)
+		np += !proc_empty(&r->procs[p]);
+	fprintf(f, "gpubpf report: %s: %zu events, %zu process%s\n", t->path, t->nev, np,
+		np == 1 ? "" : "es");
+	if (t->dropped)
+		fprintf(f, "%" PRIu64 " events were lost while recording: counts below are low\n",
+			t->dropped);
+	for (size_t i = 0; i < t->nmissed; i++)
+		fprintf(f, "calls of pid %u may be missing: %s\n", t->missed[2 * i],
+			rt_str(t, t->missed[2 * i + 1]));
+	if (!r->any_stacks)
+		fprintf(f, "Python stacks: not in this trace; call sites are unknown\n");
+	if (!r->any_gpu)
+		fprintf(f, "no GPU activity in this trace (recorded with --no-device, or without GPU timing): "
+			"GPU usage, idle time and kernels are not known\n");
+	for (size_t p = 0; p < r->nprocs; p++)
+		if (!proc_empty(&r->procs[p]))
+			text_proc(t, &r->procs[p], f);
+	return ferror(f) ? -EIO : 0;
+}
+
+/* ---------------------------------------------------------------- json */
+
+/* Members of the JSON report, through the streaming writer. */
+static void kstr(struct jw *jw, const char *key, const char *v)
+{
+	jw_key(jw, key);
+	jw_str(jw, v);
+}
+
+static void kuint(struct jw *jw, const char *key, uint64_t v)
+{
+	jw_key(jw, key);
+	jw_uint(jw, v);
+}
+
+static void knum(struct jw *jw, const char *key, double v)
+{
+	jw_key(jw, key);
+	jw_double(jw, v);
+}
+
+static void kms(struct jw *jw, const char *key, uint64_t ns)
+{
+	jw_key(jw, key);
+	jw_ms(jw, ns);
+}
+
+static void kbool(struct jw *jw, const char *key, bool v)
+{
+	jw_key(jw, key);
+	jw_bool(jw, v);
+}
+
+/* A call site as "file:line" and its function, null when unknown. */
+static void ksite(struct jw *jw, const struct rt_table *t, uint32_t site, const char *key_site,
+		  const char *key_func)
+{
+	char file[512], func[512];
+
+	frame_parts(t, site, file, sizeof(file), func, sizeof(func));
+	jw_key(jw, key_site);
+	if (site)
+		jw_str(jw, file);
+	else
+		jw_null(jw);
+	jw_key(jw, key_func);
+	if (func[0])
+		jw_str(jw, func);
+	else
+		jw_null(jw);
+}
+
+static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
+{
+	jw_obj_begin(jw);
+	kuint(jw, "pid", rp->pid);
+	kstr(jw, "name", rp->name ? rt_str(t, rp->name) : "");
+	kuint(jw, "host_calls", rp->napi);
+	kuint(jw, "gpu_activities", rp->ngpu);
+	jw_key(jw, "devices");
+	jw_arr_begin(jw);
+	for (size_t d = 0; d < rp->ndevs; d++) {
+		const struct rep_device *v = &rp->devs[d];
+
+		jw_obj_begin(jw);
+		kuint(jw, "device", v->device);
+		knum(jw, "gpu_usage_ratio", v->span_ns ? (double)v->busy_ns / v->span_ns : 0);
+		kms(jw, "busy_ms", v->busy_ns);
+		kms(jw, "span_ms", v->span_ns);
+		jw_key(jw, "idle");
+		jw_obj_begin(jw);
+		kms(jw, "host_bound_ms", v->host_bound_ns);
+		kms(jw, "sync_bound_ms", v->sync_bound_ns);
+		kms(jw, "other_ms", v->other_ns);
+		jw_obj_end(jw);
+		kuint(jw, "activities", v->nwork);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	jw_key(jw, "sync_hotspots");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nhot; k++) {
+		const struct rep_hotspot *h = &rp->hot[k];
+
+		jw_obj_begin(jw);
+		ksite(jw, t, h->site, "site", "function");
+		kstr(jw, "call", rt_str(t, h->call));
+		kuint(jw, "count", h->count);
+		kms(jw, "blocked_ms", h->blocked_ns);
+		kms(jw, "gpu_idle_ms", h->gpu_idle_ns);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	jw_key(jw, "comm_overlap");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->ncomm; k++) {
+		const struct rep_comm *c = &rp->comm[k];
+
+		jw_obj_begin(jw);
+		kstr(jw, "kernel", rt_str(t, c->kernel));
+		kuint(jw, "device", c->device);
+		kuint(jw, "stream", c->stream);
+		kbool(jw, "same_stream_as_compute", c->same_stream_as_compute);
+		kuint(jw, "count", c->count);
+		kms(jw, "total_ms", c->total_ns);
+		kms(jw, "exposed_ms", c->exposed_ns);
+		knum(jw, "exposed_fraction", c->total_ns ? (double)c->exposed_ns / c->total_ns : 0);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	jw_key(jw, "streams");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nstreams; k++) {
+		const struct rep_stream *st = &rp->streams[k];
+
+		jw_obj_begin(jw);
+		kuint(jw, "device", st->device);
+		kuint(jw, "stream", st->stream);
+		kuint(jw, "kernels", st->kernels);
+		knum(jw, "median_kernel_us", st->median_kernel_ns / 1e3);
+		knum(jw, "median_gap_us", st->median_gap_ns / 1e3);
+		knum(jw, "late_launch_fraction", st->late_fraction);
+		knum(jw, "launch_rate_per_s", st->launch_rate);
+		knum(jw, "host_us_per_launch", st->host_per_launch_ns / 1e3);
+		kbool(jw, "launch_bound", st->launch_bound);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	for (int calls = 0; calls < 2; calls++) {
+		const struct rep_top *top = calls ? rp->calls : rp->kernels;
+		size_t n = calls ? rp->ncalls : rp->nkernels;
+
+		jw_key(jw, calls ? "top_calls" : "top_kernels");
+		jw_arr_begin(jw);
+		for (size_t k = 0; k < n; k++) {
+			const struct rep_top *x = &top[k];
+
+			jw_obj_begin(jw);
+			kstr(jw, "name", rt_str(t, x->name));
+			kuint(jw, "count", x->count);
+			kms(jw, "total_ms", x->total_ns);
+			knum(jw, "mean_us", x->count ? x->total_ns / 1e3 / x->count : 0);
+			if (calls)
+				knum(jw, "max_us", x->max_ns / 1e3);
+			else
+				knum(jw, "share_of_busy", x->share);
+			jw_obj_end(jw);
+		}
+		jw_arr_end(jw);
+	}
+	kuint(jw, "failed_calls", rp->nfailed);
+	jw_key(jw, "errors");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nerrors; k++) {
+		const struct rep_err *x = &rp->errors[k];
+
+		jw_obj_begin(jw);
+		kstr(jw, "name", rt_str(t, x->name));
+		jw_key(jw, "ret");
+		jw_int(jw, x->ret);
+		if (cuda_result_name(x->ret))
+			kstr(jw, "error", cuda_result_name(x->ret));
+		kuint(jw, "count", x->count);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	jw_key(jw, "iterations");
+	jw_obj_begin(jw);
+	kbool(jw, "detected", rp->iter.found);
+	kstr(jw, "source", rp->iter.from_stacks ? "python_stack" : "launch_sequence");
+	kuint(jw, "thread", rp->iter.tid);
+	if (rp->iter.found) {
+		const struct rep_iter *it = &rp->iter;
+
+		kstr(jw, "anchor_kernel", rt_str(t, it->anchor));
+		ksite(jw, t, it->anchor_site, "anchor_site", "anchor_function");
+		kuint(jw, "steps", it->steps);
+		kuint(jw, "kernels_per_step", it->kernels_per_step);
+		jw_key(jw, "step_ms");
+		jw_obj_begin(jw);
+		kms(jw, "mean", it->mean_ns);
+		kms(jw, "median", it->median_ns);
+		kms(jw, "min", it->min_ns);
+		kms(jw, "max", it->max_ns);
+		kms(jw, "stddev", it->stddev_ns);
+		jw_obj_end(jw);
+	}
+	jw_obj_end(jw);
+	jw_key(jw, "memory");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nmem; k++) {
+		const struct rep_mem_dev *m = &rp->mem[k];
+
+		jw_obj_begin(jw);
+		kuint(jw, "device", m->device);
+		kuint(jw, "allocs", m->allocs);
+		kuint(jw, "frees", m->frees);
+		kuint(jw, "peak_bytes", m->peak_bytes);
+		kms(jw, "peak_ms", m->peak_ts - t->t_first);
+		ksite(jw, t, m->peak_site, "peak_site", "peak_function");
+		kstr(jw, "peak_call", rt_str(t, m->peak_call));
+		kuint(jw, "peak_alloc_bytes", m->peak_alloc_bytes);
+		kuint(jw, "end_bytes", m->end_bytes);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	jw_obj_end(jw);
+}
+
+int report_json(const struct rt_table *t, const struct report *r, FILE *f)
+{
+	struct jw jw;
+	int ret = jw_init_file(&jw, f);
+
+	if (ret)
+		return ret;
+	jw_obj_begin(&jw);
+	kstr(&jw, "trace", t->path);
+	kuint(&jw, "events", t->nev);
+	kbool(&jw, "gpu_activity", r->any_gpu);
+	kbool(&jw, "stacks", r->any_stacks);
+	kuint(&jw, "dropped_events", t->dropped);
+	jw_key(&jw, "calls_may_be_missing");
+	jw_obj_begin(&jw);
+	for (size_t i = 0; i < t->nmissed; i++) {
+		char pid[16];
+
+		snprintf(pid, sizeof(pid), "%u", t->missed[2 * i]);
+		kstr(&jw, pid, rt_str(t, t->missed[2 * i + 1]));
+	}
+	jw_obj_end(&jw);
+	jw_key(&jw, "processes");
+	jw_arr_begin_lines(&jw);
+	for (size_t p = 0; p < r->nprocs; p++)
+		if (!proc_empty(&r->procs[p]))
+			json_proc(t, &r->procs[p], &jw);
+	jw_arr_end(&jw);
+	jw_obj_end(&jw);
+	ret = jw_finish(&jw);
+	jw_release(&jw);
+	if (!ret && (fputc('\n', f) == EOF || ferror(f)))
+		ret = -EIO;
+	return ret;
+}

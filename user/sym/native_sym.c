@@ -1,0 +1,361 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Symbolising native addresses; see native_sym.h.
+ *
+ * Per process: its executable mappings, sorted, from /proc/PID/maps.  An
+ * address outside all of them makes us read the maps again (a library
+ * loaded since), once per such address: addresses that are in no mapping
+ * even then (a stack unwound through code without frame pointers yields
+ * some) are remembered, so they cost one read each.  Per file (device and
+ * inode, shared by every process that maps it): its function symbols,
+ * loaded at first use, and their names demangled at first use.  A file is
+ * opened when first seen mapped, so that a process that exits at once
+ * still has its files named.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "sym/demangle.h"
+#include "sym/elf_syms.h"
+#include "sym/native_sym.h"
+
+struct nfile {
+	struct nfile *next;
+	unsigned major, minor;
+	uint64_t ino;
+	int ok;                 /* symbols loaded (maybe none); -1 not yet, 0 failed */
+	int fd;                 /* opened when first seen mapped, until loaded; -1 */
+	struct elf_funcs f;
+	char **names;           /* per function: its name as shown, NULL until asked */
+	size_t dem_bytes;       /* of demangled names */
+};
+
+struct nmap {
+	uint64_t start, end, pgoff;
+	struct nfile *file;     /* NULL: not a file */
+	char *name;             /* the file's path, "[vdso]"..., or "" */
+};
+
+struct nproc {
+	struct nproc *next;
+	pid_t pid;
+	struct nmap *maps;
+	size_t n;
+	uint64_t *missed;       /* open-addressing set of addresses in no mapping */
+	size_t nmissed, missed_slots;
+};
+
+struct nsym {
+	struct nproc *procs;
+	struct nfile *files;
+};
+
+#define MISSED_MAX 65536
+
+struct nsym *nsym_new(void)
+{
+	return calloc(1, sizeof(struct nsym));
+}
+
+static void free_maps(struct nproc *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		free(p->maps[i].name);
+	free(p->maps);
+	p->maps = NULL;
+	p->n = 0;
+}
+
+static void free_file(struct nfile *f)
+{
+	for (size_t i = 0; f->names && i < f->f.n; i++)
+		if (f->names[i] && (f->names[i] < f->f.names ||
+				    f->names[i] >= f->f.names + f->f.names_len))
+			free(f->names[i]);
+	free(f->names);
+	if (f->fd >= 0)
+		close(f->fd);
+	elf_funcs_release(&f->f);
+	free(f);
+}
+
+void nsym_forget(struct nsym *s, pid_t pid)
+{
+	for (struct nproc **pp = &s->procs; *pp; pp = &(*pp)->next) {
+		struct nproc *p = *pp;
+
+		if (p->pid != pid)
+			continue;
+		*pp = p->next;
+		free_maps(p);
+		free(p->missed);
+		free(p);
+		return;
+	}
+}
+
+void nsym_free(struct nsym *s)
+{
+	if (!s)
+		return;
+	while (s->procs)
+		nsym_forget(s, s->procs->pid);
+	while (s->files) {
+		struct nfile *f = s->files;
+
+		s->files = f->next;
+		free_file(f);
+	}
+	free(s);
+}
+
+static struct nfile *get_file(struct nsym *s, pid_t pid, unsigned major, unsigned minor,
+			      uint64_t ino, const char *path, uint64_t start, uint64_t end)
+{
+	char buf[4200];
+	struct nfile *f;
+
+	for (f = s->files; f; f = f->next)
+		if (f->major == major && f->minor == minor && f->ino == ino)
+			return f;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return NULL;
+	f->major = major;
+	f->minor = minor;
+	f->ino = ino;
+	f->ok = -1;             /* not tried yet */
+	snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, path);
+	f->fd = open(buf, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0) {
+		/* deleted or replaced since: the mapping itself still reads */
+		snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
+			 start, end);
+		f->fd = open(buf, O_RDONLY | O_CLOEXEC);
+	}
+	f->next = s->files;
+	s->files = f;
+	return f;
+}
+
+/* Read pid's executable mappings; 0 or -errno (the process is gone). */
+static int read_maps(struct nsym *s, struct nproc *p)
+{
+	char path[64], *line = NULL, perms[8];
+	struct nmap *maps = NULL, *nm;
+	size_t cap = 0, n = 0, linecap = 0;
+	int ret = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -errno;
+	while (getline(&line, &linecap, fp) > 0) {
+		uint64_t start, end, pgoff, ino;
+		unsigned major, minor;
+		const char *file;
+		int pos = 0;
+		size_t len;
+
+		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
+			   &start, &end, perms, &pgoff, &major, &minor, &ino, &pos) < 7 ||
+		    !pos || perms[2] != 'x')
+			continue;
+		file = line + pos;
+		len = strcspn(file, "\n");
+		line[pos + len] = 0;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 64;
+			nm = realloc(maps, cap * sizeof(*maps));
+			if (!nm) {
+				ret = -ENOMEM;
+				break;
+			}
+			maps = nm;
+		}
+		maps[n] = (struct nmap){ .start = start, .end = end, .pgoff = pgoff,
+					 .name = strdup(file) };
+		if (!maps[n].name) {
+			ret = -ENOMEM;
+			break;
+		}
+		if (file[0] == '/' && ino &&
+		    !(maps[n].file = get_file(s, p->pid, major, minor, ino, file, start, end))) {
+			free(maps[n].name);
+			ret = -ENOMEM;
+			break;
+		}
+		n++;
+	}
+	free(line);
+	fclose(fp);
+	free_maps(p);
+	p->maps = maps;
+	p->n = n;
+	return ret;
+}
+
+static struct nmap *find_map(struct nproc *p, uint64_t addr)
+{
+	size_t lo = 0, hi = p->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (addr < p->maps[mid].start)
+			hi = mid;
+		else if (addr >= p->maps[mid].end)
+			lo = mid + 1;
+		else
+			return &p->maps[mid];
+	}
+	return NULL;
+}
+
+/* 1 if addr was already found in no mapping, else remember it and 0. */
+static int missed_before(struct nproc *p, uint64_t addr)
+{
+	size_t i;
+
+	if ((p->nmissed + 1) * 2 > p->missed_slots) {
+		size_t n = p->missed_slots ? p->missed_slots * 2 : 64;
+		uint64_t *m;
+
+		if (n > MISSED_MAX * 2) {       /* a bound: start over */
+			memset(p->missed, 0, p->missed_slots * sizeof(*p->missed));
+			p->nmissed = 0;
+			n = p->missed_slots;
+		}
+		m = calloc(n, sizeof(*m));
+		if (!m)
+			return 0;
+		for (size_t k = 0; k < p->missed_slots; k++) {
+			if (!p->missed[k])
+				continue;
+			for (i = (p->missed[k] * 0x9e3779b97f4a7c15ULL) >> 20 & (n - 1); m[i];
+			     i = (i + 1) & (n - 1))
+				;
+			m[i] = p->missed[k];
+		}
+		free(p->missed);
+		p->missed = m;
+		p->missed_slots = n;
+	}
+	for (i = (addr * 0x9e3779b97f4a7c15ULL) >> 20 & (p->missed_slots - 1); p->missed[i];
+	     i = (i + 1) & (p->missed_slots - 1))
+		if (p->missed[i] == addr)
+			return 1;
+	p->missed[i] = addr;
+	p->nmissed++;
+	return 0;
+}
+
+/* Load the symbols of the file opened when it was first seen. */
+static void load_file(struct nfile *f)
+{
+	char buf[64];
+	int ret;
+
+	snprintf(buf, sizeof(buf), "/proc/self/fd/%d", f->fd);
+	ret = f->fd >= 0 ? elf_funcs_load(buf, &f->f) : -EBADF;
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+	if (ret) {
+		f->ok = 0;
+		return;
+	}
+	f->names = calloc(f->f.n ? f->f.n : 1, sizeof(*f->names));
+	f->ok = !!f->names;
+}
+
+static const char *func_name(struct nfile *f, const struct elf_func *fn)
+{
+	size_t i = fn - f->f.funcs;
+
+	if (!f->names[i]) {
+		const char *raw = f->f.names + fn->name;
+		char *d = demangle(raw);
+
+		f->names[i] = d ? d : (char *)raw;
+		if (d)
+			f->dem_bytes += strlen(d) + 1;
+	}
+	return f->names[i];
+}
+
+int nsym_name(struct nsym *s, pid_t pid, uint64_t addr, int ret_addr, char *buf, size_t len)
+{
+	uint64_t look = ret_addr && addr ? addr - 1 : addr, off, vaddr;
+	const struct elf_func *fn;
+	struct nproc *p;
+	struct nmap *m;
+	const char *base;
+
+	for (p = s->procs; p && p->pid != pid; p = p->next)
+		;
+	if (!p) {
+		p = calloc(1, sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		p->pid = pid;
+		p->next = s->procs;
+		s->procs = p;
+		if (read_maps(s, p) == -ENOMEM)
+			return -ENOMEM;
+	}
+	m = find_map(p, look);
+	if (!m && !missed_before(p, look)) {
+		if (read_maps(s, p) == -ENOMEM)
+			return -ENOMEM;
+		m = find_map(p, look);
+	}
+	if (!m) {
+		snprintf(buf, len, "0x%" PRIx64, addr);
+		return 0;
+	}
+	if (!m->file) {
+		snprintf(buf, len, m->name[0] ? "0x%" PRIx64 " (%s)" : "0x%" PRIx64 "%s", addr,
+			 m->name);
+		return 0;
+	}
+	base = strrchr(m->name, '/') + 1;
+	if (m->file->ok < 0)
+		load_file(m->file);
+	off = look - m->start + m->pgoff;
+	if (!m->file->ok || elf_seg_offset_to_vaddr(m->file->f.segs, m->file->f.nsegs, off, &vaddr))
+		vaddr = off;
+	fn = m->file->ok ? elf_funcs_find(&m->file->f, vaddr) : NULL;
+	vaddr += addr - look;
+	if (!fn) {
+		snprintf(buf, len, "0x%" PRIx64 " (%s)", vaddr, base);
+		return 0;
+	}
+	snprintf(buf, len, "%s+0x%" PRIx64 " (%s)", func_name(m->file, fn), vaddr - fn->addr,
+		 base);
+	return 1;
+}
+
+size_t nsym_mem(const struct nsym *s, size_t *files)
+{
+	size_t bytes = sizeof(*s), nf = 0;
+
+	for (const struct nproc *p = s->procs; p; p = p->next) {
+		bytes += sizeof(*p) + p->n * sizeof(*p->maps) + p->missed_slots * sizeof(*p->missed);
+		for (size_t i = 0; i < p->n; i++)
+			bytes += strlen(p->maps[i].name) + 1;
+	}
+	for (const struct nfile *f = s->files; f; f = f->next) {
+		bytes += sizeof(*f) + f->f.n * (sizeof(*f->f.funcs) + sizeof(*f->names)) +
+			 f->f.names_len + f->f.nsegs * sizeof(*f->f.segs) + f->dem_bytes;
+		nf += f->ok > 0;
+	}
+	if (files)
+		*files = nf;
+	return bytes;
+}

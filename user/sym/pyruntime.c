@@ -1,0 +1,666 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Finding a process's CPython runtime and its layout; see pyruntime.h.
+ *
+ * The runtime is the _PyRuntime object of the executable (a static
+ * libpython, maybe non-PIE) or of libpython3.X.so.  Layouts: offsetof
+ * tables for 3.10, 3.11 and 3.12 (checked against each version's headers
+ * by scripts/py-offsets.sh and tests/unit/test_pyruntime.c); 3.13 and 3.14
+ * publish their offsets in the _Py_DebugOffsets that starts _PyRuntime.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "sym/elf_syms.h"
+#include "sym/pyruntime.h"
+
+#define N GB_PY_NONE
+
+/* A version's layout: the walker's part and the symboliser's part. */
+struct py_table {
+	__u32 version;
+	struct gb_py_config cfg;        /* runtime, version, depth unset */
+	struct py_code_layout code;
+};
+
+/* offsetof on each version's headers: scripts/py-offsets.sh */
+static const struct py_table tables[] = {
+	{ 310, {
+		.interp_head = 32, .threads_head = 8, .tstate_next = 8,
+		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,
+		.frame_code = 32, .frame_prev = 24, .frame_instr = 96,
+		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64,
+	}, {
+		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,
+		.linetable = 120, .str_length = 16, .str_state = 32,
+		.ascii_size = 48, .compact_size = 72, .bytes_size = 16, .bytes_sval = 32,
+	} },
+	{ 311, {
+		.interp_head = 40, .threads_head = 16, .tstate_next = 8,
+		.tstate_thread_id = 152, .tstate_frame = 56, .cframe_frame = 8,
+		.frame_code = 32, .frame_prev = 48, .frame_instr = 56,
+		.frame_owner = 69, .code_adaptive = 184, .code_ident = 136 + 8 - 64,
+	}, {
+		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 72,
+		.linetable = 136, .str_length = 16, .str_state = 32,
+		.ascii_size = 48, .compact_size = 72, .bytes_size = 16, .bytes_sval = 32,
+	} },
+	{ 312, {
+		.interp_head = 40, .threads_head = 72, .tstate_next = 8,
+		.tstate_thread_id = 136, .tstate_frame = 56, .cframe_frame = 0,
+		.frame_code = 0, .frame_prev = 8, .frame_instr = 56,
+		.frame_owner = 70, .code_adaptive = 192, .code_ident = 136 + 8 - 64,
+	}, {
+		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 68,
+		.linetable = 136, .str_length = 16, .str_state = 32,
+		.ascii_size = 40, .compact_size = 56, .bytes_size = 16, .bytes_sval = 32,
+	} },
+};
+
+/* _Py_DebugOffsets of 3.13 (Include/internal/pycore_runtime.h). */
+struct dbg313 {
+	char cookie[8];
+	__u64 version, free_threaded;
+	struct { __u64 size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		__u64 size, id, next, threads_head, gc, imports_modules, sysdict,
+		      builtins, ceval_gil, gil_runtime_state, gil_enabled,
+		      gil_locked, gil_holder;
+	} interpreter_state;
+	struct {
+		__u64 size, prev, next, interp, current_frame, thread_id,
+		      native_thread_id, datastack_chunk, status;
+	} thread_state;
+	struct { __u64 size, previous, executable, instr_ptr, localsplus, owner; } interpreter_frame;
+	struct {
+		__u64 size, filename, name, qualname, linetable, firstlineno,
+		      argcount, localsplusnames, localspluskinds, co_code_adaptive;
+	} code_object;
+	struct { __u64 size, ob_type; } pyobject;
+	struct { __u64 size, tp_name, tp_repr, tp_flags; } type_object;
+	struct { __u64 size, ob_item, ob_size; } tuple_object;
+	struct { __u64 size, ob_item, ob_size; } list_object;
+	struct { __u64 size, ma_keys, ma_values; } dict_object;
+	struct { __u64 size, ob_fval; } float_object;
+	struct { __u64 size, lv_tag, ob_digit; } long_object;
+	struct { __u64 size, ob_size, ob_sval; } bytes_object;
+	struct { __u64 size, state, length, asciiobject_size; } unicode_object;
+};
+
+/*
+ * _Py_DebugOffsets of 3.14 (Include/internal/pycore_debug_offsets.h):
+ * threads_main, code_object_generation and tlbc_generation in the
+ * interpreter state, stackpointer and tlbc_index in the frame, co_tlbc,
+ * a set_object section.  Not tested: no 3.14 on the development machines.
+ */
+struct dbg314 {
+	char cookie[8];
+	__u64 version, free_threaded;
+	struct { __u64 size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		__u64 size, id, next, threads_head, threads_main, gc,
+		      imports_modules, sysdict, builtins, ceval_gil,
+		      gil_runtime_state, gil_enabled, gil_locked, gil_holder,
+		      code_object_generation, tlbc_generation;
+	} interpreter_state;
+	struct {
+		__u64 size, prev, next, interp, current_frame, thread_id,
+		      native_thread_id, datastack_chunk, status;
+	} thread_state;
+	struct {
+		__u64 size, previous, executable, instr_ptr, localsplus, owner,
+		      stackpointer, tlbc_index;
+	} interpreter_frame;
+	struct {
+		__u64 size, filename, name, qualname, linetable, firstlineno,
+		      argcount, localsplusnames, localspluskinds, co_code_adaptive,
+		      co_tlbc;
+	} code_object;
+	struct { __u64 size, ob_type; } pyobject;
+	struct { __u64 size, tp_name, tp_repr, tp_flags; } type_object;
+	struct { __u64 size, ob_item, ob_size; } tuple_object;
+	struct { __u64 size, ob_item, ob_size; } list_object;
+	struct { __u64 size, used, table, mask; } set_object;
+	struct { __u64 size, ma_keys, ma_values; } dict_object;
+	struct { __u64 size, ob_fval; } float_object;
+	struct { __u64 size, lv_tag, ob_digit; } long_object;
+	struct { __u64 size, ob_size, ob_sval; } bytes_object;
+	struct { __u64 size, state, length, asciiobject_size; } unicode_object;
+};
+
+/* The fields both DebugOffsets layouts give, as plain numbers. */
+struct dbg {
+	__u64 version, free_threaded;
+	__u64 interpreters_head, threads_head;
+	__u64 ts_size, ts_next, ts_current_frame, ts_thread_id;
+	__u64 fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
+	__u64 co_size, co_filename, co_name, co_qualname, co_linetable,
+	      co_firstlineno, co_code_adaptive;
+	__u64 bytes_ob_size, bytes_ob_sval;
+	__u64 str_state, str_length, str_ascii_size;
+};
+
+static void whyf(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void whyf(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
+static int mem_open(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+static int mem_read(int fd, __u64 addr, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!addr || addr > (__u64)LLONG_MAX)
+		return -EFAULT;
+	n = pread(fd, buf, len, (off_t)addr);
+	if (n < 0)
+		return -errno;
+	return (size_t)n == len ? 0 : -EFAULT;
+}
+
+static int read_u64(int fd, __u64 addr, __u64 *v)
+{
+	return mem_read(fd, addr, v, sizeof(*v));
+}
+
+/* A mapped file that may hold the runtime. */
+struct cand {
+	char path[PATH_MAX];
+	__u64 start;            /* start of its mapping at file offset 0 */
+	int data;               /* its writable segment is mapped: the loader is done */
+};
+
+/*
+ * The candidates: the executable and libpython*, each with the start of
+ * its mapping at offset 0.  Other objects (torch's hundreds of .so) are
+ * not read: CPython lives in one of these two, or it is an embedding we
+ * do not support.
+ */
+static int list_candidates(pid_t pid, struct cand *c, int max)
+{
+	char path[64], exe[PATH_MAX], line[PATH_MAX + 128];
+	FILE *f;
+	ssize_t n;
+	int k = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
+	n = readlink(path, exe, sizeof(exe) - 1);
+	exe[n > 0 ? n : 0] = 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f) && k < max) {
+		unsigned long long start, off;
+		char *file = strchr(line, '/'), *base, perms[8];
+		int dup = -1;
+
+		if (!file || sscanf(line, "%llx-%*x %7s %llx", &start, perms, &off) != 3)
+			continue;
+		file[strcspn(file, "\n")] = 0;
+		if (strstr(file, " (deleted)"))
+			continue;
+		base = strrchr(file, '/') + 1;
+		if (strcmp(file, exe) && strncmp(base, "libpython", 9))
+			continue;
+		for (int i = 0; i < k && dup < 0; i++)
+			if (!strcmp(c[i].path, file))
+				dup = i;
+		/* the loader maps a library's segments in order, the writable one last */
+		if (dup >= 0) {
+			c[dup].data |= perms[1] == 'w';
+			continue;
+		}
+		if (off)
+			continue;
+		snprintf(c[k].path, sizeof(c[k].path), "%s", file);
+		c[k].data = perms[1] == 'w';
+		c[k++].start = start;
+	}
+	fclose(f);
+	return k;
+}
+
+enum { SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_N };
+static const char *const sym_names[SYM_N] = {
+	"_PyRuntime", "Py_Version",
+	"PyIter_Send",  /* new in 3.10: tells 3.10 from older without Py_Version */
+};
+
+/*
+ * Look up the sym_names among the defined symbols of the ELF file at
+ * path, any type, and the page-aligned address of its PT_LOAD at offset 0.
+ * Returns 0 or -errno.
+ */
+static int elf_lookup(const char *path, __u64 vals[SYM_N], __u64 *vaddr0)
+{
+	Elf *elf = NULL;
+	Elf_Scn *scn;
+	GElf_Shdr sh;
+	GElf_Phdr ph;
+	size_t nph;
+	int fd, err = 0, have_load = 0;
+
+	memset(vals, 0, SYM_N * sizeof(*vals));
+	err = elf_file_open(path, &fd, &elf);
+	if (!err && elf_getphdrnum(elf, &nph))
+		err = -ENOEXEC;
+	if (err)
+		goto cleanup;
+	for (size_t i = 0; i < nph && !have_load; i++) {
+		if (gelf_getphdr(elf, i, &ph) && ph.p_type == PT_LOAD && !ph.p_offset) {
+			*vaddr0 = ph.p_vaddr & ~0xfffULL;
+			have_load = 1;
+		}
+	}
+	if (!have_load) {
+		err = -ENOEXEC;
+		goto cleanup;
+	}
+	/* .dynsym first: exported; .symtab for a stripped-of-exports build */
+	for (int pass = 0; pass < 2; pass++) {
+		scn = NULL;
+		while ((scn = elf_nextscn(elf, scn))) {
+			Elf_Data *data;
+			GElf_Sym sym;
+
+			if (!gelf_getshdr(scn, &sh) || !sh.sh_entsize ||
+			    sh.sh_type != (pass ? SHT_SYMTAB : SHT_DYNSYM) ||
+			    !(data = elf_getdata(scn, NULL)))
+				continue;
+			for (size_t k = 0; k < sh.sh_size / sh.sh_entsize; k++) {
+				const char *name;
+
+				if (!gelf_getsym(data, k, &sym) || sym.st_shndx == SHN_UNDEF ||
+				    !sym.st_value)
+					continue;
+				name = elf_strptr(elf, sh.sh_link, sym.st_name);
+				if (!name || (name[0] != '_' && name[0] != 'P'))
+					continue;
+				for (int i = 0; i < SYM_N; i++)
+					if (!vals[i] && !strcmp(name, sym_names[i]))
+						vals[i] = sym.st_value;
+			}
+		}
+		if (vals[SYM_RUNTIME] && vals[SYM_VERSION])
+			break;
+	}
+cleanup:
+	elf_file_close(fd, elf);
+	return err;
+}
+
+/* "3.9" out of ".../libpython3.9.so.1.0" or ".../python3.9": minor, or -1. */
+static int minor_from_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	const char *p;
+	int major, minor;
+
+	base = base ? base + 1 : path;
+	p = strstr(base, "python");
+	if (!p || sscanf(p, "python%d.%d", &major, &minor) != 2 || major != 3)
+		return -1;
+	return minor;
+}
+
+/*
+ * 3.13's and 3.14's _Py_DebugOffsets name the fields used alike, at
+ * different places: read the version's struct, keep the fields used.
+ */
+#define READ_DBG(type) do {						\
+	type o;								\
+									\
+	if (mem_read(fd, runtime, &o, sizeof(o)))			\
+		return -EFAULT;						\
+	if (memcmp(o.cookie, "xdebugpy", 8))				\
+		return -EINVAL;						\
+	*d = (struct dbg){						\
+		o.version, o.free_threaded,				\
+		o.runtime_state.interpreters_head, o.interpreter_state.threads_head, \
+		o.thread_state.size, o.thread_state.next,		\
+		o.thread_state.current_frame, o.thread_state.thread_id,	\
+		o.interpreter_frame.size, o.interpreter_frame.previous,	\
+		o.interpreter_frame.executable, o.interpreter_frame.instr_ptr, \
+		o.interpreter_frame.owner,				\
+		o.code_object.size, o.code_object.filename, o.code_object.name, \
+		o.code_object.qualname, o.code_object.linetable,	\
+		o.code_object.firstlineno, o.code_object.co_code_adaptive, \
+		o.bytes_object.ob_size, o.bytes_object.ob_sval,		\
+		o.unicode_object.state, o.unicode_object.length,	\
+		o.unicode_object.asciiobject_size,			\
+	};								\
+} while (0)
+
+static int read_dbg(int fd, __u64 runtime, unsigned minor, struct dbg *d)
+{
+	if (minor == 13)
+		READ_DBG(struct dbg313);
+	else
+		READ_DBG(struct dbg314);
+	/* every offset we use inside the struct it indexes: a layout check */
+	if (d->ts_next + 8 > d->ts_size || d->ts_current_frame + 8 > d->ts_size ||
+	    d->ts_thread_id + 8 > d->ts_size || d->fr_previous + 8 > d->fr_size ||
+	    d->fr_executable + 8 > d->fr_size || d->fr_instr_ptr + 8 > d->fr_size ||
+	    d->fr_owner + 1 > d->fr_size || d->co_linetable + 8 > d->co_size ||
+	    d->co_filename + 8 > d->co_size || d->co_qualname + 8 > d->co_size ||
+	    d->co_firstlineno + 4 > d->co_size || d->co_code_adaptive > d->co_size ||
+	    d->co_linetable + 8 < GB_PY_IDENT_LEN || d->str_ascii_size > 256 ||
+	    d->interpreters_head > 1 << 20 || d->threads_head > 1 << 20)
+		return -EINVAL;
+	return 0;
+}
+
+/* Fill cfg and code from the process's _Py_DebugOffsets (3.13+). */
+static void from_dbg(const struct dbg *d, unsigned minor, struct gb_py_config *cfg,
+		     struct py_code_layout *code)
+{
+	cfg->interp_head = d->interpreters_head;
+	cfg->threads_head = d->threads_head;
+	cfg->tstate_next = d->ts_next;
+	cfg->tstate_thread_id = d->ts_thread_id;
+	cfg->tstate_frame = d->ts_current_frame;
+	cfg->cframe_frame = N;
+	cfg->frame_code = d->fr_executable;
+	cfg->frame_prev = d->fr_previous;
+	cfg->frame_instr = d->fr_instr_ptr;
+	cfg->frame_owner = d->fr_owner;
+	cfg->code_adaptive = d->co_code_adaptive;
+	cfg->code_ident = d->co_linetable + 8 - GB_PY_IDENT_LEN;
+	cfg->exec_tag_mask = minor >= 14 ? 3 : 0;
+	if (!code)
+		return;
+	*code = (struct py_code_layout){
+		.filename = d->co_filename, .name = d->co_name,
+		.qualname = d->co_qualname, .firstlineno = d->co_firstlineno,
+		.linetable = d->co_linetable, .str_length = d->str_length,
+		.str_state = d->str_state, .ascii_size = d->str_ascii_size,
+		/* + utf8_length, utf8 (wstr_length went in 3.12) */
+		.compact_size = d->str_ascii_size + 16,
+		.bytes_size = d->bytes_ob_size, .bytes_sval = d->bytes_ob_sval,
+	};
+}
+
+static const struct py_table *table_of(unsigned version)
+{
+	for (size_t i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		if (tables[i].version == version)
+			return &tables[i];
+	return NULL;
+}
+
+int pyruntime_code_layout(pid_t pid, const struct gb_py_config *cfg,
+			  struct py_code_layout *out)
+{
+	const struct py_table *t = table_of(cfg->version);
+	struct gb_py_config tmp;
+	struct dbg d;
+	int fd, err;
+
+	if (t) {
+		*out = t->code;
+		return 0;
+	}
+	if (cfg->version != 313 && cfg->version != 314)
+		return -ENOTSUP;
+	fd = mem_open(pid);
+	if (fd < 0)
+		return fd;
+	err = read_dbg(fd, cfg->runtime, cfg->version % 100, &d);
+	close(fd);
+	if (err)
+		return err == -EFAULT ? -ESRCH : err;
+	from_dbg(&d, cfg->version % 100, &tmp, out);
+	return 0;
+}
+
+/*
+ * Check what can be checked of a runtime: interpreters.head is readable,
+ * and if set (the runtime may not be initialised yet when we attach at
+ * exec), so is the interpreter's thread list head.
+ */
+static int check_runtime(int fd, const struct gb_py_config *cfg, char *why, size_t whylen)
+{
+	__u64 interp, head;
+
+	if (read_u64(fd, cfg->runtime + cfg->interp_head, &interp)) {
+		whyf(why, whylen, "cannot read the _PyRuntime of CPython %u.%u",
+		     cfg->version / 100, cfg->version % 100);
+		return -ENOTSUP;
+	}
+	if (interp && read_u64(fd, interp + cfg->threads_head, &head)) {
+		whyf(why, whylen, "CPython %u.%u runtime has an unreadable interpreter state",
+		     cfg->version / 100, cfg->version % 100);
+		return -ENOTSUP;
+	}
+	return 0;
+}
+
+int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen)
+{
+	struct cand *c;
+	__u64 vals[SYM_N], vaddr0 = 0, bias = 0;
+	char path[PATH_MAX + 64];
+	const char *file = NULL;
+	int n, fd = -1, err = -ENOENT, minor = -1;
+
+	whyf(why, whylen, "no CPython runtime");
+	c = calloc(16, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	n = list_candidates(pid, c, 16);
+	if (n < 0) {
+		err = n;
+		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-n));
+		goto cleanup;
+	}
+	for (int i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, c[i].path);
+		if (elf_lookup(path, vals, &vaddr0) || !vals[SYM_RUNTIME])
+			continue;
+		/* still being mapped (a process just started): its data is not there yet */
+		if (!c[i].data) {
+			whyf(why, whylen, "%s is still being loaded", c[i].path);
+			err = -EAGAIN;
+			goto cleanup;
+		}
+		file = c[i].path;
+		bias = c[i].start - vaddr0;
+		break;
+	}
+	if (!file)
+		goto cleanup;
+
+	fd = mem_open(pid);
+	if (fd < 0) {
+		err = fd;
+		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
+		goto cleanup;
+	}
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->runtime = bias + vals[SYM_RUNTIME];
+	if (vals[SYM_VERSION]) {
+		__u32 hex;
+
+		if (mem_read(fd, bias + vals[SYM_VERSION], &hex, sizeof(hex))) {
+			whyf(why, whylen, "cannot read Py_Version of pid %d", pid);
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+		if (hex >> 24 != 3) {
+			whyf(why, whylen, "unexpected Py_Version %#x", hex);
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+		minor = (hex >> 16) & 0xff;
+	} else if (vals[SYM_310]) {
+		minor = 10;
+	} else {
+		minor = minor_from_name(file);
+		if (minor < 0 || minor >= 10) {
+			whyf(why, whylen, "CPython older than 3.10 is not supported (3.10 to 3.14)");
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+	}
+	if (minor < 10 || minor > 14) {
+		whyf(why, whylen, "CPython 3.%d is not supported (3.10 to 3.14)", minor);
+		err = -ENOTSUP;
+		goto cleanup;
+	}
+	cfg->version = 300 + minor;
+	{
+		char tag[32];
+
+		/* libpython3.13t.so, python3.13t: the free-threaded build */
+		snprintf(tag, sizeof(tag), "python3.%dt", minor);
+		if (strstr(strrchr(file, '/'), tag)) {
+			whyf(why, whylen, "free-threaded CPython is not supported");
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+	}
+	if (minor >= 13) {
+		struct dbg d;
+		int e = read_dbg(fd, cfg->runtime, minor, &d);
+
+		if (e) {
+			whyf(why, whylen, e == -EFAULT ?
+			     "cannot read the _Py_DebugOffsets of CPython 3.%d" :
+			     "CPython 3.%d has no valid _Py_DebugOffsets", minor);
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+		if (d.free_threaded) {
+			whyf(why, whylen, "free-threaded CPython is not supported");
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+		if (((d.version >> 16) & 0xff) != (__u64)minor || d.version >> 24 != 3) {
+			whyf(why, whylen, "CPython 3.%d has _Py_DebugOffsets of version %#llx",
+			     minor, (unsigned long long)d.version);
+			err = -ENOTSUP;
+			goto cleanup;
+		}
+		from_dbg(&d, minor, cfg, NULL);
+	} else {
+		const struct py_table *t = table_of(cfg->version);
+		__u64 runtime = cfg->runtime;
+
+		*cfg = t->cfg;
+		cfg->runtime = runtime;
+		cfg->version = t->version;
+	}
+	err = check_runtime(fd, cfg, why, whylen);
+	if (!err)
+		whyf(why, whylen, "CPython 3.%d", minor);
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	free(c);
+	return err;
+}
+
+/* The first frame of a thread state, or 0. */
+static __u64 top_frame(int fd, const struct gb_py_config *cfg, __u64 ts)
+{
+	__u64 f = 0;
+
+	if (read_u64(fd, ts + cfg->tstate_frame, &f))
+		return 0;
+	if (cfg->cframe_frame != N && f && read_u64(fd, f + cfg->cframe_frame, &f))
+		return 0;
+	return f;
+}
+
+int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
+		   struct gb_py_frame *frames, int max)
+{
+	__u64 interp, ts, f;
+	int fd, n = 0, err = -ESRCH;
+
+	fd = mem_open(pid);
+	if (fd < 0)
+		return fd;
+	if (read_u64(fd, cfg->runtime + cfg->interp_head, &interp) || !interp ||
+	    read_u64(fd, interp + cfg->threads_head, &ts))
+		goto cleanup;
+	for (int i = 0; ts && i < 4096; i++) {
+		__u64 tid;
+
+		if (read_u64(fd, ts + cfg->tstate_thread_id, &tid))
+			goto cleanup;
+		if (tid == thread_id)
+			break;
+		if (read_u64(fd, ts + cfg->tstate_next, &ts))
+			goto cleanup;
+	}
+	if (!ts)
+		goto cleanup;
+	err = 0;
+	for (f = top_frame(fd, cfg, ts); f && n < max; ) {
+		struct gb_py_frame *out = &frames[n];
+		__u64 code, w[GB_PY_IDENT_LEN / 8], prev = 0;
+		__u8 owner = 0;
+
+		if (read_u64(fd, f + cfg->frame_code, &code) ||
+		    read_u64(fd, f + cfg->frame_prev, &prev))
+			break;
+		code &= ~(__u64)cfg->exec_tag_mask;
+		if (cfg->frame_owner != N &&
+		    mem_read(fd, f + cfg->frame_owner, &owner, 1))
+			break;
+		if (owner >= 3 || !code) {      /* shim / C-stack frame */
+			f = prev;
+			continue;
+		}
+		if (cfg->code_adaptive == N) {
+			__s32 lasti;
+
+			if (mem_read(fd, f + cfg->frame_instr, &lasti, sizeof(lasti)))
+				break;
+			out->instr = (__u32)lasti;
+		} else {
+			__u64 ip;
+
+			if (read_u64(fd, f + cfg->frame_instr, &ip))
+				break;
+			/* signed: 3.11/3.12 prev_instr is one unit before the code at start */
+			out->instr = (__u32)(__s32)((__s64)(ip - code - cfg->code_adaptive) / 2);
+		}
+		if (mem_read(fd, code + cfg->code_ident, w, sizeof(w)))
+			break;
+		out->code = code;
+		out->ident = gb_py_ident(w);
+		n++;
+		f = prev;
+	}
+cleanup:
+	close(fd);
+	return err ? err : n;
+}

@@ -1,0 +1,667 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Chrome trace event JSON, the format Perfetto's JSON importer and
+ * chrome://tracing read.  Streamed through the JSON writer, never built
+ * in memory:
+ *
+ *	{"gpubpf":{version, clock, realtime_offset_ns, host, dropped_events,
+ *	           dropped_total, calls_may_be_missing, events},
+ *	 "displayTimeUnit":"ns",
+ *	 "traceEvents":[
+ *	   {"ph":"M","name":"process_name",...},      metadata first
+ *	   {"ph":"X","cat":"cuda_api",...},           then events by time:
+ *	   {"ph":"X","cat":"kernel",...},             GPU work on its stream's
+ *	   {"ph":"s"...}, {"ph":"f"...}               track, with a flow from
+ *	 ]}                                           the call that caused it
+ *
+ * GPU tracks are threads of the process with synthetic tids,
+ * GPU_TID_BASE + (device << 20) + stream, above any real tid (pid_max is
+ * at most 2^22), named "GPU <device> / stream <stream>"; stream waits
+ * (cat "gpu_sync") are slices there too.  CUPTI memory records are
+ * instants (cat "gpu_memory") on "GPU <device> / memory", lane 0xfffff.
+ *
+ * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns).
+ * Perfetto reads "ts" and "dur" with a light tokenizer that stops at an
+ * array value, so events keep them first and put arrays only inside args.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/cuda_calls.h"
+#include "trace/export.h"
+#include "gpu_activity.h"
+#include "lib/json_writer.h"
+#include "model/memory.h"
+#include "model/model.h"
+#include "lib/sink.h"
+
+#ifndef GPUBPF_VERSION
+#define GPUBPF_VERSION "unknown"
+#endif
+
+#define GPU_TID_BASE 0x40000000u
+
+#define GPU_MEMORY_LANE 0xfffffu  /* the device's "GPU <device> / memory" track */
+
+static uint32_t gpu_tid(const struct model_event *ev)
+{
+	uint32_t lane = ev->kind == EV_MEMORY ? GPU_MEMORY_LANE : ev->gpu_stream & 0xfffff;
+
+	return GPU_TID_BASE + (ev->device << 20) + lane;
+}
+
+/* GPU events that get a track: work that ran on a stream. */
+static int on_gpu_track(const struct model_event *ev)
+{
+	return ev->kind == EV_KERNEL || ev->kind == EV_MEMCPY || ev->kind == EV_MEMSET;
+}
+
+/*
+ * GPU records shown besides the work: allocations and releases, on the
+ * device's memory track, and a stream's waits for an event recorded on
+ * another stream (what explains a gap on that stream), on the stream's
+ * track.  Host-side syncs are not: their calls are on the host track.
+ */
+static int is_wait_event(const struct model_event *ev)
+{
+	return ev->kind == EV_GPU_SYNC && ev->gpu_kind == GA_SYNC_STREAM_WAIT_EVENT;
+}
+
+static int has_gpu_track(const struct model_event *ev)
+{
+	return on_gpu_track(ev) || ev->kind == EV_MEMORY || is_wait_event(ev);
+}
+
+static const char *str(const struct model *m, uint32_t id)
+{
+	return strtab_get(&m->strs, id);
+}
+
+static void write_u32x3(struct jw *jw, const char *key, const uint32_t v[3])
+{
+	jw_key(jw, key);
+	jw_arr_begin(jw);
+	for (int i = 0; i < 3; i++)
+		jw_uint(jw, v[i]);
+	jw_arr_end(jw);
+}
+
+/* The "args" of a driver call, from the fields it carries. */
+static void write_call_args(struct jw *jw, const struct model *m,
+			    const struct model_event *ev)
+{
+	uint32_t f = ev->fields;
+
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	if (f & MF_FUNC) {
+		jw_key(jw, "kernel");
+		if (ev->kernel)
+			jw_str(jw, str(m, ev->kernel));
+		else
+			jw_hex(jw, ev->func);
+	}
+	if (f & MF_GRID)
+		write_u32x3(jw, "grid", ev->grid);
+	if (f & MF_BLOCK)
+		write_u32x3(jw, "block", ev->block);
+	if (f & MF_SHMEM) {
+		jw_key(jw, "shared_mem");
+		jw_uint(jw, ev->shared_mem);
+	}
+	if (f & MF_STREAM) {
+		jw_key(jw, "stream");
+		jw_hex(jw, ev->stream);
+	}
+	if (f & MF_BYTES) {
+		jw_key(jw, "bytes");
+		jw_uint(jw, ev->bytes);
+	}
+	if (f & MF_KIND) {
+		jw_key(jw, "kind");
+		jw_str(jw, cuda_copy_kind_name(ev->copy_kind));
+	}
+	if (f & MF_PTR) {
+		jw_key(jw, "ptr");
+		jw_hex(jw, ev->ptr);
+	}
+	if (f & MF_COUNT) {
+		jw_key(jw, "count");
+		jw_uint(jw, ev->count);
+	}
+	if (f & MF_HANDLE) {
+		jw_key(jw, "handle");
+		jw_hex(jw, ev->handle);
+	}
+	if (f & MF_RET) {
+		jw_key(jw, "ret");
+		jw_int(jw, ev->ret);
+	}
+	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {   /* a failed call: what a user hunts */
+		const char *err = cuda_result_name(ev->ret);
+		char buf[32];
+
+		if (!err) {
+			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
+			err = buf;
+		}
+		jw_key(jw, "error");
+		jw_str(jw, err);
+	}
+	if (ev->correlation) {
+		jw_key(jw, "correlation");
+		jw_uint(jw, ev->correlation);
+	}
+	if (ev->stack) {
+		const struct model_stack *st = &m->stacks[ev->stack - 1];
+
+		jw_key(jw, "stack");
+		jw_arr_begin(jw);
+		for (uint32_t i = 0; i < st->n; i++)
+			jw_str(jw, str(m, m->frames[st->first + i]));
+		jw_arr_end(jw);
+		if (st->truncated) {
+			jw_key(jw, "stack_truncated");
+			jw_bool(jw, true);
+		}
+	}
+	if (ev->native) {
+		const struct model_stack *st = &m->stacks[ev->native - 1];
+
+		jw_key(jw, "native_stack");
+		jw_arr_begin(jw);
+		for (uint32_t i = 0; i < st->n; i++)
+			jw_str(jw, str(m, m->frames[st->first + i]));
+		jw_arr_end(jw);
+	}
+	jw_obj_end(jw);
+}
+
+/*
+ * Open an event and write its common members, ts and dur first for
+ * Perfetto's tokenizer: {"ph":ph,"cat":cat,"name":the namelen bytes of
+ * name,"pid","tid","ts" and, for complete events ("X"), "dur".  The caller
+ * adds the rest and closes the object.
+ */
+static void event_head(struct jw *jw, const char *ph, const char *cat, const char *name,
+		       size_t namelen, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, ph);
+	jw_key(jw, "cat");
+	jw_str(jw, cat);
+	jw_key(jw, "name");
+	jw_strn(jw, name, namelen);
+	jw_key(jw, "pid");
+	jw_uint(jw, pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, tid);
+	jw_key(jw, "ts");
+	jw_us(jw, ts);
+	if (ph[0] == 'X') {
+		jw_key(jw, "dur");
+		jw_us(jw, dur);
+	}
+}
+
+/* A host-side driver call: a complete event on the calling thread. */
+static int write_api_call(struct jw *jw, const struct model *m,
+			  const struct model_event *ev)
+{
+	const char *name = str(m, ev->name);
+
+	event_head(jw, "X", "cuda_api", name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
+	write_call_args(jw, m, ev);
+	return jw_obj_end(jw);
+}
+
+static const char *const gpu_copy_kinds[] = {
+	"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",
+};
+
+static const char *copy_kind(unsigned k)
+{
+	return k < sizeof(gpu_copy_kinds) / sizeof(gpu_copy_kinds[0]) ? gpu_copy_kinds[k] : "Unknown";
+}
+
+/* NCCL's kernels are named ncclKernel_..., ncclDevKernel_... */
+static int is_nccl(const char *name)
+{
+	return !strncmp(name, "nccl", 4) || strstr(name, "nccl") != NULL;
+}
+
+/* Where GPU work ran and the call it came from, in its args. */
+static void write_where(struct jw *jw, const struct model_event *ev)
+{
+	jw_key(jw, "device");
+	jw_uint(jw, ev->device);
+	jw_key(jw, "stream");
+	jw_uint(jw, ev->gpu_stream);
+	jw_key(jw, "correlation");
+	jw_uint(jw, ev->correlation);
+}
+
+/* Kernels, copies and memsets: complete events on their stream's track. */
+static int write_gpu_work(struct jw *jw, const struct model *m, const struct model_event *ev)
+{
+	const char *kname = ev->kernel ? str(m, ev->kernel) : "kernel";
+	const char *cat = "gpu_memset", *name = "Memset";
+	char copy_name[32];
+
+	switch (ev->kind) {
+	case EV_KERNEL:
+		cat = is_nccl(kname) ? "nccl" : "kernel";
+		name = kname;
+		break;
+	case EV_MEMCPY:
+		cat = "gpu_memcpy";
+		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", copy_kind(ev->gpu_kind));
+		name = copy_name;
+		break;
+	}
+	event_head(jw, "X", cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	if (ev->kind == EV_KERNEL) {
+		write_u32x3(jw, "grid", ev->grid);
+		write_u32x3(jw, "block", ev->block);
+		jw_key(jw, "registers");
+		jw_uint(jw, ev->registers);
+		jw_key(jw, "shared_mem");
+		jw_uint(jw, ev->shared_mem);
+		jw_key(jw, "static_shared_mem");
+		jw_uint(jw, ev->static_shmem);
+	} else {
+		jw_key(jw, "bytes");
+		jw_uint(jw, ev->bytes);
+	}
+	if (ev->kind == EV_MEMCPY) {
+		jw_key(jw, "kind");
+		jw_str(jw, copy_kind(ev->gpu_kind));
+		jw_key(jw, "GB/s");
+		jw_double(jw, ev->dur ? (double)ev->bytes / ev->dur : 0);
+	}
+	if (ev->graph_node) {
+		jw_key(jw, "graph_node");
+		jw_uint(jw, ev->graph_node);
+	}
+	write_where(jw, ev);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/*
+ * A stream wait event (CUPTI's times are those of the call that enqueued
+ * the wait): a slice on the waiting stream's track.
+ */
+static int write_gpu_wait(struct jw *jw, const struct model_event *ev)
+{
+	event_head(jw, "X", "gpu_sync", "Wait event", strlen("Wait event"), ev->pid, gpu_tid(ev),
+		   ev->ts, ev->dur);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "event");
+	jw_uint(jw, ev->handle);
+	write_where(jw, ev);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/* An allocation or release (CUPTI memory record): an instant on the
+ * device's memory track. */
+static int write_gpu_memory(struct jw *jw, const struct model_event *ev)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "i");
+	jw_key(jw, "s");
+	jw_str(jw, "t");
+	jw_key(jw, "cat");
+	jw_str(jw, "gpu_memory");
+	jw_key(jw, "name");
+	jw_str(jw, ev->gpu_kind == 1 ? "alloc" : ev->gpu_kind == 2 ? "free" : "memory");
+	jw_key(jw, "pid");
+	jw_uint(jw, ev->pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, gpu_tid(ev));
+	jw_key(jw, "ts");
+	jw_us(jw, ev->ts);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "address");
+	jw_hex(jw, ev->ptr);
+	jw_key(jw, "bytes");
+	jw_uint(jw, ev->bytes);
+	jw_key(jw, "memory_kind");
+	jw_str(jw, mem_kind_name(ev->copy_kind));
+	write_where(jw, ev);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/*
+ * A Python function active across calls: a slice on the thread's track,
+ * named by its qualified name, around the calls made inside it.
+ */
+static int write_scope(struct jw *jw, const struct model *m, const struct model_event *ev)
+{
+	const char *func = str(m, ev->name), *paren = strstr(func, " (");
+
+	event_head(jw, "X", "python", func, paren ? (size_t)(paren - func) : strlen(func), ev->pid,
+		   ev->tid, ev->ts, ev->dur);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "function");
+	jw_str(jw, func);
+	jw_key(jw, "first_frame");
+	jw_str(jw, str(m, ev->stack));
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/* One end of a launch -> GPU work arrow (flow events, v1). */
+static int write_flow(struct jw *jw, const char *ph, uint64_t id, uint32_t pid, uint32_t tid,
+		      uint64_t ts)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, ph);
+	if (ph[0] == 'f') {
+		jw_key(jw, "bp");
+		jw_str(jw, "e");
+	}
+	jw_key(jw, "cat");
+	jw_str(jw, "launch");
+	jw_key(jw, "name");
+	jw_str(jw, "launch");
+	jw_key(jw, "id");
+	jw_uint(jw, id);
+	jw_key(jw, "pid");
+	jw_uint(jw, pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, tid);
+	jw_key(jw, "ts");
+	jw_us(jw, ts);
+	return jw_obj_end(jw);
+}
+
+/* One model event, and the flow into it when it is linked to its call. */
+static int write_event(struct jw *jw, const struct model *m,
+		       const struct model_event *ev, uint64_t *flow_id)
+{
+	const struct model_event *h;
+
+	if (ev->kind == EV_API)
+		return write_api_call(jw, m, ev);
+	if (ev->kind == EV_SCOPE)
+		return write_scope(jw, m, ev);
+	if (ev->kind == EV_MEMORY)
+		return write_gpu_memory(jw, ev);
+	if (is_wait_event(ev))
+		return write_gpu_wait(jw, ev);
+	if (!on_gpu_track(ev))
+		return 0;
+	if (ev->link != MODEL_NO_LINK) {
+		h = &m->ev[ev->link];
+		++*flow_id;
+		write_flow(jw, "s", *flow_id, h->pid, h->tid, h->ts);
+		write_flow(jw, "f", *flow_id, ev->pid, gpu_tid(ev), ev->ts);
+	}
+	return write_gpu_work(jw, m, ev);
+}
+
+/* {"ph":"M","name":what,"pid":pid,"tid":tid,"args":{"name":name}} */
+static int write_name_meta(struct jw *jw, const char *what, uint32_t pid,
+			   uint32_t tid, const char *name)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "M");
+	jw_key(jw, "name");
+	jw_str(jw, what);
+	jw_key(jw, "pid");
+	jw_uint(jw, pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, tid);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "name");
+	jw_str(jw, name);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+static int write_metadata(struct jw *jw, const struct model *m)
+{
+	char pid[16];
+
+	jw_key(jw, "gpubpf");
+	jw_obj_begin(jw);
+	jw_key(jw, "version");
+	jw_str(jw, GPUBPF_VERSION);
+	jw_key(jw, "clock");
+	jw_str(jw, "CLOCK_MONOTONIC");
+	jw_key(jw, "realtime_offset_ns");
+	jw_int(jw, m->realtime_offset_ns);
+	jw_key(jw, "host");
+	jw_strn(jw, m->host, strnlen(m->host, sizeof(m->host)));
+	jw_key(jw, "dropped_events");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_uint(jw, m->procs[i].dropped);
+	}
+	jw_obj_end(jw);
+	jw_key(jw, "dropped_total");
+	jw_uint(jw, m->dropped_total);
+	/* pid -> why calls of that process may be missing (not counted in drops) */
+	jw_key(jw, "calls_may_be_missing");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].missed)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_str(jw, str(m, m->procs[i].missed));
+	}
+	jw_obj_end(jw);
+	jw_key(jw, "events");
+	jw_uint(jw, m->nev);
+	jw_key(jw, "gpu");
+	jw_obj_begin(jw);
+	jw_key(jw, "dropped_events");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].gpu_dropped)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_uint(jw, m->procs[i].gpu_dropped);
+	}
+	jw_obj_end(jw);
+	jw_key(jw, "errors");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].gpu_error)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_str(jw, str(m, m->procs[i].gpu_error));
+	}
+	jw_obj_end(jw);
+	/* when each process's GPU collection started: earlier launches have no GPU record */
+	jw_key(jw, "window_open_us");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].gpu_window_ns)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_us(jw, m->procs[i].gpu_window_ns);
+	}
+	jw_obj_end(jw);
+	/* processes the library was loaded into by late attach, and their stall */
+	jw_key(jw, "late_attach");
+	jw_obj_begin(jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		if (!m->procs[i].inject_stall_ns)
+			continue;
+		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
+		jw_key(jw, pid);
+		jw_obj_begin(jw);
+		jw_key(jw, "thread");
+		jw_uint(jw, m->procs[i].inject_tid);
+		jw_key(jw, "stall_us");
+		jw_us(jw, m->procs[i].inject_stall_ns);
+		jw_obj_end(jw);
+	}
+	jw_obj_end(jw);
+	jw_key(jw, "clock_skewed_events");
+	jw_uint(jw, m->skewed);
+	jw_key(jw, "max_clock_skew_us");
+	jw_us(jw, m->max_skew_ns);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/* Name each GPU track once: "GPU 0 / stream 7", sorted after the host threads. */
+static int write_gpu_tracks(struct jw *jw, const struct model *m)
+{
+	struct { uint32_t pid, tid; } *seen = NULL, *ns;
+	size_t n = 0;
+	char name[64];
+
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *ev = &m->ev[i];
+		size_t k;
+
+		if (!has_gpu_track(ev))
+			continue;
+		for (k = 0; k < n; k++)
+			if (seen[k].pid == ev->pid && seen[k].tid == gpu_tid(ev))
+				break;
+		if (k < n)
+			continue;
+		ns = realloc(seen, (n + 1) * sizeof(*seen));
+		if (!ns) {
+			free(seen);
+			return -ENOMEM;
+		}
+		seen = ns;
+		seen[n].pid = ev->pid;
+		seen[n++].tid = gpu_tid(ev);
+		if (ev->kind == EV_MEMORY)
+			snprintf(name, sizeof(name), "GPU %u / memory", ev->device);
+		else
+			snprintf(name, sizeof(name), "GPU %u / stream %u", ev->device, ev->gpu_stream);
+		write_name_meta(jw, "thread_name", ev->pid, gpu_tid(ev), name);
+		jw_obj_begin(jw);
+		jw_key(jw, "ph");
+		jw_str(jw, "M");
+		jw_key(jw, "name");
+		jw_str(jw, "thread_sort_index");
+		jw_key(jw, "pid");
+		jw_uint(jw, ev->pid);
+		jw_key(jw, "tid");
+		jw_uint(jw, gpu_tid(ev));
+		jw_key(jw, "args");
+		jw_obj_begin(jw);
+		jw_key(jw, "sort_index");
+		jw_uint(jw, 1000000 + (ev->device << 16) +
+			    (ev->kind == EV_MEMORY ? 0xffff : ev->gpu_stream & 0xffff));
+		jw_obj_end(jw);
+		jw_obj_end(jw);
+	}
+	free(seen);
+	return 0;
+}
+
+/* Device memory in use: a counter track per process and device. */
+static int write_mem_counter(struct jw *jw, const struct mem_sample *s)
+{
+	char name[48];
+
+	snprintf(name, sizeof(name), "device memory GPU %u", s->device);
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "C");
+	jw_key(jw, "name");
+	jw_str(jw, name);
+	jw_key(jw, "pid");
+	jw_uint(jw, s->pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, s->pid);
+	jw_key(jw, "ts");
+	jw_us(jw, s->ts);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "bytes");
+	jw_uint(jw, s->bytes);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+static int chrome_write(const struct model *m, struct sink *out)
+{
+	struct mem_sample *ms = NULL;
+	size_t nms = 0, k = 0;
+	uint64_t flow_id = 0;
+	struct jw jw;
+	int ret;
+
+	ret = jw_init(&jw, out);
+	if (ret)
+		goto cleanup;
+	jw_obj_begin(&jw);
+	write_metadata(&jw, m);
+	jw_key(&jw, "displayTimeUnit");
+	jw_str(&jw, "ns");
+	jw_key(&jw, "traceEvents");
+	jw_arr_begin_lines(&jw);
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct model_process *p = &m->procs[i];
+
+		if (p->name)
+			write_name_meta(&jw, "process_name", p->pid, p->pid,
+					str(m, p->name));
+	}
+	for (size_t i = 0; i < m->nthreads; i++) {
+		const struct model_thread *t = &m->threads[i];
+
+		if (t->name)
+			write_name_meta(&jw, "thread_name", t->pid, t->tid,
+					str(m, t->name));
+	}
+	ret = write_gpu_tracks(&jw, m);
+	if (!ret)
+		ret = memory_counters(m, memory_sample_rate, &ms, &nms);
+	for (size_t i = 0; i < m->nev && !ret; i++) {
+		for (; k < nms && ms[k].ts <= m->ev[i].ts; k++)
+			write_mem_counter(&jw, &ms[k]);
+		ret = write_event(&jw, m, &m->ev[i], &flow_id);
+	}
+	for (; k < nms && !ret; k++)
+		write_mem_counter(&jw, &ms[k]);
+	free(ms);
+	if (ret)
+		goto cleanup;
+	jw_arr_end(&jw);
+	jw_obj_end(&jw);
+	ret = jw_finish(&jw);
+	if (!ret)
+		ret = sink_write(out, "\n", 1);
+cleanup:
+	jw_release(&jw);
+	return ret;
+}
+
+const struct exporter export_chrome = {
+	.name = "chrome",
+	.description = "Chrome trace event JSON (ui.perfetto.dev, chrome://tracing)",
+	.write = chrome_write,
+};
