@@ -16,6 +16,8 @@ pkgs=(
 	clang libclang-rt-dev llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
 	libcjson-dev pkg-config make gcc g++ systemtap-sdt-dev python3 iproute2 openssh-server
 	openssh-client procps pdsh
+	# Perfetto's trace_processor_shell, which the tests import traces with
+	libprotobuf32
 )
 
 check_only=0

@@ -368,3 +368,27 @@ readme_commands() {
 	state == 2 { if (/^```/) exit; print }
 	' "${1:-$GPUBPF_ROOT/README.md}"
 }
+
+# Perfetto's own importer (trace_processor_shell, v58.2): $TRACE_PROCESSOR,
+# else the project's shared tools, else one on PATH; empty when none runs.
+trace_processor() {
+	local c
+	for c in "${TRACE_PROCESSOR:-}" "$GPUBPF_ROOT/../shared/tools/perfetto/trace_processor_shell" \
+		/work/shared/tools/perfetto/trace_processor_shell "$(command -v trace_processor_shell)"; do
+		[[ -n "$c" && -x "$c" ]] && "$c" --version >/dev/null 2>&1 && { echo "$c"; return 0; }
+	done
+	return 1
+}
+
+# perfetto_ok TRACE [--no-flows]: three results (tests/check_perfetto.py):
+# Perfetto imports TRACE without errors, each GPU slice has exactly one
+# flow from its call, each call lies in its innermost Python function's
+# slice.  Skipped (three) where trace_processor_shell is absent.
+perfetto_ok() {
+	local tp
+	if ! tp=$(trace_processor); then
+		skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 3
+		return 0
+	fi
+	TRACE_PROCESSOR=$tp tap_from "$PY" "$GPUBPF_ROOT/tests/check_perfetto.py" "$@"
+}
