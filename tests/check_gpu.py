@@ -37,17 +37,16 @@ def main():
     ev = d["traceEvents"]
     api = [e for e in ev if e.get("cat") == "cuda_api"]
     work = [e for e in ev if e.get("cat") in ("kernel", "nccl", "gpu_memcpy", "gpu_memset")]
-    flows_s = {e["id"]: e for e in ev if e.get("ph") == "s"}
-    flows_f = {e["id"]: e for e in ev if e.get("ph") == "f"}
+    # flows v2: bound to the slices themselves, one id per call
+    flow_out = {e["bind_id"]: e for e in api if e.get("flow_out")}
+    flow_in = [e for e in work if e.get("flow_in")]
+    legacy = [e for e in ev if e.get("ph") in ("s", "t", "f")]
     names = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev
              if e.get("ph") == "M" and e.get("name") == "thread_name"}
     ok(work, "the trace has GPU work (%d kernels, copies and memsets)" % len(work))
 
     by_corr = {(e["pid"], e["args"]["correlation"]): e for e in api if "correlation" in e["args"]}
-    # each GPU event: one flow whose end is at it, whose start is at its call
-    f_at = collections.defaultdict(list)
-    for f in flows_f.values():
-        f_at[f["pid"], f["tid"], f["ts"]].append(f)
+    # each GPU event: one flow, which starts on its call
     bad_flow, bad_name, skew, bad_track = [], [], [], []
     end = max(e["ts"] + e.get("dur", 0) for e in ev if "ts" in e)
     unlinked_at_edge = 0
@@ -60,10 +59,7 @@ def main():
         if host is None:
             bad_flow.append("%s corr %d: no host call with that correlation" % (w["name"], corr))
             continue
-        fs = [f for f in f_at[w["pid"], w["tid"], w["ts"]]
-              if f["id"] in flows_s and flows_s[f["id"]]["ts"] == host["ts"]
-              and flows_s[f["id"]]["tid"] == host["tid"]]
-        if len(fs) < 1:
+        if not w.get("flow_in") or flow_out.get(w.get("bind_id")) is not host:
             bad_flow.append("%s corr %d: no flow from %s" % (w["name"], corr, host["name"]))
         if w["cat"] == "kernel" and host["name"].startswith("cuLaunch") \
                 and host["args"].get("kernel") != w["name"]:
@@ -75,9 +71,12 @@ def main():
             bad_track.append("%s on track %r, not %r" % (w["name"], names.get((w["pid"], w["tid"])), want))
     ok(not bad_flow, "every GPU event has a flow from the host call with its correlation id",
        "\n".join(bad_flow))
-    ok(len(flows_s) == len(flows_f) == len(work) - unlinked_at_edge,
-       "one flow per GPU event (%d starts, %d ends, %d events, %d unlinked at the end)"
-       % (len(flows_s), len(flows_f), len(work), unlinked_at_edge))
+    callers = {(e["pid"], e["args"]["correlation"]) for e in work}
+    ok(len(flow_in) == len(work) - unlinked_at_edge and not legacy
+       and len(flow_out) == len({k for k in callers if k in by_corr}),
+       "one flow per GPU event, one start per call (%d calls, %d ends, %d events, "
+       "%d unlinked at the end, %d legacy flow events)"
+       % (len(flow_out), len(flow_in), len(work), unlinked_at_edge, len(legacy)))
     ok(not bad_name, "each launch names the kernel it caused", "\n".join(bad_name))
     ok(not skew and d["gpubpf"]["gpu"]["clock_skewed_events"] == 0,
        "no GPU work starts before the call that caused it", "\n".join(skew))

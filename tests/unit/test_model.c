@@ -371,6 +371,61 @@ static void test_procs_threads(void)
 	model_release(&m);
 }
 
+/* An API call of pid 1 / tid 1 at ts (dur) with Python stack id py. */
+static void add_py_call(struct model *m, uint64_t ts, uint64_t dur, uint64_t py)
+{
+	struct model_event *e = model_add_event(m);
+
+	e->ts = ts;
+	e->dur = dur;
+	e->pid = 1;
+	e->tid = 1;
+	e->pystack = py;
+}
+
+/*
+ * Scopes are [start, end) slices around the calls made in them: one that
+ * ends with a zero-length call reaches 1 ns past it (or the call would lie
+ * outside), one that ends with a call of duration d ends exactly then.
+ */
+static void test_scope_ends(void)
+{
+	struct model m;
+	uint32_t fr[2], fn[2];
+	uint64_t outer = 0, inner = 0, other = 0;
+	int nscopes = 0;
+
+	model_init(&m);
+	fr[0] = strtab_intern(&m.strs, "inner (a.py:2)");
+	fn[0] = strtab_intern(&m.strs, "inner (a.py)");
+	fr[1] = strtab_intern(&m.strs, "outer (a.py:9)");
+	fn[1] = strtab_intern(&m.strs, "outer (a.py)");
+	model_add_stack(&m, 1, 1, 0, 2, fr, fn);        /* outer > inner */
+	model_add_stack(&m, 1, 2, 0, 1, fr + 1, fn + 1);        /* outer alone */
+	add_py_call(&m, 100, 50, 1);
+	add_py_call(&m, 300, 0, 1);     /* zero-length, last in inner */
+	add_py_call(&m, 400, 20, 2);    /* outer's last call */
+	is_int(model_finish(&m), 0, "scopes: finish");
+	for (size_t i = 0; i < m.nev; i++) {
+		const struct model_event *e = &m.ev[i];
+
+		if (e->kind != EV_SCOPE)
+			continue;
+		nscopes++;
+		if (e->name == fn[0])
+			inner = e->ts << 32 | e->dur;
+		else if (e->name == fn[1])
+			outer = e->ts << 32 | e->dur;
+		else
+			other++;
+	}
+	is_int(nscopes, 2, "scopes: one per function");
+	is_int(other, 0, "scopes: named by their function");
+	ok(inner == (100ULL << 32 | 201), "scopes: inner [100, 301) holds its zero-length call at 300");
+	ok(outer == (100ULL << 32 | 320), "scopes: outer [100, 420) ends with its last call");
+	model_release(&m);
+}
+
 int main(void)
 {
 	test_strtab();
@@ -381,5 +436,6 @@ int main(void)
 	test_finish_resolves();
 	test_call_errors();
 	test_procs_threads();
+	test_scope_ends();
 	return done_testing();
 }

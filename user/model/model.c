@@ -537,8 +537,10 @@ static int derive_scopes(struct model *m, const uint32_t *api, size_t napi)
 			w.frame[w.n] = m->frames[f];
 			w.start[w.n] = e.ts;
 		}
-		if (e.ts + e.dur > w.end)
-			w.end = e.ts + e.dur;
+		/* slices are [start, end): a scope ends after a zero-length
+		 * call at its last instant, so that call stays inside it */
+		if (e.ts + (e.dur ? e.dur : 1) > w.end)
+			w.end = e.ts + (e.dur ? e.dur : 1);
 	}
 	return ret ? ret : close_scopes(m, &w, 0);
 }

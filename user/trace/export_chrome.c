@@ -6,13 +6,18 @@
  *
  *	{"gpubpf":{version, clock, realtime_offset_ns, host, dropped_events,
  *	           dropped_total, calls_may_be_missing, events},
- *	 "displayTimeUnit":"ns",
  *	 "traceEvents":[
  *	   {"ph":"M","name":"process_name",...},      metadata first
  *	   {"ph":"X","cat":"cuda_api",...},           then events by time:
  *	   {"ph":"X","cat":"kernel",...},             GPU work on its stream's
- *	   {"ph":"s"...}, {"ph":"f"...}               track, with a flow from
- *	 ]}                                           the call that caused it
+ *	 ]}                                           track
+ *
+ * A flow (arrow) goes from each call to the GPU work it caused, bound to
+ * both slices themselves (flow events v2): the call carries "bind_id" N
+ * and "flow_out", each piece of its work "bind_id" N and "flow_in", N
+ * being one more than the call's index in the model (unique in the trace;
+ * a graph launch has one arrow to each of its kernels).  Legacy "s"/"f"
+ * events would bind to whatever slice is open at their instant.
  *
  * GPU tracks are threads of the process with synthetic tids,
  * GPU_TID_BASE + (device << 20) + stream, above any real tid (pid_max is
@@ -208,13 +213,24 @@ static void event_head(struct jw *jw, const char *ph, const char *cat, const cha
 	}
 }
 
-/* A host-side driver call: a complete event on the calling thread. */
-static int write_api_call(struct jw *jw, const struct model *m,
-			  const struct model_event *ev)
+/* One end of the arrows of call number idx (see the top of this file). */
+static void write_flow_end(struct jw *jw, size_t idx, const char *end)
 {
+	jw_key(jw, "bind_id");
+	jw_uint(jw, idx + 1);
+	jw_key(jw, end);
+	jw_bool(jw, true);
+}
+
+/* A host-side driver call: a complete event on the calling thread. */
+static int write_api_call(struct jw *jw, const struct model *m, size_t idx, bool caused_work)
+{
+	const struct model_event *ev = &m->ev[idx];
 	const char *name = str(m, ev->name);
 
 	event_head(jw, "X", "cuda_api", name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
+	if (caused_work)
+		write_flow_end(jw, idx, "flow_out");
 	write_call_args(jw, m, ev);
 	return jw_obj_end(jw);
 }
@@ -264,6 +280,8 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 		break;
 	}
 	event_head(jw, "X", cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
+	if (ev->link != MODEL_NO_LINK)
+		write_flow_end(jw, ev->link, "flow_in");
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
 	if (ev->kind == EV_KERNEL) {
@@ -363,40 +381,14 @@ static int write_scope(struct jw *jw, const struct model *m, const struct model_
 	return jw_obj_end(jw);
 }
 
-/* One end of a launch -> GPU work arrow (flow events, v1). */
-static int write_flow(struct jw *jw, const char *ph, uint64_t id, uint32_t pid, uint32_t tid,
-		      uint64_t ts)
+/* Model event idx; caused_work[idx]: a call with GPU work linked to it. */
+static int write_event(struct jw *jw, const struct model *m, size_t idx,
+		       const uint8_t *caused_work)
 {
-	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, ph);
-	if (ph[0] == 'f') {
-		jw_key(jw, "bp");
-		jw_str(jw, "e");
-	}
-	jw_key(jw, "cat");
-	jw_str(jw, "launch");
-	jw_key(jw, "name");
-	jw_str(jw, "launch");
-	jw_key(jw, "id");
-	jw_uint(jw, id);
-	jw_key(jw, "pid");
-	jw_uint(jw, pid);
-	jw_key(jw, "tid");
-	jw_uint(jw, tid);
-	jw_key(jw, "ts");
-	jw_us(jw, ts);
-	return jw_obj_end(jw);
-}
-
-/* One model event, and the flow into it when it is linked to its call. */
-static int write_event(struct jw *jw, const struct model *m,
-		       const struct model_event *ev, uint64_t *flow_id)
-{
-	const struct model_event *h;
+	const struct model_event *ev = &m->ev[idx];
 
 	if (ev->kind == EV_API)
-		return write_api_call(jw, m, ev);
+		return write_api_call(jw, m, idx, caused_work[idx]);
 	if (ev->kind == EV_SCOPE)
 		return write_scope(jw, m, ev);
 	if (ev->kind == EV_MEMORY)
@@ -405,12 +397,6 @@ static int write_event(struct jw *jw, const struct model *m,
 		return write_gpu_wait(jw, ev);
 	if (!on_gpu_track(ev))
 		return 0;
-	if (ev->link != MODEL_NO_LINK) {
-		h = &m->ev[ev->link];
-		++*flow_id;
-		write_flow(jw, "s", *flow_id, h->pid, h->tid, h->ts);
-		write_flow(jw, "f", *flow_id, ev->pid, gpu_tid(ev), ev->ts);
-	}
 	return write_gpu_work(jw, m, ev);
 }
 
@@ -610,17 +596,21 @@ static int chrome_write(const struct model *m, struct sink *out)
 {
 	struct mem_sample *ms = NULL;
 	size_t nms = 0, k = 0;
-	uint64_t flow_id = 0;
+	uint8_t *caused_work;
 	struct jw jw;
 	int ret;
 
+	caused_work = calloc(m->nev ? m->nev : 1, 1);
+	if (!caused_work)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nev; i++)
+		if (on_gpu_track(&m->ev[i]) && m->ev[i].link != MODEL_NO_LINK)
+			caused_work[m->ev[i].link] = 1;
 	ret = jw_init(&jw, out);
 	if (ret)
 		goto cleanup;
 	jw_obj_begin(&jw);
 	write_metadata(&jw, m);
-	jw_key(&jw, "displayTimeUnit");
-	jw_str(&jw, "ns");
 	jw_key(&jw, "traceEvents");
 	jw_arr_begin_lines(&jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
@@ -643,7 +633,7 @@ static int chrome_write(const struct model *m, struct sink *out)
 	for (size_t i = 0; i < m->nev && !ret; i++) {
 		for (; k < nms && ms[k].ts <= m->ev[i].ts; k++)
 			write_mem_counter(&jw, &ms[k]);
-		ret = write_event(&jw, m, &m->ev[i], &flow_id);
+		ret = write_event(&jw, m, i, caused_work);
 	}
 	for (; k < nms && !ret; k++)
 		write_mem_counter(&jw, &ms[k]);
@@ -657,6 +647,7 @@ static int chrome_write(const struct model *m, struct sink *out)
 		ret = sink_write(out, "\n", 1);
 cleanup:
 	jw_release(&jw);
+	free(caused_work);
 	return ret;
 }
 
