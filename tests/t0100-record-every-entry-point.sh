@@ -36,4 +36,6 @@ if [[ -r "$STUBLIB/libcuda.so" ]]; then
 else
 	skip "no CUDA stub libcuda at $STUBLIB" 6
 fi
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/sim.json"
 done_testing

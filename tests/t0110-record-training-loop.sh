@@ -32,4 +32,6 @@ is "every calling thread named, and its process (thread names come from /proc or
 		sorted({e["args"]["name"] for e in ev if e.get("name") == "process_name"})]')" \
 	'[["python3"], 2, ["python3"]]'
 is "no event lost" "$(json_query "$TMPD/train.json" 'd["gpubpf"]["dropped_total"]')" 0
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/train.json"
 done_testing

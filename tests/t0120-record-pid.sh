@@ -71,4 +71,7 @@ cmp_ok "the interrupted trace holds events" "$(json_query "$TMPD/p4.json" \
 ok "the process was still running when recording stopped" kill -0 "$w3"
 wait "$w3"
 is "the workload finished normally after being traced twice" "$?" 0
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/p1.json"
+perfetto_ok "$TMPD/p3.json"
 done_testing

@@ -33,4 +33,6 @@ tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --pid "$pid_b" "$TMPD/all.jso
 is "the waiting process's loop calls are all there" "$(json_query "$TMPD/all.json" \
 	"len([e for e in ev if e.get('pid') == $wa and e.get('name') == 'cuLaunchKernelEx'])")" 4
 is "no event lost" "$(json_query "$TMPD/all.json" 'd["gpubpf"]["dropped_total"]')" 0
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/all.json"
 done_testing

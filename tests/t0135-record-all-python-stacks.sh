@@ -36,4 +36,6 @@ sorted({' < '.join(f.split(' (')[0] for f in e['args']['stack'][:3]) for e in ev
 	'["Driver.call < Driver.launch < Linear.forward"]'
 cmp_ok "the running process made launches" "$(json_query "$TMPD/all.json" \
 	"len([e for e in ev if e.get('pid') == $wa and e.get('name', '').startswith('cuLaunchKernel')])")" -gt 0
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/all.json"
 done_testing

@@ -28,4 +28,6 @@ is "three processes in the trace" "$(json_query "$TMPD/kids.json" \
 	'len({e["pid"] for e in ev if e.get("cat") == "cuda_api"})')" 3
 is "the bystander is not traced" "$(json_query "$TMPD/kids.json" \
 	"len([e for e in ev if e.get('pid') == $bystander])")" 0
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/kids.json"
 done_testing

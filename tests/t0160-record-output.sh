@@ -45,4 +45,6 @@ kill -KILL "$g"
 wait "$g" 2>/dev/null
 is "SIGKILL mid-recording leaves no file at all" "$(ls -A "$TMPD" | grep -c killed)" 0
 pkill -f "train.py --steps 400" || true
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/t.json.gz"
 done_testing

@@ -22,6 +22,7 @@ for py in "${pythons[@]}"; do
 		if check "$name, depth $depth: record" "$GPUBPF" record --stack-depth "$depth" \
 			-o "$TMPD/s.json" -- "$py" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 300; then
 			tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/s.json" "$TMPD/truth.json" "$depth"
+			perfetto_ok "$TMPD/s.json"
 		fi
 	done
 done
@@ -60,4 +61,6 @@ if [[ -n "$old" ]]; then
 else
 	skip "no CPython 3.9 to stand for an unsupported version" 3
 fi
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/p.json"
 done_testing

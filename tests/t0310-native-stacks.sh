@@ -68,4 +68,6 @@ check "--stack python: no native stacks" "$GPUBPF" record --no-device -q --stack
 is "--stack python: no event has a native stack" "$(json_query "$TMPD/po.json" \
 	'len([e for e in ev if "native_stack" in e.get("args", {})])')" 0
 check_fails "--stack native,bogus is refused" "$GPUBPF" record --stack native,bogus -o "$TMPD/x.json" -- true
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/cc.json"
 done_testing

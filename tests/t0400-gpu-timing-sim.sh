@@ -69,4 +69,7 @@ like "-p without the library: says what to do" "$(cat "$TMPD/q.err")" \
 cmp_ok "-p without the library: host calls recorded" "$(json_query "$TMPD/q.json" \
 	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
 kill "$w" 2>/dev/null
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/t.json"
+perfetto_ok "$TMPD/c.json"
 done_testing

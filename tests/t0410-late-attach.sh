@@ -112,4 +112,7 @@ is "refused: the library was not loaded" "$(lib_copies "$w")" 0
 wait "$w"
 is "refused: the target ran on untouched" "$?:$(tail -n 1 "$TMPD/s.out")" \
 	"42:done seccomp iterations=yes unexpected=0 signals=0"
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/a.json"
+perfetto_ok "$TMPD/e.json"
 done_testing

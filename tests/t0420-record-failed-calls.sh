@@ -43,4 +43,6 @@ check "record --no-device" "$GPUBPF" record -q --no-device -o "$TMPD/n.json" -- 
 	"$TESTBIN/failcalls" "$SIMLIB/libcuda.so.1" "$TMPD/truth2.json"
 is "--no-device: only the calls probed at return are marked failed" "$(json_query "$TMPD/n.json" \
 	'sorted(e["name"] for e in ev if "error" in e.get("args", {}))')" '["cuMemcpyHtoD_v2", "cuMemsetD32_v2"]'
+# each trace as Perfetto's importer reads it
+perfetto_ok "$TMPD/f.json"
 done_testing
