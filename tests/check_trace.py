@@ -23,6 +23,14 @@ import sys
 from tap import exit_status, ok
 
 
+TS_BASE_NS = 0     # the trace's gpubpf.ts_base_ns: its "ts" are microseconds after it
+
+
+def abs_ns(us):
+    """A trace time as CLOCK_MONOTONIC ns, as the workload's truth has them."""
+    return TS_BASE_NS + round(us * 1000)
+
+
 def load_truth(path):
     d = json.load(open(path))
     if isinstance(d, dict):
@@ -106,8 +114,8 @@ def check_syncs(p, tcalls, evs):
     waited, bad = 0, []
     for e in sorted(evs, key=lambda e: e["ts"]):
         name, a = e["name"], e.get("args", {})
-        ts = round(e["ts"] * 1000)
-        end = round((e["ts"] + e["dur"]) * 1000)
+        ts = abs_ns(e["ts"])
+        end = abs_ns(e["ts"] + e["dur"])
         key = (name, e["tid"])
         if key in durations:
             i = seen[key]
@@ -145,6 +153,8 @@ def main():
         del args[i:i + 2]
     trace_path, truth_path, probed_path = args
     trace = json.load(open(trace_path))
+    global TS_BASE_NS
+    TS_BASE_NS = trace["gpubpf"].get("ts_base_ns", 0)
     truth = load_truth(truth_path)
     probed = {l.split()[0]: l.split()[2] for l in open(probed_path) if l.strip()}
 
@@ -184,8 +194,8 @@ def main():
                              key=lambda c: t_bounds(c)[0])
             for tc, ev in zip(tc_list, by_key.get(key, [])):
                 t0, t1 = t_bounds(tc)
-                ts_ns = round(ev["ts"] * 1000)
-                end_ns = round((ev["ts"] + ev["dur"]) * 1000)
+                ts_ns = abs_ns(ev["ts"])
+                end_ns = abs_ns(ev["ts"] + ev["dur"])
                 if t0 is not None and not (t0 - 1 <= ts_ns and end_ns <= t1 + 1):
                     time_bad.append("%s: [%d, %d] not within workload's [%d, %d]"
                                     % (name, ts_ns, end_ns, t0, t1))

@@ -93,6 +93,9 @@ static struct model_event *add(struct model *m, uint64_t ts, uint64_t dur,
 	return e;
 }
 
+/* 200 days of uptime: past 2^52 ns, where microseconds in doubles lose ns */
+#define UPTIME (200ULL * 86400 * 1000000000)
+
 static void build_model(struct model *m)
 {
 	struct model_event *e;
@@ -111,7 +114,7 @@ static void build_model(struct model *m)
 	model_set_kernel_name(m, 100, 0x777, "bad\xff\x01name");
 
 	/* added out of order: model_finish sorts */
-	e = add(m, 2000000500, 1500, 100, 101, "cuLaunchKernel", CF_LAUNCH);
+	e = add(m, UPTIME + 2000000500, 1500, 100, 101, "cuLaunchKernel", CF_LAUNCH);
 	e->fields = MF_GRID | MF_BLOCK | MF_SHMEM | MF_STREAM | MF_FUNC | MF_RET;
 	e->func = 0xabc;
 	e->grid[0] = 4, e->grid[1] = 2, e->grid[2] = 1;
@@ -120,29 +123,29 @@ static void build_model(struct model *m)
 	e->stream = 0x55aa00;
 	e->ret = 0;
 
-	e = add(m, 1000000000, 0, 100, 100, "cuMemcpyHtoDAsync_v2", CF_MEMCPY);
+	e = add(m, UPTIME + 1000000000, 0, 100, 100, "cuMemcpyHtoDAsync_v2", CF_MEMCPY);
 	e->fields = MF_BYTES | MF_KIND | MF_PTR | MF_STREAM;
 	e->bytes = 4096;
 	e->copy_kind = CK_HTOD;
 	e->ptr = 0x7f0000001000;
 	e->stream = 0;
 
-	e = add(m, 3000000001, 999, 200, 201, "cuLaunchKernel", CF_LAUNCH);
+	e = add(m, UPTIME + 3000000001, 999, 200, 201, "cuLaunchKernel", CF_LAUNCH);
 	e->fields = MF_FUNC | MF_GRID;
 	e->func = 0xdef;        /* named in pid 100 only */
 	e->grid[0] = 1, e->grid[1] = 1, e->grid[2] = 1;
 
-	e = add(m, 4000000000, 123456789, 100, 100, "cuGraphLaunch", CF_GRAPH);
+	e = add(m, UPTIME + 4000000000, 123456789, 100, 100, "cuGraphLaunch", CF_GRAPH);
 	e->fields = MF_HANDLE | MF_COUNT | MF_RET;
 	e->handle = 0x1234;
 	e->count = 3;
 	e->ret = 700;
 
-	e = add(m, 5000000000, 1, 100, 100, "cuLaunchKernel", CF_LAUNCH);
+	e = add(m, UPTIME + 5000000000, 1, 100, 100, "cuLaunchKernel", CF_LAUNCH);
 	e->fields = MF_FUNC;
 	e->func = 0x777;
 
-	e = add(m, 6000000000, 2, 100, 100, "cuCtxSynchronize", CF_SYNC);
+	e = add(m, UPTIME + 6000000000, 2, 100, 100, "cuCtxSynchronize", CF_SYNC);
 	e->fields = 0;
 
 	model_finish(m);
@@ -214,6 +217,8 @@ static void check_trace(const char *text, const char *what)
 	is_str(sval(g, "clock"), "CLOCK_MONOTONIC", "%s: clock", what);
 	ok(strstr(text, "\"realtime_offset_ns\":1700000000123456789,"),
 	   "%s: realtime_offset_ns exact", what);
+	/* the whole second before the first event, after 200 days */
+	ok(strstr(text, "\"ts_base_ns\":17280001000000000,"), "%s: ts_base_ns exact", what);
 	is_str(sval(g, "host"), "node-7", "%s: host", what);
 	d = item(g, "dropped_events");
 	ok(cJSON_IsObject(d) && cJSON_GetArraySize(d) == 2, "%s: dropped_events per process", what);
@@ -259,7 +264,7 @@ static void check_trace(const char *text, const char *what)
 	is_str(sval(e, "cat"), "cuda_api", "%s: cat", what);
 	is_str(sval(e, "ph"), "X", "%s: ph", what);
 	ok(nval(e, "pid") == 100 && nval(e, "tid") == 100, "%s: memcpy pid/tid", what);
-	ok(strstr(text, "\"ts\":1000000.000,\"dur\":0.000,"), "%s: memcpy ts/dur text", what);
+	ok(strstr(text, "\"ts\":0.000,\"dur\":0.000,"), "%s: memcpy ts/dur text (after the base)", what);
 	a = item(e, "args");
 	is_int(nval(a, "bytes"), 4096, "%s: bytes", what);
 	is_str(sval(a, "kind"), "HtoD", "%s: kind", what);
@@ -270,8 +275,8 @@ static void check_trace(const char *text, const char *what)
 	e = cJSON_GetArrayItem(evs, 4);
 	is_str(sval(e, "name"), "cuLaunchKernel", "%s: launch name", what);
 	ok(nval(e, "pid") == 100 && nval(e, "tid") == 101, "%s: launch pid/tid", what);
-	ok(nval(e, "ts") == 2000000.5 && nval(e, "dur") == 1.5, "%s: launch ts/dur", what);
-	ok(strstr(text, "\"ts\":2000000.500,\"dur\":1.500,"), "%s: launch ts/dur text", what);
+	ok(nval(e, "ts") == 1000000.5 && nval(e, "dur") == 1.5, "%s: launch ts/dur", what);
+	ok(strstr(text, "\"ts\":1000000.500,\"dur\":1.500,"), "%s: launch ts/dur text", what);
 	a = item(e, "args");
 	is_str(sval(a, "kernel"), "void gemm<float>(int, \"x\")", "%s: kernel name resolved", what);
 	ok(is_triple(item(a, "grid"), 4, 2, 1), "%s: grid", what);
@@ -283,14 +288,14 @@ static void check_trace(const char *text, const char *what)
 
 	e = cJSON_GetArrayItem(evs, 5);
 	ok(nval(e, "pid") == 200 && nval(e, "tid") == 201, "%s: pid 200 launch", what);
-	ok(strstr(text, "\"ts\":3000000.001,\"dur\":0.999,"), "%s: ts/dur ns precision", what);
+	ok(strstr(text, "\"ts\":2000000.001,\"dur\":0.999,"), "%s: ts/dur ns precision", what);
 	a = item(e, "args");
 	is_str(sval(a, "kernel"), "0xdef", "%s: unknown kernel as hex handle", what);
 	ok(is_triple(item(a, "grid"), 1, 1, 1), "%s: grid 1,1,1", what);
 
 	e = cJSON_GetArrayItem(evs, 6);
 	is_str(sval(e, "name"), "cuGraphLaunch", "%s: graph launch", what);
-	ok(strstr(text, "\"ts\":4000000.000,\"dur\":123456.789,"), "%s: long dur", what);
+	ok(strstr(text, "\"ts\":3000000.000,\"dur\":123456.789,"), "%s: long dur", what);
 	a = item(e, "args");
 	is_str(sval(a, "handle"), "0x1234", "%s: handle", what);
 	is_int(nval(a, "count"), 3, "%s: count", what);

@@ -111,6 +111,51 @@ static void test_reader(void)
 	free(s);
 }
 
+/* "ts" are microseconds after gpubpf.ts_base_ns: the reader adds it, exactly. */
+static void test_reader_base(void)
+{
+	static const char *const bad[] = {
+		"\"ts_base_ns\":\"1\"", "\"ts_base_ns\":-5", "\"ts_base_ns\":1.5",
+		"\"ts_base_ns\":9000000000000000001",
+	};
+	struct trace_reader r;
+	struct tr_event *ev;
+	char s[512];
+	int ret, n;
+
+	n = snprintf(s, sizeof(s), "{\"gpubpf\":{\"version\":\"0.1.0\",\"host\":\"h\","
+		     "\"realtime_offset_ns\":1,\"ts_base_ns\":17280001000000000},\"traceEvents\":[\n"
+		     "{\"ph\":\"X\",\"ts\":0.001,\"dur\":2.5}\n]}\n");
+	write_file(s, n);
+	ret = trace_reader_open(&r, path);
+	is_int(ret, 0, "a trace with a base opens");
+	ok(r.ts_base_ns == 17280001000000000LL, "its base is read exactly");
+	ret = trace_reader_next(&r, &ev);
+	ok(ret == 1 && ev->ts_ns == 17280001000000001LL && ev->dur_ns == 2500,
+	   "ts is the base plus the event's ns, exact after 200 days; dur as written");
+	if (ret == 1)
+		free(ev);
+	trace_reader_close(&r);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n = snprintf(s, sizeof(s), "{\"gpubpf\":{\"version\":\"0.1.0\",\"host\":\"h\","
+			     "\"realtime_offset_ns\":1,%s},\"traceEvents\":[]}\n", bad[i]);
+		write_file(s, n);
+		ret = trace_reader_open(&r, path);
+		ok(ret == -EINVAL && strstr(trace_reader_errmsg(&r), "ts_base_ns"),
+		   "bad base %s refused: %s", bad[i], trace_reader_errmsg(&r));
+		trace_reader_close(&r);
+	}
+	n = snprintf(s, sizeof(s), "{\"gpubpf\":{\"version\":\"0.1.0\",\"host\":\"h\","
+		     "\"realtime_offset_ns\":1,\"ts_base_ns\":8999999999999999000},\"traceEvents\":[\n"
+		     "{\"ph\":\"X\",\"ts\":2,\"dur\":1}\n]}\n");
+	write_file(s, n);
+	ret = trace_reader_open(&r, path);
+	ok(!ret && trace_reader_next(&r, &ev) == -EINVAL &&
+	   strstr(trace_reader_errmsg(&r), "ts_base_ns"), "base + ts out of range: %s",
+	   trace_reader_errmsg(&r));
+	trace_reader_close(&r);
+}
+
 static void test_align(void)
 {
 	struct align_names names = {};
@@ -150,6 +195,7 @@ int main(void)
 	close(fd);
 	test_numbers();
 	test_reader();
+	test_reader_base();
 	test_align();
 	unlink(path);
 	return done_testing();

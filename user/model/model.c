@@ -545,6 +545,21 @@ static int derive_scopes(struct model *m, const uint32_t *api, size_t napi)
 	return ret ? ret : close_scopes(m, &w, 0);
 }
 
+/*
+ * The whole second at or before the first instant of the trace (its
+ * first event, or a GPU window opened before it): exporters write times
+ * relative to it, so that they stay exact at any uptime.
+ */
+static void set_ts_base(struct model *m)
+{
+	uint64_t first = m->nev ? m->ev[0].ts : UINT64_MAX;
+
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].gpu_window_ns && m->procs[i].gpu_window_ns < first)
+			first = m->procs[i].gpu_window_ns;
+	m->ts_base_ns = first == UINT64_MAX ? 0 : first - first % 1000000000;
+}
+
 int model_finish(struct model *m)
 {
 	uint32_t *api = NULL, *slots = NULL;
@@ -646,5 +661,6 @@ int model_finish(struct model *m)
 		}
 	}
 	free(api);
+	set_ts_base(m);
 	return ret;
 }

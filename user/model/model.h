@@ -163,6 +163,8 @@ struct model {
 	size_t nstack_slots;
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
+	uint64_t ts_base_ns;         /* from model_finish: the second at or before the
+					first instant; exporters write times after it */
 	char host[256];
 	uint64_t dropped_total;      /* all lost events, per-process or not */
 	/* clock sanity, from model_finish: GPU work that starts before its call */
@@ -231,7 +233,8 @@ int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t ti
  *    Python function on a thread's stacks spans, as one event, the calls
  *    made while it stayed on the stack (from the first call's start to the
  *    last one's end), so Model.forward or Optimizer.step show as blocks
- *    around the calls made inside them.
+ *    around the calls made inside them;
+ *  - set ts_base_ns.
  */
 int model_finish(struct model *m);
 

@@ -4,7 +4,7 @@
  * chrome://tracing read.  Streamed through the JSON writer, never built
  * in memory:
  *
- *	{"gpubpf":{version, clock, realtime_offset_ns, host, dropped_events,
+ *	{"gpubpf":{version, clock, realtime_offset_ns, ts_base_ns, host, dropped_events,
  *	           dropped_total, calls_may_be_missing, events},
  *	 "traceEvents":[
  *	   {"ph":"M","name":"process_name",...},      metadata first
@@ -25,7 +25,10 @@
  * (cat "gpu_sync") are slices there too.  CUPTI memory records are
  * instants (cat "gpu_memory") on "GPU <device> / memory", lane 0xfffff.
  *
- * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns).
+ * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns)
+ * after "ts_base_ns" (in the "gpubpf" object): small numbers, so that a
+ * reader's doubles keep their nanoseconds at any uptime (absolute ones
+ * lose them past 2^52 ns, 52 days).
  * Perfetto reads "ts" and "dur" with a light tokenizer that stops at an
  * array value, so events keep them first and put arrays only inside args.
  */
@@ -191,8 +194,9 @@ static void write_call_args(struct jw *jw, const struct model *m,
  * name,"pid","tid","ts" and, for complete events ("X"), "dur".  The caller
  * adds the rest and closes the object.
  */
-static void event_head(struct jw *jw, const char *ph, const char *cat, const char *name,
-		       size_t namelen, uint32_t pid, uint32_t tid, uint64_t ts, uint64_t dur)
+static void event_head(struct jw *jw, const struct model *m, const char *ph, const char *cat,
+		       const char *name, size_t namelen, uint32_t pid, uint32_t tid, uint64_t ts,
+		       uint64_t dur)
 {
 	jw_obj_begin(jw);
 	jw_key(jw, "ph");
@@ -206,7 +210,7 @@ static void event_head(struct jw *jw, const char *ph, const char *cat, const cha
 	jw_key(jw, "tid");
 	jw_uint(jw, tid);
 	jw_key(jw, "ts");
-	jw_us(jw, ts);
+	jw_us(jw, ts - m->ts_base_ns);
 	if (ph[0] == 'X') {
 		jw_key(jw, "dur");
 		jw_us(jw, dur);
@@ -228,7 +232,7 @@ static int write_api_call(struct jw *jw, const struct model *m, size_t idx, bool
 	const struct model_event *ev = &m->ev[idx];
 	const char *name = str(m, ev->name);
 
-	event_head(jw, "X", "cuda_api", name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
+	event_head(jw, m, "X", "cuda_api", name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
 	if (caused_work)
 		write_flow_end(jw, idx, "flow_out");
 	write_call_args(jw, m, ev);
@@ -279,7 +283,7 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 		name = copy_name;
 		break;
 	}
-	event_head(jw, "X", cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
+	event_head(jw, m, "X", cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
 	if (ev->link != MODEL_NO_LINK)
 		write_flow_end(jw, ev->link, "flow_in");
 	jw_key(jw, "args");
@@ -316,9 +320,9 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
  * A stream wait event (CUPTI's times are those of the call that enqueued
  * the wait): a slice on the waiting stream's track.
  */
-static int write_gpu_wait(struct jw *jw, const struct model_event *ev)
+static int write_gpu_wait(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
-	event_head(jw, "X", "gpu_sync", "Wait event", strlen("Wait event"), ev->pid, gpu_tid(ev),
+	event_head(jw, m, "X", "gpu_sync", "Wait event", strlen("Wait event"), ev->pid, gpu_tid(ev),
 		   ev->ts, ev->dur);
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
@@ -331,7 +335,7 @@ static int write_gpu_wait(struct jw *jw, const struct model_event *ev)
 
 /* An allocation or release (CUPTI memory record): an instant on the
  * device's memory track. */
-static int write_gpu_memory(struct jw *jw, const struct model_event *ev)
+static int write_gpu_memory(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
 	jw_obj_begin(jw);
 	jw_key(jw, "ph");
@@ -347,7 +351,7 @@ static int write_gpu_memory(struct jw *jw, const struct model_event *ev)
 	jw_key(jw, "tid");
 	jw_uint(jw, gpu_tid(ev));
 	jw_key(jw, "ts");
-	jw_us(jw, ev->ts);
+	jw_us(jw, ev->ts - m->ts_base_ns);
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
 	jw_key(jw, "address");
@@ -369,7 +373,7 @@ static int write_scope(struct jw *jw, const struct model *m, const struct model_
 {
 	const char *func = str(m, ev->name), *paren = strstr(func, " (");
 
-	event_head(jw, "X", "python", func, paren ? (size_t)(paren - func) : strlen(func), ev->pid,
+	event_head(jw, m, "X", "python", func, paren ? (size_t)(paren - func) : strlen(func), ev->pid,
 		   ev->tid, ev->ts, ev->dur);
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
@@ -392,9 +396,9 @@ static int write_event(struct jw *jw, const struct model *m, size_t idx,
 	if (ev->kind == EV_SCOPE)
 		return write_scope(jw, m, ev);
 	if (ev->kind == EV_MEMORY)
-		return write_gpu_memory(jw, ev);
+		return write_gpu_memory(jw, m, ev);
 	if (is_wait_event(ev))
-		return write_gpu_wait(jw, ev);
+		return write_gpu_wait(jw, m, ev);
 	if (!on_gpu_track(ev))
 		return 0;
 	return write_gpu_work(jw, m, ev);
@@ -433,6 +437,8 @@ static int write_metadata(struct jw *jw, const struct model *m)
 	jw_str(jw, "CLOCK_MONOTONIC");
 	jw_key(jw, "realtime_offset_ns");
 	jw_int(jw, m->realtime_offset_ns);
+	jw_key(jw, "ts_base_ns");
+	jw_uint(jw, m->ts_base_ns);
 	jw_key(jw, "host");
 	jw_strn(jw, m->host, strnlen(m->host, sizeof(m->host)));
 	jw_key(jw, "dropped_events");
@@ -480,7 +486,8 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		jw_str(jw, str(m, m->procs[i].gpu_error));
 	}
 	jw_obj_end(jw);
-	/* when each process's GPU collection started: earlier launches have no GPU record */
+	/* when each process's GPU collection started (after ts_base_ns, as "ts"):
+	 * earlier launches have no GPU record */
 	jw_key(jw, "window_open_us");
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
@@ -488,7 +495,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 			continue;
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
 		jw_key(jw, pid);
-		jw_us(jw, m->procs[i].gpu_window_ns);
+		jw_us(jw, m->procs[i].gpu_window_ns - m->ts_base_ns);
 	}
 	jw_obj_end(jw);
 	/* processes the library was loaded into by late attach, and their stall */
@@ -568,7 +575,7 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 }
 
 /* Device memory in use: a counter track per process and device. */
-static int write_mem_counter(struct jw *jw, const struct mem_sample *s)
+static int write_mem_counter(struct jw *jw, const struct model *m, const struct mem_sample *s)
 {
 	char name[48];
 
@@ -583,7 +590,7 @@ static int write_mem_counter(struct jw *jw, const struct mem_sample *s)
 	jw_key(jw, "tid");
 	jw_uint(jw, s->pid);
 	jw_key(jw, "ts");
-	jw_us(jw, s->ts);
+	jw_us(jw, s->ts - m->ts_base_ns);
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
 	jw_key(jw, "bytes");
@@ -632,11 +639,11 @@ static int chrome_write(const struct model *m, struct sink *out)
 		ret = memory_counters(m, memory_sample_rate, &ms, &nms);
 	for (size_t i = 0; i < m->nev && !ret; i++) {
 		for (; k < nms && ms[k].ts <= m->ev[i].ts; k++)
-			write_mem_counter(&jw, &ms[k]);
+			write_mem_counter(&jw, m, &ms[k]);
 		ret = write_event(&jw, m, i, caused_work);
 	}
 	for (; k < nms && !ret; k++)
-		write_mem_counter(&jw, &ms[k]);
+		write_mem_counter(&jw, m, &ms[k]);
 	free(ms);
 	if (ret)
 		goto cleanup;

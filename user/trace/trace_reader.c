@@ -681,11 +681,35 @@ static const cJSON *member(const cJSON *o, const char *k)
 }
 
 /* The "gpubpf" object: parse it and check what merging needs. */
+
+/* The integer member key of the "gpubpf" object (its n members scanned
+ * from text), exactly; *found false when absent.  -EINVAL, message set,
+ * when it is not an integer. */
+static int meta_int(struct trace_reader *r, const char *text, uint32_t n, const char *key,
+		    int64_t *v, bool *found)
+{
+	size_t klen = strlen(key);
+
+	*found = false;
+	for (uint32_t i = 0; i < n; i++) {
+		const struct tr_member *m = &r->mtmp[i];
+
+		if (m->key.len != klen || memcmp(text + m->key.off, key, klen))
+			continue;
+		*found = true;
+		if (tr_parse_int(text + m->val.off, m->val.len, v))
+			return set_msg(r, -EINVAL, "%s in the \"gpubpf\" object is not an integer",
+				       key);
+		return 0;
+	}
+	return 0;
+}
 static int parse_meta(struct trace_reader *r, const char *text, size_t len)
 {
 	struct scan s = { .p = text, .end = text + len };
 	const cJSON *v;
 	uint32_t n = 0;
+	bool found;
 	int ret;
 
 	if (*text != '{')
@@ -708,22 +732,21 @@ static int parse_meta(struct trace_reader *r, const char *text, size_t len)
 	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 0x1p64)
 		r->dropped_total = (uint64_t)v->valuedouble;
 
-	/* the offset is ~1.8e18 ns: read its text, a double would round it */
+	/* the offset and the base are ~1e18 ns: read their text, a double
+	 * would round them */
 	ret = scan_object(&s, r, text, &n);
 	if (ret != SC_OK)
 		return set_msg(r, -EINVAL, "cannot parse the \"gpubpf\" object");
-	for (uint32_t i = 0; i < n; i++) {
-		const struct tr_member *m = &r->mtmp[i];
-
-		if (m->key.len == 18 && !memcmp(text + m->key.off, "realtime_offset_ns", 18)) {
-			if (tr_parse_int(text + m->val.off, m->val.len, &r->realtime_offset_ns))
-				return set_msg(r, -EINVAL,
-					       "realtime_offset_ns in the \"gpubpf\" object is not an integer");
-			return 0;
-		}
-	}
-	return set_msg(r, -EINVAL,
-		       "the \"gpubpf\" object has no realtime_offset_ns (cannot align its clock)");
+	if (meta_int(r, text, n, "realtime_offset_ns", &r->realtime_offset_ns, &found))
+		return -EINVAL;
+	if (!found)
+		return set_msg(r, -EINVAL,
+			       "the \"gpubpf\" object has no realtime_offset_ns (cannot align its clock)");
+	if (meta_int(r, text, n, "ts_base_ns", &r->ts_base_ns, &found))
+		return -EINVAL;
+	if (r->ts_base_ns < 0 || r->ts_base_ns > TR_MAX_TS_NS)
+		return set_msg(r, -EINVAL, "ts_base_ns in the \"gpubpf\" object is out of range");
+	return 0;
 }
 
 /*
@@ -1015,6 +1038,10 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 	}
 	ret = read_time(r, ev, TRK_TS, "ts", &ev->has_ts, &ev->ts_ns) ?:
 	      read_time(r, ev, TRK_DUR, "dur", &ev->has_dur, &ev->dur_ns);
+	if (!ret && ev->has_ts && (__builtin_add_overflow(ev->ts_ns, r->ts_base_ns, &ev->ts_ns) ||
+				   ev->ts_ns > TR_MAX_TS_NS))
+		ret = set_msg(r, -EINVAL, "\"ts\" of the event at line %llu is out of range "
+			      "once ts_base_ns is added", (unsigned long long)line);
 	if (ret) {
 		free(ev);
 		return ret;

@@ -13,7 +13,9 @@
  * writer does), so it is valid UTF-8 too.  The top-level members of each event are
  * located (key and value spans into its text) and "ts"/"dur" are read
  * from their text exactly, as integer nanoseconds: a double would lose
- * nanoseconds past 2^53 ns (104 days of uptime).  cJSON parses the small
+ * nanoseconds past 2^53 ns (104 days of uptime).  "ts" comes back
+ * absolute: the trace's "ts_base_ns" (gpubpf object; 0 when absent) is
+ * added to it.  cJSON parses the small
  * "gpubpf" object; events are not turned into trees.
  *
  * Layout assumptions: none beyond JSON.  Our exporter writes the "gpubpf"
@@ -93,6 +95,7 @@ struct trace_reader {
 	char version[64];
 	char host[256];
 	int64_t realtime_offset_ns;     /* exact, from the text */
+	int64_t ts_base_ns;             /* added to every "ts" read; 0 if absent */
 	uint64_t events;                /* "events", 0 if absent */
 	uint64_t dropped_total;
 
@@ -148,6 +151,7 @@ bool tr_event_str_is(const struct tr_event *ev, int i, const char *s);
  * 0 or -EINVAL (not a number, or beyond +-9e15 us, i.e. +-9e18 ns).
  */
 int tr_parse_us_ns(const char *s, size_t len, int64_t *ns);
+#define TR_MAX_TS_NS 9000000000000000000LL      /* 9e15 us */
 
 /* A JSON number's text as an integer; -EINVAL unless it is one. */
 int tr_parse_int(const char *s, size_t len, int64_t *v);
