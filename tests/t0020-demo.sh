@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# `make demo` (scripts/demo.sh): the newcomer's first trace.  It records the
+# simulated training job, prints the report, and writes a trace that
+# Perfetto's importer reads as the README says: GPU work on stream tracks
+# with an arrow from each launch, calls inside their Python functions.
+. "$(dirname "$0")/lib.sh"
+test_description "make demo: records, reports, and writes a trace Perfetto reads"
+require_bpf
+require_sim
+
+trace="$GPUBPF_ROOT/build/demo/gpubpf-demo.json"
+rm -f "$trace"
+check "scripts/demo.sh exits 0" bash -c "bash '$GPUBPF_ROOT/scripts/demo.sh' >'$TMPD/out' 2>&1"
+diag <"$TMPD/out"
+like "it says where the trace is" "$(cat "$TMPD/out")" "the timeline is $trace"
+like "it prints the report" "$(cat "$TMPD/out")" "GPU 0: busy"
+is "the trace has kernels on stream tracks" "$(json_query "$trace" \
+	'len([e for e in ev if e.get("cat") == "kernel"]) > 100')" true
+perfetto_ok "$trace"
+done_testing
