@@ -27,7 +27,6 @@
 #include "lib/parse.h"
 #include "record/probes.h"
 #include "lib/proc.h"
-#include "model/memory.h"
 #include "report/report.h"
 #include "sym/pyruntime.h"
 #include "lib/sink.h"
@@ -76,6 +75,7 @@ struct record {
 	int stacks;             /* walk Python stacks */
 	int native;             /* capture native stacks */
 	uint32_t stack_depth;
+	struct export_opts export;
 	struct py_try { pid_t pid; int done; uint64_t first; } *py;
 	size_t npy;
 	int waiting;            /* a -p target has not loaded libcuda yet */
@@ -301,7 +301,7 @@ static int parse_args(struct record *r, int argc, char **argv)
 					optarg);
 				return -1;
 			}
-			memory_sample_rate = v;
+			r->export.mem_sample_rate = v;
 			break;
 		}
 		case 'q':
@@ -913,7 +913,7 @@ static int write_trace(struct record *r)
 	}
 	ret = sink_open(&out, r->output);
 	if (!ret)
-		ret = export_chrome.write(&r->model, &out);
+		ret = export_chrome.write(&r->model, &r->export, &out);
 	if (ret) {
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out) :
 			strerror(-ret));
