@@ -95,11 +95,11 @@ static void test_record_opts(void)
 	   o.stack_depth == 8 && !o.npids, "-a, --buffer-size, --stack-depth");
 	record_opts_release(&o);
 
-	ok(record_parse(&o, two) == -1, "-a and -p together are refused");
-	ok(record_parse(&o, none) == -1, "no target is refused");
-	ok(record_parse(&o, bad_stack) == -1, "--stack python, is refused");
-	ok(record_parse(&o, bad_rate) == -1, "--sample-rate -1 is refused");
-	ok(record_parse(&o, bad_depth) == -1, "--stack-depth 257 is refused");
+	ok(record_parse(&o, two) == -EINVAL, "-a and -p together are refused");
+	ok(record_parse(&o, none) == -EINVAL, "no target is refused");
+	ok(record_parse(&o, bad_stack) == -EINVAL, "--stack python, is refused");
+	ok(record_parse(&o, bad_rate) == -EINVAL, "--sample-rate -1 is refused");
+	ok(record_parse(&o, bad_depth) == -EINVAL, "--stack-depth 257 is refused");
 }
 
 static void test_merge_opts(void)
@@ -119,8 +119,8 @@ static void test_merge_opts(void)
 	ok(!merge_parse(&o, dflt) && o.output == o.outbuf &&
 	   !strncmp(o.output, "gpubpf-merged-", 14) && o.window == 4096 &&
 	   o.window_bytes == 64ULL << 20 && !o.align, "defaults");
-	ok(merge_parse(&o, none) == -1, "no trace is refused");
-	ok(merge_parse(&o, bad) == -1, "--reorder-window 0 is refused");
+	ok(merge_parse(&o, none) == -EINVAL, "no trace is refused");
+	ok(merge_parse(&o, bad) == -EINVAL, "--reorder-window 0 is refused");
 }
 
 static void test_spawn(void)

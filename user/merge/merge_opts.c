@@ -7,7 +7,7 @@
 #include <time.h>
 #include "merge/merge_opts.h"
 
-#define MAX_TRACES 400                  /* 400 * 10^7 < 2^32: pids stay uint32 */
+#define MAX_TRACES 400  /* 400 * PID_STRIDE (merge.h) < 2^32: merged pids stay uint32 */
 #define DEFAULT_WINDOW 4096
 #define DEFAULT_WINDOW_BYTES (64ULL << 20)
 
@@ -103,14 +103,14 @@ int merge_opts_parse(struct merge_opts *o, int argc, char **argv)
 			if (errno || *end || !o->window || o->window > (1u << 24)) {
 				fprintf(stderr, "gpubpf: invalid reorder window '%s' (1 to 16777216 events)\n",
 					optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'B':
 			if (parse_size(optarg, &o->window_bytes)) {
 				fprintf(stderr, "gpubpf: invalid reorder window size '%s' (1 to 1T bytes, K, M, G, T suffixes)\n",
 					optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'q':
@@ -122,22 +122,22 @@ int merge_opts_parse(struct merge_opts *o, int argc, char **argv)
 		case ':':
 			fprintf(stderr, "gpubpf: option '%s' needs a value (see 'gpubpf merge --help')\n",
 				argv[optind - 1]);
-			return -1;
+			return -EINVAL;
 		default:
 			fprintf(stderr, "gpubpf: unknown option '%s' (see 'gpubpf merge --help')\n",
 				argv[optind - 1]);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	o->paths = &argv[optind];
 	o->npaths = argc - optind;
 	if (o->npaths < 1) {
 		fprintf(stderr, "gpubpf: merge needs at least one trace (see 'gpubpf merge --help')\n");
-		return -1;
+		return -EINVAL;
 	}
 	if (o->npaths > MAX_TRACES) {
 		fprintf(stderr, "gpubpf: too many traces (%d, at most %d)\n", o->npaths, MAX_TRACES);
-		return -1;
+		return -EINVAL;
 	}
 	if (!o->output) {
 		time_t t = time(NULL);

@@ -20,7 +20,7 @@ struct merge_opts {
 
 /*
  * Fill o from argv (defaults first; without -o, a name made from the
- * time).  --help prints the usage and exits.  0, or -1 with the reason
+ * time).  --help prints the usage and exits.  0, or -EINVAL with the reason
  * on stderr.
  */
 int merge_opts_parse(struct merge_opts *o, int argc, char **argv);

@@ -90,7 +90,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			n = parse_pid_list(optarg, &pids, n);
 			if (n < 0) {
 				fprintf(stderr, "gpubpf: invalid pid list '%s'\n", optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'a':
@@ -100,7 +100,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			if (parse_duration_ns(optarg, &o->duration_ns)) {
 				fprintf(stderr, "gpubpf: invalid duration '%s' (use e.g. 500ms, 10s, 2m)\n",
 					optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'o':
@@ -113,7 +113,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			if (parse_size(optarg, &o->ringbuf) || o->ringbuf > (1ULL << 30)) {
 				fprintf(stderr, "gpubpf: invalid buffer size '%s' (use e.g. 64M, at most 1G)\n",
 					optarg);
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'N':
@@ -141,7 +141,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 				break;
 			fprintf(stderr, "gpubpf: invalid --stack '%s' (python, native, "
 				"python,native or none)\n", optarg);
-			return -1;
+			return -EINVAL;
 		}
 		case 'D': {
 			char *end;
@@ -150,7 +150,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			if (*end || v < 1 || v > GB_PY_MAX_DEPTH) {
 				fprintf(stderr, "gpubpf: invalid --stack-depth '%s' (1 to %d)\n", optarg,
 					GB_PY_MAX_DEPTH);
-				return -1;
+				return -EINVAL;
 			}
 			o->stack_depth = v;
 			break;
@@ -159,7 +159,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			if (!realpath(optarg, o->injlib)) {
 				fprintf(stderr, "gpubpf: cannot read injection library '%s': %s\n",
 					optarg, strerror(errno));
-				return -1;
+				return -EINVAL;
 			}
 			break;
 		case 'M': {
@@ -169,7 +169,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			if (!*optarg || *end || *optarg == '-' || v > UINT32_MAX) {
 				fprintf(stderr, "gpubpf: invalid sample rate '%s' (a number of operations, 0 for every change)\n",
 					optarg);
-				return -1;
+				return -EINVAL;
 			}
 			o->export.mem_sample_rate = v;
 			break;
@@ -186,7 +186,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		default:
 			fprintf(stderr, "gpubpf: %s '%s' (see 'gpubpf record --help')\n",
 				c == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
-			return -1;
+			return -EINVAL;
 		}
 	}
 	if (optind < argc) {
@@ -199,7 +199,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		fprintf(stderr, "gpubpf: record needs exactly one of -p PID, -a or -- CMD "
 			"(see 'gpubpf record --help')\n");
 		free(pids);
-		return -1;
+		return -EINVAL;
 	}
 	o->pids = pids;
 	o->npids = n;
@@ -213,11 +213,11 @@ int record_opts_check(struct record_opts *o)
 
 	if (o->libcuda && access(o->libcuda, R_OK)) {
 		fprintf(stderr, "gpubpf: cannot read libcuda '%s': %s\n", o->libcuda, strerror(errno));
-		return -1;
+		return -EINVAL;
 	}
 	if (o->output && sink_check_path(o->output, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
-		return -1;
+		return -EINVAL;
 	}
 	if (o->device && !o->injlib[0] && discover_injection_lib(o->injlib, sizeof(o->injlib))) {
 		fprintf(stderr, "gpubpf: GPU timing off: %s not found beside gpubpf "

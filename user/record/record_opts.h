@@ -32,7 +32,7 @@ struct record_opts {
 
 /*
  * Fill o from argv (defaults first).  --help prints the usage and exits.
- * 0, or -1 with the reason on stderr.  Free with record_opts_release().
+ * 0, or -EINVAL with the reason on stderr.  Free with record_opts_release().
  */
 int record_opts_parse(struct record_opts *o, int argc, char **argv);
 
@@ -40,7 +40,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv);
  * What the options name must be usable: the --libcuda file readable, the
  * output writable.  The injection library is looked for beside gpubpf
  * when not given; GPU timing is turned off, said why, without one, or
- * when -- CMD already has another in CUDA_INJECTION64_PATH.  0 or -1.
+ * when -- CMD already has another in CUDA_INJECTION64_PATH.  0 or -EINVAL.
  */
 int record_opts_check(struct record_opts *o);
 
