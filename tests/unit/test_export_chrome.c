@@ -153,6 +153,7 @@ static void build_model(struct model *m)
 
 static int write_trace(const struct model *m, const char *path)
 {
+	struct export_opts opts = { 0 };
 	struct sink s;
 	int ret;
 
@@ -161,7 +162,7 @@ static int write_trace(const struct model *m, const char *path)
 		diag("sink_open: %s", sink_errmsg(&s));
 		return ret;
 	}
-	ret = export_chrome.write(m, &s);
+	ret = export_chrome.write(m, &opts, &s);
 	if (ret) {
 		sink_abort(&s);
 		return ret;

@@ -140,8 +140,6 @@ int mem_tracker_alloc(struct mem_tracker *mt, uint64_t key, uint64_t bytes, int6
 	return 0;
 }
 
-unsigned memory_sample_rate;
-
 static const char *const mem_kinds[] = {
 	"unknown", "pageable", "pinned", "device", "array", "managed", "device_static",
 	"managed_static",

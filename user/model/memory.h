@@ -85,9 +85,6 @@ int mem_kind_is_device(unsigned kind);
  * (0 or 1: every change), plus the first, the peak and the last, in time
  * order.  *out is malloc'd (free it).  Returns 0 or -ENOMEM.
  */
-/* record --sample-rate N: what the Chrome exporter passes to memory_counters. */
-extern unsigned memory_sample_rate;
-
 int memory_counters(const struct model *m, unsigned sample_rate, struct mem_sample **out,
 		    size_t *n);
 

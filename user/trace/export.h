@@ -5,7 +5,8 @@
  *
  *	struct sink out;
  *	if (sink_open(&out, path) < 0) -> sink_errmsg(&out)
- *	err = export_chrome.write(model, &out);
+ *	struct export_opts opts = { .mem_sample_rate = 0 };
+ *	err = export_chrome.write(model, &opts, &out);
  *	err ? sink_abort(&out) : (err = sink_commit(&out));
  */
 #ifndef GPUBPF_EXPORT_H
@@ -14,6 +15,15 @@
 struct model;
 struct sink;
 
+/* What the user chose about the output, passed to every exporter. */
+struct export_opts {
+	/*
+	 * Device memory counter tracks: a sample every mem_sample_rate
+	 * allocations/frees (0: every change); see memory_counters().
+	 */
+	unsigned mem_sample_rate;
+};
+
 struct exporter {
 	const char *name;               /* "chrome" */
 	const char *description;        /* one line, for help texts */
@@ -21,7 +31,7 @@ struct exporter {
 	 * Write the whole document into out (an open sink; the caller commits
 	 * or aborts it).  Returns 0 or -errno.
 	 */
-	int (*write)(const struct model *m, struct sink *out);
+	int (*write)(const struct model *m, const struct export_opts *opts, struct sink *out);
 };
 
 /*

@@ -599,7 +599,8 @@ static int write_mem_counter(struct jw *jw, const struct model *m, const struct 
 	return jw_obj_end(jw);
 }
 
-static int chrome_write(const struct model *m, struct sink *out)
+static int chrome_write(const struct model *m, const struct export_opts *opts,
+			struct sink *out)
 {
 	struct mem_sample *ms = NULL;
 	size_t nms = 0, k = 0;
@@ -636,7 +637,7 @@ static int chrome_write(const struct model *m, struct sink *out)
 	}
 	ret = write_gpu_tracks(&jw, m);
 	if (!ret)
-		ret = memory_counters(m, memory_sample_rate, &ms, &nms);
+		ret = memory_counters(m, opts->mem_sample_rate, &ms, &nms);
 	for (size_t i = 0; i < m->nev && !ret; i++) {
 		for (; k < nms && ms[k].ts <= m->ev[i].ts; k++)
 			write_mem_counter(&jw, m, &ms[k]);

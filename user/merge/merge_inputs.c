@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * gpubpf merge's inputs: opened, checked to come from one gpubpf
+ * major.minor, labelled by host, and their clocks shifted onto the first
+ * trace's by the realtime offsets, then with --align-collectives by the
+ * skew the NCCL kernels show (see merge_align.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "merge/merge.h"
+
+#define MAX_SHIFT_NS (1LL << 62)
+
+/* "0.1.0" -> major and minor; -EINVAL if it does not start N.N. */
+static int major_minor(const char *v, long *maj, long *min)
+{
+	char *end;
+
+	*maj = strtol(v, &end, 10);
+	if (end == v || *end != '.')
+		return -EINVAL;
+	v = end + 1;
+	*min = strtol(v, &end, 10);
+	return end == v ? -EINVAL : 0;
+}
+
+static void make_labels(struct merge *m)
+{
+	for (int i = 0; i < m->nin; i++) {
+		struct input *in = &m->in[i];
+		const char *base = in->r.host;
+		int dup = 1;
+
+		if (!*base) {
+			base = strrchr(in->path, '/');
+			base = base ? base + 1 : in->path;
+		}
+		for (int j = 0; j < i && in->r.host[0]; j++)
+			if (!strcmp(m->in[j].r.host, in->r.host))
+				dup++;
+		if (dup > 1)
+			snprintf(in->label, sizeof(in->label), "%s#%d", base, dup);
+		else
+			snprintf(in->label, sizeof(in->label), "%s", base);
+	}
+}
+
+int merge_open_inputs(struct merge *m)
+{
+	long maj0 = 0, min0 = 0;
+
+	for (int i = 0; i < m->nin; i++) {
+		struct input *in = &m->in[i];
+		long maj, min;
+
+		if (trace_reader_open(&in->r, in->path) < 0) {
+			fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
+			return -EINVAL;
+		}
+		if (major_minor(in->r.version, &maj, &min)) {
+			fprintf(stderr, "gpubpf: %s: unknown gpubpf version '%s'\n",
+				in->path, in->r.version);
+			return -EINVAL;
+		}
+		if (i == 0) {
+			maj0 = maj;
+			min0 = min;
+		} else if (maj != maj0 || min != min0) {
+			fprintf(stderr,
+				"gpubpf: %s: recorded by gpubpf %s, but %s by %s (major.minor differ: record every host with one version)\n",
+				in->path, in->r.version, m->in[0].path, m->in[0].r.version);
+			return -EINVAL;
+		}
+		if (__builtin_sub_overflow(in->r.realtime_offset_ns, m->in[0].r.realtime_offset_ns,
+					   &in->clock_shift_ns) ||
+		    in->clock_shift_ns < -MAX_SHIFT_NS || in->clock_shift_ns > MAX_SHIFT_NS) {
+			fprintf(stderr, "gpubpf: %s: realtime_offset_ns %" PRId64 " is too far from %s's (%" PRId64 ")\n",
+				in->path, in->r.realtime_offset_ns, m->in[0].path,
+				m->in[0].r.realtime_offset_ns);
+			return -EINVAL;
+		}
+		in->shift_ns = in->clock_shift_ns;
+	}
+	make_labels(m);
+	m->next_big = m->nin * PID_STRIDE;
+	return 0;
+}
+
+int merge_align_pass(struct merge *m)
+{
+	struct align_names names = {};
+	struct align_set *sets;
+	bool reported = false;
+	int ret = 0, err = 0;
+
+	sets = calloc(m->nin, sizeof(*sets));
+	if (!sets)
+		return -ENOMEM;
+	for (int i = 0; i < m->nin && !ret; i++) {
+		struct input *in = &m->in[i];
+		struct tr_event *ev;
+
+		while ((ret = trace_reader_next(&in->r, &ev)) > 0) {
+			int n = ev->key[TRK_NAME];
+			uint32_t id;
+
+			if (ev->has_ts && ev->has_dur && n >= 0 &&
+			    tr_event_str_is(ev, ev->key[TRK_CAT], "nccl") &&
+			    tr_event_str_is(ev, ev->key[TRK_PH], "X")) {
+				const struct tr_span *v = &ev->m[n].val;
+				int64_t end;
+
+				if (shift_ts(ev->ts_ns, ev->dur_ns, &end) ||
+				    shift_ts(end, in->clock_shift_ns, &end)) {
+					fprintf(stderr, "gpubpf: %s: the end of the event at line %llu is out of range once moved to %s's clock\n",
+						in->path, (unsigned long long)ev->line, m->in[0].label);
+					free(ev);
+					ret = -EINVAL;
+					reported = true;
+					break;
+				}
+				err = align_intern(&names, ev->text + v->off, v->len, &id) ?:
+				      align_add(&sets[i], id, end);
+			}
+			free(ev);
+			if (err) {
+				ret = err;
+				break;
+			}
+		}
+		if (reported)
+			break;
+		if (ret == 0)
+			ret = trace_reader_rewind(&in->r);
+		if (ret < 0 && ret != -ENOMEM)
+			fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
+	}
+	for (int i = 1; i < m->nin && !ret; i++)
+		ret = align_estimate(&sets[0], &sets[i], &m->in[i].align);
+	if (!ret && !sets[0].n)
+		fprintf(stderr, "gpubpf: %s: no NCCL kernels (cat \"nccl\") in the reference trace, clocks not refined\n",
+			m->in[0].label);
+	for (int i = 1; i < m->nin && !ret; i++) {
+		struct input *in = &m->in[i];
+
+		if (!in->align.matched) {
+			if (sets[0].n)
+				fprintf(stderr, "gpubpf: %s: no NCCL kernels to match with %s, clock not refined\n",
+					in->label, m->in[0].label);
+			continue;
+		}
+		in->shift_ns -= in->align.skew_ns;
+		if (!m->o->quiet)
+			fprintf(stderr, "gpubpf: %s: clock skew %+.3f us against %s (%" PRIu64
+				" NCCL kernels matched, spread %.3f us), removed\n",
+				in->label, in->align.skew_ns / 1e3, m->in[0].label,
+				in->align.matched, in->align.spread_ns / 1e3);
+	}
+	if (!ret)
+		m->in[0].align.matched = sets[0].n;
+	for (int i = 0; i < m->nin; i++)
+		align_set_release(&sets[i]);
+	free(sets);
+	align_names_release(&names);
+	if (ret == -ENOMEM)
+		fprintf(stderr, "gpubpf: out of memory\n");
+	return ret;
+}

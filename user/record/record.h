@@ -1,0 +1,162 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * One recording's state, shared by the files of gpubpf record:
+ *
+ *	cmd_record.c   the command: options -> start -> loop -> finish
+ *	record_opts.c  the command line
+ *	targets.c      which processes are traced, their libcuda and GPU timing
+ *	pystacks.c     which processes get Python stacks, and when to look
+ *	spawn.c        -- CMD, started held
+ *	record_loop.c  reading the ring buffer until told to stop
+ *	summary.c      the lines printed once the trace is written
+ *
+ * The options are read only; everything else here changes as processes
+ * come and go.
+ */
+#ifndef GPUBPF_RECORD_H
+#define GPUBPF_RECORD_H
+
+#include <limits.h>
+#include <stdint.h>
+#include <time.h>
+#include <sys/types.h>
+#include "gpubpf.h"
+#include "model/model.h"
+#include "record/collector.h"
+#include "record/inject.h"
+#include "record/probes.h"
+#include "record/record_opts.h"
+#include "record/spawn.h"
+
+struct ring_buffer;
+
+/* A -p process. */
+struct target {
+	pid_t pid;
+	int seen_libcuda;       /* libcuda was mapped at some point */
+	int markers;            /* the injection library's markers are attached */
+	int gone;               /* exit reported */
+};
+
+/* A process the injection library was loaded into late (ptrace). */
+struct late {
+	pid_t pid;
+	int ret;
+	struct inject_stats st;
+	char why[256];
+};
+
+/* A process whose Python was looked for. */
+struct py_try {
+	pid_t pid;
+	int done;
+	uint64_t first;
+};
+
+struct record {
+	const struct record_opts *o;
+	struct target *targets; /* -p: one per pid */
+	int ntargets;
+	const char *output;
+	char outbuf[PATH_MAX];
+	char libcuda_buf[PATH_MAX];     /* the discovered libcuda */
+	struct late *late;
+	size_t nlate;
+	int nmarkers;           /* marker attachments made */
+	struct py_try *py;
+	size_t npy;
+	int waiting;            /* a -p target has not loaded libcuda yet */
+	int holding;            /* new libcuda mappings are held until probed */
+	int collecting;         /* setup is over: a libcuda probed now is late */
+	int nlibs;              /* libcuda files probed */
+	pid_t last_pid;         /* of the latest call record */
+	struct spawn child;     /* -- CMD */
+	struct probes probes;
+	struct ring_buffer *rb;
+	struct model model;
+	struct collector coll;
+};
+
+static inline uint64_t now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
+}
+
+/* --- targets.c ---------------------------------------------------------- */
+
+/* -p: the targets, from the options.  0 or -ENOMEM. */
+int targets_init(struct record *r);
+
+/*
+ * Whether new libcuda mappings must be held: -- CMD and -a always; -p
+ * while a target has no libcuda yet.
+ */
+int targets_need_hold(struct record *r);
+
+/*
+ * -p: probe each target's libcuda (or the one it will load).  0 or -errno,
+ * said on stderr.
+ */
+int targets_setup_pids(struct record *r);
+
+/* -a, -- CMD: probe libcuda for all processes.  0 or -errno, said. */
+int targets_setup_global(struct record *r);
+
+/* A libcuda mapping reported by the probes (held or not): probe it. */
+void targets_on_map(struct record *r, const struct gb_map *m);
+
+/*
+ * Look again for libcuda, exits, the injection library.  The number of
+ * -p targets alive (-a, -- CMD: 1).
+ */
+int targets_scan(struct record *r);
+
+/* -p: 0, or -ENOENT (said) if no target ever loaded libcuda. */
+int targets_check_seen(struct record *r);
+
+/* 1 if late attach already said why pid gets no GPU timing. */
+int targets_late_failed(struct record *r, pid_t pid);
+
+/*
+ * Some calls of pid may be missing: say why, once, in the trace metadata
+ * and at the end of the recording.
+ */
+void targets_mark_missed(struct record *r, pid_t pid, const char *why);
+
+/* --- pystacks.c --------------------------------------------------------- */
+
+/*
+ * Look for pid's Python; 1 when pid is settled (found, refused, or given
+ * up on), 0 to try again later.
+ */
+int pystacks_try(struct record *r, pid_t pid);
+
+/* 1 if pid's Python was looked for already. */
+int pystacks_tried(struct record *r, pid_t pid);
+
+/* --- record_loop.c ------------------------------------------------------ */
+
+/* The ring buffer and the signals that stop the loop.  0 or -errno. */
+int record_loop_init(struct record *r);
+
+/*
+ * Read records until a signal, the duration, or the end of the targets;
+ * then count what was lost.
+ */
+void record_loop(struct record *r);
+
+/* Continue every held process, stop holding new ones. */
+void record_unhold(struct record *r);
+
+/* Stop signals received (a second one does not wait for -- CMD). */
+int record_nsignals(void);
+
+/* --- summary.c ---------------------------------------------------------- */
+
+/* What the recording saw, lost and missed, on stderr. */
+void record_summary(struct record *r);
+
+#endif

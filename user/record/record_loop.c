@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * gpubpf record's loop: read the ring buffer into the collector, look
+ * for new libcuda mappings and exits, until a signal, the duration, the
+ * end of the -p targets or of the command.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include "record/record.h"
+
+#define POLL_MS 100
+#define WAIT_POLL_MS 10         /* while a -p target has no libcuda yet */
+#define SCAN_NS 250000000ULL    /* how often to look for libcuda and exits */
+#define SCAN_ALL_NS 1000000000ULL
+#define GRACE_NS 150000000ULL   /* the injection library delivers every 50 ms */
+#define PY_FAST_NS 3000000000ULL /* -- CMD: look for Python this long, closely */
+#define PY_FAST_POLL_MS 2
+
+static volatile sig_atomic_t stop_signal;
+static volatile sig_atomic_t nsignals;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+	nsignals++;
+}
+
+static int on_record(void *ctx, void *data, size_t size)
+{
+	struct record *r = ctx;
+	int ret;
+
+	if (size == sizeof(struct gb_map) && *(const uint32_t *)data == GB_REC_MAP) {
+		targets_on_map(r, data);
+		return 0;
+	}
+	/* -a, -- CMD: a process not held at its libcuda (a shell job, or one
+	 * running before us): look for its Python at its first call */
+	if (size >= sizeof(struct gb_call) && *(const uint32_t *)data == GB_REC_CALL &&
+	    r->o->stacks && r->o->mode != MODE_PIDS) {
+		pid_t pid = ((const struct gb_call *)data)->pid;
+
+		if (pid != r->last_pid && !pystacks_tried(r, pid))
+			pystacks_try(r, pid);
+		r->last_pid = pid;
+	}
+	ret = collector_record(&r->coll, data, size);
+
+	/* a malformed record is counted; only running out of memory stops us */
+	return ret == -ENOMEM ? ret : 0;
+}
+
+static void add_drops(void *ctx, uint32_t pid, uint64_t n)
+{
+	struct record *r = ctx;
+	struct model_process *p = model_process(&r->model, pid, NULL);
+
+	if (p)
+		p->dropped = n;
+}
+
+/* Their records may still be in the ring buffer. */
+void record_unhold(struct record *r)
+{
+	if (!r->holding)
+		return;
+	probes_release_maps(&r->probes);
+	r->holding = 0;
+	/* a hook that ran just before the detach may still be submitting */
+	for (int i = 0; i < 3; i++)
+		probes_heartbeat(&r->probes), ring_buffer__poll(r->rb, 5), ring_buffer__consume(r->rb);
+}
+
+static void on_unheld(void *ctx, uint32_t pid, uint64_t n)
+{
+	targets_mark_missed(ctx, pid, "it loaded libcuda while the ring buffer was full: the "
+			    "library was probed only after it was loaded");
+}
+
+int record_nsignals(void)
+{
+	return nsignals;
+}
+
+int record_loop_init(struct record *r)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	r->rb = ring_buffer__new(probes_ringbuf_fd(&r->probes), on_record, r, NULL);
+	if (!r->rb)
+		return -errno;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+static void progress(struct record *r, uint64_t start, int final)
+{
+	uint64_t drops = probes_dropped(&r->probes, NULL, NULL);
+
+	fprintf(stderr, "\rgpubpf: recording %.1fs, %llu events, %llu dropped%s",
+		(now_ns(CLOCK_MONOTONIC) - start) / 1e9, (unsigned long long)r->coll.calls,
+		(unsigned long long)drops, final ? "\n" : "   ");
+}
+
+void record_loop(struct record *r)
+{
+	uint64_t start = now_ns(CLOCK_MONOTONIC), last_scan = start, last_progress = start;
+	int tty = isatty(2), forwarded = 0, py_fast = r->o->mode == MODE_CMD && r->o->stacks;
+
+	while (!stop_signal || (r->o->mode == MODE_CMD && !r->child.done && nsignals < 2)) {
+		uint64_t now;
+
+		/*
+		 * The command's interpreter is there from its exec on, before
+		 * it makes its first CUDA call: look for it closely at first.
+		 */
+		if (py_fast)
+			py_fast = !pystacks_try(r, r->child.pid) && now_ns(CLOCK_MONOTONIC) - start < PY_FAST_NS;
+		probes_heartbeat(&r->probes);
+		ring_buffer__poll(r->rb, py_fast ? PY_FAST_POLL_MS : r->waiting ? WAIT_POLL_MS : POLL_MS);
+		/* records are submitted without wakeups: read what is there */
+		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
+			break;
+		now = now_ns(CLOCK_MONOTONIC);
+		if (r->o->mode == MODE_CMD) {
+			if (spawn_poll(&r->child) && !stop_signal)
+				stop_signal = -1;
+			/* a signal to us goes on to the command, whose exit ends us */
+			if (stop_signal > 0 && !forwarded && !r->child.done) {
+				kill(r->child.pid, stop_signal == SIGINT && tty ? 0 : stop_signal);
+				forwarded = 1;
+			}
+		}
+		if (r->o->duration_ns && now - start >= r->o->duration_ns)
+			break;
+		if (r->waiting || now - last_scan >= (r->o->mode == MODE_ALL ? SCAN_ALL_NS : SCAN_NS)) {
+			last_scan = now;
+			if (!targets_scan(r) && !stop_signal)
+				stop_signal = -1;
+		}
+		if (tty && now - last_progress >= 1000000000ULL) {
+			last_progress = now;
+			progress(r, start, 0);
+		}
+	}
+	/*
+	 * Still attached, the injection library delivers what it holds
+	 * within one of its periods; a command that exited flushed at exit.
+	 */
+	if (r->nmarkers && !(r->o->mode == MODE_CMD && r->child.done)) {
+		uint64_t until = now_ns(CLOCK_MONOTONIC) + GRACE_NS;
+
+		while (now_ns(CLOCK_MONOTONIC) < until)
+			probes_heartbeat(&r->probes), ring_buffer__poll(r->rb, 20), ring_buffer__consume(r->rb);
+	}
+	record_unhold(r);
+	ring_buffer__consume(r->rb);
+	if (tty)
+		progress(r, start, 1);
+	r->model.dropped_total = probes_dropped(&r->probes, add_drops, r);
+	probes_unheld(&r->probes, on_unheld, r);
+}
