@@ -112,7 +112,30 @@ PYEOF
 		'[1000000.0]'
 	is "two process groups" "$(json_query real-m.json '[e["args"]["host"] for e in ev if e["name"] == "process_name"]')" \
 		"[\"$(json_query real.json 'd["gpubpf"]["host"]')\", \"twin-$(json_query real.json 'd["gpubpf"]["host"]')\"]"
+	perfetto_ok real-m.json
+	# the same recording as if made after 200 days of uptime (its base and
+	# its realtime offset moved the other way: the same wall-clock times)
+	"$PY" - real.json old.json <<'PYEOF'
+import re, sys
+d = 200 * 86400 * 10**9
+s = open(sys.argv[1]).read()
+s = re.sub(r'"realtime_offset_ns":(-?\d+)', lambda m: '"realtime_offset_ns":%d' % (int(m.group(1)) - d), s, 1)
+s = re.sub(r'"ts_base_ns":(\d+)', lambda m: '"ts_base_ns":%d' % (int(m.group(1)) + d), s, 1)
+s = s.replace('"host":"', '"host":"old-', 1)
+open(sys.argv[2], "w").write(s)
+PYEOF
+	check "it merges with the original" "$GPUBPF" merge -o old-m.json real.json old.json
+	is "every event of both lands on the same nanosecond (exact ts after ts_base_ns)" "$("$PY" - <<'PYEOF'
+import decimal, json
+def times(path, pids):
+    d = json.load(open(path), parse_float=decimal.Decimal)
+    base = d["gpubpf"]["ts_base_ns"]
+    return [base + int(e["ts"] * 1000) for e in d["traceEvents"] if e["ph"] == "X" and pids(e["pid"])]
+real = times("real.json", lambda p: True)
+print(times("old-m.json", lambda p: p < 10**7) == real and times("old-m.json", lambda p: p >= 10**7) == real)
+PYEOF
+)" True
 else
-	skip "recording needs root, BPF and the simulated driver" 3
+	skip "recording needs root, BPF and the simulated driver" 8
 fi
 done_testing

@@ -13,7 +13,8 @@
  *   ts          + the host's shift: (realtime_offset_ns of the host minus
  *               that of the first trace, the reference), minus the skew
  *               found by --align-collectives; the merged clock is the
- *               reference host's CLOCK_MONOTONIC;
+ *               reference host's CLOCK_MONOTONIC, written after the merged
+ *               ts_base_ns (each input's own base is in its host entry);
  *   pid, tid    host i's values below 10^7 become i * 10^7 + value (the
  *               first host keeps its own), larger ones (synthetic track
  *               ids) get fresh values above every host's range, the same

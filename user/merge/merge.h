@@ -75,6 +75,7 @@ struct merge {
 	int *heap;                      /* inputs by their next event */
 	int nheap;
 	int64_t last_key;
+	int64_t ts_base_ns;             /* the merged trace's: its "ts" count from it */
 
 	struct sink sink;
 	char *ob;                       /* one event being written */

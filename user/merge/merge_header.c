@@ -43,6 +43,25 @@ static void write_other_meta(struct jw *jw, const cJSON *meta)
 	}
 }
 
+/*
+ * The whole second at or before every input's base on the merged clock
+ * (0 at the lowest): the merged "ts" count from it, small and exact.
+ */
+static int64_t merged_base(const struct merge *m)
+{
+	int64_t base = INT64_MAX;
+
+	for (int i = 0; i < m->nin; i++) {
+		int64_t b;
+
+		if (!shift_ts(m->in[i].r.ts_base_ns, m->in[i].shift_ns, &b) && b < base)
+			base = b;
+	}
+	if (base == INT64_MAX || base < 0)
+		return 0;
+	return base - base % 1000000000;
+}
+
 int merge_write_header(struct merge *m)
 {
 	uint64_t events = 0, dropped = 0;
@@ -66,6 +85,9 @@ int merge_write_header(struct merge *m)
 	jw_str(&jw, m->in[0].label);
 	jw_key(&jw, "realtime_offset_ns");
 	jw_int(&jw, m->in[0].r.realtime_offset_ns);
+	m->ts_base_ns = merged_base(m);
+	jw_key(&jw, "ts_base_ns");
+	jw_int(&jw, m->ts_base_ns);
 	jw_key(&jw, "host");
 	{
 		char *hosts = NULL;

@@ -280,7 +280,7 @@ int merge_write_event(struct merge *m, int h, const struct tr_event *ev)
 			int64_t ts = 0;
 
 			shift_ts(ev->ts_ns, in->shift_ns, &ts);    /* checked in refill */
-			ret = ob_us(m, ts);
+			ret = ob_us(m, ts - m->ts_base_ns);
 		} else if ((i == (uint32_t)ev->key[TRK_ID] || i == (uint32_t)ev->key[TRK_BIND_ID]) &&
 			   h > 0) {
 			ret = write_id(m, h, v, vlen);
