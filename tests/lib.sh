@@ -23,10 +23,12 @@ export LC_ALL=C
 # GPUBPF_TEST_BIN runs the tests against another build (t0700: build/asan/gpubpf)
 GPUBPF="${GPUBPF_TEST_BIN:-$GPUBPF_ROOT/build/gpubpf}"
 SIMLIB="$GPUBPF_ROOT/build/sim"
+# the injection library's variant with the simulated driver's backend
+SIMINJ="$SIMLIB/libgpubpf_cupti.so"
 STUBLIB="${CUDA_HOME:-/usr/local/cuda}/lib64/stubs"
 TESTBIN="$GPUBPF_ROOT/build/tests"
 PY=/usr/bin/python3
-export GPUBPF SIMLIB STUBLIB TESTBIN PY
+export GPUBPF SIMLIB SIMINJ STUBLIB TESTBIN PY
 
 _t_count=0            # test results printed
 _t_failed=0           # of which failed
@@ -272,8 +274,12 @@ require_gpubpf() {
 	[[ -x "$GPUBPF" ]] || skip_all "needs $GPUBPF (run make)"
 }
 
+# The simulated driver; record then loads the injection library's variant
+# for it (GPUBPF_INJECTION_LIB), as the driver's own would be on a GPU.
 require_sim() {
 	[[ -e "$SIMLIB/libcuda.so.1" ]] || skip_all "needs $SIMLIB/libcuda.so.1 (run make)"
+	[[ -e "$SIMINJ" ]] || skip_all "needs $SIMINJ (run make)"
+	export GPUBPF_INJECTION_LIB="$SIMINJ"
 }
 
 # --- utilities --------------------------------------------------------------

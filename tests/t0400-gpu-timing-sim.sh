@@ -6,7 +6,7 @@
 test_description "GPU timing: kernels, copies and memsets on stream tracks, linked to their calls"
 require_bpf
 require_sim
-require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+require_file "$SIMINJ"
 export LD_LIBRARY_PATH="$SIMLIB"
 train=("$PY" "$GPUBPF_ROOT/sim/train.py")
 
@@ -43,7 +43,7 @@ is "--no-device: no GPU events" "$(json_query "$TMPD/n.json" \
 
 # 4. a job started once with the library, dormant, recorded twice with -p
 # (long enough to outlast two recordings on a loaded machine)
-CUDA_INJECTION64_PATH="$GPUBPF_ROOT/build/libgpubpf_cupti.so" \
+CUDA_INJECTION64_PATH="$SIMINJ" \
 	"${train[@]}" --steps 900 --no-thread 2>/dev/null &
 w=$!
 at_exit "kill $w 2>/dev/null"

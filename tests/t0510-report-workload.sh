@@ -6,7 +6,7 @@
 test_description "report: figures of a recorded known schedule against ground truth"
 require_bpf
 require_sim
-require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+require_file "$SIMINJ"
 export LD_LIBRARY_PATH="$SIMLIB"
 wl="$GPUBPF_ROOT/tests/t0510-report-workload.py"
 

@@ -73,9 +73,16 @@ int discover_libcuda(const char *ld_library_path, char *path, size_t len)
 int discover_injection_lib(char *path, size_t len)
 {
 	static const char *const rel[] = { "", "/../lib/gpubpf" };
+	const char *env = getenv(INJECTION_LIB_ENV);
 	char exe[PATH_MAX], *slash;
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ssize_t n;
 
+	if (env && *env) {
+		if (access(env, R_OK) || !realpath(env, path))
+			return -ENOENT;
+		return 0;
+	}
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)
 		return -ENOENT;
 	exe[n] = 0;

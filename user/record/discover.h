@@ -16,10 +16,14 @@ int discover_libcuda(const char *ld_library_path, char *path, size_t len);
 /* The injection library's file name, as it appears in a process's maps. */
 #define INJECTION_LIB "libgpubpf_cupti.so"
 
+/* Names another injection library: the simulator's, for tests and the demo. */
+#define INJECTION_LIB_ENV "GPUBPF_INJECTION_LIB"
+
 /*
- * The injection library installed with this gpubpf: beside the binary
- * (the build tree), or in ../lib/gpubpf/ (make install).  0 with an
- * absolute path filled in, -ENOENT.
+ * The injection library to use: $GPUBPF_INJECTION_LIB when set, else the
+ * one installed with this gpubpf: beside the binary (the build tree), or
+ * in ../lib/gpubpf/ (make install).  0 with an absolute path filled in,
+ * -ENOENT.
  */
 int discover_injection_lib(char *path, size_t len);
 
