@@ -263,10 +263,12 @@ require_bpf() {
 }
 
 require_gpu() {
-	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-		return 0
+	local why="nvidia-smi absent"
+	if command -v nvidia-smi >/dev/null 2>&1; then
+		nvidia-smi -L >/dev/null 2>&1 && return 0
+		why="nvidia-smi -L failed"
 	fi
-	[[ -e /dev/nvidia0 ]] || skip_all "needs an NVIDIA GPU"
+	[[ -e /dev/nvidia0 ]] || skip_all "no NVIDIA GPU ($why, no /dev/nvidia0)"
 }
 
 # The built binaries a test needs.
