@@ -109,14 +109,14 @@ $(BUILD)/gpubpf: $(USER_OBJS)
 INJ_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -fPIC -shared \
               -pthread -fvisibility=hidden -Icupti -I$(CUDA_HOME)/include \
               -Wl,--no-undefined -Wl,-soname,libgpubpf_cupti.so
-$(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h | $(DEPS_STAMP)
+$(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h Makefile | $(DEPS_STAMP)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(INJ_CFLAGS) -o $@ $(CUPTI_SRCS) -ldl -lpthread
 
 # Its variant with the simulated driver's backend too, under the same file
 # name (record finds it in a process's maps by that name): the tests and
 # `make demo` record with it (GPUBPF_INJECTION_LIB); never installed.
-$(SIM_INJ_LIB): $(SIM_INJ_SRCS) cupti/*.h sim/simcu_profiler.h | $(DEPS_STAMP)
+$(SIM_INJ_LIB): $(SIM_INJ_SRCS) cupti/*.h sim/simcu_profiler.h Makefile | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(INJ_CFLAGS) -Isim -o $@ $(SIM_INJ_SRCS) -ldl -lpthread
