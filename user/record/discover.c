@@ -78,9 +78,10 @@ int discover_injection_lib(char *path, size_t len)
 	ssize_t n;
 
 	if (env && *env) {
-		if (access(env, R_OK) || !realpath(env, path))
-			return -ENOENT;
-		return 0;
+		if (!access(env, R_OK) && realpath(env, path))
+			return 0;
+		fprintf(stderr, "gpubpf: %s='%s': %s\n", INJECTION_LIB_ENV, env, strerror(errno));
+		return -ENOENT;
 	}
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	if (n <= 0)

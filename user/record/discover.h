@@ -20,10 +20,10 @@ int discover_libcuda(const char *ld_library_path, char *path, size_t len);
 #define INJECTION_LIB_ENV "GPUBPF_INJECTION_LIB"
 
 /*
- * The injection library to use: $GPUBPF_INJECTION_LIB when set, else the
- * one installed with this gpubpf: beside the binary (the build tree), or
- * in ../lib/gpubpf/ (make install).  0 with an absolute path filled in,
- * -ENOENT.
+ * The injection library to use: $GPUBPF_INJECTION_LIB when set (said on
+ * stderr when it cannot be read), else the one installed with this
+ * gpubpf: beside the binary (the build tree), or in ../lib/gpubpf/ (make
+ * install).  0 with an absolute path filled in, -ENOENT.
  */
 int discover_injection_lib(char *path, size_t len);
 
