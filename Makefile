@@ -115,7 +115,8 @@ $(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h Makefile | $(DEPS_STAMP)
 
 # Its variant with the simulated driver's backend too, under the same file
 # name (record finds it in a process's maps by that name): the tests and
-# `make demo` record with it (GPUBPF_INJECTION_LIB); never installed.
+# `make demo` record with it: record picks it, from sim/ beside its binary,
+# for a process whose libcuda is the simulated driver; never installed.
 $(SIM_INJ_LIB): $(SIM_INJ_SRCS) cupti/*.h sim/simcu_profiler.h Makefile | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
@@ -266,7 +267,8 @@ ASAN_OBJS  := $(patsubst user/%.c,$(ASAN_DIR)/user/%.o,$(USER_SRCS))
 FUZZ_OBJS  := $(patsubst user/%.c,$(FUZZ_DIR)/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
 
 .PHONY: asan
-asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(FUZZ_DIR)/fuzz_reader
+asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(ASAN_DIR)/sim/libgpubpf_cupti.so \
+      $(FUZZ_DIR)/fuzz_reader
 test: asan
 
 $(addprefix $(ASAN_DIR)/,$(SKEL_USERS)) $(addprefix $(FUZZ_DIR)/,$(SKEL_USERS)): $(SKELS)
@@ -284,6 +286,12 @@ $(ASAN_DIR)/libgpubpf_cupti.so: $(CUPTI_LIB)
 	@mkdir -p $(@D)
 	$(call msg,LN,$@)
 	$(Q)ln -sf ../$(notdir $(CUPTI_LIB)) $@
+
+# and, for a process on the simulated driver, for its variant in sim/ there
+$(ASAN_DIR)/sim/libgpubpf_cupti.so: $(SIM_INJ_LIB)
+	@mkdir -p $(@D)
+	$(call msg,LN,$@)
+	$(Q)ln -sf ../../sim/$(notdir $(SIM_INJ_LIB)) $@
 
 $(FUZZ_DIR)/user/%.o: user/%.c Makefile
 	@mkdir -p $(@D)

@@ -492,6 +492,7 @@ static int late_attach(struct record *r, pid_t pid)
 {
 	struct late *l = NULL, *nl;
 	struct model_process *p;
+	char lib[PATH_MAX];
 
 	for (size_t i = 0; i < r->nlate && !l; i++)
 		if (r->late[i].pid == pid)
@@ -503,7 +504,8 @@ static int late_attach(struct record *r, pid_t pid)
 	l = &r->late[r->nlate++];
 	memset(l, 0, sizeof(*l));
 	l->pid = pid;
-	l->ret = inject_library(pid, r->injlib, INJECT_THREAD_MS, &l->st, l->why, sizeof(l->why));
+	l->ret = discover_late_injection_lib(pid, r->injlib, lib, sizeof(lib), l->why, sizeof(l->why)) ?:
+		 inject_library(pid, lib, INJECT_THREAD_MS, &l->st, l->why, sizeof(l->why));
 	p = model_process(&r->model, pid, NULL);
 	if (l->ret) {
 		fprintf(stderr, "gpubpf: pid %d: GPU timing off: %s; recording host calls only\n",
@@ -975,9 +977,9 @@ int cmd_record(int argc, char **argv)
 		free(r.targets);
 		return 1;
 	}
-	if (r.device && !r.injlib[0] && discover_injection_lib(r.injlib, sizeof(r.injlib))) {
+	if (r.device && !r.injlib[0] && discover_injection_lib(r.libcuda, r.injlib, sizeof(r.injlib))) {
 		fprintf(stderr, "gpubpf: GPU timing off: %s not found beside gpubpf "
-			"(use --cupti-lib PATH)\n", INJECTION_LIB);
+			"(use --cupti-lib PATH)\n", r.injlib);
 		r.device = 0;
 	}
 	if (r.device && r.mode == MODE_CMD && getenv("CUDA_INJECTION64_PATH") &&
