@@ -27,8 +27,6 @@ for f in $GW build/gpubpf build/sim/libgpubpf_cupti.so build/sim/libcuda.so.1; d
 	[ -e "$f" ] || { echo "inject_bench: $f missing (run make all bench-bins)" >&2; exit 1; }
 done
 export LD_LIBRARY_PATH="$PWD/build/sim"
-# record loads the injection library's variant for the simulated driver
-export GPUBPF_INJECTION_LIB="$PWD/build/sim/libgpubpf_cupti.so"
 unset CUDA_INJECTION64_PATH
 T=$(mktemp -d)
 PIDS=()

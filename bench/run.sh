@@ -157,7 +157,7 @@ gpu_section() {
 		untraced) env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR $GW "$@" ;;
 		dormant) CUDA_INJECTION64_PATH=$INJ LD_LIBRARY_PATH=$SIMDIR $GW "$@" ;;
 		*)	# how: gpubpf record options, comma separated
-			env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR GPUBPF_INJECTION_LIB=$INJ $GB record -q ${how//,/ } \
+			env -u CUDA_INJECTION64_PATH LD_LIBRARY_PATH=$SIMDIR $GB record -q ${how//,/ } \
 				-o $tr -- $GW "$@" > $T/gw.out 2> $T/gw.err
 			local hdr; hdr=$(head -c 2000 $tr 2>/dev/null | head -1)
 			echo "$(grep -m1 '^mode=' $T/gw.out) $(rec_summary $T/gw.err)" \

@@ -4,10 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# the simulated driver's work reaches gpubpf through the injection
-# library's variant for it (the shipped one knows only CUPTI)
-sim_inj="$PWD/build/sim/libgpubpf_cupti.so"
-
 # recording needs root: as another user, through sudo (the trace is then
 # the invoking user's all the same)
 as_root=()
@@ -16,13 +12,13 @@ if [[ $(id -u) -ne 0 ]]; then
 		echo "demo: recording needs root: run make demo as root (or install sudo)" >&2
 		exit 2
 	fi
-	as_root=(sudo env LD_LIBRARY_PATH="$PWD/build/sim" GPUBPF_INJECTION_LIB="$sim_inj")
+	as_root=(sudo env LD_LIBRARY_PATH="$PWD/build/sim")
 fi
 out=build/demo
 mkdir -p "$out"
 trace="$out/gpubpf-demo.json"
 echo "demo: recording a simulated training job (sim/train.py on the simulated GPU)"
-LD_LIBRARY_PATH="$PWD/build/sim" GPUBPF_INJECTION_LIB="$sim_inj" "${as_root[@]}" build/gpubpf record -o "$trace" -- \
+LD_LIBRARY_PATH="$PWD/build/sim" "${as_root[@]}" build/gpubpf record -o "$trace" -- \
 	python3 sim/train.py --steps 30 --sync-every 5
 cat <<MSG
 

@@ -276,12 +276,12 @@ require_gpubpf() {
 	[[ -x "$GPUBPF" ]] || skip_all "needs $GPUBPF (run make)"
 }
 
-# The simulated driver; record then loads the injection library's variant
-# for it (GPUBPF_INJECTION_LIB), as the driver's own would be on a GPU.
+# The simulated driver, and the injection library's variant for it, which
+# record loads into a process on that driver, as it would the shipped one
+# into a process on a GPU's.
 require_sim() {
 	[[ -e "$SIMLIB/libcuda.so.1" ]] || skip_all "needs $SIMLIB/libcuda.so.1 (run make)"
 	[[ -e "$SIMINJ" ]] || skip_all "needs $SIMINJ (run make)"
-	export GPUBPF_INJECTION_LIB="$SIMINJ"
 }
 
 # --- utilities --------------------------------------------------------------

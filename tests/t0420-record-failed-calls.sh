@@ -7,6 +7,9 @@
 test_description "failed calls: args.ret and args.error in the trace, counted by report"
 require_bpf
 require_sim
+# the driver record finds is the one failcalls loads: record gives the
+# command the injection library's variant for it
+export LD_LIBRARY_PATH="$SIMLIB"
 
 truth="$TMPD/truth.json"
 check "record of a workload with failing calls exits 0" \
