@@ -62,10 +62,13 @@ BENCH_SRCS := $(wildcard bench/*.c)
 SIM_LIB    := $(BUILD)/sim/libcuda.so.1
 CUPTI_SRCS := $(wildcard cupti/*.c)
 CUPTI_LIB  := $(BUILD)/libgpubpf_cupti.so
+# the injection library's variant for the simulated driver (tests, demo)
+SIM_INJ_SRCS := $(filter-out cupti/backends.c,$(CUPTI_SRCS)) sim/backend_sim.c
+SIM_INJ_LIB := $(BUILD)/sim/libgpubpf_cupti.so
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 .PHONY: all deps test-bins test fresh-test bench demo install clean
-all: $(BUILD)/gpubpf $(CUPTI_LIB) $(SIM_LIB)
+all: $(BUILD)/gpubpf $(CUPTI_LIB) $(SIM_LIB) $(SIM_INJ_LIB)
 test-bins: $(UNIT_BINS) $(TEST_BINS)
 
 # Install build and test dependencies (idempotent; fast when present).
@@ -102,12 +105,22 @@ $(BUILD)/gpubpf: $(USER_OBJS)
 
 # The injection library, loaded by the driver through CUDA_INJECTION64_PATH.
 # libcupti is dlopen'ed at run time, so the library loads anywhere; only
-# InitializeInjection is exported.
-$(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h sim/simcu_profiler.h | $(DEPS_STAMP)
+# InitializeInjection (and gpubpf_late_attach) are exported.
+INJ_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -fPIC -shared \
+              -pthread -fvisibility=hidden -Icupti -I$(CUDA_HOME)/include \
+              -Wl,--no-undefined -Wl,-soname,libgpubpf_cupti.so
+$(CUPTI_LIB): $(CUPTI_SRCS) cupti/*.h Makefile | $(DEPS_STAMP)
 	$(call msg,CC,$@)
-	$(Q)$(CC) -O2 -g -Wall -Wextra -Wno-unused-parameter -std=gnu11 -D_GNU_SOURCE -fPIC -shared \
-	      -pthread -fvisibility=hidden -Icupti -Isim -I$(CUDA_HOME)/include \
-	      -Wl,--no-undefined -Wl,-soname,libgpubpf_cupti.so -o $@ $(CUPTI_SRCS) -ldl -lpthread
+	$(Q)$(CC) $(INJ_CFLAGS) -o $@ $(CUPTI_SRCS) -ldl -lpthread
+
+# Its variant with the simulated driver's backend too, under the same file
+# name (record finds it in a process's maps by that name): the tests and
+# `make demo` record with it: record picks it, from sim/ beside its binary,
+# for a process whose libcuda is the simulated driver; never installed.
+$(SIM_INJ_LIB): $(SIM_INJ_SRCS) cupti/*.h sim/simcu_profiler.h Makefile | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(INJ_CFLAGS) -Isim -o $@ $(SIM_INJ_SRCS) -ldl -lpthread
 
 # The simulated CUDA driver.  -fno-ipa-icf: identical stubs must stay
 # separate functions, as in the real libcuda.
@@ -254,7 +267,8 @@ ASAN_OBJS  := $(patsubst user/%.c,$(ASAN_DIR)/user/%.o,$(USER_SRCS))
 FUZZ_OBJS  := $(patsubst user/%.c,$(FUZZ_DIR)/user/%.o,$(filter-out user/main.c,$(USER_SRCS)))
 
 .PHONY: asan
-asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(FUZZ_DIR)/fuzz_reader
+asan: $(ASAN_DIR)/gpubpf $(ASAN_DIR)/libgpubpf_cupti.so $(ASAN_DIR)/sim/libgpubpf_cupti.so \
+      $(FUZZ_DIR)/fuzz_reader
 test: asan
 
 $(addprefix $(ASAN_DIR)/,$(SKEL_USERS)) $(addprefix $(FUZZ_DIR)/,$(SKEL_USERS)): $(SKELS)
@@ -272,6 +286,12 @@ $(ASAN_DIR)/libgpubpf_cupti.so: $(CUPTI_LIB)
 	@mkdir -p $(@D)
 	$(call msg,LN,$@)
 	$(Q)ln -sf ../$(notdir $(CUPTI_LIB)) $@
+
+# and, for a process on the simulated driver, for its variant in sim/ there
+$(ASAN_DIR)/sim/libgpubpf_cupti.so: $(SIM_INJ_LIB)
+	@mkdir -p $(@D)
+	$(call msg,LN,$@)
+	$(Q)ln -sf ../../sim/$(notdir $(SIM_INJ_LIB)) $@
 
 $(FUZZ_DIR)/user/%.o: user/%.c Makefile
 	@mkdir -p $(@D)

@@ -23,7 +23,7 @@ LAUNCHES=${LAUNCHES:-20000}
 ROUNDS=${ROUNDS:-60}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 GW=build/bench/gpuwork
-for f in $GW build/gpubpf build/libgpubpf_cupti.so build/sim/libcuda.so.1; do
+for f in $GW build/gpubpf build/sim/libgpubpf_cupti.so build/sim/libcuda.so.1; do
 	[ -e "$f" ] || { echo "inject_bench: $f missing (run make all bench-bins)" >&2; exit 1; }
 done
 export LD_LIBRARY_PATH="$PWD/build/sim"

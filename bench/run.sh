@@ -139,7 +139,7 @@ hr() { printf '%s\n' "$1"; }
 # check), GPU_GPUBPF ($GPUBPF: the gpubpf binary to record with).  Writes its own block between "<!-- gpu-bench:begin -->" and
 # "<!-- gpu-bench:end -->" in $BENCH_MD.
 gpu_section() {
-	local GW=$B/gpuwork SIMDIR=build/sim INJ=$PWD/build/libgpubpf_cupti.so
+	local GW=$B/gpuwork SIMDIR=build/sim INJ=$PWD/build/sim/libgpubpf_cupti.so
 	local GPU_REPS=${GPU_REPS:-7} GPU_N=${GPU_N:-20000} GPU_UNTRACED_N=${GPU_UNTRACED_N:-200000}
 	local GRAPH_K=${GRAPH_K:-1000} GRAPH_R_LIST=${GRAPH_R_LIST:-"100 500 1000"}
 	local GRAPH_REPS=${GRAPH_REPS:-3} LOSS_BUF=${LOSS_BUF:-256K}
@@ -202,7 +202,7 @@ gpu_section() {
 	hr "| mode | command | ns/launch (median) | per-rep values |"
 	hr "|---|---|---:|---|"
 	hr "| untraced | \`gpuwork -m launch -n $GPU_UNTRACED_N\` | ${GNS[untraced]} | $(gv ns_per_launch < $T/gpu.untraced | paste -sd' ') |"
-	hr "| dormant library (CUDA_INJECTION64_PATH set, nobody recording) | \`CUDA_INJECTION64_PATH=build/libgpubpf_cupti.so gpuwork ...\` | ${GNS[dormant]} | $(gv ns_per_launch < $T/gpu.dormant | paste -sd' ') |"
+	hr "| dormant library (CUDA_INJECTION64_PATH set, nobody recording) | \`CUDA_INJECTION64_PATH=build/sim/libgpubpf_cupti.so gpuwork ...\` | ${GNS[dormant]} | $(gv ns_per_launch < $T/gpu.dormant | paste -sd' ') |"
 	hr "| host uprobes alone | \`gpubpf record --no-device -- gpuwork -m launch -n $GPU_N\` | ${GNS[host]} | $(gv ns_per_launch < $T/gpu.host | paste -sd' ') |"
 	hr "| GPU timing on (uprobes + correlation marker + GPU records) | \`gpubpf record -- gpuwork -m launch -n $GPU_N\` | ${GNS[gpu]} | $(gv ns_per_launch < $T/gpu.gpu | paste -sd' ') |"
 	hr "| host uprobes alone, gated (worker held: no kernel runs during the loop) | \`gpubpf record --no-device -- gpuwork -g ...\` | ${GNS[host_gated]} | $(gv ns_per_launch < $T/gpu.host_gated | paste -sd' ') |"

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Sources of GPU activity for the injection library: CUPTI on a real
- * driver, the simulated driver's profiler hooks under test.  inject.c
- * picks one at InitializeInjection and drives it: enable when a recorder
+ * driver (backend_cupti.c); the simulator's variant of the library
+ * (build/sim/libgpubpf_cupti.so) adds the simulated driver's profiler
+ * hooks (sim/backend_sim.c).  inject.c takes the first of backends[] that
+ * applies at InitializeInjection and drives it: enable when a recorder
  * attaches, flush periodically while recording, disable when it detaches.
  * Each backend converts what it gets into gpu_activity.h records and
  * hands them to publish.h; announces correlation ids with publish_api().
@@ -27,7 +29,12 @@ struct backend {
 	const char *(*why_not)(void);
 };
 
-extern const struct backend backend_sim;
 extern const struct backend backend_cupti;
+
+/*
+ * The backends this variant of the library tries, in order, NULL-ended:
+ * backends.c in the shipped library, sim/backend_sim.c in the simulator's.
+ */
+extern const struct backend *const backends[];
 
 #endif

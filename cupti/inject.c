@@ -5,12 +5,12 @@
  *
  * The library stays dormant, costing one wake-up of a sleeping thread every
  * POLL_MS, until gpubpf attaches to its markers (the kernel raises the
- * markers' semaphore).  Then it enables the backend (CUPTI, or the
- * simulated driver's hooks), delivers records every POLL_MS, and when
- * gpubpf detaches it flushes and disables again: a job started once with
- * the variable set can be recorded many times.  Nothing here may break or
- * slow down the program: errors are reported once and the library goes
- * dormant.
+ * markers' semaphore).  Then it enables the backend (backend.h: CUPTI,
+ * or the simulated driver's hooks in the simulator's variant), delivers
+ * records every POLL_MS, and when gpubpf detaches it flushes and disables
+ * again: a job started once with the variable set can be recorded many
+ * times.  Nothing here may break or slow down the program: errors are
+ * reported once and the library goes dormant.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -86,6 +86,21 @@ static void *poll_thread(void *arg)
 	return arg;
 }
 
+/* The first backend that applies to this process's driver, else NULL, said once. */
+static const struct backend *pick_backend(void)
+{
+	const char *why = "no backend applies";
+
+	for (const struct backend *const *b = backends; *b; b++) {
+		if ((*b)->probe())
+			return *b;
+		if ((*b)->why_not)
+			why = (*b)->why_not();
+	}
+	fprintf(stderr, "gpubpf: GPU timing off: %s\n", why);
+	return NULL;
+}
+
 static void at_exit(void)
 {
 	pthread_mutex_lock(&state_lock);
@@ -106,12 +121,8 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	if (owner == getpid())
 		goto out;       /* already running in this process */
 	if (!backend) {
-		if (backend_sim.probe())
-			backend = &backend_sim;
-		else if (backend_cupti.probe())
-			backend = &backend_cupti;
-		else {
-			fprintf(stderr, "gpubpf: GPU timing off: %s\n", backend_cupti.why_not());
+		backend = pick_backend();
+		if (!backend) {
 			ret = 0;
 			goto out;
 		}

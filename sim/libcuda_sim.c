@@ -53,8 +53,9 @@
  *  - Entry points never call other exported entry points (only static
  *    helpers), so one API call hits exactly one uprobe.
  *  - Profiling, as the real driver with CUPTI: cuInit loads
- *    CUDA_INJECTION64_PATH (once per process, and again in a forked child)
- *    and calls its InitializeInjection; simcuProfilerSubscribe
+ *    CUDA_INJECTION64_PATH (once per process, and again in a forked child;
+ *    gpubpf's shipped library is replaced by its simulator variant beside
+ *    it, see injection_variant) and calls its InitializeInjection; simcuProfilerSubscribe
  *    (simcu_profiler.h) subscribes one profiler.  While subscribed, each
  *    launch, copy, memset and graph launch call (host functions included)
  *    draws a correlation id and calls api_enter on the calling thread before
@@ -2469,8 +2470,29 @@ static pthread_cond_t g_inj_cv = PTHREAD_COND_INITIALIZER;
 static int g_inj_state;			/* 0 not yet, 1 running, 2 done */
 static pthread_t g_inj_thread;
 
+/*
+ * gpubpf ships its injection library without the simulator's backend; the
+ * variant with it is built as sim/libgpubpf_cupti.so beside the shipped
+ * one.  Given the shipped library, the simulated driver loads that
+ * variant (so `gpubpf record -- CMD` has GPU timing however CMD finds
+ * this driver); any other library as it is.
+ */
+static const char *injection_variant(const char *path, char *buf, size_t len)
+{
+	static const char lib[] = "libgpubpf_cupti.so";
+	const char *base = strrchr(path, '/');
+	size_t dir = base ? (size_t)(base - path) + 1 : 0;
+
+	if (strcmp(path + dir, lib) ||
+	    (size_t)snprintf(buf, len, "%.*ssim/%s", (int)dir, path, lib) >= len ||
+	    access(buf, R_OK))
+		return path;
+	return buf;
+}
+
 static void load_injection(void)
 {
+	char variant[4096];
 	const char *path;
 	void *lib;
 	int (*init)(void);
@@ -2494,6 +2516,7 @@ static void load_injection(void)
 
 	path = getenv("CUDA_INJECTION64_PATH");
 	if (path && *path) {
+		path = injection_variant(path, variant, sizeof(variant));
 		lib = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
 		if (lib) {
 			dlerror();

@@ -23,10 +23,12 @@ export LC_ALL=C
 # GPUBPF_TEST_BIN runs the tests against another build (t0700: build/asan/gpubpf)
 GPUBPF="${GPUBPF_TEST_BIN:-$GPUBPF_ROOT/build/gpubpf}"
 SIMLIB="$GPUBPF_ROOT/build/sim"
+# the injection library's variant with the simulated driver's backend
+SIMINJ="$SIMLIB/libgpubpf_cupti.so"
 STUBLIB="${CUDA_HOME:-/usr/local/cuda}/lib64/stubs"
 TESTBIN="$GPUBPF_ROOT/build/tests"
 PY=/usr/bin/python3
-export GPUBPF SIMLIB STUBLIB TESTBIN PY
+export GPUBPF SIMLIB SIMINJ STUBLIB TESTBIN PY
 
 _t_count=0            # test results printed
 _t_failed=0           # of which failed
@@ -261,10 +263,12 @@ require_bpf() {
 }
 
 require_gpu() {
-	if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; then
-		return 0
+	local why="nvidia-smi absent"
+	if command -v nvidia-smi >/dev/null 2>&1; then
+		nvidia-smi -L >/dev/null 2>&1 && return 0
+		why="nvidia-smi -L failed"
 	fi
-	[[ -e /dev/nvidia0 ]] || skip_all "needs an NVIDIA GPU"
+	[[ -e /dev/nvidia0 ]] || skip_all "no NVIDIA GPU ($why, no /dev/nvidia0)"
 }
 
 # The built binaries a test needs.
@@ -272,8 +276,12 @@ require_gpubpf() {
 	[[ -x "$GPUBPF" ]] || skip_all "needs $GPUBPF (run make)"
 }
 
+# The simulated driver, and the injection library's variant for it, which
+# record loads into a process on that driver, as it would the shipped one
+# into a process on a GPU's.
 require_sim() {
 	[[ -e "$SIMLIB/libcuda.so.1" ]] || skip_all "needs $SIMLIB/libcuda.so.1 (run make)"
+	[[ -e "$SIMINJ" ]] || skip_all "needs $SIMINJ (run make)"
 }
 
 # --- utilities --------------------------------------------------------------

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # Run gpubpf's tests: the C unit tests build/tests/test_* and then the shell
-# tests tests/tNNNN-*.sh, each under a timeout, each printing TAP.
+# tests tests/tNNNN-*.sh and the GPU machine checks tests/gpu/tNNNN-*.sh
+# (which skip without an NVIDIA GPU), each under a timeout, each printing
+# TAP.
 #
 #	tests/run.sh [PATTERN...]
 #
@@ -144,8 +146,8 @@ for bin in build/tests/test_*; do
 	run_one "$name" "$default_timeout" "$bin"
 done
 
-# shell tests, in name order
-for t in tests/t[0-9][0-9][0-9][0-9]-*.sh; do
+# shell tests, in name order, then the GPU machine checks
+for t in tests/t[0-9][0-9][0-9][0-9]-*.sh tests/gpu/t[0-9][0-9][0-9][0-9]-*.sh; do
 	name=$(basename "$t" .sh)
 	selected "$name" "${pats[@]}" || continue
 	note_match "$name"

@@ -2,9 +2,10 @@
 # Messages that name what is wrong: root whose capabilities were dropped
 # is told so (not that the kernel lacks BPF or BTF); GPUBPF_CUPTI_LIB
 # naming a library that is not libcupti is said, and the installed
-# libcupti is used instead.
+# libcupti is used instead; a GPUBPF_INJECTION_LIB that cannot be read is
+# said.
 . "$(dirname "$0")/lib.sh"
-test_description "record: capabilities and GPUBPF_CUPTI_LIB messages"
+test_description "record: capabilities, GPUBPF_CUPTI_LIB and GPUBPF_INJECTION_LIB messages"
 require_root
 require_gpubpf
 require_cmd setpriv capsh
@@ -44,4 +45,11 @@ if "$PY" -c "$init" "$injlib" >"$TMPD/o" 2>"$TMPD/e" && [[ $(cat "$TMPD/o") == 1
 else
 	skip "no libcupti installed where the injection library finds it" 4
 fi
+
+# GPUBPF_INJECTION_LIB naming no file: said, then host calls only
+GPUBPF_INJECTION_LIB=/nonexistent/libgpubpf_cupti.so "$GPUBPF" record -q -o "$out/n.json" -- true \
+	>/dev/null 2>"$TMPD/e"
+is "GPUBPF_INJECTION_LIB missing: said" "$(head -n1 "$TMPD/e")" \
+	"gpubpf: GPUBPF_INJECTION_LIB='/nonexistent/libgpubpf_cupti.so': No such file or directory"
+like "and GPU timing is off" "$(sed -n 2p "$TMPD/e")" "^gpubpf: GPU timing off: "
 done_testing

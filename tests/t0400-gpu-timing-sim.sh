@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # GPU timing through the injection library, on the simulated GPU: the
 # simulated driver's profiler hooks feed the same transport, correlation,
-# tracks and flows as CUPTI does on a real GPU.
+# tracks and flows as CUPTI does on a real GPU.  record loads the
+# injection library's variant for the simulated driver by itself, as it
+# sees the driver the process uses; GPUBPF_INJECTION_LIB overrides that.
 . "$(dirname "$0")/lib.sh"
 test_description "GPU timing: kernels, copies and memsets on stream tracks, linked to their calls"
 require_bpf
 require_sim
-require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+require_file "$SIMINJ"
 export LD_LIBRARY_PATH="$SIMLIB"
+unset GPUBPF_INJECTION_LIB
 train=("$PY" "$GPUBPF_ROOT/sim/train.py")
 
 # 1. record -- CMD: the command gets CUDA_INJECTION64_PATH, the GPU work
@@ -43,7 +46,7 @@ is "--no-device: no GPU events" "$(json_query "$TMPD/n.json" \
 
 # 4. a job started once with the library, dormant, recorded twice with -p
 # (long enough to outlast two recordings on a loaded machine)
-CUDA_INJECTION64_PATH="$GPUBPF_ROOT/build/libgpubpf_cupti.so" \
+CUDA_INJECTION64_PATH="$SIMINJ" \
 	"${train[@]}" --steps 900 --no-thread 2>/dev/null &
 w=$!
 at_exit "kill $w 2>/dev/null"
@@ -68,6 +71,45 @@ like "-p without the library: says what to do" "$(cat "$TMPD/q.err")" \
 	"pid $w: GPU timing needs libgpubpf_cupti.so loaded at start: run the job with CUDA_INJECTION64_PATH=.*libgpubpf_cupti.so; recording host calls only"
 cmp_ok "-p without the library: host calls recorded" "$(json_query "$TMPD/q.json" \
 	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+kill "$w" 2>/dev/null
+
+# 6. the library for the driver: -- CMD gets the variant for the simulated
+# driver, the shipped one otherwise, or what GPUBPF_INJECTION_LIB names
+inj_of() {
+	"$GPUBPF" record -q -o "$TMPD/i.json" "$@" -- sh -c 'echo "$CUDA_INJECTION64_PATH"'
+}
+is "-- CMD on the simulated driver: its variant" "$(inj_of)" "$(realpath "$SIMINJ")"
+is "-- CMD, --libcuda the simulated driver: its variant" \
+	"$(LD_LIBRARY_PATH= inj_of --libcuda "$SIMLIB/libcuda.so.1")" "$(realpath "$SIMINJ")"
+is "-- CMD on another driver: the shipped library" "$(LD_LIBRARY_PATH= inj_of)" \
+	"$(realpath "$GPUBPF_ROOT/build/libgpubpf_cupti.so")"
+mkdir -p "$TMPD/named" "$TMPD/bin"
+cp "$SIMINJ" "$TMPD/named/"
+is "GPUBPF_INJECTION_LIB overrides the choice" \
+	"$(GPUBPF_INJECTION_LIB="$TMPD/named/libgpubpf_cupti.so" inj_of)" \
+	"$TMPD/named/libgpubpf_cupti.so"
+GPUBPF_INJECTION_LIB="$TMPD/named/libgpubpf_cupti.so" check "record -- with GPUBPF_INJECTION_LIB" \
+	"$GPUBPF" record -q -o "$TMPD/o.json" -- "${train[@]}" --steps 2
+cmp_ok "GPUBPF_INJECTION_LIB: kernels captured" "$(json_query "$TMPD/o.json" \
+	'len([e for e in ev if e.get("cat") == "kernel"])')" -gt 0
+# a gpubpf without the variant beside it (installed) says so
+cp "$GPUBPF" "$TMPD/bin/gpubpf"
+"$TMPD/bin/gpubpf" record -q -o "$TMPD/b.json" -- true 2>"$TMPD/b.err"
+is "the variant missing: said" "$(head -n1 "$TMPD/b.err")" \
+	"gpubpf: GPU timing off: sim/libgpubpf_cupti.so not found beside gpubpf (use --cupti-lib PATH)"
+
+# 7. -p of a process on the simulated driver, from a gpubpf whose own
+# environment names no driver: the variant is loaded late all the same
+"${train[@]}" --steps 900 --no-thread 2>/dev/null &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+LD_LIBRARY_PATH= check "record -p, late attach by the target's driver" \
+	"$GPUBPF" record -p "$w" -d 700ms -q -o "$TMPD/l.json"
+cmp_ok "record -p, late attach: kernels captured" "$(json_query "$TMPD/l.json" \
+	'len([e for e in ev if e.get("cat") == "kernel"])')" -gt 10
+is "record -p: the library was loaded late" \
+	"$(json_query "$TMPD/l.json" "sorted(d['gpubpf']['gpu']['late_attach'])")" "[\"$w\"]"
 kill "$w" 2>/dev/null
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/t.json"

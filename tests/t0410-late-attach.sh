@@ -11,9 +11,10 @@
 test_description "late attach: GPU timing for jobs started without the injection library"
 require_bpf
 require_sim
-require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so" "$TESTBIN/cudaloop" "$TESTBIN/injtarget"
+require_file "$SIMINJ" "$TESTBIN/cudaloop" "$TESTBIN/injtarget"
 export LD_LIBRARY_PATH="$SIMLIB"
-unset CUDA_INJECTION64_PATH
+# record picks the injection library's variant for the targets' driver
+unset CUDA_INJECTION64_PATH GPUBPF_INJECTION_LIB
 train=("$PY" "$GPUBPF_ROOT/sim/train.py")
 
 # the job's last line without what differs between runs (pid, times)

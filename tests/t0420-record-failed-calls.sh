@@ -7,6 +7,9 @@
 test_description "failed calls: args.ret and args.error in the trace, counted by report"
 require_bpf
 require_sim
+# failcalls loads the simulated driver by its path (no LD_LIBRARY_PATH):
+# the driver itself takes the injection library's variant for it
+unset LD_LIBRARY_PATH
 
 truth="$TMPD/truth.json"
 check "record of a workload with failing calls exits 0" \

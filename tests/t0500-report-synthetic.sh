@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # gpubpf report on synthetic traces of a known schedule (exact figures, see
-# t0500-report-gentrace.py), on bad inputs, and on a trace without GPU work.
+# gen_report_trace.py), on bad inputs, and on a trace without GPU work.
 . "$(dirname "$0")/lib.sh"
 test_description "report: every figure of a known synthetic schedule; bad inputs"
 require_gpubpf
-gen="$GPUBPF_ROOT/tests/t0500-report-gentrace.py"
+gen="$GPUBPF_ROOT/tests/py/gen_report_trace.py"
 "$PY" "$gen" known "$TMPD/k.json" || bail_out "cannot generate the trace"
 
 check "report --format json" "$GPUBPF" report --format json -o "$TMPD/k.rep.json" \

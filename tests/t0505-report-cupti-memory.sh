@@ -9,7 +9,7 @@ require_gpubpf
 import sys
 sys.path.insert(0, sys.argv[1])
 import importlib.util
-spec = importlib.util.spec_from_file_location("gen", sys.argv[1] + "/t0500-report-gentrace.py")
+spec = importlib.util.spec_from_file_location("gen", sys.argv[1] + "/py/gen_report_trace.py")
 g = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(g)
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # gpubpf report on a recording of a workload with a known schedule
-# (t0510-report-workload.py on the simulated driver): every figure against
+# (report_workload.py on the simulated driver): every figure against
 # the ground truth computed from the workload's own log of its calls.
 . "$(dirname "$0")/lib.sh"
 test_description "report: figures of a recorded known schedule against ground truth"
 require_bpf
 require_sim
-require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+require_file "$SIMINJ"
 export LD_LIBRARY_PATH="$SIMLIB"
-wl="$GPUBPF_ROOT/tests/t0510-report-workload.py"
+wl="$GPUBPF_ROOT/tests/py/report_workload.py"
 
 check "record the workload (the report follows)" "$GPUBPF" record -o "$TMPD/w.json" -- \
 	"$PY" "$wl" --truth "$TMPD/truth.json"
@@ -90,8 +90,8 @@ hs = [h for h in p["sync_hotspots"] if h["call"] == "cuStreamSynchronize"]
 ok(len(hs) == 1 and hs[0]["count"] == 1, "one cuStreamSynchronize hotspot, count 1", hs)
 h = hs[0]
 if rep["stacks"]:
-    ok(h["site"].endswith("t0510-report-workload.py:%d" % SYNC_LINE) and h["function"] == "sync_point",
-       "hotspot at the sync line, t0510-report-workload.py:%d sync_point" % SYNC_LINE, h)
+    ok(h["site"].endswith("report_workload.py:%d" % SYNC_LINE) and h["function"] == "sync_point",
+       "hotspot at the sync line, report_workload.py:%d sync_point" % SYNC_LINE, h)
 else:
     ok(h["site"] is None, "no stacks: hotspot site unknown", h)
 near(h["blocked_ms"], (truth_sync["t1_ns"] - truth_sync["t0_ns"]) / ms, "hotspot blocked ms", abs_ms=0.5)
@@ -123,7 +123,7 @@ ok(len(m) == 1 and m[0]["peak_bytes"] == 192 * MiB and m[0]["peak_call"] == "cuM
    m[0]["peak_alloc_bytes"] == 128 * MiB and m[0]["allocs"] == 3 and m[0]["frees"] == 3 and
    m[0]["end_bytes"] == 0, "memory: peak 192 MiB reached by the 128 MiB cuMemAllocAsync", m)
 if rep["stacks"]:
-    ok(m[0]["peak_site"].endswith("t0510-report-workload.py:%d" % PEAK_LINE) and
+    ok(m[0]["peak_site"].endswith("report_workload.py:%d" % PEAK_LINE) and
        m[0]["peak_function"] == "grow", "memory: the peak's Python line", m)
 PYEOF
 tap_from "$PY" "$TMPD/check.py" "$TMPD/r.json" "$TMPD/truth.json" "$wl"

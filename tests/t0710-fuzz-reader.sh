@@ -22,7 +22,7 @@ cp "$GPUBPF_ROOT"/tests/fuzz/corpus/* "$TMPD/seeds/"
 	--pids 100,200 --events 30 --nccl 4 --shuffle 5
 "$PY" "$GPUBPF_ROOT/tests/cluster/gentrace.py" -o "$TMPD/seeds/gen-b.json.gz" --host n2 \
 	--pids 100 --events 12 --nccl 2 --pretty
-"$PY" "$GPUBPF_ROOT/tests/t0500-report-gentrace.py" known "$TMPD/seeds/gen-known.json"
+"$PY" "$GPUBPF_ROOT/tests/py/gen_report_trace.py" known "$TMPD/seeds/gen-known.json"
 is "seed corpus" "$(ls "$TMPD/seeds" | wc -l)" "$(($(ls "$GPUBPF_ROOT/tests/fuzz/corpus" | wc -l) + 3))"
 
 rc=0

@@ -10,7 +10,7 @@ test_description "bench section 4 (GPU timing) parses record's output, not its r
 require_bpf
 require_sim
 require_gpubpf
-require_file "$GPUBPF_ROOT/build/bench/gpuwork" "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+require_file "$GPUBPF_ROOT/build/bench/gpuwork" "$SIMINJ"
 plan 7
 
 md="$TMPD/BENCHMARKS.md"

@@ -1,4 +1,4 @@
-"""A long PyTorch loop for the late-attach GPU check (tests/gpu/check-late-attach.sh).
+"""A long PyTorch loop for the late-attach GPU check (tests/gpu/t0970-gpu-late-attach.sh).
 
 usage: late_loop.py [--seconds S] [--profile-steps N --profile-out TRACE.json]
                     [--hold-profiler]

@@ -2,7 +2,7 @@
 /*
  * Late attach (user/record/inject.c): the pure parts (safe points, the seccomp
  * filter evaluator), then, as root, real injections of
- * build/libgpubpf_cupti.so into build/tests/injtarget processes blocked
+ * build/sim/libgpubpf_cupti.so into build/tests/injtarget processes blocked
  * in futex, nanosleep, read, epoll_wait; busy ones; with signals arriving;
  * under seccomp; in their own mount and pid namespace; without
  * CAP_SYS_PTRACE; and 100 in a row into fresh processes.  Every target
@@ -26,7 +26,7 @@
 #include "record/inject.h"
 #include "tap.h"
 
-#define LIB "build/libgpubpf_cupti.so"
+#define LIB "build/sim/libgpubpf_cupti.so"
 #define TARGET "build/tests/injtarget"
 #define SIMCUDA "build/sim/libcuda.so.1"
 

@@ -219,9 +219,10 @@ int record_opts_check(struct record_opts *o)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		return -EINVAL;
 	}
-	if (o->device && !o->injlib[0] && discover_injection_lib(o->injlib, sizeof(o->injlib))) {
+	if (o->device && !o->injlib[0] &&
+	    discover_injection_lib(o->libcuda, o->injlib, sizeof(o->injlib))) {
 		fprintf(stderr, "gpubpf: GPU timing off: %s not found beside gpubpf "
-			"(use --cupti-lib PATH)\n", INJECTION_LIB);
+			"(use --cupti-lib PATH)\n", o->injlib);
 		o->device = 0;
 	}
 	if (o->device && o->mode == MODE_CMD && env && strcmp(env, o->injlib)) {

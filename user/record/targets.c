@@ -75,6 +75,7 @@ static int late_attach(struct record *r, pid_t pid)
 {
 	struct late *l = NULL, *nl;
 	struct model_process *p;
+	char lib[PATH_MAX];
 
 	for (size_t i = 0; i < r->nlate && !l; i++)
 		if (r->late[i].pid == pid)
@@ -86,7 +87,9 @@ static int late_attach(struct record *r, pid_t pid)
 	l = &r->late[r->nlate++];
 	memset(l, 0, sizeof(*l));
 	l->pid = pid;
-	l->ret = inject_library(pid, r->o->injlib, INJECT_THREAD_MS, &l->st, l->why, sizeof(l->why));
+	l->ret = discover_late_injection_lib(pid, r->o->injlib, lib, sizeof(lib), l->why,
+					     sizeof(l->why)) ?:
+		 inject_library(pid, lib, INJECT_THREAD_MS, &l->st, l->why, sizeof(l->why));
 	p = model_process(&r->model, pid, NULL);
 	if (l->ret) {
 		fprintf(stderr, "gpubpf: pid %d: GPU timing off: %s; recording host calls only\n",
@@ -268,8 +271,14 @@ int targets_setup_global(struct record *r)
 	if (!lib && !discover_libcuda(getenv("LD_LIBRARY_PATH"), r->libcuda_buf,
 				      sizeof(r->libcuda_buf)))
 		lib = r->libcuda_buf;
-	if (r->o->device)
+	if (r->o->device) {
+		char sim[PATH_MAX];
+
 		attach_markers(r, r->o->injlib, -1);
+		/* what the simulated driver loads instead, if it is the driver */
+		if (!discover_sim_injection_lib(sim, sizeof(sim)) && strcmp(sim, r->o->injlib))
+			attach_markers(r, sim, -1);
+	}
 	if (lib && attach_lib(r, lib, -1) < 0)
 		return -EINVAL;
 	/* the CUDA processes running now: their libcuda, their Python, and with

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """Synthetic gpubpf traces with a known schedule, for `gpubpf report`.
 
-    t0500-report-gentrace.py known OUT.json     the schedule below (exact figures)
-    t0500-report-gentrace.py big OUT.json N     about N events of a steady training
-                                                loop with stacks (benchmark)
+    gen_report_trace.py known OUT.json     the schedule below (exact figures)
+    gen_report_trace.py big OUT.json N     about N events of a steady training
+                                           loop with stacks (benchmark)
 
 Times are microseconds.  "known" holds two processes:
 pid 100 (device 0, compute stream 7, comm stream 13):

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The simulated driver's profiler hooks (sim/simcu_profiler.h) as a
- * backend: the simulated GPU's work reaches gpubpf through the same
- * transport, correlation and records as CUPTI's, so all of them are tested
- * without a GPU.
+ * The simulated driver's profiler hooks (simcu_profiler.h) as a backend of
+ * the injection library (cupti/backend.h), built only into the
+ * simulator's variant, build/sim/libgpubpf_cupti.so: the simulated GPU's
+ * work reaches gpubpf through the same transport, correlation and records
+ * as CUPTI's, so all of them are tested without a GPU.  The shipped
+ * library has neither this file nor sim/ headers.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -115,3 +117,9 @@ const struct backend backend_sim = {
 	.flush = sim_flush,
 	.disable = sim_disable,
 };
+
+/*
+ * This variant's backends (cupti/backends.c in the shipped one): the
+ * simulated driver when it is the one loaded, else CUPTI.
+ */
+const struct backend *const backends[] = { &backend_sim, &backend_cupti, NULL };

@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
-# GPU machine check for late attach (issue #9), run by hand where a GPU is
-# lent (CI has none; about 3 minutes).  Carry build/gpubpf,
+# test-timeout: 300
+# GPU machine check for late attach (issue #9), where a GPU is lent: `bash
+# tests/gpu/t0970-gpu-late-attach.sh` as root there (tests/run.sh runs it
+# too, and it skips without a GPU; about 3 minutes).  Carry build/gpubpf,
 # build/libgpubpf_cupti.so and, in .carry/lib, what the GPU image lacks
-# (libcjson.so.1).  NOT YET RUN on a GPU: written on a machine without one.
+# (libcjson.so.1); PyTorch.  NOT YET RUN on a GPU: written on a machine
+# without one.
 #  1. A PyTorch loop started normally (no CUDA_INJECTION64_PATH; its first
 #     --profile-steps steps under torch.profiler, for per-step kernel
 #     counts) is recorded twice with `record -p -d 5s`: the first loads the
@@ -14,29 +17,39 @@
 #     2% of its speed before it came.
 #  2. Attached while torch.profiler holds CUPTI: host calls only, and the
 #     reason in one line and in the trace.
-set -u
-cd "$(dirname "$0")/../.."
+# Findings in $OUT (or /tmp/gpubpf-gpu-late), the figures as diagnostics.
+. "$(dirname "$0")/../lib.sh"
+test_description "GPU machine: late attach (record -p) to PyTorch loops"
+require_gpu
+require_root
+require_gpubpf
+require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+python3 -c 'import torch' 2>/dev/null || skip_all "needs PyTorch (python3 -c 'import torch')"
+cd "$GPUBPF_ROOT" || exit 1
 out=${OUT:-/tmp/gpubpf-gpu-late}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 unset CUDA_INJECTION64_PATH
-echo "== machine: $(uname -r); $(nvidia-smi -L 2>&1 | head -1)"
-build/gpubpf --version || exit 1
+diag "== machine: $(uname -r); $(nvidia-smi -L 2>&1 | head -1)"
+check "gpubpf --version" "$GPUBPF" --version
 
-echo "== 1. attach twice to a loop started without the library"
+diag "== 1. attach twice to a loop started without the library"
 python3 tests/gpu/late_loop.py --seconds 75 --profile-steps 50 --profile-out "$out/prof.json" \
 	>"$out/loop.txt" 2>"$out/loop.err" &
 w=$!
+at_exit "kill $w 2>/dev/null"
 sleep 20
 t_attach=$(python3 -c 'import time; print(time.monotonic_ns())')
 for i in 1 2; do
-	build/gpubpf record -v -p "$w" -d 5s -q -o "$out/late$i.json" 2>&1 | grep -v '^libbpf' | tail -4
+	"$GPUBPF" record -v -p "$w" -d 5s -q -o "$out/late$i.json" 2>&1 | grep -v '^libbpf' | tail -4 | diag
+	ok "record -p wrote a trace (late$i.json)" test -s "$out/late$i.json"
 	sleep 5
 done
 t_detach=$(python3 -c 'import time; print(time.monotonic_ns())')
 wait "$w"
-echo "loop exit status $?: $(tail -1 "$out/loop.txt")"
-python3 - "$out" "$t_attach" "$t_detach" <<'PYEOF'
+is "the loop ran on to its end" "$?" 0
+tail -1 "$out/loop.txt" | diag
+python3 - "$out" "$t_attach" "$t_detach" <<'PYEOF' >"$out/late.txt" 2>&1
 import collections, json, sys
 out, t_attach, t_detach = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 rates = [l.split() for l in open(out + "/loop.txt") if l.startswith("rate ")]
@@ -71,18 +84,26 @@ for i in (1, 2):
     if extra:
         print("late%d: kernels torch.profiler did not see: %s" % (i, sorted(extra)[:10]))
 PYEOF
+diag <"$out/late.txt"
+ok "the loop's speed after detaching is within 2% of before" grep -q '^speed: .*: ok$' "$out/late.txt"
 for i in 1 2; do
-	python3 tests/check_window.py --edge-ms 500 "$out/late$i.json" "$w"
-	python3 tests/check_gpu.py --edge-ms 500 "$out/late$i.json" | grep -v '^ok'
+	ok "late$i: the same number of steps for every kernel name" \
+		grep -q "^late$i: .* kernels in the window; .*: ok$" "$out/late.txt"
+	tap_from python3 tests/check_window.py --edge-ms 500 "$out/late$i.json" "$w"
+	tap_from python3 tests/check_gpu.py --edge-ms 500 "$out/late$i.json"
 done
 
-echo "== 2. attach while torch.profiler holds CUPTI"
+diag "== 2. attach while torch.profiler holds CUPTI"
 python3 tests/gpu/late_loop.py --seconds 30 --hold-profiler >"$out/held.txt" 2>"$out/held.err" &
 w=$!
+at_exit "kill $w 2>/dev/null"
 sleep 15
-build/gpubpf record -p "$w" -d 3s -q -o "$out/held.json" 2>"$out/held.gpubpf.err"
-grep 'GPU timing off' "$out/held.gpubpf.err" || echo "NO REASON GIVEN"
-python3 -c "import json,sys; d=json.load(open(sys.argv[1])); g=d['gpubpf']['gpu']; ev=d['traceEvents']; print('errors', g['errors'], 'kernels', sum(1 for e in ev if e.get('cat')=='kernel'), 'api', sum(1 for e in ev if e.get('cat')=='cuda_api'))" "$out/held.json"
+"$GPUBPF" record -p "$w" -d 3s -q -o "$out/held.json" 2>"$out/held.gpubpf.err"
+ok "record -p wrote a trace" test -s "$out/held.json"
+ok "the reason GPU timing is off is said" grep -q 'GPU timing off' "$out/held.gpubpf.err"
+grep 'GPU timing off' "$out/held.gpubpf.err" | diag
+python3 -c "import json,sys; d=json.load(open(sys.argv[1])); g=d['gpubpf']['gpu']; ev=d['traceEvents']; print('errors', g['errors'], 'kernels', sum(1 for e in ev if e.get('cat')=='kernel'), 'api', sum(1 for e in ev if e.get('cat')=='cuda_api'))" "$out/held.json" 2>&1 | diag
 wait "$w"
-echo "held loop exit status $?"
+is "the held loop ran on to its end" "$?" 0
 gzip -f "$out"/*.json
+done_testing

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """A workload with a known schedule for `gpubpf report` (simulated driver).
 
-    LD_LIBRARY_PATH=build/sim python3 tests/t0510-report-workload.py --truth T.json
+    LD_LIBRARY_PATH=build/sim python3 tests/py/report_workload.py --truth T.json
 
 Everything on the default stream of the main thread, through sim/train.py's
 Driver (which logs every call, with CLOCK_MONOTONIC times, to --truth):
@@ -21,7 +21,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "sim"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim"))
 import train  # noqa: E402
 
 MiB = 1 << 20
