@@ -54,13 +54,16 @@ struct target {
 	int gone;               /* exit reported */
 };
 
+#define MAX_OUTPUTS 4
+
 struct record {
 	enum mode mode;
 	struct target *targets;
 	int ntargets;
 	char **cmd;
 	uint64_t duration_ns;
-	const char *output;
+	const char *outputs[MAX_OUTPUTS];       /* -o, repeatable: one per format */
+	int noutputs;
 	char outbuf[PATH_MAX];
 	const char *libcuda;
 	char libcuda_buf[PATH_MAX];
@@ -116,7 +119,8 @@ static const char usage[] =
 "                         trace it and its children; exit with its status\n"
 "  -d, --duration TIME    stop after TIME (500ms, 10s, 2m); default: until\n"
 "                         Ctrl-C or SIGTERM (or until CMD exits)\n"
-"  -o, --output FILE      trace file, .json or .json.gz; default\n"
+"  -o, --output FILE      trace file, .json, .json.gz or .pftrace (Perfetto);\n"
+"                         repeat for several formats; default\n"
 "                         gpubpf-<pid|all>-<YYYYmmdd-HHMMSS>.json\n"
 "      --libcuda PATH     the libcuda to probe instead of the discovered one\n"
 "      --no-device        host calls only: no GPU timing (with -- CMD, do not\n"
@@ -234,7 +238,11 @@ static int parse_args(struct record *r, int argc, char **argv)
 			}
 			break;
 		case 'o':
-			r->output = optarg;
+			if (r->noutputs == MAX_OUTPUTS) {
+				fprintf(stderr, "gpubpf: at most %d -o\n", MAX_OUTPUTS);
+				return -1;
+			}
+			r->outputs[r->noutputs++] = optarg;
 			break;
 		case 'L':
 			r->libcuda = optarg;
@@ -898,22 +906,20 @@ static void default_output(struct record *r)
 	else
 		snprintf(who, sizeof(who), "%d", r->mode == MODE_CMD ? r->child : r->targets[0].pid);
 	snprintf(r->outbuf, sizeof(r->outbuf), "gpubpf-%s-%s.json", who, stamp);
-	r->output = r->outbuf;
+	r->outputs[r->noutputs++] = r->outbuf;
 }
 
-static int write_trace(struct record *r)
+/* The model into path, in the format of its extension. */
+static int write_output(struct record *r, const char *path)
 {
+	const struct exporter *ex = sink_format(path) == SINK_PFTRACE ? &export_perfetto :
+				    &export_chrome;
 	struct sink out;
 	int ret;
 
-	ret = model_finish(&r->model);
-	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
-		return ret;
-	}
-	ret = sink_open(&out, r->output);
+	ret = sink_open(&out, path);
 	if (!ret)
-		ret = export_chrome.write(&r->model, &out);
+		ret = ex->write(&r->model, &out);
 	if (ret) {
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out) :
 			strerror(-ret));
@@ -924,6 +930,28 @@ static int write_trace(struct record *r)
 	if (ret)
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
 	return ret;
+}
+
+static int write_trace(struct record *r)
+{
+	int ret = model_finish(&r->model);
+
+	if (ret) {
+		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
+		return ret;
+	}
+	for (int i = 0; i < r->noutputs && !ret; i++)
+		ret = write_output(r, r->outputs[i]);
+	return ret;
+}
+
+/* The first output the report reads (JSON), NULL if none. */
+static const char *json_output(const struct record *r)
+{
+	for (int i = 0; i < r->noutputs; i++)
+		if (sink_format(r->outputs[i]) != SINK_PFTRACE)
+			return r->outputs[i];
+	return NULL;
 }
 
 /* -p: a process that never loaded libcuda is not a CUDA process. */
@@ -970,7 +998,9 @@ int cmd_record(int argc, char **argv)
 		free(r.targets);
 		return 1;
 	}
-	if (r.output && sink_check_path(r.output, err, sizeof(err))) {
+	for (int i = 0; i < r.noutputs; i++) {
+		if (!sink_check_path(r.outputs[i], err, sizeof(err)))
+			continue;
 		fprintf(stderr, "gpubpf: %s\n", err);
 		free(r.targets);
 		return 1;
@@ -1034,7 +1064,7 @@ int cmd_record(int argc, char **argv)
 	} else if ((r.mode == MODE_PIDS ? setup_pids(&r) : setup_global(&r))) {
 		goto cleanup;
 	}
-	if (!r.output)
+	if (!r.noutputs)
 		default_output(&r);
 	if (r.mode == MODE_CMD) {
 		if (write(release_fd, "g", 1) != 1)
@@ -1092,9 +1122,12 @@ int cmd_record(int argc, char **argv)
 	if (nmissed)
 		snprintf(missed, sizeof(missed), ", calls of %d process%s may be missing", nmissed,
 			 nmissed > 1 ? "es" : "");
-	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to %s\n",
+	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to %s",
 		(unsigned long long)(r.coll.calls + r.coll.gpu_records),
-		(unsigned long long)(r.model.dropped_total + gpu_dropped), missed, r.output);
+		(unsigned long long)(r.model.dropped_total + gpu_dropped), missed, r.outputs[0]);
+	for (int i = 1; i < r.noutputs; i++)
+		fprintf(stderr, " and %s", r.outputs[i]);
+	fputc('\n', stderr);
 	for (size_t i = 0; i < r.model.nprocs; i++)
 		if (r.model.procs[i].missed)
 			fprintf(stderr, "gpubpf: pid %u: calls may be missing: %s\n",
@@ -1110,9 +1143,9 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %llu Python frames could not be named (their process had "
 			"exited or changed); they read \"?\"\n",
 			(unsigned long long)r.coll.py_unresolved);
-	if (!r.quiet) {         /* the diagnosis, read back from the trace */
+	if (!r.quiet && json_output(&r)) {     /* the diagnosis, read back from the trace */
 		fflush(stderr);
-		report_print_file(r.output, stdout);
+		report_print_file(json_output(&r), stdout);
 		fflush(stdout);
 	}
 	ret = r.mode == MODE_CMD ? r.child_status : 0;
