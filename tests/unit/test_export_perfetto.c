@@ -112,6 +112,7 @@ static void build_model(struct model *m)
 /* What a decoded trace holds. */
 struct trace {
 	Packet **p;
+	uint64_t *ts;           /* each packet's absolute time */
 	size_t n;
 	char *names[64], *cats[64], *anames[64], *strs[64];
 	int redefined, undefined;
@@ -158,6 +159,7 @@ static int decode(const char *path, struct trace *t)
 	FILE *f = fopen(path, "rb");
 	static uint8_t buf[1 << 20];
 	size_t len, off = 0;
+	uint64_t last = 0;     /* the incremental clock (64) */
 
 	memset(t, 0, sizeof(*t));
 	if (!f)
@@ -174,9 +176,15 @@ static int decode(const char *path, struct trace *t)
 			n |= (uint64_t)(buf[off] & 0x7f) << shift, shift += 7;
 		while (buf[off++] & 0x80);
 		t->p = realloc(t->p, (t->n + 1) * sizeof(*t->p));
+		t->ts = realloc(t->ts, (t->n + 1) * sizeof(*t->ts));
 		t->p[t->n] = perfetto__protos__trace_packet__unpack(NULL, n, buf + off);
 		if (!t->p[t->n])
 			return -1;
+		if (t->p[t->n]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
+			last = t->p[t->n]->clock_snapshot->clocks[3]->timestamp;
+		t->ts[t->n] = t->p[t->n]->timestamp;
+		if (t->p[t->n]->has_timestamp && t->p[t->n]->timestamp_clock_id != 3)
+			t->ts[t->n] = last += t->p[t->n]->timestamp;
 		intern(t, t->p[t->n]->interned_data);
 		t->n++;
 		off += n;
@@ -189,6 +197,7 @@ static void release(struct trace *t)
 	for (size_t i = 0; i < t->n; i++)
 		perfetto__protos__trace_packet__free_unpacked(t->p[i], NULL);
 	free(t->p);
+	free(t->ts);
 	for (int i = 0; i < 64; i++)
 		free(t->names[i]), free(t->cats[i]), free(t->anames[i]), free(t->strs[i]);
 }
@@ -262,14 +271,20 @@ static void check_packets(struct trace *t)
 {
 	size_t flags_ok = 0, begins = 0, ends = 0, instants = 0, counters = 0, descs = 0;
 
+	uint64_t last = 0;
+	int inorder = 1;
+
 	ok(t->n > 0 && t->p[0]->sequence_flags == 1 && t->p[0]->trace_packet_defaults &&
-	   t->p[0]->trace_packet_defaults->timestamp_clock_id == 3,
-	   "first packet: incremental state cleared, default clock MONOTONIC");
+	   t->p[0]->trace_packet_defaults->timestamp_clock_id == 64,
+	   "first packet: incremental state cleared, default clock the sequence's 64");
 	ok(t->n > 0 && t->p[0]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT &&
 	   t->p[0]->clock_snapshot->primary_trace_clock == 3 &&
-	   t->p[0]->clock_snapshot->n_clocks == 3 &&
-	   t->p[0]->clock_snapshot->clocks[1]->timestamp == T0 + 1000 + 1700000000123456789ULL,
-	   "a clock snapshot: MONOTONIC the trace clock, REALTIME at the model's offset");
+	   t->p[0]->clock_snapshot->n_clocks == 4 &&
+	   t->p[0]->clock_snapshot->clocks[1]->timestamp == T0 + 1000 + 1700000000123456789ULL &&
+	   t->p[0]->clock_snapshot->clocks[3]->clock_id == 64 &&
+	   t->p[0]->clock_snapshot->clocks[3]->is_incremental,
+	   "a clock snapshot: MONOTONIC the trace clock, REALTIME at the model's offset, "
+	   "64 incremental");
 	for (size_t i = 0; i < t->n; i++) {
 		const TrackEvent *e = event(t->p[i]);
 
@@ -278,6 +293,8 @@ static void check_packets(struct trace *t)
 		descs += t->p[i]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
 		if (!e)
 			continue;
+		inorder &= t->ts[i] >= last && t->p[i]->timestamp_clock_id != 3;
+		last = t->ts[i];
 		begins += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
 		ends += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
 		instants += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
@@ -292,6 +309,7 @@ static void check_packets(struct trace *t)
 	is_int(instants, 2, "two instants: gpubpf metadata, the allocation");
 	ok(counters >= 1, "memory counter values (%zu)", counters);
 	is_int(t->redefined, 0, "each interned iid defined once");
+	ok(inorder, "events in time order, as deltas");
 }
 
 static void check_tracks(struct trace *t)
@@ -314,7 +332,7 @@ static void check_call(struct trace *t)
 	const TrackEvent *scope = find(t, "train_step", &sp);
 	const Annotation *grid = annotation(t, e, "grid"), *stack = annotation(t, e, "stack");
 
-	ok(e && p->timestamp == T0 + 1000, "the launch at its exact ns");
+	ok(e && t->ts[index_of(t, p)] == T0 + 1000, "the launch at its exact ns");
 	is_str(e ? lookup(t, t->cats, e->category_iids[0]) : "", "cuda_api", "category cuda_api");
 	is_str(string_arg(t, annotation(t, e, "kernel")), "gemm", "args: kernel name");
 	ok(grid && grid->n_array_values == 3 && grid->array_values[0]->uint_value == 4 &&
@@ -330,8 +348,8 @@ static void check_call(struct trace *t)
 	       "stack: then its caller");
 	ok(e && e->n_flow_ids == 1 && k && k->n_terminating_flow_ids == 1 &&
 	   e->flow_ids[0] == k->terminating_flow_ids[0], "a flow from the launch to its kernel");
-	ok(k && kp->timestamp == T0 + 3000, "the kernel at its exact ns");
-	ok(scope && sp->timestamp == T0 + 1000 &&
+	ok(k && t->ts[index_of(t, kp)] == T0 + 3000, "the kernel at its exact ns");
+	ok(scope && t->ts[index_of(t, sp)] == T0 + 1000 &&
 	   !strcmp(string_arg(t, annotation(t, scope, "function")), "train_step (t.py)"),
 	   "the Python scope train_step, with its function");
 	ok(index_of(t, sp) < index_of(t, p), "the scope begins before the call inside it");
@@ -375,7 +393,7 @@ static void check_ends(struct trace *t)
 		const TrackEvent *e = event(t->p[i]);
 
 		end_at += e && e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END &&
-			  t->p[i]->timestamp == T0 + 3400;
+			  t->ts[i] == T0 + 3400;
 	}
 	is_int(end_at, 1, "the kernel ends at ts + dur");
 }

@@ -22,13 +22,16 @@
  * string values (stack frames, kernel names) are interned: written once,
  * in the packet that first uses them.  A call starts one flow per GPU
  * record it caused (flow id: the GPU event's index + 1), ended by that
- * record.  Timestamps are absolute CLOCK_MONOTONIC ns (the sequence's
- * default clock, set in its first packet), which the clock snapshot makes
- * the trace's own clock: Perfetto shows the JSON's times.
+ * record.  Timestamps are CLOCK_MONOTONIC ns, the trace's own clock (the
+ * clock snapshot says so: Perfetto shows the JSON's times), written as
+ * deltas from the previous packet's (an incremental clock of the
+ * sequence, its default, set in its first packet).
  *
- * Slices of a track are ended in nesting order: a slice stays open while
- * the slices that start inside it end inside it, so a zero-length call at
- * the end of its Python function is its child, as in the model.
+ * Packets go in time order.  Slices of a track are ended in nesting order:
+ * a slice stays open while the slices that start inside it end inside it,
+ * so a zero-length call at the end of its Python function is its child, as
+ * in the model; the ends of every track are written before the next event
+ * that starts after them.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -58,6 +61,7 @@ typedef Perfetto__Protos__InternedData InternedData;
 #define CLOCK_REALTIME_ID 1             /* BuiltinClocks */
 #define CLOCK_MONOTONIC_ID 3
 #define CLOCK_BOOTTIME_ID 6
+#define CLOCK_DELTA_ID 64               /* this sequence's: ns since the last packet's */
 #define TRACE_PACKET_TAG 0x0a           /* Trace.packet: field 1, length-delimited */
 
 /* Track keys within a process: threads by tid, then GPU lanes, counters. */
@@ -100,6 +104,7 @@ struct pf {
 	struct itab names, anames, strs;
 	bool cats_sent;
 	size_t npackets;
+	uint64_t last_ts;       /* CLOCK_DELTA_ID's value: the last timestamp written */
 	/* the packet being built */
 	InternedData interned;
 	Perfetto__Protos__EventName *new_names;
@@ -375,7 +380,7 @@ static int emit(struct pf *w, Packet *p)
 	if (!w->npackets++) {
 		p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
 		defaults.has_timestamp_clock_id = 1;
-		defaults.timestamp_clock_id = CLOCK_MONOTONIC_ID;
+		defaults.timestamp_clock_id = CLOCK_DELTA_ID;
 		p->trace_packet_defaults = &defaults;
 	}
 	for (size_t i = 0; i < in->n_event_names; i++)
@@ -550,6 +555,25 @@ static void arg_stack(struct pf *w, const char *name, const struct model_stack *
 /* Events ------------------------------------------------------------------ */
 
 /*
+ * Timestamps are deltas from the previous one (the sequence's default
+ * clock, CLOCK_DELTA_ID: 1-4 bytes where an absolute one takes 6); the
+ * rare one earlier than its predecessor (GPU records overlapping on a
+ * stream) is absolute CLOCK_MONOTONIC.
+ */
+static void set_timestamp(struct pf *w, Packet *p, uint64_t ts)
+{
+	p->has_timestamp = 1;
+	p->timestamp = ts - w->last_ts;
+	if (ts >= w->last_ts) {
+		w->last_ts = ts;
+		return;
+	}
+	p->timestamp = ts;
+	p->has_timestamp_clock_id = 1;
+	p->timestamp_clock_id = CLOCK_MONOTONIC_ID;
+}
+
+/*
  * A track event packet at ts on track: its category (interned by its index
  * + 1, all written in the first event packet) and name; the collected
  * arguments.
@@ -573,8 +597,7 @@ static int emit_event(struct pf *w, TrackEvent *te, uint64_t ts, uint64_t track,
 		w->interned.n_event_categories = NCATS;
 		w->cats_sent = true;
 	}
-	p.has_timestamp = 1;
-	p.timestamp = ts;
+	set_timestamp(w, &p, ts);
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	p.track_event = te;
 	if (track) {
@@ -603,6 +626,30 @@ static int emit_end(struct pf *w, uint64_t ts, uint64_t track)
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
 	return emit_event(w, &te, ts, track, 0, NULL);
+}
+
+/*
+ * End the open slices of every track that end before ts, earliest first,
+ * so that timestamps keep increasing.
+ */
+static int end_before(struct pf *w, uint64_t ts)
+{
+	while (!w->err) {
+		struct track *first = NULL;
+
+		for (size_t i = 0; i < w->ntracks; i++) {
+			struct track *t = &w->tracks[i];
+
+			if (t->nopen && t->open[t->nopen - 1] < ts &&
+			    (!first || t->open[t->nopen - 1] < first->open[first->nopen - 1]))
+				first = t;
+		}
+		if (!first)
+			break;
+		first->nopen--;
+		emit_end(w, first->open[first->nopen], (uint64_t)(first - w->tracks) + 1);
+	}
+	return w->err;
 }
 
 /* End the open slices of t that end before ts, or before end. */
@@ -899,12 +946,13 @@ static int write_track(struct pf *w, const struct track *t)
 static int write_clock(struct pf *w)
 {
 	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
-	Perfetto__Protos__ClockSnapshot__Clock c[3], *cp[3];
+	Perfetto__Protos__ClockSnapshot__Clock c[4], *cp[4];
 	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	uint64_t ts = w->m->nev ? w->m->ev[0].ts : 0;
-	static const uint32_t ids[3] = { CLOCK_MONOTONIC_ID, CLOCK_REALTIME_ID, CLOCK_BOOTTIME_ID };
+	static const uint32_t ids[4] = { CLOCK_MONOTONIC_ID, CLOCK_REALTIME_ID, CLOCK_BOOTTIME_ID,
+					 CLOCK_DELTA_ID };
 
-	for (int i = 0; i < 3; i++) {
+	for (int i = 0; i < 4; i++) {
 		perfetto__protos__clock_snapshot__clock__init(&c[i]);
 		c[i].has_clock_id = c[i].has_timestamp = 1;
 		c[i].clock_id = ids[i];
@@ -912,12 +960,15 @@ static int write_clock(struct pf *w)
 		cp[i] = &c[i];
 	}
 	c[1].timestamp = ts + w->m->realtime_offset_ns;
-	cs.n_clocks = 3;
+	c[3].has_is_incremental = c[3].is_incremental = 1;
+	w->last_ts = ts;
+	cs.n_clocks = 4;
 	cs.clocks = cp;
 	cs.has_primary_trace_clock = 1;
 	cs.primary_trace_clock = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC;
-	p.has_timestamp = 1;
+	p.has_timestamp = p.has_timestamp_clock_id = 1;
 	p.timestamp = ts;
+	p.timestamp_clock_id = CLOCK_MONOTONIC_ID;
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
 	p.clock_snapshot = &cs;
 	return emit(w, &p);
@@ -1106,14 +1157,14 @@ static int write_events(struct pf *w, const struct mem_sample *ms, size_t nms)
 
 	w->err = link_gpu(m, &first, &gpu_next);
 	for (size_t i = 0; i < m->nev && !w->err; i++) {
-		for (; k < nms && ms[k].ts <= m->ev[i].ts && !w->err; k++)
+		for (; k < nms && ms[k].ts <= m->ev[i].ts && !end_before(w, ms[k].ts); k++)
 			write_counter(w, &ms[k]);
-		write_event(w, i, gpu_next, first);
+		if (!end_before(w, m->ev[i].ts))
+			write_event(w, i, gpu_next, first);
 	}
-	for (; k < nms && !w->err; k++)
+	for (; k < nms && !end_before(w, ms[k].ts); k++)
 		write_counter(w, &ms[k]);
-	for (size_t i = 0; i < w->ntracks && !w->err; i++)
-		close_slices(w, &w->tracks[i], UINT64_MAX, UINT64_MAX);
+	end_before(w, UINT64_MAX);
 	free(first);
 	free(gpu_next);
 	return w->err;
