@@ -39,12 +39,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gpu_activity.h"
 #include "lib/sink.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
 #include "model/model.h"
 #include "trace/export.h"
+#include "trace/gpu_events.h"
 #include "trace/perfetto_trace.pb-c.h"
 
 #ifndef GPUBPF_VERSION
@@ -126,26 +126,10 @@ static const char *str(const struct model *m, uint32_t id)
 	return strtab_get(&m->strs, id);
 }
 
-/* GPU events with a track, as in export_chrome.c. */
-static int on_gpu_track(const struct model_event *ev)
-{
-	return ev->kind == EV_KERNEL || ev->kind == EV_MEMCPY || ev->kind == EV_MEMSET;
-}
-
-static int is_wait_event(const struct model_event *ev)
-{
-	return ev->kind == EV_GPU_SYNC && ev->gpu_kind == GA_SYNC_STREAM_WAIT_EVENT;
-}
-
-static int has_gpu_track(const struct model_event *ev)
-{
-	return on_gpu_track(ev) || ev->kind == EV_MEMORY || is_wait_event(ev);
-}
-
 /* The track key of an event's track within its process. */
 static uint32_t track_tid(const struct model_event *ev)
 {
-	if (!has_gpu_track(ev))
+	if (!gpu_has_track(ev))
 		return ev->tid;
 	if (ev->kind == EV_MEMORY)
 		return GPU_TID_BASE + (ev->device << 20) + GPU_MEMORY_LANE;
@@ -222,7 +206,7 @@ static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
 	for (size_t i = 0; i < m->nev && !ret; i++) {
 		const struct model_event *ev = &m->ev[i];
 
-		if (ev->kind != EV_API && ev->kind != EV_SCOPE && !has_gpu_track(ev))
+		if (ev->kind != EV_API && ev->kind != EV_SCOPE && !gpu_has_track(ev))
 			continue;
 		ret = add_track(&tr, &n, &cap, ev->pid, PROCESS_TID, 0, 0);
 		if (!ret)
@@ -784,15 +768,6 @@ static int write_scope(struct pf *w, const struct model_event *ev)
 	return emit_begin(w, ev, track, &te, CAT_PYTHON, name);
 }
 
-static const char *const gpu_copy_kinds[] = {
-	"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",
-};
-
-static const char *copy_kind(unsigned k)
-{
-	return k < sizeof(gpu_copy_kinds) / sizeof(gpu_copy_kinds[0]) ? gpu_copy_kinds[k] : "Unknown";
-}
-
 static void where_args(struct pf *w, const struct model_event *ev)
 {
 	arg_uint(w, "device", ev->device);
@@ -811,7 +786,7 @@ static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t f
 	char copy_name[32];
 
 	if (ev->kind == EV_KERNEL) {
-		cat = strstr(kname, "nccl") ? CAT_NCCL : CAT_KERNEL;
+		cat = gpu_is_nccl(kname) ? CAT_NCCL : CAT_KERNEL;
 		name = kname;
 		arg_u32x3(w, "grid", ev->grid);
 		arg_u32x3(w, "block", ev->block);
@@ -823,9 +798,9 @@ static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t f
 	}
 	if (ev->kind == EV_MEMCPY) {
 		cat = CAT_MEMCPY;
-		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", copy_kind(ev->gpu_kind));
+		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", gpu_copy_kind(ev->gpu_kind));
 		name = copy_name;
-		arg_string(w, "kind", copy_kind(ev->gpu_kind));
+		arg_string(w, "kind", gpu_copy_kind(ev->gpu_kind));
 		arg_double(w, "GB/s", ev->dur ? (double)ev->bytes / ev->dur : 0);
 	}
 	if (ev->graph_node)
@@ -872,9 +847,9 @@ static int write_event(struct pf *w, size_t i, const uint32_t *gpu_next, const u
 		return write_scope(w, ev);
 	if (ev->kind == EV_MEMORY)
 		return write_gpu_memory(w, ev);
-	if (is_wait_event(ev))
+	if (gpu_wait_event(ev))
 		return write_gpu_wait(w, ev);
-	if (on_gpu_track(ev))
+	if (gpu_on_track(ev))
 		return write_gpu_work(w, ev, i + 1);
 	return 0;
 }
@@ -1123,7 +1098,7 @@ static int link_gpu(const struct model *m, uint32_t **first, uint32_t **gpu_next
 	for (size_t i = m->nev; i-- > 0;) {
 		const struct model_event *ev = &m->ev[i];
 
-		if (!on_gpu_track(ev) || ev->link == MODEL_NO_LINK)
+		if (!gpu_on_track(ev) || ev->link == MODEL_NO_LINK)
 			continue;
 		(*gpu_next)[i] = (*first)[ev->link];
 		(*first)[ev->link] = i + 1;
