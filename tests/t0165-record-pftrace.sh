@@ -19,6 +19,8 @@ out=$TMPD/bad
 mkdir -p "$out"
 expect_error "a bad .pftrace path" 1 "cannot write '$out/no/run.pftrace'" \
 	"$GPUBPF" record -o "$out/no/run.pftrace" -- true
+expect_error "merge does not write .pftrace (yet)" 1 "merge writes .json or .json.gz" \
+	"$GPUBPF" merge -o "$out/m.pftrace" "$TMPD/run.json"
 
 if ! tp=$(trace_processor); then
 	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 8
