@@ -88,6 +88,7 @@ struct track {
 	uint32_t device, stream;
 	uint64_t *open;         /* end times of the open slices, innermost last */
 	size_t nopen, cap;
+	size_t hpos;            /* index in pf.heap + 1, 0 when not there */
 };
 
 /* An interning table: strings and whether each was written already. */
@@ -101,6 +102,9 @@ struct pf {
 	struct sink *out;
 	struct track *tracks;
 	size_t ntracks;
+	/* tracks with open slices, by their innermost one's end: the next to end first */
+	struct track **heap;
+	size_t nheap;
 	struct itab names, anames, strs;
 	bool cats_sent;
 	size_t npackets;
@@ -612,41 +616,82 @@ static int emit_end(struct pf *w, uint64_t ts, uint64_t track)
 	return emit_event(w, &te, ts, track, 0, NULL);
 }
 
+/* Open slices ------------------------------------------------------------- */
+
+static uint64_t next_end(const struct track *t)
+{
+	return t->open[t->nopen - 1];
+}
+
+static void heap_set(struct pf *w, size_t i, struct track *t)
+{
+	w->heap[i] = t;
+	t->hpos = i + 1;
+}
+
+/* Restore the heap after t's innermost open slice changed. */
+static void heap_fix(struct pf *w, struct track *t)
+{
+	size_t i;
+
+	if (!t->nopen && t->hpos) {             /* nothing open: leave the heap */
+		struct track *last = w->heap[--w->nheap];
+
+		i = t->hpos - 1;
+		t->hpos = 0;
+		if (last == t)
+			return;
+		heap_set(w, i, last);
+		t = last;
+	} else if (!t->nopen) {
+		return;
+	} else if (!t->hpos) {
+		heap_set(w, w->nheap++, t);
+	}
+	for (i = t->hpos - 1; i && next_end(w->heap[(i - 1) / 2]) > next_end(t); i = (i - 1) / 2)
+		heap_set(w, i, w->heap[(i - 1) / 2]);
+	heap_set(w, i, t);
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= w->nheap)
+			break;
+		if (c + 1 < w->nheap && next_end(w->heap[c + 1]) < next_end(w->heap[c]))
+			c++;
+		if (next_end(w->heap[c]) >= next_end(t))
+			break;
+		heap_set(w, i, w->heap[c]);
+		i = c;
+	}
+	heap_set(w, i, t);
+}
+
+/* End t's innermost open slice. */
+static int end_slice(struct pf *w, struct track *t)
+{
+	uint64_t end = next_end(t);
+
+	t->nopen--;
+	heap_fix(w, t);
+	return emit_end(w, end, (uint64_t)(t - w->tracks) + 1);
+}
+
 /*
  * End the open slices of every track that end before ts, earliest first,
  * so that timestamps keep increasing.
  */
 static int end_before(struct pf *w, uint64_t ts)
 {
-	while (!w->err) {
-		struct track *first = NULL;
-
-		for (size_t i = 0; i < w->ntracks; i++) {
-			struct track *t = &w->tracks[i];
-
-			if (t->nopen && t->open[t->nopen - 1] < ts &&
-			    (!first || t->open[t->nopen - 1] < first->open[first->nopen - 1]))
-				first = t;
-		}
-		if (!first)
-			break;
-		first->nopen--;
-		emit_end(w, first->open[first->nopen], (uint64_t)(first - w->tracks) + 1);
-	}
+	while (w->nheap && next_end(w->heap[0]) < ts && !w->err)
+		end_slice(w, w->heap[0]);
 	return w->err;
 }
 
 /* End the open slices of t that end before ts, or before end. */
 static int close_slices(struct pf *w, struct track *t, uint64_t ts, uint64_t end)
 {
-	while (t->nopen && !w->err) {
-		uint64_t top = t->open[t->nopen - 1];
-
-		if (top >= ts && top >= end)
-			break;
-		t->nopen--;
-		emit_end(w, top, (uint64_t)(t - w->tracks) + 1);
-	}
+	while (t->nopen && !w->err && (next_end(t) < ts || next_end(t) < end))
+		end_slice(w, t);
 	return w->err;
 }
 
@@ -667,6 +712,7 @@ static uint64_t open_slice(struct pf *w, const struct model_event *ev)
 		return 0;
 	}
 	t->open[t->nopen++] = end;
+	heap_fix(w, t);
 	return (uint64_t)(t - w->tracks) + 1;
 }
 
@@ -1111,6 +1157,7 @@ static void pf_release(struct pf *w)
 	for (size_t i = 0; i < w->ntracks; i++)
 		free(w->tracks[i].open);
 	free(w->tracks);
+	free(w->heap);
 	strtab_release(&w->names.t);
 	strtab_release(&w->anames.t);
 	strtab_release(&w->strs.t);
@@ -1130,7 +1177,8 @@ static int write_events(struct pf *w, const struct mem_sample *ms, size_t nms)
 	uint32_t *first = NULL, *gpu_next = NULL;
 	size_t k = 0;
 
-	w->err = link_gpu(m, &first, &gpu_next);
+	w->heap = calloc(w->ntracks + 1, sizeof(*w->heap));
+	w->err = w->heap ? link_gpu(m, &first, &gpu_next) : -ENOMEM;
 	for (size_t i = 0; i < m->nev && !w->err; i++) {
 		for (; k < nms && ms[k].ts <= m->ev[i].ts && !end_before(w, ms[k].ts); k++)
 			write_counter(w, &ms[k]);
