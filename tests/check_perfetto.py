@@ -39,7 +39,9 @@ def query(tp, trace, sql):
     if out.returncode:
         raise RuntimeError("trace_processor failed: " + out.stderr[-2000:])
     text = out.stdout.strip()
-    return list(csv.DictReader(io.StringIO(text))) if text else []
+    rows = list(csv.DictReader(io.StringIO(text))) if text else []
+    # the shell prints SQL NULL as [NULL]
+    return [{k: None if v == "[NULL]" else v for k, v in r.items()} for r in rows]
 
 
 def check_import(tp, trace):

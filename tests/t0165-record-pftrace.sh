@@ -8,6 +8,7 @@
 test_description "record -o run.json -o run.pftrace: Perfetto's importer reads the same trace"
 require_bpf
 require_sim
+require_file "$GPUBPF_ROOT/build/bench/gpuwork"
 
 export LD_LIBRARY_PATH="$SIMLIB"
 check "record writes both files in one go" \
@@ -19,11 +20,14 @@ out=$TMPD/bad
 mkdir -p "$out"
 expect_error "a bad .pftrace path" 1 "cannot write '$out/no/run.pftrace'" \
 	"$GPUBPF" record -o "$out/no/run.pftrace" -- true
+check "a graph launch of 5 kernels, replayed 4 times, to .pftrace" \
+	"$GPUBPF" record -q -o "$TMPD/graph.pftrace" -- \
+	"$GPUBPF_ROOT/build/bench/gpuwork" -l "$SIMLIB/libcuda.so.1" -m graph -k 5 -r 4
 expect_error "merge does not write .pftrace (yet)" 1 "merge writes .json or .json.gz" \
 	"$GPUBPF" merge -o "$out/m.pftrace" "$TMPD/run.json"
 
 if ! tp=$(trace_processor); then
-	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 8
+	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 11
 	done_testing
 	exit
 fi
@@ -31,6 +35,7 @@ fi
 q() { "$tp" query "$1" <<<"$2" 2>/dev/null | tail -n +2; }
 
 perfetto_ok "$TMPD/run.pftrace"
+perfetto_ok "$TMPD/graph.pftrace"  # a flow from each graph launch to each of its kernels
 per_cat="select category, count(*) from slice where category != 'gpubpf' group by 1 order by 1"
 is "the same slices per category in .json and .pftrace" \
 	"$(q "$TMPD/run.pftrace" "$per_cat")" "$(q "$TMPD/run.json" "$per_cat")"
