@@ -806,12 +806,16 @@ static int write_scope(struct pf *w, const struct model_event *ev)
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	const char *func = str(w->m, ev->name), *paren = strstr(func, " (");
 	uint64_t track = open_slice(w, ev);
-	char name[512];
+	char *name = strndup(func, paren ? (size_t)(paren - func) : strlen(func));
+	int ret;
 
-	snprintf(name, sizeof(name), "%.*s", paren ? (int)(paren - func) : (int)strlen(func), func);
+	if (!name)
+		return w->err = -ENOMEM;
 	arg_string(w, "function", func);
 	arg_string(w, "first_frame", str(w->m, ev->stack));
-	return emit_begin(w, ev, track, &te, CAT_PYTHON, name);
+	ret = emit_begin(w, ev, track, &te, CAT_PYTHON, name);
+	free(name);
+	return ret;
 }
 
 static void where_args(struct pf *w, const struct model_event *ev)
