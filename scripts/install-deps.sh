@@ -16,6 +16,8 @@ pkgs=(
 	clang libclang-rt-dev llvm libbpf-dev bpftool libelf-dev zlib1g-dev libzstd-dev
 	libcjson-dev pkg-config make gcc g++ systemtap-sdt-dev python3 iproute2 openssh-server
 	openssh-client procps pdsh
+	# the .pftrace exporter's encoder (protoc-c generates it at build time)
+	libprotobuf-c-dev protobuf-c-compiler
 	# Perfetto's trace_processor_shell, which the tests import traces with
 	libprotobuf32
 )

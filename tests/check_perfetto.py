@@ -14,6 +14,9 @@ them, see tests/lib.sh's perfetto_ok).  Checks:
   - every driver call with a Python stack is a child of the slice of its
     innermost frame's function ("python" slice, args.function), or, for
     calls without a stack, of no python slice at all.
+Arguments are "args.*" in JSON traces, "debug.*" (debug annotations) in
+.pftrace ones; GPU slices are on thread tracks in JSON, on tracks of their
+process in .pftrace.
 The trace_processor binary is $TRACE_PROCESSOR; the caller skips when it
 is absent.  Exit status 1 if a check failed.
 """
@@ -49,19 +52,26 @@ def check_import(tp, trace):
        "\n".join("%s[%s] = %s" % (r["name"], r["idx"], r["value"]) for r in rows))
 
 
-CORR = """(select int_value from args a where a.arg_set_id = %s.arg_set_id
-            and a.key = 'args.correlation')"""
+def arg(slice_, key, column="int_value"):
+    """SQL for a slice's argument key, in either format."""
+    return """(select %s from args a where a.arg_set_id = %s.arg_set_id
+            and a.key in ('args.%s', 'debug.%s'))""" % (column, slice_, key, key)
+
+
+CORR = arg("%s", "correlation")
+# the process of a slice: its thread's (thread track) or its own (process track)
+UPID = """coalesce((select t.upid from thread_track tt join thread t using (utid)
+            where tt.id = s.track_id),
+          (select pt.upid from process_track pt where pt.id = s.track_id))"""
 
 
 def check_flows(tp, trace, want_flows):
     gpu = query(tp, trace, """
-        select s.id, s.name, %s as corr, t.upid as upid from slice s
-        join thread_track tt on s.track_id = tt.id join thread t using (utid)
-        where s.category in %s""" % (CORR % "s", GPU_CATS))
+        select s.id, s.name, %s as corr, %s as upid from slice s
+        where s.category in %s""" % (CORR % "s", UPID, GPU_CATS))
     calls = query(tp, trace, """
-        select s.id, %s as corr, t.upid as upid from slice s
-        join thread_track tt on s.track_id = tt.id join thread t using (utid)
-        where s.category = 'cuda_api' and %s is not null""" % (CORR % "s", CORR % "s"))
+        select s.id, %s as corr, %s as upid from slice s
+        where s.category = 'cuda_api' and %s is not null""" % (CORR % "s", UPID, CORR % "s"))
     flows = query(tp, trace, "select slice_out, slice_in from flow")
     if not want_flows:
         ok(not flows, "no flows", "%d flows" % len(flows))
@@ -95,13 +105,12 @@ FRAME = re.compile(r"^(.*) \((.*):\d+\)$")
 def check_nesting(tp, trace):
     rows = query(tp, trace, """
         select s.id, s.name,
-          (select display_value from args a where a.arg_set_id = s.arg_set_id
-            and a.key = 'args.stack[0]') as frame,
+          %s as frame,
           p.category as pcat,
-          (select display_value from args a where a.arg_set_id = p.arg_set_id
-            and a.key = 'args.function') as pfunc
+          %s as pfunc
         from slice s left join slice p on s.parent_id = p.id
-        where s.category = 'cuda_api'""")
+        where s.category = 'cuda_api'""" % (arg("s", "stack[0]", "display_value"),
+                                             arg("p", "function", "display_value")))
     wrong = []
     nstack = 0
     for r in rows:

@@ -24,6 +24,7 @@ static const struct {
 } formats[] = {
 	{ ".json.gz", SINK_JSON_GZ },
 	{ ".json", SINK_JSON },
+	{ ".pftrace", SINK_PFTRACE },
 };
 
 static int ends_with(const char *s, const char *suffix)
@@ -59,7 +60,7 @@ static void fmt_msg(char *buf, size_t len, const char *fmt, ...)
 
 static void unsupported_msg(char *buf, size_t len, const char *path)
 {
-	fmt_msg(buf, len, "unsupported output format '%s' (use .json or .json.gz)",
+	fmt_msg(buf, len, "unsupported output format '%s' (use .json, .json.gz or .pftrace)",
 		path);
 }
 

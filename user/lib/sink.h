@@ -5,7 +5,8 @@
  * fsyncs and renames it into place, sink_abort() removes it.  A half
  * written trace never appears under the final name.
  *
- * The format follows the extension: ".json" plain, ".json.gz" gzip.
+ * The format follows the extension: ".json" plain, ".json.gz" gzip,
+ * ".pftrace" (Perfetto protobuf) plain.
  */
 #ifndef GPUBPF_SINK_H
 #define GPUBPF_SINK_H
@@ -16,6 +17,7 @@ enum sink_format {
 	SINK_NONE,
 	SINK_JSON,      /* .json */
 	SINK_JSON_GZ,   /* .json.gz */
+	SINK_PFTRACE,   /* .pftrace: Perfetto's protobuf trace */
 	SINK_PLAIN,     /* any other file, written as it is (sink_open_plain) */
 };
 
@@ -43,8 +45,8 @@ int sink_format(const char *path);
  * extension, an existing, writable directory, not a directory itself.
  * Returns 0, or -errno with a one-line message in err (no "gpubpf: "
  * prefix, no final period), e.g. "cannot write 'x/y.json': No such file
- * or directory" or "unsupported output format 'y.txt' (use .json or
- * .json.gz)".  err may be NULL.
+ * or directory" or "unsupported output format 'y.txt' (use .json,
+ * .json.gz or .pftrace)".  err may be NULL.
  */
 int sink_check_path(const char *path, char *err, size_t errlen);
 /* The same for a file of any name (a report, an SVG): no extension check. */

@@ -64,6 +64,10 @@ int cmd_merge(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		goto cleanup;
 	}
+	if (sink_format(o.output) == SINK_PFTRACE) {
+		fprintf(stderr, "gpubpf: merge writes .json or .json.gz, not '%s'\n", o.output);
+		goto cleanup;
+	}
 	for (int i = 0; i < m.nin; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(m.in[i].path, m.in[j].path)) {

@@ -69,22 +69,20 @@ static void default_output(struct record *r)
 	else
 		snprintf(who, sizeof(who), "%d", r->o->mode == MODE_CMD ? r->child.pid : r->targets[0].pid);
 	snprintf(r->outbuf, sizeof(r->outbuf), "gpubpf-%s-%s.json", who, stamp);
-	r->output = r->outbuf;
+	r->outputs[r->noutputs++] = r->outbuf;
 }
 
-static int write_trace(struct record *r)
+/* The model into path, in the format of its extension. */
+static int write_output(struct record *r, const char *path)
 {
+	const struct exporter *ex = sink_format(path) == SINK_PFTRACE ? &export_perfetto :
+				    &export_chrome;
 	struct sink out;
 	int ret;
 
-	ret = model_finish(&r->model);
-	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
-		return ret;
-	}
-	ret = sink_open(&out, r->output);
+	ret = sink_open(&out, path);
 	if (!ret)
-		ret = export_chrome.write(&r->model, &r->o->export, &out);
+		ret = ex->write(&r->model, &r->o->export, &out);
 	if (ret) {
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out) :
 			strerror(-ret));
@@ -95,6 +93,28 @@ static int write_trace(struct record *r)
 	if (ret)
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
 	return ret;
+}
+
+static int write_trace(struct record *r)
+{
+	int ret = model_finish(&r->model);
+
+	if (ret) {
+		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
+		return ret;
+	}
+	for (int i = 0; i < r->noutputs && !ret; i++)
+		ret = write_output(r, r->outputs[i]);
+	return ret;
+}
+
+/* The first output the report reads (JSON), NULL if none. */
+static const char *json_output(const struct record *r)
+{
+	for (int i = 0; i < r->noutputs; i++)
+		if (sink_format(r->outputs[i]) != SINK_PFTRACE)
+			return r->outputs[i];
+	return NULL;
 }
 
 static int open_probes(struct record *r)
@@ -185,9 +205,9 @@ static int start(struct record *r)
 	} else if ((o->mode == MODE_PIDS ? targets_setup_pids(r) : targets_setup_global(r))) {
 		return 1;
 	}
-	if (o->output)
-		r->output = o->output;
-	else
+	for (int i = 0; i < o->noutputs; i++)
+		r->outputs[r->noutputs++] = o->outputs[i];
+	if (!r->noutputs)
 		default_output(r);
 	if (o->mode == MODE_CMD)
 		return start_cmd(r);
@@ -204,9 +224,9 @@ static int finish(struct record *r)
 	if (targets_check_seen(r) || write_trace(r))
 		return 1;
 	record_summary(r);
-	if (!r->o->quiet) {     /* the diagnosis, read back from the trace */
+	if (!r->o->quiet && json_output(r)) {  /* the diagnosis, read back from the trace */
 		fflush(stderr);
-		report_print_file(r->output, stdout);
+		report_print_file(json_output(r), stdout);
 		fflush(stdout);
 	}
 	return r->o->mode == MODE_CMD ? r->child.status : 0;

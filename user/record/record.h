@@ -57,7 +57,8 @@ struct record {
 	const struct record_opts *o;
 	struct target *targets; /* -p: one per pid */
 	int ntargets;
-	const char *output;
+	const char *outputs[RECORD_MAX_OUTPUTS];  /* the options', or a made-up name */
+	int noutputs;
 	char outbuf[PATH_MAX];
 	char libcuda_buf[PATH_MAX];     /* the discovered libcuda */
 	struct late *late;

@@ -30,7 +30,8 @@ static const char usage[] =
 "                         trace it and its children; exit with its status\n"
 "  -d, --duration TIME    stop after TIME (500ms, 10s, 2m); default: until\n"
 "                         Ctrl-C or SIGTERM (or until CMD exits)\n"
-"  -o, --output FILE      trace file, .json or .json.gz; default\n"
+"  -o, --output FILE      trace file, .json, .json.gz or .pftrace (Perfetto);\n"
+"                         repeat for several formats; default\n"
 "                         gpubpf-<pid|all>-<YYYYmmdd-HHMMSS>.json\n"
 "      --libcuda PATH     the libcuda to probe instead of the discovered one\n"
 "      --no-device        host calls only: no GPU timing (with -- CMD, do not\n"
@@ -104,7 +105,11 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			}
 			break;
 		case 'o':
-			o->output = optarg;
+			if (o->noutputs == RECORD_MAX_OUTPUTS) {
+				fprintf(stderr, "gpubpf: at most %d -o\n", RECORD_MAX_OUTPUTS);
+				return -EINVAL;
+			}
+			o->outputs[o->noutputs++] = optarg;
 			break;
 		case 'L':
 			o->libcuda = optarg;
@@ -215,7 +220,9 @@ int record_opts_check(struct record_opts *o)
 		fprintf(stderr, "gpubpf: cannot read libcuda '%s': %s\n", o->libcuda, strerror(errno));
 		return -EINVAL;
 	}
-	if (o->output && sink_check_path(o->output, err, sizeof(err))) {
+	for (int i = 0; i < o->noutputs; i++) {
+		if (!sink_check_path(o->outputs[i], err, sizeof(err)))
+			continue;
 		fprintf(stderr, "gpubpf: %s\n", err);
 		return -EINVAL;
 	}

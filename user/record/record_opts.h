@@ -10,13 +10,17 @@
 
 enum record_mode { MODE_PIDS, MODE_ALL, MODE_CMD };
 
+#define RECORD_MAX_OUTPUTS 4
+
 struct record_opts {
 	enum record_mode mode;
 	pid_t *pids;            /* -p, npids of them */
 	int npids;
 	char **cmd;             /* -- CMD [ARGS...], NULL-terminated */
 	uint64_t duration_ns;   /* 0: until stopped */
-	const char *output;     /* NULL: a name made from the target and the time */
+	const char *outputs[RECORD_MAX_OUTPUTS];  /* -o, one per format; none: a name
+						     made from the target and the time */
+	int noutputs;
 	const char *libcuda;    /* --libcuda, or NULL: the discovered one */
 	uint64_t ringbuf;       /* ring buffer bytes */
 	int device;             /* GPU timing through the injection library */

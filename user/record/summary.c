@@ -28,9 +28,12 @@ void record_summary(struct record *r)
 	if (nmissed)
 		snprintf(missed, sizeof(missed), ", calls of %d process%s may be missing", nmissed,
 			 nmissed > 1 ? "es" : "");
-	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to %s\n",
+	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to %s",
 		(unsigned long long)(r->coll.calls + r->coll.gpu_records),
-		(unsigned long long)(r->model.dropped_total + gpu_dropped), missed, r->output);
+		(unsigned long long)(r->model.dropped_total + gpu_dropped), missed, r->outputs[0]);
+	for (int i = 1; i < r->noutputs; i++)
+		fprintf(stderr, " and %s", r->outputs[i]);
+	fputc('\n', stderr);
 	for (size_t i = 0; i < r->model.nprocs; i++)
 		if (r->model.procs[i].missed)
 			fprintf(stderr, "gpubpf: pid %u: calls may be missing: %s\n",

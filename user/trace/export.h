@@ -40,4 +40,10 @@ struct exporter {
  */
 extern const struct exporter export_chrome;
 
+/*
+ * Perfetto's protobuf trace (.pftrace): TrackEvents on process, thread and
+ * GPU stream tracks, interned names and stacks (see export_perfetto.c).
+ */
+extern const struct exporter export_perfetto;
+
 #endif

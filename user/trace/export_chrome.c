@@ -40,7 +40,7 @@
 
 #include "model/cuda_calls.h"
 #include "trace/export.h"
-#include "gpu_activity.h"
+#include "trace/gpu_events.h"
 #include "lib/json_writer.h"
 #include "model/memory.h"
 #include "model/model.h"
@@ -59,28 +59,6 @@ static uint32_t gpu_tid(const struct model_event *ev)
 	uint32_t lane = ev->kind == EV_MEMORY ? GPU_MEMORY_LANE : ev->gpu_stream & 0xfffff;
 
 	return GPU_TID_BASE + (ev->device << 20) + lane;
-}
-
-/* GPU events that get a track: work that ran on a stream. */
-static int on_gpu_track(const struct model_event *ev)
-{
-	return ev->kind == EV_KERNEL || ev->kind == EV_MEMCPY || ev->kind == EV_MEMSET;
-}
-
-/*
- * GPU records shown besides the work: allocations and releases, on the
- * device's memory track, and a stream's waits for an event recorded on
- * another stream (what explains a gap on that stream), on the stream's
- * track.  Host-side syncs are not: their calls are on the host track.
- */
-static int is_wait_event(const struct model_event *ev)
-{
-	return ev->kind == EV_GPU_SYNC && ev->gpu_kind == GA_SYNC_STREAM_WAIT_EVENT;
-}
-
-static int has_gpu_track(const struct model_event *ev)
-{
-	return on_gpu_track(ev) || ev->kind == EV_MEMORY || is_wait_event(ev);
 }
 
 static const char *str(const struct model *m, uint32_t id)
@@ -239,21 +217,6 @@ static int write_api_call(struct jw *jw, const struct model *m, size_t idx, bool
 	return jw_obj_end(jw);
 }
 
-static const char *const gpu_copy_kinds[] = {
-	"Unknown", "HtoD", "DtoH", "HtoA", "AtoH", "AtoA", "AtoD", "DtoA", "DtoD", "HtoH", "PtoP",
-};
-
-static const char *copy_kind(unsigned k)
-{
-	return k < sizeof(gpu_copy_kinds) / sizeof(gpu_copy_kinds[0]) ? gpu_copy_kinds[k] : "Unknown";
-}
-
-/* NCCL's kernels are named ncclKernel_..., ncclDevKernel_... */
-static int is_nccl(const char *name)
-{
-	return !strncmp(name, "nccl", 4) || strstr(name, "nccl") != NULL;
-}
-
 /* Where GPU work ran and the call it came from, in its args. */
 static void write_where(struct jw *jw, const struct model_event *ev)
 {
@@ -274,12 +237,12 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 
 	switch (ev->kind) {
 	case EV_KERNEL:
-		cat = is_nccl(kname) ? "nccl" : "kernel";
+		cat = gpu_is_nccl(kname) ? "nccl" : "kernel";
 		name = kname;
 		break;
 	case EV_MEMCPY:
 		cat = "gpu_memcpy";
-		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", copy_kind(ev->gpu_kind));
+		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", gpu_copy_kind(ev->gpu_kind));
 		name = copy_name;
 		break;
 	}
@@ -303,7 +266,7 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 	}
 	if (ev->kind == EV_MEMCPY) {
 		jw_key(jw, "kind");
-		jw_str(jw, copy_kind(ev->gpu_kind));
+		jw_str(jw, gpu_copy_kind(ev->gpu_kind));
 		jw_key(jw, "GB/s");
 		jw_double(jw, ev->dur ? (double)ev->bytes / ev->dur : 0);
 	}
@@ -397,9 +360,9 @@ static int write_event(struct jw *jw, const struct model *m, size_t idx,
 		return write_scope(jw, m, ev);
 	if (ev->kind == EV_MEMORY)
 		return write_gpu_memory(jw, m, ev);
-	if (is_wait_event(ev))
+	if (gpu_wait_event(ev))
 		return write_gpu_wait(jw, m, ev);
-	if (!on_gpu_track(ev))
+	if (!gpu_on_track(ev))
 		return 0;
 	return write_gpu_work(jw, m, ev);
 }
@@ -533,7 +496,7 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 		const struct model_event *ev = &m->ev[i];
 		size_t k;
 
-		if (!has_gpu_track(ev))
+		if (!gpu_has_track(ev))
 			continue;
 		for (k = 0; k < n; k++)
 			if (seen[k].pid == ev->pid && seen[k].tid == gpu_tid(ev))
@@ -612,7 +575,7 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 	if (!caused_work)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->nev; i++)
-		if (on_gpu_track(&m->ev[i]) && m->ev[i].link != MODEL_NO_LINK)
+		if (gpu_on_track(&m->ev[i]) && m->ev[i].link != MODEL_NO_LINK)
 			caused_work[m->ev[i].link] = 1;
 	ret = jw_init(&jw, out);
 	if (ret)

@@ -1,0 +1,432 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Unit tests for the Perfetto exporter (.pftrace): a small model exported
+ * and decoded again with protobuf-c, packet by packet.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib/sink.h"
+#include "model/cuda_calls.h"
+#include "model/model.h"
+#include "tap.h"
+#include "trace/export.h"
+#include "trace/perfetto_trace.pb-c.h"
+
+typedef Perfetto__Protos__TracePacket Packet;
+typedef Perfetto__Protos__TrackEvent TrackEvent;
+typedef Perfetto__Protos__DebugAnnotation Annotation;
+
+#define T0 5000000000000ULL     /* 83 minutes of uptime, in ns */
+
+static struct model_event *add(struct model *m, uint64_t ts, uint64_t dur, uint32_t tid,
+			       const char *name, unsigned family)
+{
+	struct model_event *e = model_add_event(m);
+
+	if (!e) {
+		printf("Bail out! model_add_event\n");
+		exit(1);
+	}
+	e->ts = ts;
+	e->dur = dur;
+	e->pid = 100;
+	e->tid = tid;
+	e->name = strtab_intern(&m->strs, name);
+	e->family = family;
+	return e;
+}
+
+static struct model_event *add_gpu(struct model *m, int kind, uint64_t ts, uint64_t dur,
+				   uint32_t corr)
+{
+	struct model_event *e = model_add_event(m);
+
+	e->kind = kind;
+	e->ts = ts;
+	e->dur = dur;
+	e->pid = 100;
+	e->tid = 100;
+	e->device = 0;
+	e->gpu_stream = 7;
+	e->correlation = corr;
+	return e;
+}
+
+/*
+ * Process 100 "python3", thread 100: train_step (a Python frame) around a
+ * launch (correlation 11, kernel gemm, 1 kernel) and a graph launch
+ * (correlation 12, 2 kernels); a memcpy on thread 101, no stack, no GPU
+ * record; an allocation record on GPU 0.
+ */
+static void build_model(struct model *m)
+{
+	uint32_t frames[2], funcs[2];
+	struct model_event *e;
+
+	model_init(m);
+	snprintf(m->host, sizeof(m->host), "node-7");
+	m->realtime_offset_ns = 1700000000123456789LL;
+	model_process(m, 100, "python3")->dropped = 3;
+	model_thread(m, 100, 100, "python3");
+	model_thread(m, 100, 101, "loader");
+	frames[0] = strtab_intern(&m->strs, "train_step (t.py:12)");
+	funcs[0] = strtab_intern(&m->strs, "train_step (t.py)");
+	frames[1] = strtab_intern(&m->strs, "<module> (t.py:40)");
+	funcs[1] = strtab_intern(&m->strs, "<module> (t.py)");
+	model_add_stack(m, 100, 0x51, 0, 2, frames, funcs);
+	model_set_kernel_name(m, 100, 0xabc, "gemm");
+
+	e = add(m, T0 + 1000, 500, 100, "cuLaunchKernel", CF_LAUNCH);
+	e->fields = MF_GRID | MF_BLOCK | MF_STREAM | MF_FUNC | MF_RET;
+	e->func = 0xabc;
+	e->grid[0] = 4, e->grid[1] = 2, e->grid[2] = 1;
+	e->block[0] = 256, e->block[1] = 1, e->block[2] = 1;
+	e->stream = 0x55aa00;
+	e->pystack = 0x51;
+	model_add_corr(m, T0 + 1100, 100, 100, 11);
+	e = add(m, T0 + 2000, 0, 100, "cuGraphLaunch", CF_GRAPH);
+	e->fields = MF_HANDLE;
+	e->handle = 0x1234;
+	e->pystack = 0x51;
+	model_add_corr(m, T0 + 2000, 100, 100, 12);
+	e = add(m, T0 + 2500, 300, 101, "cuMemcpyHtoD_v2", CF_MEMCPY);
+	e->fields = MF_BYTES | MF_KIND;
+	e->bytes = 4096;
+	e->copy_kind = CK_HTOD;
+
+	add_gpu(m, EV_KERNEL, T0 + 3000, 400, 11)->kernel = strtab_intern(&m->strs, "gemm");
+	add_gpu(m, EV_KERNEL, T0 + 4000, 100, 12);
+	add_gpu(m, EV_KERNEL, T0 + 4100, 100, 12);
+	e = add_gpu(m, EV_MEMORY, T0 + 5000, 0, 0);
+	e->gpu_kind = 1;
+	e->copy_kind = 3;       /* device */
+	e->ptr = 0x7f00;
+	e->bytes = 8192;
+	model_finish(m);
+}
+
+/* What a decoded trace holds. */
+struct trace {
+	Packet **p;
+	uint64_t *ts;           /* each packet's absolute time */
+	size_t n;
+	char *names[64], *cats[64], *anames[64], *strs[64];
+	int redefined, undefined;
+};
+
+static int define(char **tab, uint64_t iid, const char *s)
+{
+	if (iid >= 64 || tab[iid])
+		return 1;
+	tab[iid] = strdup(s);
+	return 0;
+}
+
+static void intern(struct trace *t, const Perfetto__Protos__InternedData *in)
+{
+	for (size_t i = 0; in && i < in->n_event_names; i++)
+		t->redefined += define(t->names, in->event_names[i]->iid, in->event_names[i]->name);
+	for (size_t i = 0; in && i < in->n_event_categories; i++)
+		t->redefined += define(t->cats, in->event_categories[i]->iid,
+				       in->event_categories[i]->name);
+	for (size_t i = 0; in && i < in->n_debug_annotation_names; i++)
+		t->redefined += define(t->anames, in->debug_annotation_names[i]->iid,
+				       in->debug_annotation_names[i]->name);
+	for (size_t i = 0; in && i < in->n_debug_annotation_string_values; i++) {
+		Perfetto__Protos__InternedString *s = in->debug_annotation_string_values[i];
+		char buf[256];
+
+		snprintf(buf, sizeof(buf), "%.*s", (int)s->str.len, (char *)s->str.data);
+		t->redefined += define(t->strs, s->iid, buf);
+	}
+}
+
+static const char *lookup(struct trace *t, char **tab, uint64_t iid)
+{
+	if (iid < 64 && tab[iid])
+		return tab[iid];
+	t->undefined++;
+	return "?";
+}
+
+/* Decode path: each Trace.packet (tag 0x0a, length, packet) in turn. */
+static int decode(const char *path, struct trace *t)
+{
+	FILE *f = fopen(path, "rb");
+	static uint8_t buf[1 << 20];
+	size_t len, off = 0;
+	uint64_t last = 0;     /* the incremental clock (64) */
+
+	memset(t, 0, sizeof(*t));
+	if (!f)
+		return -1;
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	while (off < len) {
+		uint64_t n = 0;
+		int shift = 0;
+
+		if (buf[off++] != 0x0a)
+			return -1;
+		do
+			n |= (uint64_t)(buf[off] & 0x7f) << shift, shift += 7;
+		while (buf[off++] & 0x80);
+		t->p = realloc(t->p, (t->n + 1) * sizeof(*t->p));
+		t->ts = realloc(t->ts, (t->n + 1) * sizeof(*t->ts));
+		t->p[t->n] = perfetto__protos__trace_packet__unpack(NULL, n, buf + off);
+		if (!t->p[t->n])
+			return -1;
+		if (t->p[t->n]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
+			last = t->p[t->n]->clock_snapshot->clocks[3]->timestamp;
+		t->ts[t->n] = t->p[t->n]->timestamp;
+		if (t->p[t->n]->has_timestamp && t->p[t->n]->timestamp_clock_id != 3)
+			t->ts[t->n] = last += t->p[t->n]->timestamp;
+		intern(t, t->p[t->n]->interned_data);
+		t->n++;
+		off += n;
+	}
+	return 0;
+}
+
+static void release(struct trace *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		perfetto__protos__trace_packet__free_unpacked(t->p[i], NULL);
+	free(t->p);
+	free(t->ts);
+	for (int i = 0; i < 64; i++)
+		free(t->names[i]), free(t->cats[i]), free(t->anames[i]), free(t->strs[i]);
+}
+
+static const TrackEvent *event(const Packet *p)
+{
+	return p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT ? p->track_event :
+										  NULL;
+}
+
+/* The first slice begin or instant named name; its packet in *pp. */
+static const TrackEvent *find(struct trace *t, const char *name, const Packet **pp)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const TrackEvent *e = event(t->p[i]);
+
+		if (e && e->name_field_case == PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID &&
+		    !strcmp(lookup(t, t->names, e->name_iid), name)) {
+			*pp = t->p[i];
+			return e;
+		}
+	}
+	*pp = NULL;
+	return NULL;
+}
+
+static size_t index_of(struct trace *t, const Packet *p)
+{
+	size_t i = 0;
+
+	while (i < t->n && t->p[i] != p)
+		i++;
+	return i;
+}
+
+static const Annotation *annotation(struct trace *t, const TrackEvent *e, const char *name)
+{
+	for (size_t i = 0; e && i < e->n_debug_annotations; i++)
+		if (!strcmp(lookup(t, t->anames, e->debug_annotations[i]->name_iid), name))
+			return e->debug_annotations[i];
+	return NULL;
+}
+
+static const char *string_arg(struct trace *t, const Annotation *a)
+{
+	if (!a || a->value_case != PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID)
+		return "";
+	return lookup(t, t->strs, a->string_value_iid);
+}
+
+static uint64_t track_named(struct trace *t, const char *name, uint64_t *parent)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const Perfetto__Protos__TrackDescriptor *d = t->p[i]->track_descriptor;
+
+		if (t->p[i]->data_case != PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR)
+			continue;
+		if ((d->name && !strcmp(d->name, name)) ||
+		    (d->thread && d->thread->thread_name && !strcmp(d->thread->thread_name, name)) ||
+		    (d->process && d->process->process_name &&
+		     !strcmp(d->process->process_name, name))) {
+			if (parent)
+				*parent = d->parent_uuid;
+			return d->uuid;
+		}
+	}
+	return 0;
+}
+
+static void check_packets(struct trace *t)
+{
+	size_t flags_ok = 0, begins = 0, ends = 0, instants = 0, counters = 0, descs = 0;
+
+	uint64_t last = 0;
+	int inorder = 1;
+
+	ok(t->n > 0 && t->p[0]->sequence_flags == 1 && t->p[0]->trace_packet_defaults &&
+	   t->p[0]->trace_packet_defaults->timestamp_clock_id == 64,
+	   "first packet: incremental state cleared, default clock the sequence's 64");
+	ok(t->n > 0 && t->p[0]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT &&
+	   t->p[0]->clock_snapshot->primary_trace_clock == 3 &&
+	   t->p[0]->clock_snapshot->n_clocks == 4 &&
+	   t->p[0]->clock_snapshot->clocks[1]->timestamp == T0 + 1000 + 1700000000123456789ULL &&
+	   t->p[0]->clock_snapshot->clocks[3]->clock_id == 64 &&
+	   t->p[0]->clock_snapshot->clocks[3]->is_incremental,
+	   "a clock snapshot: MONOTONIC the trace clock, REALTIME at the model's offset, "
+	   "64 incremental");
+	for (size_t i = 0; i < t->n; i++) {
+		const TrackEvent *e = event(t->p[i]);
+
+		flags_ok += t->p[i]->trusted_packet_sequence_id == 1 &&
+			    t->p[i]->sequence_flags == (i ? 2u : 1u);
+		descs += t->p[i]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+		if (!e)
+			continue;
+		inorder &= t->ts[i] >= last && t->p[i]->timestamp_clock_id != 3;
+		last = t->ts[i];
+		begins += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+		ends += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+		instants += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+		counters += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	}
+	is_int(flags_ok, t->n, "every packet on sequence 1, later ones needing incremental state");
+	/* process, 2 threads, GPU 0 / stream 7, GPU 0 / memory, its counter */
+	is_int(descs, 6, "six track descriptors");
+	/* 3 calls, 1 Python scope (train_step; <module> too), 3 kernels */
+	is_int(begins, 8, "eight slices: 3 calls, 2 Python scopes, 3 kernels");
+	is_int(ends, begins, "each slice ended");
+	is_int(instants, 2, "two instants: gpubpf metadata, the allocation");
+	ok(counters >= 1, "memory counter values (%zu)", counters);
+	is_int(t->redefined, 0, "each interned iid defined once");
+	ok(inorder, "events in time order, as deltas");
+}
+
+static void check_tracks(struct trace *t)
+{
+	uint64_t proc = track_named(t, "python3", NULL), parent = 0, mparent = 0, cparent = 0;
+	uint64_t gpu = track_named(t, "GPU 0 / stream 7", &parent);
+
+	ok(proc && gpu && parent == proc, "GPU 0 / stream 7 under its process");
+	ok(track_named(t, "GPU 0 / memory", &mparent) && mparent == proc,
+	   "GPU 0 / memory under its process");
+	ok(track_named(t, "device memory GPU 0", &cparent) && cparent == proc,
+	   "counter track device memory GPU 0 under its process");
+	ok(track_named(t, "loader", NULL), "thread 101 named");
+}
+
+static void check_call(struct trace *t)
+{
+	const Packet *p, *kp, *sp;
+	const TrackEvent *e = find(t, "cuLaunchKernel", &p), *k = find(t, "gemm", &kp);
+	const TrackEvent *scope = find(t, "train_step", &sp);
+	const Annotation *grid = annotation(t, e, "grid"), *stack = annotation(t, e, "stack");
+
+	ok(e && t->ts[index_of(t, p)] == T0 + 1000, "the launch at its exact ns");
+	is_str(e ? lookup(t, t->cats, e->category_iids[0]) : "", "cuda_api", "category cuda_api");
+	is_str(string_arg(t, annotation(t, e, "kernel")), "gemm", "args: kernel name");
+	ok(grid && grid->n_array_values == 3 && grid->array_values[0]->uint_value == 4 &&
+	   grid->array_values[1]->uint_value == 2, "args: grid array");
+	ok(annotation(t, e, "stream") && annotation(t, e, "stream")->pointer_value == 0x55aa00,
+	   "args: stream as a pointer");
+	ok(annotation(t, e, "correlation") && annotation(t, e, "correlation")->uint_value == 11,
+	   "args: correlation");
+	ok(stack && stack->n_array_values == 2, "args: stack of two frames");
+	is_str(stack ? string_arg(t, stack->array_values[0]) : "", "train_step (t.py:12)",
+	       "stack: innermost frame first");
+	is_str(stack ? string_arg(t, stack->array_values[1]) : "", "<module> (t.py:40)",
+	       "stack: then its caller");
+	ok(e && e->n_flow_ids == 1 && k && k->n_terminating_flow_ids == 1 &&
+	   e->flow_ids[0] == k->terminating_flow_ids[0], "a flow from the launch to its kernel");
+	ok(k && t->ts[index_of(t, kp)] == T0 + 3000, "the kernel at its exact ns");
+	ok(scope && t->ts[index_of(t, sp)] == T0 + 1000 &&
+	   !strcmp(string_arg(t, annotation(t, scope, "function")), "train_step (t.py)"),
+	   "the Python scope train_step, with its function");
+	ok(index_of(t, sp) < index_of(t, p), "the scope begins before the call inside it");
+	is_int(t->undefined, 0, "every iid used is defined");
+}
+
+static void check_graph(struct trace *t)
+{
+	const Packet *p;
+	const TrackEvent *g = find(t, "cuGraphLaunch", &p);
+	size_t matched = 0;
+
+	ok(g && g->n_flow_ids == 2, "the graph launch starts two flows");
+	for (size_t i = 0; g && i < t->n; i++) {
+		const TrackEvent *e = event(t->p[i]);
+
+		for (size_t k = 0; e && k < e->n_terminating_flow_ids; k++)
+			for (size_t j = 0; j < g->n_flow_ids; j++)
+				matched += e->terminating_flow_ids[k] == g->flow_ids[j];
+	}
+	is_int(matched, 2, "each ended by one of its kernels");
+}
+
+/* A call with neither stack nor GPU work, the metadata, a slice's end. */
+static void check_ends(struct trace *t)
+{
+	const Packet *p;
+	const TrackEvent *memcpy_ev = find(t, "cuMemcpyHtoD_v2", &p);
+	const TrackEvent *meta = find(t, "gpubpf", &p);
+	size_t end_at = 0;
+
+	ok(memcpy_ev && !annotation(t, memcpy_ev, "stack") && memcpy_ev->n_flow_ids == 0,
+	   "a call without stack or GPU work: neither");
+	is_str(string_arg(t, annotation(t, memcpy_ev, "kind")), "HtoD", "args: copy kind");
+	is_str(string_arg(t, annotation(t, meta, "host")), "node-7", "metadata: host");
+	ok(annotation(t, meta, "dropped_events") &&
+	   annotation(t, meta, "dropped_events")->n_dict_entries == 1 &&
+	   annotation(t, meta, "dropped_events")->dict_entries[0]->uint_value == 3,
+	   "metadata: dropped events per pid");
+	for (size_t i = 0; i < t->n; i++) {
+		const TrackEvent *e = event(t->p[i]);
+
+		end_at += e && e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END &&
+			  t->ts[i] == T0 + 3400;
+	}
+	is_int(end_at, 1, "the kernel ends at ts + dur");
+}
+
+int main(void)
+{
+	char path[] = "/tmp/gpubpf-pftrace-XXXXXX";
+	int fd = mkstemp(path);
+	struct export_opts opts = { 0 };
+	struct model m;
+	struct sink out;
+	struct trace t;
+
+	close(fd);
+	build_model(&m);
+	is_int(sink_format("run.pftrace"), SINK_PFTRACE, "format .pftrace by extension");
+	is_int(sink_open(&out, "/nonexistent-dir/x.pftrace") < 0, 1, "a bad path fails");
+	is_str(sink_errmsg(&out), "cannot write '/nonexistent-dir/x.pftrace': No such file or directory",
+	       "with the one-line message");
+	sink_abort(&out);
+	if (sink_open_plain(&out, path) || export_perfetto.write(&m, &opts, &out) ||
+	    sink_commit(&out)) {
+		printf("Bail out! cannot write %s\n", path);
+		return 1;
+	}
+	ok(!decode(path, &t), "the trace decodes, packet by packet");
+	check_packets(&t);
+	check_tracks(&t);
+	check_call(&t);
+	check_graph(&t);
+	check_ends(&t);
+	release(&t);
+	unlink(path);
+	model_release(&m);
+	return done_testing();
+}

@@ -1,0 +1,1232 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Perfetto's native trace format (.pftrace): the model as TrackEvents,
+ * protobuf-encoded by protoc-c's code for perfetto_trace.proto.  The file
+ * is a Trace message written one packet at a time (field 1: tag, length,
+ * packet), never built in memory.  One packet sequence:
+ *
+ *	ClockSnapshot         CLOCK_MONOTONIC is the trace's clock
+ *	TrackDescriptors      a track per process, thread, GPU stream
+ *	                      ("GPU 0 / stream 7", "GPU 0 / memory", under
+ *	                      their process) and memory counter
+ *	                      ("device memory GPU 0", under its process)
+ *	"gpubpf" instant      the trace metadata of the JSON's "gpubpf"
+ *	                      object, as nested debug annotations
+ *	TrackEvents by time   slices (SLICE_BEGIN/END) of calls, Python
+ *	                      scopes, GPU work and waits; memory instants;
+ *	                      counter values
+ *
+ * Categories, names and arguments are those of the Chrome JSON exporter
+ * (export_chrome.c), arguments as debug annotations; hexadecimal values
+ * are pointer values.  Event names, categories, annotation names and
+ * string values (stack frames, kernel names) are interned: written once,
+ * in the packet that first uses them.  A call starts one flow per GPU
+ * record it caused (flow id: the GPU event's index + 1), ended by that
+ * record.  Timestamps are CLOCK_MONOTONIC ns, the trace's own clock (the
+ * clock snapshot says so: Perfetto shows the JSON's times), written as
+ * deltas from the previous packet's (an incremental clock of the
+ * sequence, its default, set in its first packet).
+ *
+ * Packets go in time order.  Slices of a track are ended in nesting order:
+ * a slice stays open while the slices that start inside it end inside it,
+ * so a zero-length call at the end of its Python function is its child, as
+ * in the model; the ends of every track are written before the next event
+ * that starts after them.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/sink.h"
+#include "model/cuda_calls.h"
+#include "model/memory.h"
+#include "model/model.h"
+#include "trace/export.h"
+#include "trace/gpu_events.h"
+#include "trace/perfetto_trace.pb-c.h"
+
+#ifndef GPUBPF_VERSION
+#define GPUBPF_VERSION "unknown"
+#endif
+
+typedef Perfetto__Protos__TracePacket Packet;
+typedef Perfetto__Protos__TrackEvent TrackEvent;
+typedef Perfetto__Protos__TrackDescriptor TrackDescriptor;
+typedef Perfetto__Protos__DebugAnnotation Annotation;
+typedef Perfetto__Protos__InternedData InternedData;
+
+#define SEQUENCE_ID 1
+#define CLOCK_REALTIME_ID 1             /* BuiltinClocks */
+#define CLOCK_MONOTONIC_ID 3
+#define CLOCK_BOOTTIME_ID 6
+#define CLOCK_DELTA_ID 64               /* this sequence's: ns since the last packet's */
+#define TRACE_PACKET_TAG 0x0a           /* Trace.packet: field 1, length-delimited */
+
+/* Track keys within a process: threads by tid, then GPU lanes, counters. */
+#define GPU_TID_BASE 0x40000000u
+#define GPU_MEMORY_LANE 0xfffffu
+#define COUNTER_BASE 0x80000000u
+#define PROCESS_TID 0u
+
+#define MAX_ARGS 24
+
+enum {
+	CAT_CUDA_API, CAT_PYTHON, CAT_KERNEL, CAT_NCCL, CAT_MEMCPY, CAT_MEMSET, CAT_SYNC,
+	CAT_MEMORY, CAT_GPUBPF, NCATS,
+};
+
+static const char *const cat_names[NCATS] = {
+	"cuda_api", "python", "kernel", "nccl", "gpu_memcpy", "gpu_memset", "gpu_sync",
+	"gpu_memory", "gpubpf",
+};
+
+struct track {
+	uint32_t pid, tid;      /* tid: PROCESS_TID, a thread, GPU lane or counter */
+	uint32_t name;          /* model strtab id of a process or thread name */
+	uint32_t device, stream;
+	uint64_t *open;         /* end times of the open slices, innermost last */
+	size_t nopen, cap;
+	size_t hpos;            /* index in pf.heap + 1, 0 when not there */
+};
+
+/* An interning table: strings and whether each was written already. */
+struct itab {
+	struct strtab t;
+	size_t nsent;           /* ids below this one were written */
+};
+
+struct pf {
+	const struct model *m;
+	struct sink *out;
+	struct track *tracks;
+	size_t ntracks;
+	/* tracks with open slices, by their innermost one's end: the next to end first */
+	struct track **heap;
+	size_t nheap;
+	struct itab names, anames, strs;
+	bool cats_sent;
+	size_t npackets;
+	uint64_t last_ts;       /* CLOCK_DELTA_ID's value: the last timestamp written */
+	/* the packet being built */
+	InternedData interned;
+	Perfetto__Protos__EventName *new_names;
+	Perfetto__Protos__DebugAnnotationName *new_anames;
+	Perfetto__Protos__InternedString *new_strs;
+	void **ptrs[3];         /* the above three's pointer arrays */
+	size_t cap_new[3];
+	Annotation args[MAX_ARGS], *argp[MAX_ARGS];
+	size_t nargs;
+	Annotation *items, **itemp;     /* array elements: grid, block, stacks */
+	size_t nitems, cap_items;
+	uint8_t *buf;
+	size_t cap_buf;
+	int err;
+};
+
+static const char *str(const struct model *m, uint32_t id)
+{
+	return strtab_get(&m->strs, id);
+}
+
+/* The track key of an event's track within its process. */
+static uint32_t track_tid(const struct model_event *ev)
+{
+	if (!gpu_has_track(ev))
+		return ev->tid;
+	if (ev->kind == EV_MEMORY)
+		return GPU_TID_BASE + (ev->device << 20) + GPU_MEMORY_LANE;
+	return GPU_TID_BASE + (ev->device << 20) + (ev->gpu_stream & 0xfffff);
+}
+
+static int grow(void **p, size_t *cap, size_t want, size_t size)
+{
+	size_t n = *cap ? *cap : 16;
+	void *np;
+
+	if (want <= *cap)
+		return 0;
+	while (n < want)
+		n *= 2;
+	np = realloc(*p, n * size);
+	if (!np)
+		return -ENOMEM;
+	*p = np;
+	*cap = n;
+	return 0;
+}
+
+/* Tracks ------------------------------------------------------------------ */
+
+static int track_cmp(const void *a, const void *b)
+{
+	const struct track *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+/* A track's uuid: its index + 1 in the sorted table (0 when absent). */
+static uint64_t track_uuid(const struct pf *w, uint32_t pid, uint32_t tid)
+{
+	struct track key = { .pid = pid, .tid = tid };
+	const struct track *t = bsearch(&key, w->tracks, w->ntracks, sizeof(key), track_cmp);
+
+	return t ? (uint64_t)(t - w->tracks) + 1 : 0;
+}
+
+static struct track *find_track(struct pf *w, uint32_t pid, uint32_t tid)
+{
+	return &w->tracks[track_uuid(w, pid, tid) - 1];
+}
+
+static int add_track(struct track **tr, size_t *n, size_t *cap, uint32_t pid, uint32_t tid,
+		     uint32_t device, uint32_t stream)
+{
+	if (grow((void **)tr, cap, *n + 1, sizeof(**tr)))
+		return -ENOMEM;
+	(*tr)[(*n)++] = (struct track){ .pid = pid, .tid = tid, .device = device,
+					 .stream = stream };
+	return 0;
+}
+
+/*
+ * Every track: processes, threads (named or with events), GPU lanes and
+ * memory counters, sorted by (pid, key) and unique.
+ */
+static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
+{
+	const struct model *m = w->m;
+	struct track *tr = NULL;
+	size_t n = 0, cap = 0, k = 0;
+	int ret = 0;
+
+	for (size_t i = 0; i < m->nprocs && !ret; i++)
+		ret = add_track(&tr, &n, &cap, m->procs[i].pid, PROCESS_TID, 0, 0);
+	for (size_t i = 0; i < m->nthreads && !ret; i++)
+		ret = add_track(&tr, &n, &cap, m->threads[i].pid, m->threads[i].tid, 0, 0);
+	for (size_t i = 0; i < m->nev && !ret; i++) {
+		const struct model_event *ev = &m->ev[i];
+
+		if (ev->kind != EV_API && ev->kind != EV_SCOPE && !gpu_has_track(ev))
+			continue;
+		ret = add_track(&tr, &n, &cap, ev->pid, PROCESS_TID, 0, 0);
+		if (!ret)
+			ret = add_track(&tr, &n, &cap, ev->pid, track_tid(ev), ev->device,
+					ev->gpu_stream);
+	}
+	for (size_t i = 0; i < nms && !ret; i++)
+		ret = add_track(&tr, &n, &cap, ms[i].pid, COUNTER_BASE + ms[i].device,
+				ms[i].device, 0);
+	if (ret) {
+		free(tr);
+		return ret;
+	}
+	qsort(tr, n, sizeof(*tr), track_cmp);
+	for (size_t i = 0; i < n; i++)
+		if (!k || track_cmp(&tr[k - 1], &tr[i]))
+			tr[k++] = tr[i];
+	w->tracks = tr;
+	w->ntracks = k;
+	for (size_t i = 0; i < m->nprocs; i++)
+		find_track(w, m->procs[i].pid, PROCESS_TID)->name = m->procs[i].name;
+	for (size_t i = 0; i < m->nthreads; i++)
+		find_track(w, m->threads[i].pid, m->threads[i].tid)->name = m->threads[i].name;
+	return 0;
+}
+
+/* Interning --------------------------------------------------------------- */
+
+static void itab_init(struct itab *t)
+{
+	strtab_init(&t->t);
+	t->nsent = 1;
+}
+
+/*
+ * The iid of s in t, 0 when it cannot be interned (empty, or out of
+ * memory: the caller writes the string itself).  *fresh: first use.
+ */
+static uint64_t itab_iid(struct itab *t, const char *s, bool *fresh)
+{
+	uint32_t id = strtab_intern(&t->t, s);
+
+	*fresh = id && id >= t->nsent;
+	if (*fresh)
+		t->nsent = id + 1;
+	return id;
+}
+
+/*
+ * Room for entry n of one of the packet's interned lists (which: 0 names,
+ * 1 annotation names, 2 strings; emit() fills their pointer arrays).
+ */
+static void *new_entry(struct pf *w, int which, size_t size, size_t n)
+{
+	void **arrays[3] = { (void **)&w->new_names, (void **)&w->new_anames,
+			     (void **)&w->new_strs };
+	size_t cap = w->cap_new[which];
+
+	/* both arrays grow from the same capacity to the same capacity */
+	if (grow(arrays[which], &w->cap_new[which], n + 1, size) ||
+	    grow((void **)&w->ptrs[which], &cap, n + 1, sizeof(void *))) {
+		w->err = -ENOMEM;
+		return NULL;
+	}
+	return (char *)*arrays[which] + n * size;
+}
+
+static uint64_t event_name_iid(struct pf *w, const char *name)
+{
+	Perfetto__Protos__EventName *e;
+	bool fresh;
+	uint64_t iid = itab_iid(&w->names, name, &fresh);
+
+	if (!fresh)
+		return iid;
+	e = new_entry(w, 0, sizeof(*e), w->interned.n_event_names);
+	if (!e)
+		return 0;
+	perfetto__protos__event_name__init(e);
+	e->has_iid = 1;
+	e->iid = iid;
+	e->name = (char *)strtab_get(&w->names.t, iid);
+	w->interned.n_event_names++;
+	return iid;
+}
+
+static uint64_t arg_name_iid(struct pf *w, const char *name)
+{
+	Perfetto__Protos__DebugAnnotationName *e;
+	bool fresh;
+	uint64_t iid = itab_iid(&w->anames, name, &fresh);
+
+	if (!fresh)
+		return iid;
+	e = new_entry(w, 1, sizeof(*e), w->interned.n_debug_annotation_names);
+	if (!e)
+		return 0;
+	perfetto__protos__debug_annotation_name__init(e);
+	e->has_iid = 1;
+	e->iid = iid;
+	e->name = (char *)strtab_get(&w->anames.t, iid);
+	w->interned.n_debug_annotation_names++;
+	return iid;
+}
+
+static uint64_t string_iid(struct pf *w, const char *s)
+{
+	Perfetto__Protos__InternedString *e;
+	bool fresh;
+	uint64_t iid = itab_iid(&w->strs, s, &fresh);
+
+	if (!fresh)
+		return iid;
+	e = new_entry(w, 2, sizeof(*e), w->interned.n_debug_annotation_string_values);
+	if (!e)
+		return 0;
+	perfetto__protos__interned_string__init(e);
+	e->has_iid = 1;
+	e->iid = iid;
+	e->has_str = 1;
+	e->str.data = (uint8_t *)strtab_get(&w->strs.t, iid);
+	e->str.len = strlen((char *)e->str.data);
+	w->interned.n_debug_annotation_string_values++;
+	return iid;
+}
+
+/* Packets ----------------------------------------------------------------- */
+
+static void put_varint(uint8_t *p, size_t *n, uint64_t v)
+{
+	do {
+		p[(*n)++] = (v & 0x7f) | (v > 0x7f ? 0x80 : 0);
+		v >>= 7;
+	} while (v);
+}
+
+/*
+ * Finish and write packet p, with the interned data collected for it; the
+ * sequence's first packet clears its incremental state and sets the
+ * default clock.
+ */
+static int emit(struct pf *w, Packet *p)
+{
+	Perfetto__Protos__TracePacketDefaults defaults =
+		PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	InternedData *in = &w->interned;
+	size_t len, n = 0;
+
+	if (w->err)
+		return w->err;
+	p->has_trusted_packet_sequence_id = 1;
+	p->trusted_packet_sequence_id = SEQUENCE_ID;
+	p->has_sequence_flags = 1;
+	p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
+	if (!w->npackets++) {
+		p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
+		defaults.has_timestamp_clock_id = 1;
+		defaults.timestamp_clock_id = CLOCK_DELTA_ID;
+		p->trace_packet_defaults = &defaults;
+	}
+	for (size_t i = 0; i < in->n_event_names; i++)
+		w->ptrs[0][i] = &w->new_names[i];
+	for (size_t i = 0; i < in->n_debug_annotation_names; i++)
+		w->ptrs[1][i] = &w->new_anames[i];
+	for (size_t i = 0; i < in->n_debug_annotation_string_values; i++)
+		w->ptrs[2][i] = &w->new_strs[i];
+	in->event_names = (Perfetto__Protos__EventName **)w->ptrs[0];
+	in->debug_annotation_names = (Perfetto__Protos__DebugAnnotationName **)w->ptrs[1];
+	in->debug_annotation_string_values = (Perfetto__Protos__InternedString **)w->ptrs[2];
+	if (in->n_event_categories || in->n_event_names || in->n_debug_annotation_names ||
+	    in->n_debug_annotation_string_values)
+		p->interned_data = in;
+	len = perfetto__protos__trace_packet__get_packed_size(p);
+	if (grow((void **)&w->buf, &w->cap_buf, len + 11, 1))
+		return w->err = -ENOMEM;
+	w->buf[n++] = TRACE_PACKET_TAG;
+	put_varint(w->buf, &n, len);
+	n += perfetto__protos__trace_packet__pack(p, w->buf + n);
+	in->n_event_categories = in->n_event_names = 0;
+	in->n_debug_annotation_names = in->n_debug_annotation_string_values = 0;
+	w->nargs = w->nitems = 0;
+	return w->err = sink_write(w->out, w->buf, n);
+}
+
+/* Arguments --------------------------------------------------------------- */
+
+static Annotation *arg(struct pf *w, const char *name)
+{
+	Annotation *a;
+
+	if (w->nargs == MAX_ARGS) {
+		w->err = -EOVERFLOW;
+		return NULL;
+	}
+	a = &w->args[w->nargs];
+	w->argp[w->nargs++] = a;
+	perfetto__protos__debug_annotation__init(a);
+	a->name_iid = arg_name_iid(w, name);
+	a->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME_IID;
+	if (!a->name_iid) {
+		a->name = (char *)name;
+		a->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME;
+	}
+	return a;
+}
+
+static void set_uint(Annotation *a, uint64_t v)
+{
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_UINT_VALUE;
+	a->uint_value = v;
+}
+
+static void set_string(struct pf *w, Annotation *a, const char *s)
+{
+	a->string_value_iid = string_iid(w, s);
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
+	if (!a->string_value_iid) {
+		a->string_value = (char *)s;
+		a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
+	}
+}
+
+static void arg_uint(struct pf *w, const char *name, uint64_t v)
+{
+	Annotation *a = arg(w, name);
+
+	if (a)
+		set_uint(a, v);
+}
+
+static void arg_int(struct pf *w, const char *name, int64_t v)
+{
+	Annotation *a = arg(w, name);
+
+	if (!a)
+		return;
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_INT_VALUE;
+	a->int_value = v;
+}
+
+/* Hexadecimal in the JSON ("0x..."): pointer values, shown the same way. */
+static void arg_hex(struct pf *w, const char *name, uint64_t v)
+{
+	Annotation *a = arg(w, name);
+
+	if (!a)
+		return;
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_POINTER_VALUE;
+	a->pointer_value = v;
+}
+
+static void arg_double(struct pf *w, const char *name, double v)
+{
+	Annotation *a = arg(w, name);
+
+	if (!a)
+		return;
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_DOUBLE_VALUE;
+	a->double_value = v;
+}
+
+static void arg_bool(struct pf *w, const char *name, bool v)
+{
+	Annotation *a = arg(w, name);
+
+	if (!a)
+		return;
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_BOOL_VALUE;
+	a->bool_value = v;
+}
+
+static void arg_string(struct pf *w, const char *name, const char *s)
+{
+	Annotation *a = arg(w, name);
+
+	if (a)
+		set_string(w, a, s);
+}
+
+/* n array elements for a, initialized; NULL on allocation failure. */
+static Annotation *arg_array(struct pf *w, const char *name, size_t n)
+{
+	Annotation *a = arg(w, name), *items;
+	size_t cap = w->cap_items;
+
+	if (!a)
+		return NULL;
+	if (grow((void **)&w->items, &w->cap_items, w->nitems + n, sizeof(*w->items)) ||
+	    grow((void **)&w->itemp, &cap, w->nitems + n, sizeof(*w->itemp))) {
+		w->err = -ENOMEM;
+		return NULL;
+	}
+	/* earlier arrays of this packet moved with the realloc */
+	for (size_t i = 0, k = 0; i < w->nargs; i++) {
+		if (!w->args[i].n_array_values)
+			continue;
+		w->args[i].array_values = w->itemp + k;
+		k += w->args[i].n_array_values;
+	}
+	items = w->items + w->nitems;
+	a->array_values = w->itemp + w->nitems;
+	a->n_array_values = n;
+	for (size_t i = 0; i < n; i++) {
+		perfetto__protos__debug_annotation__init(&items[i]);
+		w->itemp[w->nitems + i] = &items[i];
+	}
+	for (size_t i = 0; i < w->nitems; i++)
+		w->itemp[i] = &w->items[i];
+	w->nitems += n;
+	return items;
+}
+
+static void arg_u32x3(struct pf *w, const char *name, const uint32_t v[3])
+{
+	Annotation *items = arg_array(w, name, 3);
+
+	for (int i = 0; items && i < 3; i++)
+		set_uint(&items[i], v[i]);
+}
+
+/* A stack's frames, innermost first: an array of interned strings. */
+static void arg_stack(struct pf *w, const char *name, const struct model_stack *st)
+{
+	Annotation *items = arg_array(w, name, st->n);
+
+	for (uint32_t i = 0; items && i < st->n; i++)
+		set_string(w, &items[i], str(w->m, w->m->frames[st->first + i]));
+}
+
+/* Events ------------------------------------------------------------------ */
+
+/*
+ * Timestamps are deltas from the previous one (the sequence's default
+ * clock, CLOCK_DELTA_ID: 1-4 bytes where an absolute one takes 6); the
+ * rare one earlier than its predecessor (GPU records overlapping on a
+ * stream) is absolute CLOCK_MONOTONIC.
+ */
+static void set_timestamp(struct pf *w, Packet *p, uint64_t ts)
+{
+	p->has_timestamp = 1;
+	p->timestamp = ts - w->last_ts;
+	if (ts >= w->last_ts) {
+		w->last_ts = ts;
+		return;
+	}
+	p->timestamp = ts;
+	p->has_timestamp_clock_id = 1;
+	p->timestamp_clock_id = CLOCK_MONOTONIC_ID;
+}
+
+/*
+ * A track event packet at ts on track: its category (interned by its index
+ * + 1, all written in the first event packet) and name; the collected
+ * arguments.
+ */
+static int emit_event(struct pf *w, TrackEvent *te, uint64_t ts, uint64_t track, int cat,
+		      const char *name)
+{
+	Perfetto__Protos__EventCategory cats[NCATS], *catp[NCATS];
+	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	uint64_t cat_iid = cat + 1;
+
+	if (!w->cats_sent) {
+		for (int i = 0; i < NCATS; i++) {
+			perfetto__protos__event_category__init(&cats[i]);
+			cats[i].has_iid = 1;
+			cats[i].iid = i + 1;
+			cats[i].name = (char *)cat_names[i];
+			catp[i] = &cats[i];
+		}
+		w->interned.event_categories = catp;
+		w->interned.n_event_categories = NCATS;
+		w->cats_sent = true;
+	}
+	set_timestamp(w, &p, ts);
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
+	p.track_event = te;
+	if (track) {
+		te->has_track_uuid = 1;
+		te->track_uuid = track;
+	}
+	if (name) {
+		te->n_category_iids = 1;
+		te->category_iids = &cat_iid;
+		te->name_iid = event_name_iid(w, name);
+		te->name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID;
+		if (!te->name_iid) {
+			te->name = (char *)name;
+			te->name_field_case = PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME;
+		}
+	}
+	te->n_debug_annotations = w->nargs;
+	te->debug_annotations = w->argp;
+	return emit(w, &p);
+}
+
+static int emit_end(struct pf *w, uint64_t ts, uint64_t track)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END;
+	return emit_event(w, &te, ts, track, 0, NULL);
+}
+
+/* Open slices ------------------------------------------------------------- */
+
+static uint64_t next_end(const struct track *t)
+{
+	return t->open[t->nopen - 1];
+}
+
+static void heap_set(struct pf *w, size_t i, struct track *t)
+{
+	w->heap[i] = t;
+	t->hpos = i + 1;
+}
+
+/* Restore the heap after t's innermost open slice changed. */
+static void heap_fix(struct pf *w, struct track *t)
+{
+	size_t i;
+
+	if (!t->nopen && t->hpos) {             /* nothing open: leave the heap */
+		struct track *last = w->heap[--w->nheap];
+
+		i = t->hpos - 1;
+		t->hpos = 0;
+		if (last == t)
+			return;
+		heap_set(w, i, last);
+		t = last;
+	} else if (!t->nopen) {
+		return;
+	} else if (!t->hpos) {
+		heap_set(w, w->nheap++, t);
+	}
+	for (i = t->hpos - 1; i && next_end(w->heap[(i - 1) / 2]) > next_end(t); i = (i - 1) / 2)
+		heap_set(w, i, w->heap[(i - 1) / 2]);
+	heap_set(w, i, t);
+	for (;;) {
+		size_t c = 2 * i + 1;
+
+		if (c >= w->nheap)
+			break;
+		if (c + 1 < w->nheap && next_end(w->heap[c + 1]) < next_end(w->heap[c]))
+			c++;
+		if (next_end(w->heap[c]) >= next_end(t))
+			break;
+		heap_set(w, i, w->heap[c]);
+		i = c;
+	}
+	heap_set(w, i, t);
+}
+
+/* End t's innermost open slice. */
+static int end_slice(struct pf *w, struct track *t)
+{
+	uint64_t end = next_end(t);
+
+	t->nopen--;
+	heap_fix(w, t);
+	return emit_end(w, end, (uint64_t)(t - w->tracks) + 1);
+}
+
+/*
+ * End the open slices of every track that end before ts, earliest first,
+ * so that timestamps keep increasing.
+ */
+static int end_before(struct pf *w, uint64_t ts)
+{
+	while (w->nheap && next_end(w->heap[0]) < ts && !w->err)
+		end_slice(w, w->heap[0]);
+	return w->err;
+}
+
+/* End the open slices of t that end before ts, or before end. */
+static int close_slices(struct pf *w, struct track *t, uint64_t ts, uint64_t end)
+{
+	while (t->nopen && !w->err && (next_end(t) < ts || next_end(t) < end))
+		end_slice(w, t);
+	return w->err;
+}
+
+/*
+ * Open a slice [ts, ts + dur) on the event's track, nested in the open
+ * ones (ending those it is not inside): call before collecting its
+ * arguments, then emit_begin().  Returns the track's uuid, 0 on error.
+ */
+static uint64_t open_slice(struct pf *w, const struct model_event *ev)
+{
+	struct track *t = find_track(w, ev->pid, track_tid(ev));
+	uint64_t end = ev->ts + ev->dur;
+
+	if (close_slices(w, t, ev->ts, end))
+		return 0;
+	if (grow((void **)&t->open, &t->cap, t->nopen + 1, sizeof(*t->open))) {
+		w->err = -ENOMEM;
+		return 0;
+	}
+	t->open[t->nopen++] = end;
+	heap_fix(w, t);
+	return (uint64_t)(t - w->tracks) + 1;
+}
+
+static int emit_begin(struct pf *w, const struct model_event *ev, uint64_t track,
+		      TrackEvent *te, int cat, const char *name)
+{
+	te->has_type = 1;
+	te->type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
+	return emit_event(w, te, ev->ts, track, cat, name);
+}
+
+/* The arguments of a driver call, as export_chrome.c's write_call_args. */
+static void call_args(struct pf *w, const struct model_event *ev)
+{
+	const struct model *m = w->m;
+	uint32_t f = ev->fields;
+
+	if ((f & MF_FUNC) && ev->kernel)
+		arg_string(w, "kernel", str(m, ev->kernel));
+	else if (f & MF_FUNC)
+		arg_hex(w, "kernel", ev->func);
+	if (f & MF_GRID)
+		arg_u32x3(w, "grid", ev->grid);
+	if (f & MF_BLOCK)
+		arg_u32x3(w, "block", ev->block);
+	if (f & MF_SHMEM)
+		arg_uint(w, "shared_mem", ev->shared_mem);
+	if (f & MF_STREAM)
+		arg_hex(w, "stream", ev->stream);
+	if (f & MF_BYTES)
+		arg_uint(w, "bytes", ev->bytes);
+	if (f & MF_KIND)
+		arg_string(w, "kind", cuda_copy_kind_name(ev->copy_kind));
+	if (f & MF_PTR)
+		arg_hex(w, "ptr", ev->ptr);
+	if (f & MF_COUNT)
+		arg_uint(w, "count", ev->count);
+	if (f & MF_HANDLE)
+		arg_hex(w, "handle", ev->handle);
+	if (f & MF_RET)
+		arg_int(w, "ret", ev->ret);
+	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {
+		const char *err = cuda_result_name(ev->ret);
+		char buf[32];
+
+		if (!err) {
+			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
+			err = buf;
+		}
+		arg_string(w, "error", err);
+	}
+	if (ev->correlation)
+		arg_uint(w, "correlation", ev->correlation);
+	if (ev->stack) {
+		arg_stack(w, "stack", &m->stacks[ev->stack - 1]);
+		if (m->stacks[ev->stack - 1].truncated)
+			arg_bool(w, "stack_truncated", true);
+	}
+	if (ev->native)
+		arg_stack(w, "native_stack", &m->stacks[ev->native - 1]);
+}
+
+/* A driver call, starting a flow to each GPU record it caused. */
+static int write_call(struct pf *w, const struct model_event *ev, const uint32_t *gpu_next,
+		      uint32_t first)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	uint64_t flows[16], *fl = flows, track;
+	size_t n = 0;
+	int ret;
+
+	for (uint32_t g = first; g; g = gpu_next[g - 1])
+		n++;
+	if (n > 16 && !(fl = malloc(n * sizeof(*fl))))
+		return w->err = -ENOMEM;
+	n = 0;
+	for (uint32_t g = first; g; g = gpu_next[g - 1])
+		fl[n++] = g;
+	te.n_flow_ids = n;
+	te.flow_ids = fl;
+	track = open_slice(w, ev);
+	call_args(w, ev);
+	ret = emit_begin(w, ev, track, &te, CAT_CUDA_API, str(w->m, ev->name));
+	if (fl != flows)
+		free(fl);
+	return ret;
+}
+
+static int write_scope(struct pf *w, const struct model_event *ev)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	const char *func = str(w->m, ev->name), *paren = strstr(func, " (");
+	uint64_t track = open_slice(w, ev);
+	char *name = strndup(func, paren ? (size_t)(paren - func) : strlen(func));
+	int ret;
+
+	if (!name)
+		return w->err = -ENOMEM;
+	arg_string(w, "function", func);
+	arg_string(w, "first_frame", str(w->m, ev->stack));
+	ret = emit_begin(w, ev, track, &te, CAT_PYTHON, name);
+	free(name);
+	return ret;
+}
+
+static void where_args(struct pf *w, const struct model_event *ev)
+{
+	arg_uint(w, "device", ev->device);
+	arg_uint(w, "stream", ev->gpu_stream);
+	arg_uint(w, "correlation", ev->correlation);
+}
+
+/* Kernels, copies, memsets, ending the flow from their call (id: index + 1). */
+static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t flow)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	const char *kname = ev->kernel ? str(w->m, ev->kernel) : "kernel";
+	const char *name = "Memset";
+	int cat = CAT_MEMSET;
+	uint64_t track = open_slice(w, ev);
+	char copy_name[32];
+
+	if (ev->kind == EV_KERNEL) {
+		cat = gpu_is_nccl(kname) ? CAT_NCCL : CAT_KERNEL;
+		name = kname;
+		arg_u32x3(w, "grid", ev->grid);
+		arg_u32x3(w, "block", ev->block);
+		arg_uint(w, "registers", ev->registers);
+		arg_uint(w, "shared_mem", ev->shared_mem);
+		arg_uint(w, "static_shared_mem", ev->static_shmem);
+	} else {
+		arg_uint(w, "bytes", ev->bytes);
+	}
+	if (ev->kind == EV_MEMCPY) {
+		cat = CAT_MEMCPY;
+		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", gpu_copy_kind(ev->gpu_kind));
+		name = copy_name;
+		arg_string(w, "kind", gpu_copy_kind(ev->gpu_kind));
+		arg_double(w, "GB/s", ev->dur ? (double)ev->bytes / ev->dur : 0);
+	}
+	if (ev->graph_node)
+		arg_uint(w, "graph_node", ev->graph_node);
+	where_args(w, ev);
+	if (ev->link != MODEL_NO_LINK) {
+		te.n_terminating_flow_ids = 1;
+		te.terminating_flow_ids = &flow;
+	}
+	return emit_begin(w, ev, track, &te, cat, name);
+}
+
+static int write_gpu_wait(struct pf *w, const struct model_event *ev)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	uint64_t track = open_slice(w, ev);
+
+	arg_uint(w, "event", ev->handle);
+	where_args(w, ev);
+	return emit_begin(w, ev, track, &te, CAT_SYNC, "Wait event");
+}
+
+static int write_gpu_memory(struct pf *w, const struct model_event *ev)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	const char *name = ev->gpu_kind == 1 ? "alloc" : ev->gpu_kind == 2 ? "free" : "memory";
+
+	arg_hex(w, "address", ev->ptr);
+	arg_uint(w, "bytes", ev->bytes);
+	arg_string(w, "memory_kind", mem_kind_name(ev->copy_kind));
+	where_args(w, ev);
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+	return emit_event(w, &te, ev->ts, track_uuid(w, ev->pid, track_tid(ev)), CAT_MEMORY, name);
+}
+
+static int write_event(struct pf *w, size_t i, const uint32_t *gpu_next, const uint32_t *first)
+{
+	const struct model_event *ev = &w->m->ev[i];
+
+	if (ev->kind == EV_API)
+		return write_call(w, ev, gpu_next, first[i]);
+	if (ev->kind == EV_SCOPE)
+		return write_scope(w, ev);
+	if (ev->kind == EV_MEMORY)
+		return write_gpu_memory(w, ev);
+	if (gpu_wait_event(ev))
+		return write_gpu_wait(w, ev);
+	if (gpu_on_track(ev))
+		return write_gpu_work(w, ev, i + 1);
+	return 0;
+}
+
+static int write_counter(struct pf *w, const struct mem_sample *s)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
+	te.counter_value_field_case = PERFETTO__PROTOS__TRACK_EVENT__COUNTER_VALUE_FIELD_COUNTER_VALUE;
+	te.counter_value = (int64_t)s->bytes;
+	return emit_event(w, &te, s->ts, track_uuid(w, s->pid, COUNTER_BASE + s->device), 0,
+			  NULL);
+}
+
+/* Track descriptors --------------------------------------------------------- */
+
+static int write_track(struct pf *w, const struct track *t)
+{
+	Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
+	Perfetto__Protos__ThreadDescriptor td = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
+	Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+	TrackDescriptor d = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	char name[64];
+
+	d.has_uuid = 1;
+	d.uuid = (uint64_t)(t - w->tracks) + 1;
+	if (t->tid == PROCESS_TID) {
+		pd.has_pid = 1;
+		pd.pid = t->pid;
+		pd.process_name = t->name ? (char *)str(w->m, t->name) : NULL;
+		d.process = &pd;
+	} else if (t->tid < GPU_TID_BASE) {
+		td.has_pid = td.has_tid = 1;
+		td.pid = t->pid;
+		td.tid = t->tid;
+		td.thread_name = t->name ? (char *)str(w->m, t->name) : NULL;
+		d.thread = &td;
+	} else {
+		if (t->tid >= COUNTER_BASE) {
+			snprintf(name, sizeof(name), "device memory GPU %u", t->device);
+			cd.has_unit = 1;
+			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
+			d.counter = &cd;
+		} else if ((t->tid & GPU_MEMORY_LANE) == GPU_MEMORY_LANE) {
+			snprintf(name, sizeof(name), "GPU %u / memory", t->device);
+		} else {
+			snprintf(name, sizeof(name), "GPU %u / stream %u", t->device, t->stream);
+		}
+		d.name = name;
+		d.has_parent_uuid = 1;
+		d.parent_uuid = track_uuid(w, t->pid, PROCESS_TID);
+	}
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
+	p.track_descriptor = &d;
+	return emit(w, &p);
+}
+
+/*
+ * The trace's clock: CLOCK_MONOTONIC, as its timestamps; CLOCK_REALTIME
+ * at the model's offset from it (wall-clock times in Perfetto), and
+ * CLOCK_BOOTTIME, Perfetto's default clock, equal to it: the model does
+ * not know their offset (the time suspended since boot; 0 on machines that
+ * never suspend), and Perfetto reports an error for a trace whose default
+ * clock is related to none of its clocks.
+ */
+static int write_clock(struct pf *w)
+{
+	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock c[4], *cp[4];
+	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	uint64_t ts = w->m->nev ? w->m->ev[0].ts : 0;
+	static const uint32_t ids[4] = { CLOCK_MONOTONIC_ID, CLOCK_REALTIME_ID, CLOCK_BOOTTIME_ID,
+					 CLOCK_DELTA_ID };
+
+	for (int i = 0; i < 4; i++) {
+		perfetto__protos__clock_snapshot__clock__init(&c[i]);
+		c[i].has_clock_id = c[i].has_timestamp = 1;
+		c[i].clock_id = ids[i];
+		c[i].timestamp = ts;
+		cp[i] = &c[i];
+	}
+	c[1].timestamp = ts + w->m->realtime_offset_ns;
+	c[3].has_is_incremental = c[3].is_incremental = 1;
+	w->last_ts = ts;
+	cs.n_clocks = 4;
+	cs.clocks = cp;
+	cs.has_primary_trace_clock = 1;
+	cs.primary_trace_clock = PERFETTO__PROTOS__BUILTIN_CLOCK__BUILTIN_CLOCK_MONOTONIC;
+	p.has_timestamp = p.has_timestamp_clock_id = 1;
+	p.timestamp = ts;
+	p.timestamp_clock_id = CLOCK_MONOTONIC_ID;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
+	p.clock_snapshot = &cs;
+	return emit(w, &p);
+}
+
+/* Trace metadata ------------------------------------------------------------ */
+
+/* Entries of the per-process dictionaries: one per process each. */
+struct per_pid {
+	Annotation *e, **ep;
+	char (*keys)[12];
+	size_t n;               /* used */
+};
+
+/*
+ * Fill dictionary dict with what(p) of each process under its pid
+ * (only those what() sets, unless all).
+ */
+static void pid_dict(struct pf *w, Annotation *dict, struct per_pid *pp, bool all,
+		     void (*what)(struct pf *, const struct model_process *, Annotation *))
+{
+	dict->dict_entries = pp->ep + pp->n;
+	for (size_t i = 0; i < w->m->nprocs; i++) {
+		Annotation *e = &pp->e[pp->n];
+
+		perfetto__protos__debug_annotation__init(e);
+		what(w, &w->m->procs[i], e);
+		if (!all && e->value_case == PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE__NOT_SET)
+			continue;
+		snprintf(pp->keys[pp->n], sizeof(pp->keys[0]), "%u", w->m->procs[i].pid);
+		e->name_field_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__NAME_FIELD_NAME;
+		e->name = pp->keys[pp->n];
+		pp->ep[pp->n++] = e;
+		dict->n_dict_entries++;
+	}
+}
+
+static void v_dropped(struct pf *w, const struct model_process *p, Annotation *e)
+{
+	set_uint(e, p->dropped);
+}
+
+static void v_missed(struct pf *w, const struct model_process *p, Annotation *e)
+{
+	if (p->missed)
+		set_string(w, e, str(w->m, p->missed));
+}
+
+static void v_gpu_dropped(struct pf *w, const struct model_process *p, Annotation *e)
+{
+	if (p->gpu_dropped)
+		set_uint(e, p->gpu_dropped);
+}
+
+static void v_gpu_error(struct pf *w, const struct model_process *p, Annotation *e)
+{
+	if (p->gpu_error)
+		set_string(w, e, str(w->m, p->gpu_error));
+}
+
+static void set_us(Annotation *e, uint64_t ns)
+{
+	e->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_DOUBLE_VALUE;
+	e->double_value = ns / 1e3;
+}
+
+static void v_window(struct pf *w, const struct model_process *p, Annotation *e)
+{
+	if (p->gpu_window_ns)
+		set_us(e, p->gpu_window_ns);
+}
+
+static void v_stall(struct pf *w, const struct model_process *p, Annotation *e)
+{
+	if (p->inject_stall_ns)
+		set_us(e, p->inject_stall_ns);
+}
+
+static void v_inject_tid(struct pf *w, const struct model_process *p, Annotation *e)
+{
+	if (p->inject_stall_ns)
+		set_uint(e, p->inject_tid);
+}
+
+#define NDICTS 7
+
+/*
+ * The JSON's "gpubpf" object as an instant "gpubpf" (category "gpubpf") on
+ * the global track at the first event: the same keys as annotations, the
+ * GPU ones under "gpu.", times in µs; late_attach as "gpu.late_attach_us"
+ * (pid: stall) and "gpu.late_attach_thread" (pid: thread).
+ */
+static int write_metadata(struct pf *w)
+{
+	const struct model *m = w->m;
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	size_t n = NDICTS * m->nprocs + 1;
+	struct per_pid pp = {
+		.e = calloc(n, sizeof(*pp.e)),
+		.ep = calloc(n, sizeof(*pp.ep)),
+		.keys = calloc(n, sizeof(*pp.keys)),
+	};
+	char host[sizeof(m->host) + 1];
+	Annotation *a;
+
+	if (!pp.e || !pp.ep || !pp.keys) {
+		w->err = -ENOMEM;
+		goto cleanup;
+	}
+	snprintf(host, sizeof(host), "%.*s", (int)sizeof(m->host), m->host);
+	arg_string(w, "version", GPUBPF_VERSION);
+	arg_string(w, "clock", "CLOCK_MONOTONIC");
+	arg_int(w, "realtime_offset_ns", m->realtime_offset_ns);
+	arg_string(w, "host", host);
+	if ((a = arg(w, "dropped_events")))
+		pid_dict(w, a, &pp, true, v_dropped);
+	arg_uint(w, "dropped_total", m->dropped_total);
+	if ((a = arg(w, "calls_may_be_missing")))
+		pid_dict(w, a, &pp, false, v_missed);
+	arg_uint(w, "events", m->nev);
+	if ((a = arg(w, "gpu.dropped_events")))
+		pid_dict(w, a, &pp, false, v_gpu_dropped);
+	if ((a = arg(w, "gpu.errors")))
+		pid_dict(w, a, &pp, false, v_gpu_error);
+	if ((a = arg(w, "gpu.window_open_us")))
+		pid_dict(w, a, &pp, false, v_window);
+	if ((a = arg(w, "gpu.late_attach_us")))
+		pid_dict(w, a, &pp, false, v_stall);
+	if ((a = arg(w, "gpu.late_attach_thread")))
+		pid_dict(w, a, &pp, false, v_inject_tid);
+	arg_uint(w, "gpu.clock_skewed_events", m->skewed);
+	arg_double(w, "gpu.max_clock_skew_us", m->max_skew_ns / 1e3);
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+	emit_event(w, &te, m->nev ? m->ev[0].ts : 0, 0, CAT_GPUBPF, "gpubpf");
+cleanup:
+	free(pp.e);
+	free(pp.ep);
+	free(pp.keys);
+	return w->err;
+}
+
+/* The writer ---------------------------------------------------------------- */
+
+/* For each call, the GPU events linked to it: first[call], gpu_next[gpu]. */
+static int link_gpu(const struct model *m, uint32_t **first, uint32_t **gpu_next)
+{
+	*first = calloc(m->nev + 1, sizeof(**first));
+	*gpu_next = calloc(m->nev + 1, sizeof(**gpu_next));
+	if (!*first || !*gpu_next)
+		return -ENOMEM;
+	for (size_t i = m->nev; i-- > 0;) {
+		const struct model_event *ev = &m->ev[i];
+
+		if (!gpu_on_track(ev) || ev->link == MODEL_NO_LINK)
+			continue;
+		(*gpu_next)[i] = (*first)[ev->link];
+		(*first)[ev->link] = i + 1;
+	}
+	return 0;
+}
+
+static void pf_release(struct pf *w)
+{
+	for (size_t i = 0; i < w->ntracks; i++)
+		free(w->tracks[i].open);
+	free(w->tracks);
+	free(w->heap);
+	strtab_release(&w->names.t);
+	strtab_release(&w->anames.t);
+	strtab_release(&w->strs.t);
+	free(w->new_names);
+	free(w->new_anames);
+	free(w->new_strs);
+	for (int i = 0; i < 3; i++)
+		free(w->ptrs[i]);
+	free(w->items);
+	free(w->itemp);
+	free(w->buf);
+}
+
+static int write_events(struct pf *w, const struct mem_sample *ms, size_t nms)
+{
+	const struct model *m = w->m;
+	uint32_t *first = NULL, *gpu_next = NULL;
+	size_t k = 0;
+
+	w->heap = calloc(w->ntracks + 1, sizeof(*w->heap));
+	w->err = w->heap ? link_gpu(m, &first, &gpu_next) : -ENOMEM;
+	for (size_t i = 0; i < m->nev && !w->err; i++) {
+		for (; k < nms && ms[k].ts <= m->ev[i].ts && !end_before(w, ms[k].ts); k++)
+			write_counter(w, &ms[k]);
+		if (!end_before(w, m->ev[i].ts))
+			write_event(w, i, gpu_next, first);
+	}
+	for (; k < nms && !end_before(w, ms[k].ts); k++)
+		write_counter(w, &ms[k]);
+	end_before(w, UINT64_MAX);
+	free(first);
+	free(gpu_next);
+	return w->err;
+}
+
+static int perfetto_write(const struct model *m, const struct export_opts *opts,
+			  struct sink *out)
+{
+	struct mem_sample *ms = NULL;
+	struct pf w = { .m = m, .out = out };
+	size_t nms = 0;
+	int ret;
+
+	perfetto__protos__interned_data__init(&w.interned);
+	itab_init(&w.names);
+	itab_init(&w.anames);
+	itab_init(&w.strs);
+	ret = memory_counters(m, opts->mem_sample_rate, &ms, &nms);
+	if (!ret)
+		ret = collect_tracks(&w, ms, nms);
+	if (!ret)
+		ret = write_clock(&w);
+	for (size_t i = 0; i < w.ntracks && !ret; i++)
+		ret = write_track(&w, &w.tracks[i]);
+	if (!ret)
+		ret = write_metadata(&w);
+	if (!ret)
+		ret = write_events(&w, ms, nms);
+	free(ms);
+	pf_release(&w);
+	return ret;
+}
+
+const struct exporter export_perfetto = {
+	.name = "perfetto",
+	.description = "Perfetto protobuf TrackEvents (ui.perfetto.dev, trace_processor)",
+	.write = perfetto_write,
+};
