@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Arrays that grow by doubling; see array.h. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "lib/array.h"
+
+#define ARRAY_MIN 64
+
+int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t elem)
+{
+	size_t ncap = *cap ? *cap : ARRAY_MIN;
+	void *p;
+
+	if (want <= *cap)
+		return 0;
+	while (ncap < want)
+		ncap *= 2;
+	if (ncap > SIZE_MAX / elem)
+		return -ENOMEM;
+	p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}
