@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "merge/merge_align.h"
 
 #define TIE_NS 1000     /* spreads this close count as equal */
@@ -53,15 +54,8 @@ void align_names_release(struct align_names *t)
 
 int align_add(struct align_set *s, uint32_t name, int64_t end_ns)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct align_end *v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (array_grow(&s->v, &s->cap, s->n + 1))
+		return -ENOMEM;
 	s->v[s->n].name = name;
 	s->v[s->n].end_ns = end_ns;
 	s->n++;
