@@ -375,6 +375,9 @@ static void set_where(struct model_event *ev, const struct ga_where *w, uint32_t
 	ev->gpu_stream = w->stream;
 }
 
+/* A BPF batch record carries one injection-library batch whole. */
+_Static_assert(GB_GPU_BATCH_MAX == GA_BATCH_MAX, "gb_gpu.data holds exactly one GA batch");
+
 /* Kernels, copies, memsets and syncs begin alike: the untimed check reads k. */
 _Static_assert(offsetof(struct ga_kernel, start) == offsetof(struct ga_memcpy, start) &&
 	       offsetof(struct ga_kernel, start) == offsetof(struct ga_memset, start) &&
