@@ -12,25 +12,16 @@
 
 int align_intern(struct align_names *t, const char *name, size_t len, uint32_t *id)
 {
+	size_t lcap = t->cap;
+
 	for (size_t i = 0; i < t->n; i++)
 		if (t->len[i] == len && !memcmp(t->s[i], name, len)) {
 			*id = i;
 			return 0;
 		}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		char **s = realloc(t->s, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		t->s = s;
-		size_t *l = realloc(t->len, cap * sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		t->len = l;
-		t->cap = cap;
-	}
+	/* len first: t->cap, which counts for both, moves when s grows */
+	if (array_grow(&t->len, &lcap, t->n + 1) || array_grow(&t->s, &t->cap, t->n + 1))
+		return -ENOMEM;
 	t->s[t->n] = malloc(len + 1);
 	if (!t->s[t->n])
 		return -ENOMEM;
