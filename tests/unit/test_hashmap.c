@@ -4,6 +4,7 @@
  * it leaves, growth, iteration, colliding keys, keys held by their hash,
  * many keys with exact counts.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -202,6 +203,8 @@ static void test_reserve(void)
 	is_int(hashmap_reserve(&m, 10), 0, "reserving less");
 	is_int(m.cap, cap, "shrinks nothing");
 	is_int(hashmap_mem(&m), cap * (sizeof(struct hashmap_slot) + 1), "mem counts the slots");
+	is_int(hashmap_reserve(&m, SIZE_MAX / 2), -ENOMEM, "reserving past memory: -ENOMEM");
+	is_int(m.cap, cap, "and the map is as it was");
 	hashmap_release(&m);
 }
 

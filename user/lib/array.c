@@ -14,10 +14,10 @@ int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t elem)
 
 	if (want <= *cap)
 		return 0;
+	if (want > SIZE_MAX / 2 / elem)         /* ncap * 2 * elem must not wrap */
+		return -ENOMEM;
 	while (ncap < want)
 		ncap *= 2;
-	if (ncap > SIZE_MAX / elem)
-		return -ENOMEM;
 	p = realloc(*arr, ncap * elem);
 	if (!p)
 		return -ENOMEM;

@@ -87,6 +87,8 @@ int hashmap_reserve(struct hashmap *m, size_t count)
 {
 	size_t cap = m->cap ? m->cap : HASHMAP_MIN;
 
+	if (count > SIZE_MAX / 4 / sizeof(*m->slots))  /* cap * sizeof must not wrap */
+		return -ENOMEM;
 	while (count * 2 > cap)
 		cap *= 2;
 	return cap > m->cap ? rehash(m, cap) : 0;
