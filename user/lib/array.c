@@ -7,13 +7,12 @@
 
 #define ARRAY_MIN 64
 
-int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t elem)
+/* array_grow_bytes() when the array is full */
+int array_realloc(void **arr, size_t *cap, size_t want, size_t elem)
 {
 	size_t ncap = *cap ? *cap : ARRAY_MIN;
 	void *p;
 
-	if (want <= *cap)
-		return 0;
 	if (want > SIZE_MAX / 2 / elem)         /* ncap * 2 * elem must not wrap */
 		return -ENOMEM;
 	while (ncap < want)

@@ -14,11 +14,16 @@
 
 #include <stddef.h>
 
+int array_realloc(void **arr, size_t *cap, size_t want, size_t elem);
+
 /*
  * Make *arr (of elem-byte items, room for *cap) hold at least want,
  * doubling from 64; on failure *arr and *cap are unchanged.  0 or -ENOMEM.
  */
-int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t elem);
+static inline int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t elem)
+{
+	return want <= *cap ? 0 : array_realloc(arr, cap, want, elem);
+}
 
 /* array_grow_bytes() for an array pointer arr (not a void **). */
 #define array_grow(arr, cap, want) \

@@ -7,16 +7,6 @@
 
 #define HASHMAP_MIN 16
 
-uint64_t hashmap_hash_bytes(const void *p, size_t n)
-{
-	const unsigned char *s = p;
-	uint64_t h = 14695981039346656037ULL;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
-
 void hashmap_init(struct hashmap *m)
 {
 	memset(m, 0, sizeof(*m));
@@ -89,19 +79,22 @@ int hashmap_reserve(struct hashmap *m, size_t count)
 
 	if (count > SIZE_MAX / 4 / sizeof(*m->slots))  /* cap * sizeof must not wrap */
 		return -ENOMEM;
-	while (count * 2 > cap)
+	while (count * 4 > cap * 3)
 		cap *= 2;
 	return cap > m->cap ? rehash(m, cap) : 0;
 }
 
-/* Room for one more key; after a rehash the keys fill at most a quarter. */
+/*
+ * Room for one more key: double when keys fill half the slots, else
+ * rehash in place to drop the deleted ones (a quarter free at least).
+ */
 static int make_room(struct hashmap *m)
 {
-	size_t cap = HASHMAP_MIN;
+	size_t cap = m->cap ? m->cap : HASHMAP_MIN;
 
-	if ((m->used + 1) * 2 <= m->cap)
+	if ((m->used + 1) * 4 <= m->cap * 3)
 		return 0;
-	while (cap < (m->n + 1) * 4)
+	if ((m->n + 1) * 2 > cap)
 		cap *= 2;
 	return rehash(m, cap);
 }

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * The hash map of user/: 64-bit keys to 64-bit values, open addressing
- * with linear probing, at most half full (deleted slots included), so a
- * lookup touches a byte of metadata per slot it passes and the slot's
- * key only where the byte's 7-bit tag matches.
+ * with linear probing, at most three quarters full (deleted slots
+ * included); a lookup reads a byte of metadata per slot it passes, and
+ * the slot's key only where the byte's 7-bit tag matches.
  *
  * Keys are compared exactly.  A key the map cannot hold (a string, a
  * struct) is looked up by its hash instead: store the hash as the key
@@ -52,7 +52,15 @@ static inline uint64_t hashmap_mix(uint64_t k)
 }
 
 /* FNV-1a over n bytes: the hash of keys held by their hash. */
-uint64_t hashmap_hash_bytes(const void *p, size_t n);
+static inline uint64_t hashmap_hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = 14695981039346656037ULL;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ s[i]) * 1099511628211ULL;
+	return h;
+}
 
 static inline uint8_t hashmap_tag(uint64_t mixed)
 {
