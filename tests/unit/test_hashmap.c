@@ -185,6 +185,8 @@ static void test_by_hash(void)
 	ok(s && s->val == 2, "the one whose name matches");
 	ok(hashmap_hash_bytes("gamma", 5) == hashmap_hash_bytes("gamma", 5) &&
 	   hashmap_hash_bytes("gamma", 5) != hashmap_hash_bytes("gammb", 5), "hash_bytes");
+	ok(hashmap_hash2(1, 2) != hashmap_hash2(2, 1) && hashmap_hash2(0, 0) != hashmap_hash2(0, 1),
+	   "hash2 tells the words' order and values apart");
 	hashmap_release(&m);
 }
 

@@ -62,6 +62,12 @@ static inline uint64_t hashmap_hash_bytes(const void *p, size_t n)
 	return h;
 }
 
+/* The hash of a key of two words. */
+static inline uint64_t hashmap_hash2(uint64_t a, uint64_t b)
+{
+	return hashmap_mix(a ^ hashmap_mix(b));
+}
+
 static inline uint8_t hashmap_tag(uint64_t mixed)
 {
 	return 0x80 | mixed >> 57;

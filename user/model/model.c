@@ -75,9 +75,7 @@ void model_release(struct model *m)
 
 static uint64_t stack_hash(uint32_t pid, uint64_t id, int native)
 {
-	uint64_t key[2] = { pid | (uint64_t)!!native << 32, id };
-
-	return hashmap_hash_bytes(key, sizeof(key));
+	return hashmap_hash2(pid | (uint64_t)!!native << 32, id);
 }
 
 static const struct model_stack *find_stack(const struct model *m, uint32_t pid, uint64_t id,
@@ -209,9 +207,7 @@ struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, c
 
 static uint64_t kname_hash(uint32_t pid, uint64_t handle)
 {
-	uint64_t key[2] = { pid, handle };
-
-	return hashmap_hash_bytes(key, sizeof(key));
+	return hashmap_hash2(pid, handle);
 }
 
 /* The entry of (pid, handle), or NULL. */

@@ -53,9 +53,7 @@ struct pysym {
 
 static uint64_t code_hash(pid_t pid, __u64 addr, __u32 ident)
 {
-	__u64 key[2] = { addr, (__u64)ident << 32 | (__u32)pid };
-
-	return hashmap_hash_bytes(key, sizeof(key));
+	return hashmap_hash2(addr, (__u64)ident << 32 | (__u32)pid);
 }
 
 /* The code entry of (pid, addr, ident), or NULL. */
