@@ -322,4 +322,9 @@ struct gb_native {
 	__u64 addrs[GB_NATIVE_MAX_DEPTH];
 };
 
+/* cuda.bpf.c bounds lengths and indexes with masks of these: powers of two */
+_Static_assert(!(GB_GPU_BATCH_MAX & (GB_GPU_BATCH_MAX - 1)) &&
+	       !(GB_PY_MAX_DEPTH & (GB_PY_MAX_DEPTH - 1)) &&
+	       !(GB_NATIVE_MAX_DEPTH & (GB_NATIVE_MAX_DEPTH - 1)), "masked sizes are powers of two");
+
 #endif

@@ -133,4 +133,13 @@ struct ga_window {
 	uint64_t ts;
 };
 
+/* Records are whole 8-byte words: publish.c drops any other size. */
+_Static_assert(sizeof(struct ga_kernel) % 8 == 0 && sizeof(struct ga_memcpy) % 8 == 0 &&
+	       sizeof(struct ga_memset) % 8 == 0 && sizeof(struct ga_sync) % 8 == 0 &&
+	       sizeof(struct ga_memory) % 8 == 0 && sizeof(struct ga_name) % 8 == 0 &&
+	       sizeof(struct ga_dropped) % 8 == 0 && sizeof(struct ga_error) % 8 == 0 &&
+	       sizeof(struct ga_window) % 8 == 0, "GPU activity records are multiples of 8 bytes");
+_Static_assert(GA_BATCH_MAX % 8 == 0 && GA_BATCH_MAX <= UINT16_MAX,
+	       "a record as long as a batch fits ga_hdr.size");
+
 #endif

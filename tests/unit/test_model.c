@@ -77,7 +77,7 @@ static void test_strtab(void)
 	is_int(strtab_intern(&t, "cuLaunchKernel "), 3, "trailing space is a distinct string");
 	strtab_release(&t);
 	is_int(t.n, 0, "release empties the table");
-	ok(!t.strs && !t.slots, "release frees the arrays");
+	ok(!t.strs && !t.index.slots, "release frees the arrays");
 }
 
 static void test_strtab_many(void)
@@ -95,8 +95,8 @@ static void test_strtab_many(void)
 	}
 	is_int(bad_id, 0, "%d strings get ids 1..%d in order", N, N);
 	is_int(t.n, N + 1, "table holds %d + 1 strings", N);
-	ok(t.nslots >= 2 * (size_t)(N + 1), "hash grew past twice the count (%zu slots)", t.nslots);
-	ok(t.nslots && !(t.nslots & (t.nslots - 1)), "slot count is a power of two");
+	ok(t.index.cap >= 2 * (size_t)N, "hash grew past twice the count (%zu slots)", t.index.cap);
+	ok(t.index.cap && !(t.index.cap & (t.index.cap - 1)), "slot count is a power of two");
 	for (int i = 0; i < N; i++) {
 		snprintf(buf, sizeof(buf), "kernel_%d", i);
 		if (strcmp(strtab_get(&t, i + 1), buf))

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/array.h"
 #include "lib/proc.h"
 
 int proc_alive(pid_t pid)
@@ -91,7 +92,7 @@ int proc_list(pid_t **pids)
 {
 	DIR *d = opendir("/proc");
 	struct dirent *de;
-	pid_t *v = NULL, *nv;
+	pid_t *v = NULL;
 	size_t n = 0, cap = 0;
 
 	if (!d)
@@ -99,15 +100,10 @@ int proc_list(pid_t **pids)
 	while ((de = readdir(d))) {
 		if (!isdigit((unsigned char)de->d_name[0]))
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 256;
-			nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				closedir(d);
-				return -ENOMEM;
-			}
-			v = nv;
+		if (array_grow(&v, &cap, n + 1)) {
+			free(v);
+			closedir(d);
+			return -ENOMEM;
 		}
 		v[n++] = atoi(de->d_name);
 	}

@@ -5,31 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "merge/merge_align.h"
 
 #define TIE_NS 1000     /* spreads this close count as equal */
 
 int align_intern(struct align_names *t, const char *name, size_t len, uint32_t *id)
 {
+	size_t lcap = t->cap;
+
 	for (size_t i = 0; i < t->n; i++)
 		if (t->len[i] == len && !memcmp(t->s[i], name, len)) {
 			*id = i;
 			return 0;
 		}
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 16;
-		char **s = realloc(t->s, cap * sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		t->s = s;
-		size_t *l = realloc(t->len, cap * sizeof(*l));
-
-		if (!l)
-			return -ENOMEM;
-		t->len = l;
-		t->cap = cap;
-	}
+	/* len first: t->cap, which counts for both, moves when s grows */
+	if (array_grow(&t->len, &lcap, t->n + 1) || array_grow(&t->s, &t->cap, t->n + 1))
+		return -ENOMEM;
 	t->s[t->n] = malloc(len + 1);
 	if (!t->s[t->n])
 		return -ENOMEM;
@@ -53,15 +45,8 @@ void align_names_release(struct align_names *t)
 
 int align_add(struct align_set *s, uint32_t name, int64_t end_ns)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		struct align_end *v = realloc(s->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		s->v = v;
-		s->cap = cap;
-	}
+	if (array_grow(&s->v, &s->cap, s->n + 1))
+		return -ENOMEM;
 	s->v[s->n].name = name;
 	s->v[s->n].end_ns = end_ns;
 	s->n++;

@@ -4,10 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "model/memory.h"
 #include "model/model.h"
-
-#define DELETED UINT32_MAX
 
 int mem_call_op(const char *n)
 {
@@ -36,100 +35,38 @@ void mem_tracker_init(struct mem_tracker *mt)
 void mem_tracker_release(struct mem_tracker *mt)
 {
 	free(mt->blocks);
-	free(mt->slots);
+	hashmap_release(&mt->live);
 	memset(mt, 0, sizeof(*mt));
-}
-
-static size_t hash_key(uint64_t k, size_t n)
-{
-	k ^= k >> 33;
-	k *= 0xff51afd7ed558ccdULL;
-	k ^= k >> 33;
-	return k & (n - 1);
-}
-
-static int rehash(struct mem_tracker *mt)
-{
-	size_t n = mt->nslots ? mt->nslots : 64;
-	uint32_t *s;
-
-	while (mt->nblocks * 4 + 4 > n)
-		n *= 2;
-	s = calloc(n, sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	mt->used = 0;
-	for (size_t i = 0; i < mt->nslots; i++) {
-		uint32_t b = mt->slots[i];
-		size_t j;
-
-		if (!b || b == DELETED)
-			continue;
-		for (j = hash_key(mt->blocks[b - 1].key, n); s[j]; j = (j + 1) & (n - 1))
-			;
-		s[j] = b;
-		mt->used++;
-	}
-	free(mt->slots);
-	mt->slots = s;
-	mt->nslots = n;
-	return 0;
-}
-
-/* The slot holding key, or SIZE_MAX. */
-static size_t find(const struct mem_tracker *mt, uint64_t key)
-{
-	if (!mt->nslots)
-		return SIZE_MAX;
-	for (size_t j = hash_key(key, mt->nslots); mt->slots[j]; j = (j + 1) & (mt->nslots - 1))
-		if (mt->slots[j] != DELETED && mt->blocks[mt->slots[j] - 1].key == key)
-			return j;
-	return SIZE_MAX;
 }
 
 void mem_tracker_free(struct mem_tracker *mt, uint64_t key, int64_t ts)
 {
-	size_t j = find(mt, key);
+	struct hashmap_slot *s = hashmap_find(&mt->live, key);
 	struct mem_block *b;
 
-	if (j == SIZE_MAX) {
+	if (!s) {
 		mt->unknown_frees++;
 		return;
 	}
-	b = &mt->blocks[mt->slots[j] - 1];
+	b = &mt->blocks[s->val];
 	b->t_free = ts;
 	mt->in_use -= b->bytes;
-	mt->slots[j] = DELETED;
+	hashmap_remove(&mt->live, s);
 	mt->frees++;
 }
 
 int mem_tracker_alloc(struct mem_tracker *mt, uint64_t key, uint64_t bytes, int64_t ts,
 		      uint32_t site, uint32_t name)
 {
-	struct mem_block *b;
-	size_t j;
+	struct hashmap_slot *s;
 
-	if (find(mt, key) != SIZE_MAX)
+	if (hashmap_find(&mt->live, key))
 		mem_tracker_free(mt, key, ts);
-	if (mt->nblocks == mt->cap) {
-		size_t n = mt->cap ? mt->cap * 2 : 256;
-		void *p = realloc(mt->blocks, n * sizeof(*mt->blocks));
-
-		if (!p)
-			return -ENOMEM;
-		mt->blocks = p;
-		mt->cap = n;
-	}
-	if ((mt->used + 1) * 2 > mt->nslots && rehash(mt))
+	if (array_grow(&mt->blocks, &mt->cap, mt->nblocks + 1) ||
+	    !(s = hashmap_put(&mt->live, key, NULL)))
 		return -ENOMEM;
-	b = &mt->blocks[mt->nblocks++];
-	*b = (struct mem_block){ key, bytes, ts, -1, site, name };
-	for (j = hash_key(key, mt->nslots); mt->slots[j] && mt->slots[j] != DELETED;
-	     j = (j + 1) & (mt->nslots - 1))
-		;
-	if (!mt->slots[j])
-		mt->used++;
-	mt->slots[j] = mt->nblocks;
+	s->val = mt->nblocks;
+	mt->blocks[mt->nblocks++] = (struct mem_block){ key, bytes, ts, -1, site, name };
 	mt->in_use += bytes;
 	mt->allocs++;
 	if (mt->in_use > mt->peak) {

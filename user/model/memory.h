@@ -11,6 +11,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "lib/hashmap.h"
 
 struct model;
 
@@ -37,8 +38,7 @@ struct mem_block {
 struct mem_tracker {
 	struct mem_block *blocks;
 	size_t nblocks, cap;
-	uint32_t *slots;        /* key hash -> block index + 1; UINT32_MAX: deleted */
-	size_t nslots, used;
+	struct hashmap live;    /* key of a live allocation -> index into blocks */
 	uint64_t in_use, peak;
 	int64_t peak_ts;
 	size_t peak_block;      /* the allocation that reached the peak */

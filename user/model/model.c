@@ -3,36 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "lib/array.h"
 #include "model/model.h"
-
-static uint64_t hash_bytes(const void *p, size_t n, uint64_t h)
-{
-	const unsigned char *s = p;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ s[i]) * 1099511628211ULL;
-	return h;
-}
-
-#define HASH_SEED 14695981039346656037ULL
-
-/* Grow an array of elem-sized items so that it holds at least want. */
-static int grow(void **arr, size_t *cap, size_t want, size_t elem)
-{
-	size_t ncap = *cap ? *cap : 64;
-	void *p;
-
-	if (want <= *cap)
-		return 0;
-	while (ncap < want)
-		ncap *= 2;
-	p = realloc(*arr, ncap * elem);
-	if (!p)
-		return -ENOMEM;
-	*arr = p;
-	*cap = ncap;
-	return 0;
-}
 
 void strtab_init(struct strtab *t)
 {
@@ -45,51 +17,32 @@ void strtab_release(struct strtab *t)
 	for (size_t i = 0; i < t->n; i++)
 		free(t->strs[i]);
 	free(t->strs);
-	free(t->slots);
+	hashmap_release(&t->index);
 	memset(t, 0, sizeof(*t));
-}
-
-static int strtab_rehash(struct strtab *t)
-{
-	size_t n = t->nslots ? t->nslots * 2 : 256;
-	uint32_t *slots = calloc(n, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t id = 1; id < t->n; id++) {
-		size_t i = hash_bytes(t->strs[id], strlen(t->strs[id]), HASH_SEED) & (n - 1);
-
-		while (slots[i])
-			i = (i + 1) & (n - 1);
-		slots[i] = id;
-	}
-	free(t->slots);
-	t->slots = slots;
-	t->nslots = n;
-	return 0;
 }
 
 uint32_t strtab_intern(struct strtab *t, const char *s)
 {
-	size_t len = strlen(s), i;
+	size_t len = strlen(s);
+	uint64_t h = hashmap_hash_bytes(s, len);
+	struct hashmap_slot *sl;
 	char *copy;
 
 	if (!len && t->n)
 		return 0;
-	if ((t->n + 1) * 2 > t->nslots && strtab_rehash(t))
-		return 0;
-	i = hash_bytes(s, len, HASH_SEED) & (t->nslots - 1);
-	for (; t->slots[i]; i = (i + 1) & (t->nslots - 1))
-		if (!strcmp(t->strs[t->slots[i]], s))
-			return t->slots[i];
-	if (grow((void **)&t->strs, &t->cap, t->n + 1, sizeof(*t->strs)))
+	for (sl = hashmap_find(&t->index, h); sl; sl = hashmap_find_next(&t->index, sl))
+		if (!strcmp(t->strs[sl->val], s))
+			return sl->val;
+	if (array_grow(&t->strs, &t->cap, t->n + 1))
 		return 0;
 	copy = strdup(s);
 	if (!copy)
 		return 0;
+	if (t->n && hashmap_add(&t->index, h, t->n)) {
+		free(copy);
+		return 0;
+	}
 	t->strs[t->n] = copy;
-	if (t->n)
-		t->slots[i] = t->n;
 	return t->n++;
 }
 
@@ -111,30 +64,28 @@ void model_release(struct model *m)
 	free(m->threads);
 	free(m->procs);
 	free(m->knames);
-	free(m->kname_slots);
+	hashmap_release(&m->kname_index);
 	free(m->corrs);
 	free(m->stacks);
 	free(m->frames);
 	free(m->funcs);
-	free(m->stack_slots);
+	hashmap_release(&m->stack_index);
 	memset(m, 0, sizeof(*m));
 }
 
-static size_t stack_slot(uint32_t pid, uint64_t id, int native, size_t nslots)
+static uint64_t stack_hash(uint32_t pid, uint64_t id, int native)
 {
-	uint64_t key[2] = { pid | (uint64_t)!!native << 32, id };
-
-	return hash_bytes(key, sizeof(key), HASH_SEED) & (nslots - 1);
+	return hashmap_hash2(pid | (uint64_t)!!native << 32, id);
 }
 
 static const struct model_stack *find_stack(const struct model *m, uint32_t pid, uint64_t id,
 					    int native)
 {
-	if (!m->nstack_slots)
-		return NULL;
-	for (size_t i = stack_slot(pid, id, native, m->nstack_slots); m->stack_slots[i];
-	     i = (i + 1) & (m->nstack_slots - 1)) {
-		const struct model_stack *st = &m->stacks[m->stack_slots[i] - 1];
+	const struct hashmap *h = &m->stack_index;
+
+	for (const struct hashmap_slot *sl = hashmap_find(h, stack_hash(pid, id, native)); sl;
+	     sl = hashmap_find_next(h, sl)) {
+		const struct model_stack *st = &m->stacks[sl->val];
 
 		if (st->pid == pid && st->id == id && st->native == !!native)
 			return st;
@@ -153,49 +104,22 @@ const struct model_stack *model_find_native_stack(const struct model *m, uint32_
 	return find_stack(m, pid, id, 1);
 }
 
-static int stack_rehash(struct model *m)
-{
-	size_t n = m->nstack_slots ? m->nstack_slots * 2 : 256;
-	uint32_t *slots = calloc(n, sizeof(*slots));
-
-	if (!slots)
-		return -ENOMEM;
-	for (size_t k = 0; k < m->nstacks; k++) {
-		size_t i = stack_slot(m->stacks[k].pid, m->stacks[k].id, m->stacks[k].native, n);
-
-		while (slots[i])
-			i = (i + 1) & (n - 1);
-		slots[i] = k + 1;
-	}
-	free(m->stack_slots);
-	m->stack_slots = slots;
-	m->nstack_slots = n;
-	return 0;
-}
-
 static int add_stack(struct model *m, uint32_t pid, uint64_t id, int native, int truncated,
 		     uint32_t n, const uint32_t *frames, const uint32_t *funcs)
 {
-	size_t i;
-
 	if (find_stack(m, pid, id, native))
 		return 0;
-	if ((m->nstacks + 1) * 2 > m->nstack_slots && stack_rehash(m))
-		return -ENOMEM;
-	if (grow((void **)&m->stacks, &m->cap_stacks, m->nstacks + 1, sizeof(*m->stacks)) ||
-	    grow((void **)&m->frames, &m->cap_frames, m->nframes + n, sizeof(*m->frames)) ||
-	    grow((void **)&m->funcs, &m->cap_funcs, m->nframes + n, sizeof(*m->funcs)))
+	if (array_grow(&m->stacks, &m->cap_stacks, m->nstacks + 1) ||
+	    array_grow(&m->frames, &m->cap_frames, m->nframes + n) ||
+	    array_grow(&m->funcs, &m->cap_funcs, m->nframes + n) ||
+	    hashmap_add(&m->stack_index, stack_hash(pid, id, native), m->nstacks))
 		return -ENOMEM;
 	memcpy(m->frames + m->nframes, frames, n * sizeof(*frames));
 	memcpy(m->funcs + m->nframes, funcs, n * sizeof(*funcs));
-	m->stacks[m->nstacks] = (struct model_stack){ .pid = pid, .n = n, .first = m->nframes,
-						      .truncated = !!truncated, .id = id,
-						      .native = !!native };
+	m->stacks[m->nstacks++] = (struct model_stack){ .pid = pid, .n = n, .first = m->nframes,
+							.truncated = !!truncated, .id = id,
+							.native = !!native };
 	m->nframes += n;
-	for (i = stack_slot(pid, id, native, m->nstack_slots); m->stack_slots[i];
-	     i = (i + 1) & (m->nstack_slots - 1))
-		;
-	m->stack_slots[i] = ++m->nstacks;
 	return 0;
 }
 
@@ -213,7 +137,7 @@ int model_add_native_stack(struct model *m, uint32_t pid, uint64_t id, uint32_t 
 
 int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, int32_t result)
 {
-	if (grow((void **)&m->corrs, &m->cap_corrs, m->ncorrs + 1, sizeof(*m->corrs)))
+	if (array_grow(&m->corrs, &m->cap_corrs, m->ncorrs + 1))
 		return -ENOMEM;
 	m->corrs[m->ncorrs++] = (struct model_corr){ .ts = ts, .pid = pid, .tid = tid,
 						     .result = result, .failed = 1 };
@@ -222,7 +146,7 @@ int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t ti
 
 int model_add_corr(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t correlation)
 {
-	if (grow((void **)&m->corrs, &m->cap_corrs, m->ncorrs + 1, sizeof(*m->corrs)))
+	if (array_grow(&m->corrs, &m->cap_corrs, m->ncorrs + 1))
 		return -ENOMEM;
 	m->corrs[m->ncorrs++] = (struct model_corr){ .ts = ts, .pid = pid, .tid = tid,
 						     .correlation = correlation };
@@ -233,7 +157,7 @@ struct model_event *model_add_event(struct model *m)
 {
 	struct model_event *e;
 
-	if (grow((void **)&m->ev, &m->cap_ev, m->nev + 1, sizeof(*m->ev)))
+	if (array_grow(&m->ev, &m->cap_ev, m->nev + 1))
 		return NULL;
 	e = &m->ev[m->nev++];
 	memset(e, 0, sizeof(*e));
@@ -248,7 +172,7 @@ struct model_process *model_process(struct model *m, uint32_t pid, const char *n
 		if (m->procs[i].pid == pid)
 			p = &m->procs[i];
 	if (!p) {
-		if (grow((void **)&m->procs, &m->cap_procs, m->nprocs + 1, sizeof(*m->procs)))
+		if (array_grow(&m->procs, &m->cap_procs, m->nprocs + 1))
 			return NULL;
 		p = &m->procs[m->nprocs++];
 		memset(p, 0, sizeof(*p));
@@ -269,7 +193,7 @@ struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, c
 			break;
 		}
 	if (!t) {
-		if (grow((void **)&m->threads, &m->cap_threads, m->nthreads + 1, sizeof(*m->threads)))
+		if (array_grow(&m->threads, &m->cap_threads, m->nthreads + 1))
 			return NULL;
 		t = &m->threads[m->nthreads++];
 		memset(t, 0, sizeof(*t));
@@ -281,76 +205,50 @@ struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, c
 	return t;
 }
 
-static size_t kname_slot(const struct model *m, uint32_t pid, uint64_t handle)
+static uint64_t kname_hash(uint32_t pid, uint64_t handle)
 {
-	uint64_t key[2] = { pid, handle };
-
-	return hash_bytes(key, sizeof(key), HASH_SEED) & (m->nkname_slots - 1);
+	return hashmap_hash2(pid, handle);
 }
 
-static int kname_rehash(struct model *m)
+/* The entry of (pid, handle), or NULL. */
+static struct model_kname *kname_find(const struct model *m, uint32_t pid, uint64_t handle)
 {
-	size_t n = m->nkname_slots ? m->nkname_slots * 2 : 256;
-	uint32_t *slots = calloc(n, sizeof(*slots));
+	const struct hashmap *h = &m->kname_index;
 
-	if (!slots)
-		return -ENOMEM;
-	free(m->kname_slots);
-	m->kname_slots = slots;
-	m->nkname_slots = n;
-	for (size_t k = 0; k < m->nknames; k++) {
-		size_t i = kname_slot(m, m->knames[k].pid, m->knames[k].handle);
-
-		while (slots[i])
-			i = (i + 1) & (n - 1);
-		slots[i] = k + 1;
-	}
-	return 0;
-}
-
-/* Slot holding (pid, handle), or the empty slot where it would go. */
-static size_t kname_find(const struct model *m, uint32_t pid, uint64_t handle)
-{
-	size_t i = kname_slot(m, pid, handle);
-
-	for (; m->kname_slots[i]; i = (i + 1) & (m->nkname_slots - 1)) {
-		const struct model_kname *k = &m->knames[m->kname_slots[i] - 1];
+	for (const struct hashmap_slot *sl = hashmap_find(h, kname_hash(pid, handle)); sl;
+	     sl = hashmap_find_next(h, sl)) {
+		struct model_kname *k = &m->knames[sl->val];
 
 		if (k->pid == pid && k->handle == handle)
-			break;
+			return k;
 	}
-	return i;
+	return NULL;
 }
 
 int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name)
 {
 	uint32_t id = strtab_intern(&m->strs, name);
-	size_t i;
+	struct model_kname *k;
 
 	if (!id)
 		return -EINVAL;
-	if ((m->nknames + 1) * 2 > m->nkname_slots && kname_rehash(m))
-		return -ENOMEM;
-	i = kname_find(m, pid, handle);
-	if (m->kname_slots[i]) {
-		m->knames[m->kname_slots[i] - 1].name = id;
+	k = kname_find(m, pid, handle);
+	if (k) {
+		k->name = id;
 		return 0;
 	}
-	if (grow((void **)&m->knames, &m->cap_knames, m->nknames + 1, sizeof(*m->knames)))
+	if (array_grow(&m->knames, &m->cap_knames, m->nknames + 1) ||
+	    hashmap_add(&m->kname_index, kname_hash(pid, handle), m->nknames))
 		return -ENOMEM;
-	m->knames[m->nknames] = (struct model_kname){ .pid = pid, .name = id, .handle = handle };
-	m->kname_slots[i] = ++m->nknames;
+	m->knames[m->nknames++] = (struct model_kname){ .pid = pid, .name = id, .handle = handle };
 	return 0;
 }
 
 uint32_t model_kernel_name(const struct model *m, uint32_t pid, uint64_t handle)
 {
-	size_t i;
+	const struct model_kname *k = kname_find(m, pid, handle);
 
-	if (!m->nkname_slots)
-		return 0;
-	i = kname_find(m, pid, handle);
-	return m->kname_slots[i] ? m->knames[m->kname_slots[i] - 1].name : 0;
+	return k ? k->name : 0;
 }
 
 static int cmp_event(const void *a, const void *b)
@@ -466,11 +364,31 @@ static int relink(struct model *m)
 	return 0;
 }
 
-static size_t corr_slot(uint32_t pid, uint32_t corr, size_t nslots)
+static uint64_t corr_key(const struct model_event *e)
 {
-	uint64_t key[1] = { (uint64_t)pid << 32 | corr };
+	return (uint64_t)e->pid << 32 | e->correlation;
+}
 
-	return hash_bytes(key, sizeof(key), HASH_SEED) & (nslots - 1);
+/* (pid, correlation) -> the first of the API events api holding it */
+static int index_calls(struct hashmap *calls, const struct model *m, const uint32_t *api,
+		       size_t napi)
+{
+	if (hashmap_reserve(calls, napi))
+		return -ENOMEM;
+	for (size_t k = 0; k < napi; k++) {
+		const struct model_event *e = &m->ev[api[k]];
+		struct hashmap_slot *s;
+		int added;
+
+		if (!e->correlation)
+			continue;
+		s = hashmap_put(calls, corr_key(e), &added);
+		if (!s)
+			return -ENOMEM;
+		if (added)
+			s->val = api[k];
+	}
+	return 0;
 }
 
 /* Open scopes of one thread while its calls are walked in time order. */
@@ -562,8 +480,9 @@ static void set_ts_base(struct model *m)
 
 int model_finish(struct model *m)
 {
-	uint32_t *api = NULL, *slots = NULL;
-	size_t napi = 0, nslots = 16;
+	struct hashmap calls;
+	uint32_t *api = NULL;
+	size_t napi = 0;
 	int ret;
 
 	for (size_t i = 0; i < m->nev; i++)
@@ -585,41 +504,20 @@ int model_finish(struct model *m)
 	ret = link_correlations(m, &api, &napi);
 	if (ret)
 		return ret;
-	/* (pid, correlation) -> API event */
-	while (nslots < napi * 2)
-		nslots *= 2;
-	slots = calloc(nslots, sizeof(*slots));
-	if (!slots) {
+	hashmap_init(&calls);
+	if (index_calls(&calls, m, api, napi)) {
+		hashmap_release(&calls);
 		free(api);
 		return -ENOMEM;
 	}
-	for (size_t k = 0; k < napi; k++) {
-		const struct model_event *e = &m->ev[api[k]];
-		size_t i;
-
-		if (!e->correlation)
-			continue;
-		for (i = corr_slot(e->pid, e->correlation, nslots); slots[i]; i = (i + 1) & (nslots - 1))
-			;
-		slots[i] = api[k] + 1;
-	}
 	for (size_t g = 0; g < m->nev; g++) {
-		struct model_event *e = &m->ev[g], *h = NULL;
+		struct model_event *e = &m->ev[g], *h;
+		const struct hashmap_slot *c;
 
-		if (e->kind == EV_API || !e->correlation)
+		if (e->kind == EV_API || !e->correlation || !(c = hashmap_find(&calls, corr_key(e))))
 			continue;
-		for (size_t i = corr_slot(e->pid, e->correlation, nslots); slots[i];
-		     i = (i + 1) & (nslots - 1)) {
-			struct model_event *c = &m->ev[slots[i] - 1];
-
-			if (c->pid == e->pid && c->correlation == e->correlation) {
-				h = c;
-				e->link = slots[i] - 1;
-				break;
-			}
-		}
-		if (!h)
-			continue;
+		h = &m->ev[c->val];
+		e->link = c->val;
 		if (e->ts < h->ts) {
 			m->skewed++;
 			if (h->ts - e->ts > m->max_skew_ns)
@@ -632,7 +530,7 @@ int model_finish(struct model *m)
 		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) &&
 		    h->kernel != e->kernel &&
 		    model_set_kernel_name(m, h->pid, h->func, strtab_get(&m->strs, e->kernel))) {
-			free(slots);
+			hashmap_release(&calls);
 			free(api);
 			return -ENOMEM;
 		}
@@ -647,7 +545,7 @@ int model_finish(struct model *m)
 		    (k = model_kernel_name(m, e->pid, e->func)))
 			e->kernel = k;
 	}
-	free(slots);
+	hashmap_release(&calls);
 	/* scopes are new events: sort again so exporters see one timeline */
 	if (m->nstacks) {
 		size_t before = m->nev;

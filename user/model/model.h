@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "lib/hashmap.h"
 
 #define GB_SCOPE_MAX 256        /* Python frames followed as scopes */
 
@@ -17,8 +18,7 @@
 struct strtab {
 	char **strs;
 	size_t n, cap;
-	uint32_t *slots;          /* open-addressing hash of ids */
-	size_t nslots;
+	struct hashmap index;     /* hash of a string -> its id */
 };
 
 void strtab_init(struct strtab *t);
@@ -151,16 +151,14 @@ struct model {
 	size_t nprocs, cap_procs;
 	struct model_kname *knames;
 	size_t nknames, cap_knames;
-	uint32_t *kname_slots;       /* hash index into knames, 1-based */
-	size_t nkname_slots;
+	struct hashmap kname_index;  /* hash of (pid, handle) -> index into knames */
 	struct model_corr *corrs;
 	size_t ncorrs, cap_corrs;
 	struct model_stack *stacks;
 	size_t nstacks, cap_stacks;
 	uint32_t *frames, *funcs;
 	size_t nframes, cap_frames, cap_funcs;
-	uint32_t *stack_slots;       /* hash index into stacks by (pid, id), 1-based */
-	size_t nstack_slots;
+	struct hashmap stack_index;  /* hash of (pid, id, native) -> index into stacks */
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	uint64_t ts_base_ns;         /* from model_finish: the second at or before the

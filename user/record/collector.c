@@ -47,7 +47,7 @@ void collector_release(struct collector *c)
 	pysym_free(c->pysym);
 	nsym_free(c->nsym);
 	free(c->py);
-	free(c->seen);
+	hashmap_release(&c->seen);
 	free(c->call_size);
 	memset(c, 0, sizeof(*c));
 }
@@ -260,45 +260,14 @@ static int on_native(struct collector *c, const struct gb_native *st, size_t siz
 	return model_add_native_stack(c->m, st->pid, st->id, st->n, frames);
 }
 
-/* The slot of tid in the seen set, or the empty slot where it would go. */
-static size_t seen_slot(const uint32_t *set, size_t nslots, uint32_t tid)
-{
-	size_t i;
-
-	for (i = tid * 2654435761u & (nslots - 1); set[i] && set[i] != tid; i = (i + 1) & (nslots - 1))
-		;
-	return i;
-}
-
-static int seen(const struct collector *c, uint32_t tid)
-{
-	return c->nseen_slots && c->seen[seen_slot(c->seen, c->nseen_slots, tid)] == tid;
-}
-
-/* Add tid to the seen set; 1 if it was new, 0 if known, -ENOMEM. */
+/* Add tid to the threads seen; 1 if it was new, 0 if known, -ENOMEM. */
 static int first_sighting(struct collector *c, uint32_t tid)
 {
-	size_t i;
+	int added;
 
-	if ((c->nseen + 1) * 2 > c->nseen_slots) {
-		size_t n = c->nseen_slots ? c->nseen_slots * 2 : 1024;
-		uint32_t *s = calloc(n, sizeof(*s));
-
-		if (!s)
-			return -ENOMEM;
-		for (size_t k = 0; k < c->nseen_slots; k++)
-			if (c->seen[k])
-				s[seen_slot(s, n, c->seen[k])] = c->seen[k];
-		free(c->seen);
-		c->seen = s;
-		c->nseen_slots = n;
-	}
-	i = seen_slot(c->seen, c->nseen_slots, tid);
-	if (c->seen[i] == tid)
+	if (hashmap_find(&c->seen, tid))
 		return 0;
-	c->seen[i] = tid;
-	c->nseen++;
-	return 1;
+	return hashmap_put(&c->seen, tid, &added) ? added : -ENOMEM;
 }
 
 /*
@@ -334,7 +303,7 @@ static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 {
 	char comm[GB_COMM_LEN + 1];
 
-	if (!seen(c, e->tid))
+	if (!hashmap_find(&c->seen, e->tid))
 		return 0;
 	memcpy(comm, e->comm, GB_COMM_LEN);
 	comm[GB_COMM_LEN] = 0;
@@ -405,6 +374,9 @@ static void set_where(struct model_event *ev, const struct ga_where *w, uint32_t
 	ev->device = w->device;
 	ev->gpu_stream = w->stream;
 }
+
+/* A BPF batch record carries one injection-library batch whole. */
+_Static_assert(GB_GPU_BATCH_MAX == GA_BATCH_MAX, "gb_gpu.data holds exactly one GA batch");
 
 /* Kernels, copies, memsets and syncs begin alike: the untimed check reads k. */
 _Static_assert(offsetof(struct ga_kernel, start) == offsetof(struct ga_memcpy, start) &&

@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "gpubpf.h"
+#include "lib/hashmap.h"
 #include "model/model.h"
 
 struct pysym;
@@ -28,8 +29,7 @@ struct collector {
 	uint64_t gpu_untimed;   /* of which skipped: CUPTI gave them no timestamps */
 	uint64_t bad;           /* malformed or unknown records */
 	uint16_t *call_size;    /* per call id, the bytes its records hold (gb_call_size) */
-	uint32_t *seen;         /* open-addressing set of tids already named */
-	size_t nseen, nseen_slots;
+	struct hashmap seen;    /* tids already named */
 	struct pysym *pysym;    /* resolves Python frames as stacks arrive */
 	struct collector_py *py;
 	size_t npy;

@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "cuda.skel.h"
+#include "lib/array.h"
 #include "model/cuda_calls.h"
 #include "sym/elf_syms.h"
 #include "gpubpf.h"
@@ -170,15 +171,8 @@ int probes_attached(struct probes *p, const char *path, pid_t pid)
 
 static int add_link(struct probe_target *t, struct bpf_link *l, size_t *cap)
 {
-	struct bpf_link **nl;
-
-	if (t->nlinks == *cap) {
-		*cap = *cap ? *cap * 2 : 256;
-		nl = realloc(t->links, *cap * sizeof(*nl));
-		if (!nl)
-			return -ENOMEM;
-		t->links = nl;
-	}
+	if (array_grow(&t->links, cap, t->nlinks + 1))
+		return -ENOMEM;
 	t->links[t->nlinks++] = l;
 	return 0;
 }

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hashmap.h"
 #include "report/report.h"
 
 #define SYNC_SLACK 50000        /* ns */
@@ -47,62 +48,35 @@ uint64_t report_median_u64(uint64_t *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* (proc, correlation) -> index of the API event */
-struct corr_map {
-	uint64_t *keys;
-	uint32_t *vals;
-	size_t n;
-};
-
-static size_t hash64(uint64_t k, size_t n)
+static uint64_t corr_key(const struct rt_event *e)
 {
-	k ^= k >> 31;
-	k *= 0x9e3779b97f4a7c15ULL;
-	k ^= k >> 29;
-	return k & (n - 1);
+	return (uint64_t)(e->proc + 1) << 32 | e->corr;
 }
 
-static int corr_build(struct corr_map *c, const struct rt_table *t)
+/* (proc, correlation) -> index of the (last) API event holding it */
+static int corr_build(struct hashmap *c, const struct rt_table *t)
 {
-	size_t cnt = 0;
-
-	for (size_t i = 0; i < t->nev; i++)
-		cnt += t->ev[i].kind == RT_API && t->ev[i].corr;
-	c->n = 16;
-	while (c->n < cnt * 2 + 2)
-		c->n *= 2;
-	c->keys = calloc(c->n, sizeof(*c->keys));
-	c->vals = calloc(c->n, sizeof(*c->vals));
-	if (!c->keys || !c->vals)
-		return -ENOMEM;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct rt_event *e = &t->ev[i];
-		uint64_t k;
-		size_t j;
+		struct hashmap_slot *s;
 
 		if (e->kind != RT_API || !e->corr)
 			continue;
-		k = (uint64_t)(e->proc + 1) << 32 | e->corr;
-		for (j = hash64(k, c->n); c->keys[j] && c->keys[j] != k; j = (j + 1) & (c->n - 1))
-			;
-		c->keys[j] = k;
-		c->vals[j] = i;
+		s = hashmap_put(c, corr_key(e), NULL);
+		if (!s)
+			return -ENOMEM;
+		s->val = i;
 	}
 	return 0;
 }
 
 /* The launch call of GPU event e, or NULL. */
-static const struct rt_event *launch_of(const struct corr_map *c, const struct rt_table *t,
+static const struct rt_event *launch_of(const struct hashmap *c, const struct rt_table *t,
 					const struct rt_event *e)
 {
-	uint64_t k = (uint64_t)(e->proc + 1) << 32 | e->corr;
+	const struct hashmap_slot *s = e->corr ? hashmap_find(c, corr_key(e)) : NULL;
 
-	if (!e->corr)
-		return NULL;
-	for (size_t j = hash64(k, c->n); c->keys[j]; j = (j + 1) & (c->n - 1))
-		if (c->keys[j] == k)
-			return &t->ev[c->vals[j]];
-	return NULL;
+	return s ? &t->ev[s->val] : NULL;
 }
 
 static const struct rt_table *sort_t;
@@ -188,7 +162,7 @@ static int64_t covered(const struct ivl *u, size_t n, int64_t a, int64_t b)
 	return c;
 }
 
-static int device_usage(const struct rt_table *t, const struct corr_map *cm, struct rep_proc *rp,
+static int device_usage(const struct rt_table *t, const struct hashmap *cm, struct rep_proc *rp,
 			const uint32_t *g, size_t n, const uint32_t *syncs, size_t nsync,
 			uint64_t *sync_idle)
 {
@@ -278,7 +252,7 @@ static int cmp_hot(const void *a, const void *b)
 }
 
 /* Launch-bound streams: over the kernels of one stream, g[0..n). */
-static int stream_stats(const struct rt_table *t, const struct corr_map *cm, struct rep_proc *rp,
+static int stream_stats(const struct rt_table *t, const struct hashmap *cm, struct rep_proc *rp,
 			const uint32_t *g, size_t n)
 {
 	uint64_t *durs = malloc(n * sizeof(*durs)), *gaps = malloc(n * sizeof(*gaps));
@@ -403,11 +377,12 @@ nomem:
 
 int report_gpu(const struct rt_table *t, struct report *r)
 {
-	struct corr_map cm = { 0 };
+	struct hashmap cm;
 	uint32_t *g = NULL, *syncs = NULL;
 	uint64_t *idle = NULL;
 	int ret = -ENOMEM;
 
+	hashmap_init(&cm);
 	if (corr_build(&cm, t))
 		goto out;
 	g = malloc((t->nev + 1) * sizeof(*g));
@@ -467,8 +442,7 @@ int report_gpu(const struct rt_table *t, struct report *r)
 	}
 	ret = 0;
 out:
-	free(cm.keys);
-	free(cm.vals);
+	hashmap_release(&cm);
 	free(g);
 	free(syncs);
 	free(idle);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <cjson/cJSON.h>
 
+#include "lib/array.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
 #include "report/report.h"
@@ -26,23 +27,6 @@ struct loader {
 	char *buf;              /* unescaped strings */
 	size_t bufcap;
 };
-
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-	size_t n = *cap ? *cap : 1024;
-	void *q;
-
-	if (need <= *cap)
-		return 0;
-	while (n < need)
-		n *= 2;
-	q = realloc(*p, n * size);
-	if (!q)
-		return -ENOMEM;
-	*p = q;
-	*cap = n;
-	return 0;
-}
 
 /* Past the JSON value at s (valid JSON). */
 static const char *skip_value(const char *s, const char *end)
@@ -134,7 +118,7 @@ static const char *unescape(struct loader *l, const char *p, size_t len)
 
 	if (len < 2 || *p != '"')
 		return NULL;
-	if (grow((void **)&l->buf, &l->bufcap, len + 1, 1))
+	if (array_grow(&l->buf, &l->bufcap, len + 1))
 		return NULL;
 	for (size_t i = 1; i + 1 < len; i++) {
 		char c = p[i];
@@ -243,7 +227,7 @@ static uint8_t classify(struct loader *l, uint32_t id)
 	if (id >= l->nncls) {
 		size_t old = l->nncls;
 
-		if (grow((void **)&l->ncls, &l->nncls, id + 1, 1))
+		if (array_grow(&l->ncls, &l->nncls, id + 1))
 			return 0;
 		memset(l->ncls + old, 0, l->nncls - old);
 	}
@@ -321,7 +305,7 @@ static int add_gpu_memory(struct loader *l, const struct tr_event *ev, int64_t p
 	    !mem_kind_is_device(mem_kind_from_name(s)))
 		return 0;
 	if (proc_index(l, pid, &proc) ||
-	    grow((void **)&t->mem, &t->capmem, t->nmem + 1, sizeof(*t->mem)))
+	    array_grow(&t->mem, &t->capmem, t->nmem + 1))
 		return -ENOMEM;
 	m = &t->mem[t->nmem++];
 	memset(m, 0, sizeof(*m));
@@ -390,7 +374,7 @@ static int add_event(struct loader *l, const struct tr_event *ev)
 			  ev->text + ev->m[iargs].val.off + ev->m[iargs].val.len, a);
 	else
 		memset(a, 0, sizeof(a));
-	if (grow((void **)&t->ev, &t->cap, t->nev + 1, sizeof(*t->ev)))
+	if (array_grow(&t->ev, &t->cap, t->nev + 1))
 		return -ENOMEM;
 	r = &t->ev[t->nev++];
 	memset(r, 0, sizeof(*r));
@@ -430,7 +414,7 @@ static int add_event(struct loader *l, const struct tr_event *ev)
 		struct rt_mem *m;
 		int op = cls >> 4;
 
-		if (grow((void **)&t->mem, &t->capmem, t->nmem + 1, sizeof(*t->mem)))
+		if (array_grow(&t->mem, &t->capmem, t->nmem + 1))
 			return -ENOMEM;
 		m = &t->mem[t->nmem++];
 		memset(m, 0, sizeof(*m));

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "model/cuda_calls.h"
 #include "report/report.h"
 
@@ -66,14 +67,8 @@ static int count_errors(const struct rt_table *t, size_t p, struct rep_proc *rp)
 			if (rp->errors[k].name == e->name && rp->errors[k].ret == e->ret)
 				x = &rp->errors[k];
 		if (!x) {
-			if (rp->nerrors == cap) {
-				struct rep_err *n = realloc(rp->errors, (cap = cap ? 2 * cap : 8) *
-							    sizeof(*n));
-
-				if (!n)
-					return -ENOMEM;
-				rp->errors = n;
-			}
+			if (array_grow(&rp->errors, &cap, rp->nerrors + 1))
+				return -ENOMEM;
 			x = &rp->errors[rp->nerrors++];
 			*x = (struct rep_err){ .name = e->name, .ret = e->ret };
 		}

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/array.h"
 #include "sym/elf_syms.h"
 
 int elf_seg_vaddr_to_offset(const struct elf_seg *segs, size_t n, uint64_t vaddr, uint64_t *off)
@@ -178,27 +179,9 @@ static int load_funcs(Elf *elf, Elf_Scn *scn, struct elf_funcs *f, struct func_t
 		if (!name || !name[0])
 			continue;
 		len = strlen(name) + 1;
-		if (f->names_len + len > *names_cap) {
-			size_t nc = *names_cap ? *names_cap * 2 : 65536;
-			char *nn;
-
-			while (nc < f->names_len + len)
-				nc *= 2;
-			nn = realloc(f->names, nc);
-			if (!nn)
-				return -ENOMEM;
-			f->names = nn;
-			*names_cap = nc;
-		}
-		if (f->n == *cap) {
-			size_t nc = *cap ? *cap * 2 : 1024;
-			struct func_tmp *nt = realloc(*t, nc * sizeof(**t));
-
-			if (!nt)
-				return -ENOMEM;
-			*t = nt;
-			*cap = nc;
-		}
+		if (array_grow(&f->names, names_cap, f->names_len + len) ||
+		    array_grow(t, cap, f->n + 1))
+			return -ENOMEM;
 		memcpy(f->names + f->names_len, name, len);
 		(*t)[f->n++] = (struct func_tmp){
 			.f = { .addr = sym.st_value, .size = sym.st_size, .name = f->names_len },

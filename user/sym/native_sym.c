@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/array.h"
+#include "lib/hashmap.h"
 #include "sym/demangle.h"
 #include "sym/elf_syms.h"
 #include "sym/native_sym.h"
@@ -45,8 +47,7 @@ struct nproc {
 	pid_t pid;
 	struct nmap *maps;
 	size_t n;
-	uint64_t *missed;       /* open-addressing set of addresses in no mapping */
-	size_t nmissed, missed_slots;
+	struct hashmap missed;  /* addresses in no mapping */
 };
 
 struct nsym {
@@ -92,7 +93,7 @@ void nsym_forget(struct nsym *s, pid_t pid)
 			continue;
 		*pp = p->next;
 		free_maps(p);
-		free(p->missed);
+		hashmap_release(&p->missed);
 		free(p);
 		return;
 	}
@@ -146,7 +147,7 @@ static struct nfile *get_file(struct nsym *s, pid_t pid, unsigned major, unsigne
 static int read_maps(struct nsym *s, struct nproc *p)
 {
 	char path[64], *line = NULL, perms[8];
-	struct nmap *maps = NULL, *nm;
+	struct nmap *maps = NULL;
 	size_t cap = 0, n = 0, linecap = 0;
 	int ret = 0;
 	FILE *fp;
@@ -169,14 +170,9 @@ static int read_maps(struct nsym *s, struct nproc *p)
 		file = line + pos;
 		len = strcspn(file, "\n");
 		line[pos + len] = 0;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			nm = realloc(maps, cap * sizeof(*maps));
-			if (!nm) {
-				ret = -ENOMEM;
-				break;
-			}
-			maps = nm;
+		if (array_grow(&maps, &cap, n + 1)) {
+			ret = -ENOMEM;
+			break;
 		}
 		maps[n] = (struct nmap){ .start = start, .end = end, .pgoff = pgoff,
 					 .name = strdup(file) };
@@ -220,39 +216,11 @@ static struct nmap *find_map(struct nproc *p, uint64_t addr)
 /* 1 if addr was already found in no mapping, else remember it and 0. */
 static int missed_before(struct nproc *p, uint64_t addr)
 {
-	size_t i;
+	int added;
 
-	if ((p->nmissed + 1) * 2 > p->missed_slots) {
-		size_t n = p->missed_slots ? p->missed_slots * 2 : 64;
-		uint64_t *m;
-
-		if (n > MISSED_MAX * 2) {       /* a bound: start over */
-			memset(p->missed, 0, p->missed_slots * sizeof(*p->missed));
-			p->nmissed = 0;
-			n = p->missed_slots;
-		}
-		m = calloc(n, sizeof(*m));
-		if (!m)
-			return 0;
-		for (size_t k = 0; k < p->missed_slots; k++) {
-			if (!p->missed[k])
-				continue;
-			for (i = (p->missed[k] * 0x9e3779b97f4a7c15ULL) >> 20 & (n - 1); m[i];
-			     i = (i + 1) & (n - 1))
-				;
-			m[i] = p->missed[k];
-		}
-		free(p->missed);
-		p->missed = m;
-		p->missed_slots = n;
-	}
-	for (i = (addr * 0x9e3779b97f4a7c15ULL) >> 20 & (p->missed_slots - 1); p->missed[i];
-	     i = (i + 1) & (p->missed_slots - 1))
-		if (p->missed[i] == addr)
-			return 1;
-	p->missed[i] = addr;
-	p->nmissed++;
-	return 0;
+	if (p->missed.n >= MISSED_MAX)  /* a bound: start over */
+		hashmap_clear(&p->missed);
+	return hashmap_put(&p->missed, addr, &added) && !added;
 }
 
 /* Load the symbols of the file opened when it was first seen. */
@@ -346,7 +314,7 @@ size_t nsym_mem(const struct nsym *s, size_t *files)
 	size_t bytes = sizeof(*s), nf = 0;
 
 	for (const struct nproc *p = s->procs; p; p = p->next) {
-		bytes += sizeof(*p) + p->n * sizeof(*p->maps) + p->missed_slots * sizeof(*p->missed);
+		bytes += sizeof(*p) + p->n * sizeof(*p->maps) + hashmap_mem(&p->missed);
 		for (size_t i = 0; i < p->n; i++)
 			bytes += strlen(p->maps[i].name) + 1;
 	}

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/hashmap.h"
 #include "sym/pyruntime.h"
 #include "sym/pysym.h"
 
@@ -24,14 +25,7 @@
 #define STR_MAX 4096            /* characters of a name read */
 #define LINETABLE_MAX (1 << 20)
 
-struct pystr {                  /* an interned string */
-	struct pystr *next;
-	__u32 hash;
-	char s[];
-};
-
 struct pycode {                 /* a resolved code object */
-	struct pycode *next;
 	__u64 addr;
 	pid_t pid;
 	__u32 ident;
@@ -51,74 +45,61 @@ struct pyproc {                 /* per process: layout and memory */
 };
 
 struct pysym {
-	struct pycode **codes;
-	size_t ncodes, code_buckets;
-	struct pystr **strs;
-	size_t nstrs, str_buckets;
+	struct hashmap codes;   /* hash of (pid, addr, ident) -> struct pycode * */
+	struct hashmap strs;    /* hash of a string -> its interned copy */
 	struct pyproc *procs;
-	size_t bytes;
+	size_t bytes;           /* allocated, but for the maps */
 };
 
-static __u32 hash_bytes(const void *p, size_t n)
+static uint64_t code_hash(pid_t pid, __u64 addr, __u32 ident)
 {
-	const __u8 *b = p;
-	__u32 h = 2166136261u;
-
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ b[i]) * 16777619u;
-	return h;
+	return hashmap_hash2(addr, (__u64)ident << 32 | (__u32)pid);
 }
 
-static size_t code_slot(const struct pysym *s, pid_t pid, __u64 addr, __u32 ident)
+/* The code entry of (pid, addr, ident), or NULL. */
+static struct pycode *find_code(const struct pysym *s, pid_t pid, __u64 addr, __u32 ident)
 {
-	__u64 k = (addr ^ ((__u64)pid << 40) ^ ((__u64)ident << 13)) * 0x9e3779b97f4a7c15ULL;
+	const struct hashmap_slot *sl = hashmap_find(&s->codes, code_hash(pid, addr, ident));
 
-	return (k >> 20) & (s->code_buckets - 1);
+	for (; sl; sl = hashmap_find_next(&s->codes, sl)) {
+		struct pycode *c = (struct pycode *)(uintptr_t)sl->val;
+
+		if (c->addr == addr && c->pid == pid && c->ident == ident)
+			return c;
+	}
+	return NULL;
 }
 
 struct pysym *pysym_new(void)
 {
 	struct pysym *s = calloc(1, sizeof(*s));
 
-	if (!s)
-		return NULL;
-	s->code_buckets = 1024;
-	s->str_buckets = 1024;
-	s->codes = calloc(s->code_buckets, sizeof(*s->codes));
-	s->strs = calloc(s->str_buckets, sizeof(*s->strs));
-	if (!s->codes || !s->strs) {
-		pysym_free(s);
-		return NULL;
-	}
-	s->bytes = sizeof(*s) + (s->code_buckets + s->str_buckets) * sizeof(void *);
+	if (s)
+		s->bytes = sizeof(*s);
 	return s;
 }
 
 static void free_code(struct pysym *s, struct pycode *c)
 {
 	s->bytes -= sizeof(*c) + c->tablen;
-	s->ncodes--;
 	free(c->table);
 	free(c);
 }
 
 void pysym_forget(struct pysym *s, pid_t pid)
 {
+	struct hashmap_slot *sl;
 	struct pyproc **pp;
 
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->code_buckets; i++) {
-		for (struct pycode **cp = &s->codes[i]; *cp; ) {
-			struct pycode *c = *cp;
+	hashmap_for_each(&s->codes, sl) {
+		struct pycode *c = (struct pycode *)(uintptr_t)sl->val;
 
-			if (c->pid != pid) {
-				cp = &c->next;
-				continue;
-			}
-			*cp = c->next;
-			free_code(s, c);
-		}
+		if (c->pid != pid)
+			continue;
+		hashmap_remove(&s->codes, sl);
+		free_code(s, c);
 	}
 	for (pp = &s->procs; *pp; pp = &(*pp)->next) {
 		struct pyproc *p = *pp;
@@ -136,101 +117,49 @@ void pysym_forget(struct pysym *s, pid_t pid)
 
 void pysym_free(struct pysym *s)
 {
+	struct hashmap_slot *sl;
+
 	if (!s)
 		return;
 	while (s->procs)
 		pysym_forget(s, s->procs->pid);
-	for (size_t i = 0; s->codes && i < s->code_buckets; i++) {
-		while (s->codes[i]) {
-			struct pycode *c = s->codes[i];
-
-			s->codes[i] = c->next;
-			free_code(s, c);
-		}
-	}
-	for (size_t i = 0; s->strs && i < s->str_buckets; i++) {
-		while (s->strs[i]) {
-			struct pystr *p = s->strs[i];
-
-			s->strs[i] = p->next;
-			free(p);
-		}
-	}
-	free(s->codes);
-	free(s->strs);
+	hashmap_for_each(&s->codes, sl)
+		free_code(s, (struct pycode *)(uintptr_t)sl->val);
+	hashmap_for_each(&s->strs, sl)
+		free((char *)(uintptr_t)sl->val);
+	hashmap_release(&s->codes);
+	hashmap_release(&s->strs);
 	free(s);
 }
 
 size_t pysym_mem(const struct pysym *s, size_t *codes)
 {
 	if (codes)
-		*codes = s ? s->ncodes : 0;
-	return s ? s->bytes : 0;
+		*codes = s ? s->codes.n : 0;
+	return s ? s->bytes + hashmap_mem(&s->codes) + hashmap_mem(&s->strs) : 0;
 }
 
 /* The interned copy of str, or NULL (out of memory). */
 static const char *intern(struct pysym *s, const char *str)
 {
 	size_t len = strlen(str);
-	__u32 h = hash_bytes(str, len);
-	struct pystr *p, **b;
+	uint64_t h = hashmap_hash_bytes(str, len);
+	const struct hashmap_slot *sl;
+	char *p;
 
-	if (s->nstrs > s->str_buckets) {
-		size_t nb = s->str_buckets * 2;
-		struct pystr **nt = calloc(nb, sizeof(*nt));
-
-		if (nt) {
-			for (size_t i = 0; i < s->str_buckets; i++) {
-				while ((p = s->strs[i])) {
-					s->strs[i] = p->next;
-					p->next = nt[p->hash & (nb - 1)];
-					nt[p->hash & (nb - 1)] = p;
-				}
-			}
-			free(s->strs);
-			s->bytes += (nb - s->str_buckets) * sizeof(*nt);
-			s->strs = nt;
-			s->str_buckets = nb;
-		}
-	}
-	b = &s->strs[h & (s->str_buckets - 1)];
-	for (p = *b; p; p = p->next)
-		if (p->hash == h && !strcmp(p->s, str))
-			return p->s;
-	p = malloc(sizeof(*p) + len + 1);
+	for (sl = hashmap_find(&s->strs, h); sl; sl = hashmap_find_next(&s->strs, sl))
+		if (!strcmp((const char *)(uintptr_t)sl->val, str))
+			return (const char *)(uintptr_t)sl->val;
+	p = malloc(len + 1);
 	if (!p)
 		return NULL;
-	p->hash = h;
-	memcpy(p->s, str, len + 1);
-	p->next = *b;
-	*b = p;
-	s->nstrs++;
-	s->bytes += sizeof(*p) + len + 1;
-	return p->s;
-}
-
-static void grow_codes(struct pysym *s)
-{
-	size_t nb = s->code_buckets * 2, ob = s->code_buckets;
-	struct pycode **old = s->codes, **nt = calloc(nb, sizeof(*nt));
-
-	if (!nt)
-		return;
-	s->codes = nt;
-	s->code_buckets = nb;
-	for (size_t i = 0; i < ob; i++) {
-		struct pycode *c;
-
-		while ((c = old[i])) {
-			size_t k = code_slot(s, c->pid, c->addr, c->ident);
-
-			old[i] = c->next;
-			c->next = nt[k];
-			nt[k] = c;
-		}
+	memcpy(p, str, len + 1);
+	if (hashmap_add(&s->strs, h, (uintptr_t)p)) {
+		free(p);
+		return NULL;
 	}
-	free(old);
-	s->bytes += (nb - ob) * sizeof(*nt);
+	s->bytes += len + 1;
+	return p;
 }
 
 /* Line tables -------------------------------------------------------------- */
@@ -512,11 +441,10 @@ int pysym_resolve(struct pysym *s, pid_t pid, const struct gb_py_config *cfg,
 	unknown(out);
 	if (!f->code)
 		return -EINVAL;
-	for (c = s->codes[code_slot(s, pid, f->code, f->ident)]; c; c = c->next) {
-		if (c->addr == f->code && c->pid == pid && c->ident == f->ident) {
-			frame_line(c, f, out);
-			return 0;
-		}
+	c = find_code(s, pid, f->code, f->ident);
+	if (c) {
+		frame_line(c, f, out);
+		return 0;
 	}
 	p = get_proc(s, pid, cfg);
 	if (!p)
@@ -561,21 +489,13 @@ int pysym_resolve(struct pysym *s, pid_t pid, const struct gb_py_config *cfg,
 	c->table = table;
 	c->tablen = tablen;
 	c->last_instr = INT32_MIN;
-	if (!c->qualname || !c->filename) {
+	if (!c->qualname || !c->filename ||
+	    hashmap_add(&s->codes, code_hash(pid, c->addr, c->ident), (uintptr_t)c)) {
 		free(c);
 		err = -ENOMEM;
 		goto cleanup;
 	}
 	table = NULL;
-	if (s->ncodes >= s->code_buckets)
-		grow_codes(s);
-	{
-		size_t k = code_slot(s, pid, c->addr, c->ident);
-
-		c->next = s->codes[k];
-		s->codes[k] = c;
-	}
-	s->ncodes++;
 	s->bytes += sizeof(*c) + c->tablen;
 	frame_line(c, f, out);
 cleanup:

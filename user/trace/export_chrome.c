@@ -41,6 +41,7 @@
 #include "model/cuda_calls.h"
 #include "trace/export.h"
 #include "trace/gpu_events.h"
+#include "lib/hashmap.h"
 #include "lib/json_writer.h"
 #include "model/memory.h"
 #include "model/model.h"
@@ -488,29 +489,22 @@ static int write_metadata(struct jw *jw, const struct model *m)
 /* Name each GPU track once: "GPU 0 / stream 7", sorted after the host threads. */
 static int write_gpu_tracks(struct jw *jw, const struct model *m)
 {
-	struct { uint32_t pid, tid; } *seen = NULL, *ns;
-	size_t n = 0;
+	struct hashmap seen;    /* (pid, tid) of the tracks named */
 	char name[64];
 
+	hashmap_init(&seen);
 	for (size_t i = 0; i < m->nev; i++) {
 		const struct model_event *ev = &m->ev[i];
-		size_t k;
+		int added;
 
 		if (!gpu_has_track(ev))
 			continue;
-		for (k = 0; k < n; k++)
-			if (seen[k].pid == ev->pid && seen[k].tid == gpu_tid(ev))
-				break;
-		if (k < n)
-			continue;
-		ns = realloc(seen, (n + 1) * sizeof(*seen));
-		if (!ns) {
-			free(seen);
+		if (!hashmap_put(&seen, (uint64_t)ev->pid << 32 | gpu_tid(ev), &added)) {
+			hashmap_release(&seen);
 			return -ENOMEM;
 		}
-		seen = ns;
-		seen[n].pid = ev->pid;
-		seen[n++].tid = gpu_tid(ev);
+		if (!added)
+			continue;
 		if (ev->kind == EV_MEMORY)
 			snprintf(name, sizeof(name), "GPU %u / memory", ev->device);
 		else
@@ -533,7 +527,7 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 		jw_obj_end(jw);
 		jw_obj_end(jw);
 	}
-	free(seen);
+	hashmap_release(&seen);
 	return 0;
 }
 

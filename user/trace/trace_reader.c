@@ -16,6 +16,7 @@
 #include <zlib.h>
 #include <cjson/cJSON.h>
 
+#include "lib/array.h"
 #include "lib/json_writer.h"
 #include "trace/trace_reader.h"
 
@@ -242,15 +243,8 @@ static int scan_object(struct scan *s, struct trace_reader *r, const char *base,
 		if (ret)
 			return ret;
 		if (r) {
-			if (n == r->mcap) {
-				size_t cap = r->mcap ? r->mcap * 2 : 32;
-				void *m = realloc(r->mtmp, cap * sizeof(*r->mtmp));
-
-				if (!m)
-					return bad(s, s->p, "out of memory");
-				r->mtmp = m;
-				r->mcap = cap;
-			}
+			if (array_grow(&r->mtmp, &r->mcap, n + 1))
+				return bad(s, s->p, "out of memory");
 			r->mtmp[n].key.off = kstart + 1 - base;
 			r->mtmp[n].key.len = s->p - kstart - 2;
 		}

@@ -1,0 +1,26 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Arrays that grow by doubling; see array.h. */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include "lib/array.h"
+
+#define ARRAY_MIN 64
+
+/* array_grow_bytes() when the array is full */
+int array_realloc(void **arr, size_t *cap, size_t want, size_t elem)
+{
+	size_t ncap = *cap ? *cap : ARRAY_MIN;
+	void *p;
+
+	if (want > SIZE_MAX / 2 / elem)         /* ncap * 2 * elem must not wrap */
+		return -ENOMEM;
+	while (ncap < want)
+		ncap *= 2;
+	p = realloc(*arr, ncap * elem);
+	if (!p)
+		return -ENOMEM;
+	*arr = p;
+	*cap = ncap;
+	return 0;
+}

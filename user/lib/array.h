@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Arrays that grow by doubling: the one growth helper of user/.
+ *
+ *	struct item *v = NULL;
+ *	size_t n = 0, cap = 0;
+ *
+ *	if (array_grow(&v, &cap, n + 1))
+ *		return -ENOMEM;
+ *	v[n++] = item;
+ */
+#ifndef GPUBPF_ARRAY_H
+#define GPUBPF_ARRAY_H
+
+#include <stddef.h>
+
+int array_realloc(void **arr, size_t *cap, size_t want, size_t elem);
+
+/*
+ * Make *arr (of elem-byte items, room for *cap) hold at least want,
+ * doubling from 64; on failure *arr and *cap are unchanged.  0 or -ENOMEM.
+ */
+static inline int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t elem)
+{
+	return want <= *cap ? 0 : array_realloc(arr, cap, want, elem);
+}
+
+/* array_grow_bytes() for an array pointer arr (not a void **). */
+#define array_grow(arr, cap, want) \
+	array_grow_bytes((void **)(arr), (cap), (want), sizeof(**(arr)))
+
+#endif
