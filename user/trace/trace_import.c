@@ -110,13 +110,17 @@ static bool next_item(const char **s, const char *end, struct val *key, struct v
 /* The members of args (an object's text) that the model has fields for. */
 static void scan_args(const struct val *args, struct val *a)
 {
-	const char *s = args->p, *end = args->p + args->len;
+	const char *s = args->p, *end;
 	struct val k, v;
 
 	memset(a, 0, A_N * sizeof(*a));
-	while (s && next_item(&s, end, &k, &v))
+	if (!s)
+		return;
+	end = s + args->len;
+	while (next_item(&s, end, &k, &v))
 		for (int i = 0; i < A_N; i++)
-			if (strlen(arg_keys[i]) == k.len && !memcmp(arg_keys[i], k.p, k.len)) {
+			if (arg_keys[i][0] == *k.p && !strncmp(arg_keys[i], k.p, k.len) &&
+			    !arg_keys[i][k.len]) {
 				a[i] = v;
 				break;
 			}
@@ -179,11 +183,12 @@ static unsigned hex4(const char *p)
  */
 static const char *str_val(struct trace_import *ti, const struct val *v)
 {
-	const char *p = v->p, *end = v->p + v->len - 1;
+	const char *p = v->p, *end;
 	size_t n = 0;
 
 	if (!p || v->len < 2 || *p != '"' || grow((void **)&ti->buf, &ti->bufcap, v->len, 1))
 		return NULL;
+	end = p + v->len - 1;
 	for (p++; p < end; p++) {
 		unsigned c;
 
@@ -253,9 +258,12 @@ static uint64_t hex_val(const struct val *v)
 
 static void u32x3_val(const struct val *v, uint32_t out[3])
 {
-	const char *s = v->p, *end = v->p + v->len;
+	const char *s = v->p, *end;
 	struct val x;
 
+	if (!s)
+		return;
+	end = s + v->len;
 	for (int i = 0; i < 3 && next_item(&s, end, NULL, &x); i++)
 		out[i] = (uint32_t)int_val(&x);
 }
@@ -274,10 +282,11 @@ static struct val member_val(const struct tr_event *te, int key)
 	return (struct val){ te->text + te->m[key].val.off, te->m[key].val.len };
 }
 
-static uint64_t hash_ids(const uint32_t *ids, uint32_t n, uint64_t h)
+/* A stack's id: a hash of its text as the trace writes it (never 0). */
+static uint64_t hash_text(const struct val *v, uint64_t h)
 {
-	for (uint32_t i = 0; i < n; i++)
-		h = (h ^ ids[i]) * 1099511628211ULL;
+	for (size_t i = 0; i < v->len; i++)
+		h = (h ^ (unsigned char)v->p[i]) * 1099511628211ULL;
 	return h ? h : 1;
 }
 
@@ -325,7 +334,10 @@ static int read_frames(struct trace_import *ti, const struct val *arr, bool func
 	return 0;
 }
 
-/* A call's Python and native stacks, under ids hashed from their frames. */
+/*
+ * A call's Python and native stacks, under ids hashed from their text:
+ * frames are read once per process and stack.
+ */
 static int read_stacks(struct trace_import *ti, const struct val *a, struct model_event *ev)
 {
 	const struct model_stack *st;
@@ -335,25 +347,30 @@ static int read_stacks(struct trace_import *ti, const struct val *a, struct mode
 	if (a[A_STACK].p) {
 		bool trunc = a[A_STACK_TRUNCATED].p && *a[A_STACK_TRUNCATED].p == 't';
 
-		ret = read_frames(ti, &a[A_STACK], true, &n);
-		if (ret)
-			return ret;
-		ev->pystack = hash_ids(ti->frames, n, 14695981039346656037ULL + trunc);
-		ret = model_add_stack(ti->m, ev->pid, ev->pystack, trunc, n, ti->frames, ti->funcs);
-		if (ret)
-			return ret;
+		ev->pystack = hash_text(&a[A_STACK], 14695981039346656037ULL + trunc);
 		st = model_find_stack(ti->m, ev->pid, ev->pystack);
+		if (!st) {
+			ret = read_frames(ti, &a[A_STACK], true, &n);
+			if (!ret)
+				ret = model_add_stack(ti->m, ev->pid, ev->pystack, trunc, n,
+						      ti->frames, ti->funcs);
+			if (ret)
+				return ret;
+			st = model_find_stack(ti->m, ev->pid, ev->pystack);
+		}
 		ev->stack = st ? st - ti->m->stacks + 1 : 0;
 	}
 	if (a[A_NATIVE_STACK].p) {
-		ret = read_frames(ti, &a[A_NATIVE_STACK], false, &n);
-		if (ret)
-			return ret;
-		ev->nstack = hash_ids(ti->frames, n, 14695981039346656037ULL);
-		ret = model_add_native_stack(ti->m, ev->pid, ev->nstack, n, ti->frames);
-		if (ret)
-			return ret;
+		ev->nstack = hash_text(&a[A_NATIVE_STACK], 14695981039346656037ULL);
 		st = model_find_native_stack(ti->m, ev->pid, ev->nstack);
+		if (!st) {
+			ret = read_frames(ti, &a[A_NATIVE_STACK], false, &n);
+			if (!ret)
+				ret = model_add_native_stack(ti->m, ev->pid, ev->nstack, n, ti->frames);
+			if (ret)
+				return ret;
+			st = model_find_native_stack(ti->m, ev->pid, ev->nstack);
+		}
 		ev->native = st ? st - ti->m->stacks + 1 : 0;
 	}
 	return 0;
