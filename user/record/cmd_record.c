@@ -1110,9 +1110,9 @@ int cmd_record(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %llu Python frames could not be named (their process had "
 			"exited or changed); they read \"?\"\n",
 			(unsigned long long)r.coll.py_unresolved);
-	if (!r.quiet) {         /* the diagnosis, read back from the trace */
+	if (!r.quiet) {         /* the diagnosis, of the model just written */
 		fflush(stderr);
-		report_print_file(r.output, stdout);
+		report_print_model(&r.model, r.output, stdout);
 		fflush(stdout);
 	}
 	ret = r.mode == MODE_CMD ? r.child_status : 0;
