@@ -109,6 +109,31 @@
 #define TS_GPU_LATE_STALL       "stall_us"
 #define TS_GPU_SKEWED           "clock_skewed_events"
 #define TS_GPU_MAX_SKEW         "max_clock_skew_us"
+/* A trace opens with its metadata: write this, then the object. */
+#define TS_OPEN_META            "{\"" TS_META "\":"
+
+/*
+ * What merge adds: processes are named "<host>: <name>" with the host
+ * and the pid on it in args; the "gpubpf" object says which host's clock
+ * the trace is on and, under "merge", how each input was placed.
+ */
+#define TS_ARG_HOST             "host"
+#define TS_ARG_HOST_PID         "host_pid"
+#define TS_META_CLOCK_HOST      "clock_host"
+#define TS_META_MERGE           "merge"
+#define TS_MERGE_REFERENCE      "reference"
+#define TS_MERGE_ALIGNED        "aligned_collectives"
+#define TS_MERGE_PID_STRIDE     "pid_stride"
+#define TS_MERGE_HOSTS          "hosts"         /* one object per input: */
+#define TS_MERGE_HOST           "host"
+#define TS_MERGE_TRACE_HOST     "trace_host"
+#define TS_MERGE_FILE           "file"
+#define TS_MERGE_CLOCK_SHIFT    "clock_shift_ns"
+#define TS_MERGE_SKEW           "skew_ns"
+#define TS_MERGE_SKEW_SPREAD    "skew_spread_ns"
+#define TS_MERGE_MATCHED        "collectives_matched"
+#define TS_MERGE_SHIFT          "shift_ns"
+#define TS_MERGE_PID_BASE       "pid_base"
 
 /*
  * GPU tracks are threads of the process with synthetic tids above any
