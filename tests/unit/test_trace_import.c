@@ -420,7 +420,10 @@ static void test_handwritten(void)
 		"{\"ph\":\"X\",\"cat\":\"python\",\"name\":\"f\",\"pid\":1,\"tid\":2,\"ts\":1,\"dur\":9},\n"
 		"{\"ph\":\"X\",\"cat\":\"cuda_api\",\"name\":\"cuCtxSynchronize\",\"pid\":1,\"tid\":2,"
 		"\"ts\":5000000.001,\"dur\":1.5,\"args\":{\"x\":[1,{\"ret\":3}],\"ret\":1,"
-		"\"stack\":[\"a\\u00e9\\ud83d\\ude00\\\"b (f.py:3)\"]}}\n"
+		"\"stack\":[\"a\\u00e9\\ud83d\\ude00\\\"b (f.py:3)\"]}},\n"
+		"{\"ph\":\"X\",\"cat\":\"cuda_api\",\"name\":\"\",\"pid\":1,\"tid\":2,"
+		"\"ts\":5000001,\"dur\":0,\"args\":{\"kernel\":\"\",\"stack\":[],"
+		"\"native_stack\":[\"\"]}}\n"
 		"]}\n";
 	const char *p = in_dir("hand.json");
 	struct model m;
@@ -439,6 +442,7 @@ static void test_handwritten(void)
 		is_str(frame(&m, e->stack, 0), "a\xc3\xa9\xf0\x9f\x98\x80\"b (f.py:3)",
 		       "escapes decoded to UTF-8");
 	is_int(m.nthreads, 0, "GPU track names are not threads");
+	ok(find(&m, EV_API, "", 5000001000ULL), "empty names and stacks read");
 	model_release(&m);
 }
 

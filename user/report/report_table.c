@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/json_writer.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
 #include "report/report_table.h"
@@ -36,18 +37,64 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 	return 0;
 }
 
+/* s's id; on allocation failure 0, and rt_finish() fails. */
 static uint32_t intern(struct rt_table *t, const char *s)
 {
-	return strtab_intern(&t->strs, s);
+	uint32_t id = strtab_intern(&t->strs, s);
+
+	if (!id && *s)
+		t->nomem = true;
+	return id;
 }
 
-/* The table's id of model string id, 0 on allocation failure. */
+/*
+ * s as a trace holds it, ill-formed UTF-8 replaced by U+FFFD as the JSON
+ * writer does, so that the report of a model and of its trace agree.
+ */
+static uint32_t intern_utf8(struct rt_table *t, const char *s)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, o = 0, k, bad;
+	uint32_t id;
+	char *fixed;
+
+	while (i < n && (u[i] < 0x80 || (k = utf8_seq(u + i, n - i, &bad))))
+		i += u[i] < 0x80 ? 1 : k;
+	if (i == n)
+		return intern(t, s);
+	fixed = malloc(3 * n + 1);      /* at worst one U+FFFD per byte */
+	if (!fixed) {
+		t->nomem = true;
+		return 0;
+	}
+	for (i = 0; i < n;) {
+		if (u[i] < 0x80) {
+			fixed[o++] = s[i++];
+		} else if ((k = utf8_seq(u + i, n - i, &bad))) {
+			memcpy(fixed + o, s + i, k);
+			o += k;
+			i += k;
+		} else {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i += bad;
+		}
+	}
+	fixed[o] = 0;
+	id = intern(t, fixed);
+	free(fixed);
+	return id;
+}
+
+/* The table's id of model string id (0 on allocation failure, see intern()). */
 static uint32_t str_id(struct rt_table *t, const struct model *m, uint32_t id)
 {
-	if (grow((void **)&t->ids, &t->nids, id + 1, sizeof(*t->ids)))
+	if (grow((void **)&t->ids, &t->nids, id + 1, sizeof(*t->ids))) {
+		t->nomem = true;
 		return 0;
+	}
 	if (!t->ids[id])
-		t->ids[id] = intern(t, strtab_get(&m->strs, id)) + 1;
+		t->ids[id] = intern_utf8(t, strtab_get(&m->strs, id)) + 1;
 	return t->ids[id] - 1;
 }
 
@@ -222,8 +269,9 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 	struct rt_event *r = new_row(t, ev);
 	uint8_t cls;
 
-	if (!r || !(r->name = str_id(t, m, ev->name)))
+	if (!r)
 		return -ENOMEM;
+	r->name = str_id(t, m, ev->name);
 	r->kind = RT_API;
 	r->tid = ev->tid;
 	if ((ev->fields & MF_RET) && ev->ret) {
@@ -237,10 +285,11 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 	cls = classify(t, r->name);
 	if (cls & NC_SYNC)
 		r->flags |= RTF_SYNC;
-	if ((cls & NC_LAUNCH) && (ev->fields & MF_FUNC) && !(r->aux = launch_kernel(t, m, ev)))
-		return -ENOMEM;
-	if (cls & NC_LAUNCH)
+	if (cls & NC_LAUNCH) {
 		r->flags |= RTF_LAUNCH;
+		if (ev->fields & MF_FUNC)
+			r->aux = launch_kernel(t, m, ev);
+	}
 	if ((cls >> 4) && !(r->flags & RTF_FAILED))
 		return add_mem_call(t, ev, r, cls >> 4);
 	return 0;
@@ -267,7 +316,7 @@ static int add_gpu_work(struct rt_table *t, const struct model *m, const struct 
 	}
 	r->device = ev->device;
 	r->tid = ev->gpu_stream;
-	return r->name ? 0 : -ENOMEM;
+	return 0;
 }
 
 /*
@@ -293,7 +342,7 @@ static int add_gpu_memory(struct rt_table *t, const struct model_event *ev)
 	mm->gpu = 1;
 	/* until the call with its correlation id names it */
 	mm->name = intern(t, ev->gpu_kind == 1 ? TS_NAME_ALLOC : TS_NAME_FREE);
-	return mm->name ? 0 : -ENOMEM;
+	return 0;
 }
 
 void rt_init(struct rt_table *t, const char *path)
@@ -393,8 +442,8 @@ static int finish_procs(struct rt_table *t, const struct model *m)
 		const struct model_process *p = &m->procs[i];
 
 		for (size_t k = 0; k < t->nprocs && p->name; k++)
-			if (t->procs[k].pid == p->pid && !(t->procs[k].name = str_id(t, m, p->name)))
-				return -ENOMEM;
+			if (t->procs[k].pid == p->pid)
+				t->procs[k].name = str_id(t, m, p->name);
 		n += !!p->missed;
 	}
 	t->dropped = m->dropped_total;
@@ -422,8 +471,8 @@ int rt_finish(struct rt_table *t, const struct model *m)
 	if (!t->seeded && seed_procs(t, m))
 		return -ENOMEM;
 	ret = finish_procs(t, m);
-	if (ret)
-		return ret;
+	if (ret || t->nomem)
+		return ret ? ret : -ENOMEM;
 	for (size_t i = 1; i < t->nev && sorted; i++)
 		sorted = t->ev[i].ts >= t->ev[i - 1].ts;
 	if (!sorted)

@@ -93,6 +93,7 @@ struct rt_table {
 	size_t nsites;
 	uint32_t last_proc;     /* the process of the last row */
 	bool seeded;            /* named processes added, in the model's order */
+	bool nomem;             /* a string could not be added */
 };
 
 /* An empty table of the trace at path (as the report names it). */

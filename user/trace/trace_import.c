@@ -186,8 +186,12 @@ static const char *str_val(struct trace_import *ti, const struct val *v)
 	const char *p = v->p, *end;
 	size_t n = 0;
 
-	if (!p || v->len < 2 || *p != '"' || grow((void **)&ti->buf, &ti->bufcap, v->len, 1))
+	if (!p || v->len < 2 || *p != '"')
 		return NULL;
+	if (grow((void **)&ti->buf, &ti->bufcap, v->len, 1)) {
+		ti->nomem = true;
+		return NULL;
+	}
 	end = p + v->len - 1;
 	for (p++; p < end; p++) {
 		unsigned c;
@@ -226,11 +230,21 @@ static const char *str_val(struct trace_import *ti, const struct val *v)
 	return ti->buf;
 }
 
+/* s's id; on allocation failure 0, and the event fails. */
+static uint32_t intern(struct trace_import *ti, const char *s)
+{
+	uint32_t id = strtab_intern(&ti->m->strs, s);
+
+	if (!id && *s)
+		ti->nomem = true;
+	return id;
+}
+
 static uint32_t intern_val(struct trace_import *ti, const struct val *v)
 {
 	const char *s = str_val(ti, v);
 
-	return s ? strtab_intern(&ti->m->strs, s) : 0;
+	return s ? intern(ti, s) : 0;
 }
 
 static int64_t int_val(const struct val *v)
@@ -298,16 +312,18 @@ static uint32_t frame_func(struct trace_import *ti, const char *frame)
 	uint32_t id;
 
 	if (!n || frame[n - 1] != ')')
-		return strtab_intern(&ti->m->strs, frame);
+		return intern(ti, frame);
 	while (i > 0 && frame[i - 1] >= '0' && frame[i - 1] <= '9')
 		i--;
 	if (i == 0 || i == n - 1 || frame[i - 1] != ':')
-		return strtab_intern(&ti->m->strs, frame);
+		return intern(ti, frame);
 	copy = strndup(frame, i);
-	if (!copy)
+	if (!copy) {
+		ti->nomem = true;
 		return 0;
+	}
 	copy[i - 1] = ')';
-	id = strtab_intern(&ti->m->strs, copy);
+	id = intern(ti, copy);
 	free(copy);
 	return id;
 }
@@ -324,11 +340,7 @@ static int read_frames(struct trace_import *ti, const struct val *arr, bool func
 		    grow((void **)&ti->funcs, &ti->funccap, *n + 1, sizeof(*ti->funcs)))
 			return -ENOMEM;
 		ti->frames[*n] = intern_val(ti, &v);
-		if (!ti->frames[*n])
-			return -ENOMEM;
 		ti->funcs[*n] = funcs ? frame_func(ti, strtab_get(&ti->m->strs, ti->frames[*n])) : 0;
-		if (funcs && !ti->funcs[*n])
-			return -ENOMEM;
 		++*n;
 	}
 	return 0;
@@ -400,8 +412,8 @@ static int read_call(struct trace_import *ti, const struct val *a, struct model_
 		s = str_val(ti, &a[A_KERNEL]);
 		if (s && !strncmp(s, "0x", 2) && s[2] && strspn(s + 2, "0123456789abcdef") == strlen(s + 2))
 			ev->func = strtoull(s, NULL, 16);
-		else if (s && !(ev->kernel = strtab_intern(&ti->m->strs, s)))
-			return -ENOMEM;
+		else if (s)
+			ev->kernel = intern(ti, s);
 	}
 	if (a[A_GRID].p) {
 		ev->fields |= MF_GRID;
@@ -639,14 +651,16 @@ static int set_gpu_dropped(struct model *m, struct model_process *p, const cJSON
 
 static int set_missed(struct model *m, struct model_process *p, const cJSON *v)
 {
-	if (cJSON_IsString(v) && !(p->missed = strtab_intern(&m->strs, v->valuestring)))
+	if (cJSON_IsString(v) && !(p->missed = strtab_intern(&m->strs, v->valuestring)) &&
+	    *v->valuestring)
 		return -ENOMEM;
 	return 0;
 }
 
 static int set_gpu_error(struct model *m, struct model_process *p, const cJSON *v)
 {
-	if (cJSON_IsString(v) && !(p->gpu_error = strtab_intern(&m->strs, v->valuestring)))
+	if (cJSON_IsString(v) && !(p->gpu_error = strtab_intern(&m->strs, v->valuestring)) &&
+	    *v->valuestring)
 		return -ENOMEM;
 	return 0;
 }
@@ -724,6 +738,8 @@ int trace_import_next(struct trace_import *ti, struct model_event *ev)
 			return ret ? fail(ti, ret) : 0;
 		ret = import_event(ti, te, ev);
 		free(te);
+		if (ti->nomem)
+			ret = -ENOMEM;
 	} while (!ret);
 	return ret > 0 ? 1 : fail(ti, ret);
 }

@@ -30,6 +30,7 @@
 #ifndef GPUBPF_TRACE_IMPORT_H
 #define GPUBPF_TRACE_IMPORT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -43,6 +44,7 @@ struct trace_import {
 	size_t bufcap;
 	uint32_t *frames, *funcs;       /* a stack being read */
 	size_t framecap, funccap;
+	bool nomem;                     /* a string could not be added */
 	char msg[600];                  /* "PATH: what is wrong", else the reader's */
 };
 
