@@ -156,28 +156,32 @@ static void report_all(void)
 	rt_release(&t);
 }
 
+/* A file written: not empty, strict UTF-8. */
+static void must_be_utf8(const char *path)
+{
+	unsigned char *text = malloc(64 << 20);
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	must(fd >= 0 && text);
+	n = read(fd, text, 64 << 20);
+	close(fd);
+	must(n > 0 && utf8_ok(text, n));
+	free(text);
+}
+
 static void import_all(void)
 {
 	struct model m;
 	struct sink out;
 	char err[700];
-	unsigned char *text;
-	ssize_t n;
-	int fd;
 
 	model_init(&m);
 	if (trace_import_file(&m, in_path, err, sizeof(err)) == 0) {
 		must(sink_open_plain(&out, out_path) == 0);
 		must(export_chrome.write(&m, &out) == 0);
 		must(sink_commit(&out) == 0);
-		fd = open(out_path, O_RDONLY);
-		must(fd >= 0);
-		text = malloc(64 << 20);
-		must(text);
-		n = read(fd, text, 64 << 20);
-		close(fd);
-		must(n > 0 && utf8_ok(text, n));
-		free(text);
+		must_be_utf8(out_path);
 		unlink(out_path);
 	} else {
 		must(err[0] && !strchr(err, '\n'));
@@ -188,23 +192,12 @@ static void import_all(void)
 static void merge_all(void)
 {
 	char *argv[] = { "merge", "-q", "--align-collectives", "-o", out_path, in_path, NULL };
-	unsigned char *out;
-	ssize_t n;
-	int fd;
 
 	if (cmd_merge(6, argv) != 0) {
 		must(access(out_path, F_OK) != 0);      /* never half-written */
 		return;
 	}
-	fd = open(out_path, O_RDONLY);
-	must(fd >= 0);
-	out = malloc(64 << 20);
-	must(out);
-	n = read(fd, out, 64 << 20);
-	close(fd);
-	must(n > 0);
-	must(utf8_ok(out, n));
-	free(out);
+	must_be_utf8(out_path);
 	must(read_all(out_path, false) == 0);
 	unlink(out_path);
 }

@@ -122,8 +122,10 @@ static uint32_t user_site(struct rt_table *t, const struct model *m, uint32_t st
 {
 	const struct model_stack *st = &m->stacks[stack - 1];
 
-	if (grow((void **)&t->sites, &t->nsites, stack + 1, sizeof(*t->sites)))
+	if (grow((void **)&t->sites, &t->nsites, stack + 1, sizeof(*t->sites))) {
+		t->nomem = true;
 		return 0;
+	}
 	if (t->sites[stack])
 		return t->sites[stack] - 1;
 	t->sites[stack] = 1;
@@ -145,8 +147,10 @@ static uint8_t classify(struct rt_table *t, uint32_t id)
 	uint8_t c = NC_KNOWN;
 	int call;
 
-	if (grow((void **)&t->cls, &t->ncls, id + 1, 1))
+	if (grow((void **)&t->cls, &t->ncls, id + 1, 1)) {
+		t->nomem = true;
 		return 0;
+	}
 	if (t->cls[id])
 		return t->cls[id];
 	n = rt_str(t, id);

@@ -138,6 +138,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 	q = realloc(*p, n * size);
 	if (!q)
 		return -ENOMEM;
+	memset((char *)q + *cap * size, 0, (n - *cap) * size);
 	*p = q;
 	*cap = n;
 	return 0;
@@ -347,45 +348,28 @@ static int read_frames(struct trace_import *ti, const struct val *arr, bool func
 }
 
 /*
- * A call's Python and native stacks, under ids hashed from their text:
- * frames are read once per process and stack.
+ * One stack of process pid, under an id hashed from its text (*id): its
+ * frames are read once per process and stack.  Its index + 1 in
+ * m->stacks, as model_finish() sets it; 0 on allocation failure.
  */
-static int read_stacks(struct trace_import *ti, const struct val *a, struct model_event *ev)
+static uint32_t read_stack(struct trace_import *ti, const struct val *v, uint32_t pid,
+			   bool native, bool truncated, uint64_t *id)
 {
+	struct model *m = ti->m;
 	const struct model_stack *st;
 	uint32_t n;
-	int ret;
 
-	if (a[A_STACK].p) {
-		bool trunc = a[A_STACK_TRUNCATED].p && *a[A_STACK_TRUNCATED].p == 't';
-
-		ev->pystack = hash_text(&a[A_STACK], 14695981039346656037ULL + trunc);
-		st = model_find_stack(ti->m, ev->pid, ev->pystack);
-		if (!st) {
-			ret = read_frames(ti, &a[A_STACK], true, &n);
-			if (!ret)
-				ret = model_add_stack(ti->m, ev->pid, ev->pystack, trunc, n,
-						      ti->frames, ti->funcs);
-			if (ret)
-				return ret;
-			st = model_find_stack(ti->m, ev->pid, ev->pystack);
-		}
-		ev->stack = st ? st - ti->m->stacks + 1 : 0;
+	*id = hash_text(v, 14695981039346656037ULL + truncated);
+	st = native ? model_find_native_stack(m, pid, *id) : model_find_stack(m, pid, *id);
+	if (st)
+		return st - m->stacks + 1;
+	if (read_frames(ti, v, !native, &n) ||
+	    (native ? model_add_native_stack(m, pid, *id, n, ti->frames)
+		    : model_add_stack(m, pid, *id, truncated, n, ti->frames, ti->funcs))) {
+		ti->nomem = true;
+		return 0;
 	}
-	if (a[A_NATIVE_STACK].p) {
-		ev->nstack = hash_text(&a[A_NATIVE_STACK], 14695981039346656037ULL);
-		st = model_find_native_stack(ti->m, ev->pid, ev->nstack);
-		if (!st) {
-			ret = read_frames(ti, &a[A_NATIVE_STACK], false, &n);
-			if (!ret)
-				ret = model_add_native_stack(ti->m, ev->pid, ev->nstack, n, ti->frames);
-			if (ret)
-				return ret;
-			st = model_find_native_stack(ti->m, ev->pid, ev->nstack);
-		}
-		ev->native = st ? st - ti->m->stacks + 1 : 0;
-	}
-	return 0;
+	return m->nstacks;
 }
 
 static unsigned copy_kind_from_name(const char *s)
@@ -396,11 +380,29 @@ static unsigned copy_kind_from_name(const char *s)
 	return CK_NONE;
 }
 
-/* A driver call: its fields from the args the exporter wrote for them. */
-static int read_call(struct trace_import *ti, const struct val *a, struct model_event *ev)
+/* The call table's index of the entry point named by string name, -1 if none. */
+static int call_of(struct trace_import *ti, uint32_t name)
 {
+	if (grow((void **)&ti->calls, &ti->ncalls, name + 1, sizeof(*ti->calls))) {
+		ti->nomem = true;
+		return -1;
+	}
+	if (!ti->calls[name])   /* call + 2, or 1: none */
+		ti->calls[name] = cuda_call_find(strtab_get(&ti->m->strs, name)) + 2;
+	return ti->calls[name] - 2;
+}
+
+/* "0x..." in lowercase hex: a function handle the trace had no name for. */
+static bool is_handle(const char *s)
+{
+	return s[0] == '0' && s[1] == 'x' && s[2] && strspn(s + 2, "0123456789abcdef") == strlen(s + 2);
+}
+
+/* A driver call: its fields from the args the exporter wrote for them. */
+static void read_call(struct trace_import *ti, const struct val *a, struct model_event *ev)
+{
+	int call = call_of(ti, ev->name);
 	const char *s;
-	int call = cuda_call_find(strtab_get(&ti->m->strs, ev->name));
 
 	ev->kind = EV_API;
 	if (call >= 0) {
@@ -410,7 +412,7 @@ static int read_call(struct trace_import *ti, const struct val *a, struct model_
 	if (a[A_KERNEL].p) {
 		ev->fields |= MF_FUNC;
 		s = str_val(ti, &a[A_KERNEL]);
-		if (s && !strncmp(s, "0x", 2) && s[2] && strspn(s + 2, "0123456789abcdef") == strlen(s + 2))
+		if (s && is_handle(s))
 			ev->func = strtoull(s, NULL, 16);
 		else if (s)
 			ev->kernel = intern(ti, s);
@@ -456,7 +458,12 @@ static int read_call(struct trace_import *ti, const struct val *a, struct model_
 		ev->ret = int_val(&a[A_RET]);
 	}
 	ev->correlation = int_val(&a[A_CORR]);
-	return read_stacks(ti, a, ev);
+	if (a[A_STACK].p)
+		ev->stack = read_stack(ti, &a[A_STACK], ev->pid, false,
+				       a[A_STACK_TRUNCATED].p && *a[A_STACK_TRUNCATED].p == 't',
+				       &ev->pystack);
+	if (a[A_NATIVE_STACK].p)
+		ev->native = read_stack(ti, &a[A_NATIVE_STACK], ev->pid, true, false, &ev->nstack);
 }
 
 /* Where GPU work ran and the call it came from. */
@@ -585,7 +592,8 @@ static int import_event(struct trace_import *ti, const struct tr_event *te,
 	}
 	if (!member_int(te, te->key[TRK_TID], &tid))
 		ev->tid = tid;
-	return read_call(ti, a, ev) ?: 1;
+	read_call(ti, a, ev);
+	return 1;
 }
 
 /* --- the "gpubpf" object ---------------------------------------------- */
@@ -750,6 +758,9 @@ void trace_import_close(struct trace_import *ti)
 	free(ti->buf);
 	free(ti->frames);
 	free(ti->funcs);
+	free(ti->calls);
+	ti->calls = NULL;
+	ti->ncalls = 0;
 	ti->buf = NULL;
 	ti->frames = ti->funcs = NULL;
 	ti->bufcap = ti->framecap = ti->funccap = 0;

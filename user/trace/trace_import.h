@@ -44,6 +44,8 @@ struct trace_import {
 	size_t bufcap;
 	uint32_t *frames, *funcs;       /* a stack being read */
 	size_t framecap, funccap;
+	uint16_t *calls;                /* per string id: its call table index + 2, 1 none */
+	size_t ncalls;
 	bool nomem;                     /* a string could not be added */
 	char msg[600];                  /* "PATH: what is wrong", else the reader's */
 };
