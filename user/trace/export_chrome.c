@@ -19,11 +19,11 @@
  * a graph launch has one arrow to each of its kernels).  Legacy "s"/"f"
  * events would bind to whatever slice is open at their instant.
  *
- * GPU tracks are threads of the process with synthetic tids,
- * GPU_TID_BASE + (device << 20) + stream, above any real tid (pid_max is
- * at most 2^22), named "GPU <device> / stream <stream>"; stream waits
- * (cat "gpu_sync") are slices there too.  CUPTI memory records are
- * instants (cat "gpu_memory") on "GPU <device> / memory", lane 0xfffff.
+ * GPU tracks are threads of the process with synthetic tids (ts_gpu_tid()
+ * in schema.h, where every name written here is defined), named "GPU
+ * <device> / stream <stream>"; stream waits (cat "gpu_sync") are slices
+ * there too.  CUPTI memory records are instants (cat "gpu_memory") on
+ * "GPU <device> / memory".
  *
  * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns)
  * after "ts_base_ns" (in the "gpubpf" object): small numbers, so that a
