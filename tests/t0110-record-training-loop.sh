@@ -14,6 +14,9 @@ check "record exits 0 with the workload" \
 	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 12 --sync-every 4 --truth "$TMPD/truth.json"
 tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --sim-syncs \
 	"$TMPD/train.json" "$TMPD/truth.json" "$probed"
+# the importer gives back the model record wrote: two threads, stacks, scopes
+check "the trace imported and exported again is the same file" \
+	"$GPUBPF_ROOT/build/tests/test_trace_import" "$TMPD/train.json"
 
 is "two threads made calls" "$(json_query "$TMPD/train.json" \
 	'len({e["tid"] for e in ev if e.get("cat") == "cuda_api"})')" 2

@@ -13,6 +13,14 @@ wl="$GPUBPF_ROOT/tests/py/report_workload.py"
 check "record the workload (the report follows)" "$GPUBPF" record -o "$TMPD/w.json" -- \
 	"$PY" "$wl" --truth "$TMPD/truth.json"
 like "record prints the report at the end" "$(cat "$TMPD/.check.out")" "gpubpf report: .*w.json.*sync hotspots"
+# record reports on its model, report on the file: the same text
+sed -n '/^gpubpf report: /,$p' "$TMPD/.check.out" >"$TMPD/record.txt"
+"$GPUBPF" report "$TMPD/w.json" >"$TMPD/report.txt" 2>&1
+check "record's report (of its model) is report's of the file, byte for byte" \
+	cmp "$TMPD/record.txt" "$TMPD/report.txt"
+# the importer gives back the model record wrote (stacks, scopes, GPU records, counters)
+check "the trace imported and exported again is the same file" \
+	"$GPUBPF_ROOT/build/tests/test_trace_import" "$TMPD/w.json"
 "$GPUBPF" record --quiet --sample-rate 2 -o "$TMPD/q.json" -- "$PY" "$wl" \
 	--truth "$TMPD/q.truth.json" --steps 3 >"$TMPD/q.out" 2>&1
 check_fails "record --quiet prints no report" grep -q "gpubpf report" "$TMPD/q.out"

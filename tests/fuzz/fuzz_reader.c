@@ -6,6 +6,8 @@
  *     what it promises: spans inside the event's text, the text NUL-ended
  *     and valid UTF-8, "ts"/"dur" within +-9e15 us;
  *   - report's loader and every analysis and output (text, JSON, SVG);
+ *   - the importer, into a whole finished model, exported again: the
+ *     export succeeds, strict UTF-8;
  *   - merge (with --align-collectives, so the input is read twice), on
  *     inputs the reader accepts: when it succeeds its output must be strict
  *     UTF-8 and read back by the reader; when it fails, no output is left.
@@ -25,7 +27,10 @@
 
 #include "commands.h"
 #include "lib/json_writer.h"
+#include "lib/sink.h"
 #include "report/report.h"
+#include "trace/export.h"
+#include "trace/trace_import.h"
 #include "trace/trace_reader.h"
 
 #define must(cond) do { if (!(cond)) __builtin_trap(); } while (0)
@@ -151,26 +156,48 @@ static void report_all(void)
 	rt_release(&t);
 }
 
+/* A file written: not empty, strict UTF-8. */
+static void must_be_utf8(const char *path)
+{
+	unsigned char *text = malloc(64 << 20);
+	ssize_t n;
+	int fd = open(path, O_RDONLY);
+
+	must(fd >= 0 && text);
+	n = read(fd, text, 64 << 20);
+	close(fd);
+	must(n > 0 && utf8_ok(text, n));
+	free(text);
+}
+
+static void import_all(void)
+{
+	struct model m;
+	struct sink out;
+	char err[700];
+
+	model_init(&m);
+	if (trace_import_file(&m, in_path, err, sizeof(err)) == 0) {
+		must(sink_open_plain(&out, out_path) == 0);
+		must(export_chrome.write(&m, &(struct export_opts){ 0 }, &out) == 0);
+		must(sink_commit(&out) == 0);
+		must_be_utf8(out_path);
+		unlink(out_path);
+	} else {
+		must(err[0] && !strchr(err, '\n'));
+	}
+	model_release(&m);
+}
+
 static void merge_all(void)
 {
 	char *argv[] = { "merge", "-q", "--align-collectives", "-o", out_path, in_path, NULL };
-	unsigned char *out;
-	ssize_t n;
-	int fd;
 
 	if (cmd_merge(6, argv) != 0) {
 		must(access(out_path, F_OK) != 0);      /* never half-written */
 		return;
 	}
-	fd = open(out_path, O_RDONLY);
-	must(fd >= 0);
-	out = malloc(64 << 20);
-	must(out);
-	n = read(fd, out, 64 << 20);
-	close(fd);
-	must(n > 0);
-	must(utf8_ok(out, n));
-	free(out);
+	must_be_utf8(out_path);
 	must(read_all(out_path, false) == 0);
 	unlink(out_path);
 }
@@ -182,6 +209,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int ret = read_all(in_path, true);
 
 	report_all();
+	import_all();
 	if (ret == 0)   /* else merge stops at the same reader error */
 		merge_all();
 	return 0;

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include "lib/array.h"
 
 #define ARRAY_MIN 64
@@ -22,5 +23,17 @@ int array_realloc(void **arr, size_t *cap, size_t want, size_t elem)
 		return -ENOMEM;
 	*arr = p;
 	*cap = ncap;
+	return 0;
+}
+
+int array_grow_zeroed_bytes(void **arr, size_t *cap, size_t want, size_t elem)
+{
+	size_t old = *cap;
+
+	if (want <= old)
+		return 0;
+	if (array_realloc(arr, cap, want, elem))
+		return -ENOMEM;
+	memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
 	return 0;
 }

@@ -29,4 +29,9 @@ static inline int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t 
 #define array_grow(arr, cap, want) \
 	array_grow_bytes((void **)(arr), (cap), (want), sizeof(**(arr)))
 
+/* The same, the new items zeroed (tables indexed by id). */
+int array_grow_zeroed_bytes(void **arr, size_t *cap, size_t want, size_t elem);
+#define array_grow_zeroed(arr, cap, want) \
+	array_grow_zeroed_bytes((void **)(arr), (cap), (want), sizeof(**(arr)))
+
 #endif

@@ -11,6 +11,7 @@
 #include <cjson/cJSON.h>
 #include "lib/json_writer.h"
 #include "merge/merge.h"
+#include "trace/schema.h"
 
 #ifndef GPUBPF_VERSION
 #define GPUBPF_VERSION "unknown"
@@ -23,10 +24,10 @@
 static void write_other_meta(struct jw *jw, const cJSON *meta)
 {
 	static const char *const known[] = {
-		"version", "clock", "realtime_offset_ns", "host", "dropped_events",
-		"dropped_total", "events", "file", "trace_host", "clock_shift_ns",
-		"skew_ns", "skew_spread_ns", "collectives_matched", "shift_ns",
-		"pid_base",
+		TS_META_VERSION, TS_META_CLOCK, TS_META_REALTIME, TS_META_HOST, TS_META_DROPPED,
+		TS_META_DROPPED_TOTAL, TS_META_EVENTS, TS_MERGE_FILE, TS_MERGE_TRACE_HOST,
+		TS_MERGE_CLOCK_SHIFT, TS_MERGE_SKEW, TS_MERGE_SKEW_SPREAD, TS_MERGE_MATCHED,
+		TS_MERGE_SHIFT, TS_MERGE_PID_BASE,
 	};
 	const cJSON *c;
 
@@ -69,7 +70,7 @@ int merge_write_header(struct merge *m)
 	char key[32];
 	int ret;
 
-	ret = sink_write(&m->sink, "{\"gpubpf\":", 10) ?: jw_init(&jw, &m->sink);
+	ret = sink_write(&m->sink, TS_OPEN_META, strlen(TS_OPEN_META)) ?: jw_init(&jw, &m->sink);
 	if (ret)
 		return ret;
 	for (int i = 0; i < m->nin; i++) {
@@ -77,18 +78,18 @@ int merge_write_header(struct merge *m)
 		dropped += m->in[i].r.dropped_total;
 	}
 	jw_obj_begin(&jw);
-	jw_key(&jw, "version");
+	jw_key(&jw, TS_META_VERSION);
 	jw_str(&jw, GPUBPF_VERSION);
-	jw_key(&jw, "clock");
+	jw_key(&jw, TS_META_CLOCK);
 	jw_str(&jw, "CLOCK_MONOTONIC");
-	jw_key(&jw, "clock_host");
+	jw_key(&jw, TS_META_CLOCK_HOST);
 	jw_str(&jw, m->in[0].label);
-	jw_key(&jw, "realtime_offset_ns");
+	jw_key(&jw, TS_META_REALTIME);
 	jw_int(&jw, m->in[0].r.realtime_offset_ns);
 	m->ts_base_ns = merged_base(m);
-	jw_key(&jw, "ts_base_ns");
+	jw_key(&jw, TS_META_TS_BASE);
 	jw_int(&jw, m->ts_base_ns);
-	jw_key(&jw, "host");
+	jw_key(&jw, TS_META_HOST);
 	{
 		char *hosts = NULL;
 		size_t len = 0;
@@ -101,11 +102,11 @@ int merge_write_header(struct merge *m)
 		jw_str(&jw, hosts ? hosts : "");
 		free(hosts);
 	}
-	jw_key(&jw, "dropped_events");
+	jw_key(&jw, TS_META_DROPPED);
 	jw_obj_begin(&jw);
 	for (int i = 0; i < m->nin; i++) {
 		const cJSON *d = cJSON_GetObjectItemCaseSensitive(m->in[i].r.meta,
-								  "dropped_events"), *c;
+								  TS_META_DROPPED), *c;
 
 		if (!cJSON_IsObject(d))
 			continue;
@@ -122,52 +123,52 @@ int merge_write_header(struct merge *m)
 		}
 	}
 	jw_obj_end(&jw);
-	jw_key(&jw, "dropped_total");
+	jw_key(&jw, TS_META_DROPPED_TOTAL);
 	jw_uint(&jw, dropped);
-	jw_key(&jw, "events");          /* the inputs' own counts, summed */
+	jw_key(&jw, TS_META_EVENTS);          /* the inputs' own counts, summed */
 	jw_uint(&jw, events);
-	jw_key(&jw, "merge");
+	jw_key(&jw, TS_META_MERGE);
 	jw_obj_begin(&jw);
-	jw_key(&jw, "reference");
+	jw_key(&jw, TS_MERGE_REFERENCE);
 	jw_str(&jw, m->in[0].label);
-	jw_key(&jw, "aligned_collectives");
+	jw_key(&jw, TS_MERGE_ALIGNED);
 	jw_bool(&jw, m->o->align);
-	jw_key(&jw, "pid_stride");
+	jw_key(&jw, TS_MERGE_PID_STRIDE);
 	jw_int(&jw, PID_STRIDE);
-	jw_key(&jw, "hosts");
+	jw_key(&jw, TS_MERGE_HOSTS);
 	jw_arr_begin(&jw);
 	for (int i = 0; i < m->nin; i++) {
 		const struct input *in = &m->in[i];
 
 		jw_obj_begin(&jw);
-		jw_key(&jw, "host");
+		jw_key(&jw, TS_META_HOST);
 		jw_str(&jw, in->label);
-		jw_key(&jw, "trace_host");
+		jw_key(&jw, TS_MERGE_TRACE_HOST);
 		jw_str(&jw, in->r.host);
-		jw_key(&jw, "file");
+		jw_key(&jw, TS_MERGE_FILE);
 		jw_str(&jw, in->path);
-		jw_key(&jw, "version");
+		jw_key(&jw, TS_META_VERSION);
 		jw_str(&jw, in->r.version);
-		jw_key(&jw, "realtime_offset_ns");
+		jw_key(&jw, TS_META_REALTIME);
 		jw_int(&jw, in->r.realtime_offset_ns);
-		jw_key(&jw, "clock_shift_ns");
+		jw_key(&jw, TS_MERGE_CLOCK_SHIFT);
 		jw_int(&jw, in->clock_shift_ns);
-		jw_key(&jw, "skew_ns");
+		jw_key(&jw, TS_MERGE_SKEW);
 		if (m->o->align && (in->align.matched || i == 0))
 			jw_int(&jw, in->align.skew_ns);
 		else
 			jw_null(&jw);
-		jw_key(&jw, "skew_spread_ns");
+		jw_key(&jw, TS_MERGE_SKEW_SPREAD);
 		jw_int(&jw, in->align.spread_ns);
-		jw_key(&jw, "collectives_matched");
+		jw_key(&jw, TS_MERGE_MATCHED);
 		jw_uint(&jw, in->align.matched);
-		jw_key(&jw, "shift_ns");
+		jw_key(&jw, TS_MERGE_SHIFT);
 		jw_int(&jw, in->shift_ns);
-		jw_key(&jw, "pid_base");
+		jw_key(&jw, TS_MERGE_PID_BASE);
 		jw_int(&jw, i * PID_STRIDE);
-		jw_key(&jw, "events");
+		jw_key(&jw, TS_META_EVENTS);
 		jw_uint(&jw, in->r.events);
-		jw_key(&jw, "dropped_total");
+		jw_key(&jw, TS_META_DROPPED_TOTAL);
 		jw_uint(&jw, in->r.dropped_total);
 		write_other_meta(&jw, in->r.meta);
 		jw_obj_end(&jw);

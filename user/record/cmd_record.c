@@ -108,15 +108,6 @@ static int write_trace(struct record *r)
 	return ret;
 }
 
-/* The first output the report reads (JSON), NULL if none. */
-static const char *json_output(const struct record *r)
-{
-	for (int i = 0; i < r->noutputs; i++)
-		if (sink_format(r->outputs[i]) != SINK_PFTRACE)
-			return r->outputs[i];
-	return NULL;
-}
-
 static int open_probes(struct record *r)
 {
 	const struct record_opts *o = r->o;
@@ -224,9 +215,9 @@ static int finish(struct record *r)
 	if (targets_check_seen(r) || write_trace(r))
 		return 1;
 	record_summary(r);
-	if (!r->o->quiet && json_output(r)) {  /* the diagnosis, read back from the trace */
+	if (!r->o->quiet) {     /* the diagnosis, of the model just written */
 		fflush(stderr);
-		report_print_file(json_output(r), stdout);
+		report_print_model(&r->model, r->outputs[0], stdout);
 		fflush(stdout);
 	}
 	return r->o->mode == MODE_CMD ? r->child.status : 0;

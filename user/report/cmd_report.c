@@ -3,7 +3,8 @@
  * gpubpf report TRACE [--format text|json] [-o FILE] [--memory-svg FILE]:
  * the diagnosis of a trace (see report.h).  Outputs are built in memory
  * and written under a temporary name, then renamed: on any error nothing
- * is written.
+ * is written.  Also the same report of the model record has just built,
+ * without reading back the trace it wrote.
  */
 #include <getopt.h>
 #include <stdio.h>
@@ -45,6 +46,28 @@ static int write_file(const char *path, const char *buf, size_t len)
 		sink_abort(&out);
 	if (ret)
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
+	return ret;
+}
+
+int report_print_model(const struct model *m, const char *path, FILE *f)
+{
+	struct rt_table t;
+	struct report r = { 0 };
+	int ret = 0;
+
+	rt_init(&t, path);
+	for (size_t i = 0; i < m->nev && !ret; i++)
+		ret = rt_add(&t, m, &m->ev[i]);
+	if (!ret)
+		ret = rt_finish(&t, m);
+	if (!ret)
+		ret = report_analyze(&t, &r);
+	if (ret)
+		fprintf(stderr, "gpubpf: report of %s: %s\n", path, strerror(-ret));
+	else
+		ret = report_text(&t, &r, f);
+	report_release(&r);
+	rt_release(&t);
 	return ret;
 }
 

@@ -63,27 +63,3 @@ void report_release(struct report *r)
 	free(r->procs);
 	memset(r, 0, sizeof(*r));
 }
-
-int report_print_file(const char *path, FILE *f)
-{
-	struct rt_table t;
-	struct report r = { 0 };
-	char err[600];
-	int ret;
-
-	ret = rt_load(&t, path, err, sizeof(err));
-	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", err);
-		goto out;
-	}
-	ret = report_analyze(&t, &r);
-	if (ret) {
-		fprintf(stderr, "gpubpf: report of %s: %s\n", path, strerror(-ret));
-		goto out;
-	}
-	ret = report_text(&t, &r, f);
-out:
-	report_release(&r);
-	rt_release(&t);
-	return ret;
-}

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * `gpubpf report`: diagnoses from a trace.  The trace is streamed once
- * (trace_reader) into a compact table, one 48-byte row per host call or
- * GPU activity, strings interned; the analyses (report_gpu.c, report_top.c,
- * report_iter.c, report_memory.c) read the table and fill a struct
- * report, which report_out.c prints as text or JSON and report_svg.c
- * draws.  Data flows one way: trace -> table -> results -> output.
+ * `gpubpf report`: diagnoses from the model of a trace.  Its events are
+ * kept as a compact table (report_table.h), one 48-byte row per host call
+ * or GPU activity, filled from the model record built or from a trace file
+ * streamed through the importer; the analyses (report_gpu.c, report_top.c,
+ * report_iter.c, report_memory.c; report.c runs them) read the table and
+ * fill a struct report, which report_out.c prints as text or JSON and
+ * report_svg.c draws.  Data flows one way: model -> table -> results ->
+ * output; cmd_report.c ties them together.
  *
  *	struct rt_table t;
  *	struct report rep;
@@ -22,82 +24,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "model/model.h"
-
-enum rt_kind { RT_API, RT_KERNEL, RT_NCCL, RT_MEMCPY, RT_MEMSET };
-
-enum {
-	RTF_SYNC = 1,           /* a blocking sync: stream/ctx/event sync, synchronous copy */
-	RTF_LAUNCH = 2,         /* kernel or graph launch */
-	RTF_FAILED = 4,         /* args.ret != 0 */
-};
-
-/* One host call or GPU activity (48 bytes). */
-struct rt_event {
-	int64_t ts, dur;        /* ns */
-	uint32_t name;          /* call name, or kernel name for GPU work */
-	uint32_t aux;           /* launches: kernel name id */
-	uint32_t site;          /* innermost user frame "qualname (file:line)", 0 unknown */
-	uint32_t corr;          /* correlation id, 0 none */
-	uint32_t tid;           /* host: thread id; GPU: stream */
-	uint32_t proc;          /* index into rt_table.procs */
-	uint16_t device;        /* GPU work only */
-	uint8_t kind;           /* enum rt_kind */
-	uint8_t flags;          /* RTF_* */
-	int32_t ret;            /* host calls: args.ret, 0 when absent */
-};
-
-/*
- * Device-memory calls and CUPTI memory records (cat "gpu_memory", device
- * and managed memory only), kept apart (few).  A record takes the site
- * and call name of the host call with its correlation id.
- */
-enum { RTM_ALLOC = 1, RTM_FREE = 2 };
-struct rt_mem {
-	int64_t ts;
-	uint64_t key;           /* address, or VMM handle | RT_MEM_HANDLE */
-	uint64_t bytes;
-	uint32_t site, name, proc;
-	uint32_t corr;          /* records: correlation id, 0 none */
-	uint16_t device;        /* records only */
-	uint8_t op;
-	uint8_t gpu;            /* a CUPTI memory record, not a call */
-};
-#define RT_MEM_HANDLE (1ULL << 63)
-
-struct rt_proc {
-	uint32_t pid;
-	uint32_t name;          /* strtab id */
-};
-
-struct rt_table {
-	char *path;
-	struct strtab strs;
-	struct rt_event *ev;
-	size_t nev, cap;
-	struct rt_mem *mem;
-	size_t nmem, capmem;
-	struct rt_proc *procs;
-	size_t nprocs;
-	uint64_t nstacks;       /* host calls that carried args.stack */
-	uint64_t dropped;       /* "gpubpf"."dropped_total" */
-	uint32_t *missed;       /* "calls_may_be_missing": pid, strtab id of why; pairs */
-	size_t nmissed;
-	uint64_t nread;         /* trace elements read */
-	int64_t t_first, t_last;
-};
-
-/* Load a trace; 0, or -errno with "PATH: problem" in err. */
-int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen);
-void rt_release(struct rt_table *t);
-static inline const char *rt_str(const struct rt_table *t, uint32_t id)
-{
-	return strtab_get(&t->strs, id);
-}
-
-/* Is the frame "qualname (file:line)" library code (site/dist-packages,
- * the standard library, <frozen ...>)? */
-bool rt_frame_is_library(const char *frame, size_t len);
+#include "report/report_table.h"
 
 /* --- results --------------------------------------------------------- */
 
@@ -220,9 +147,10 @@ bool report_split_frame(const char *frame, const char **qual, size_t *qlen,
 			const char **site);
 
 /*
- * Print the report of the trace at path to f (text), as record does at
- * its end.  Returns 0 or -errno (message on stderr).
+ * Print the report of finished model m, the trace record wrote to path,
+ * to f as text: what 'gpubpf report PATH' prints.  Returns 0 or -errno
+ * (message on stderr).
  */
-int report_print_file(const char *path, FILE *f);
+int report_print_model(const struct model *m, const char *path, FILE *f);
 
 #endif

@@ -1,176 +1,85 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * The report's table: the trace streamed once through trace_reader, each
- * host call and GPU activity kept as a 48-byte row, strings interned.
- * trace_reader has checked every event against the JSON grammar, so the
- * members of "args" are located by skipping values over valid text.
+ * The report's table, from model events: see report_table.h.  Strings
+ * move from the model's strtab to the table's once, through a map by
+ * model id; each Python stack's user frame is found once.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <cjson/cJSON.h>
 
 #include "lib/array.h"
+#include "lib/json_writer.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
-#include "report/report.h"
-#include "trace/trace_reader.h"
+#include "report/report_table.h"
+#include "trace/schema.h"
+#include "trace/trace_import.h"
 
-/* Per-name facts, cached by string id. */
-enum { NC_KNOWN = 1, NC_SYNC = 2, NC_LAUNCH = 4 };
+/* Per-name facts, cached by table string id. */
+enum { NC_KNOWN = 1, NC_SYNC = 2, NC_LAUNCH = 4, NC_NCCL = 8 };
 
-struct loader {
-	struct rt_table *t;
-	uint8_t *ncls;          /* per string id: NC_* | mem op << 4 */
-	size_t nncls;
-	uint32_t last_pid, last_proc;
-	char *buf;              /* unescaped strings */
-	size_t bufcap;
-};
 
-/* Past the JSON value at s (valid JSON). */
-static const char *skip_value(const char *s, const char *end)
+/* s's id; on allocation failure 0, and rt_finish() fails. */
+static uint32_t intern(struct rt_table *t, const char *s)
 {
-	int depth = 0;
+	uint32_t id = strtab_intern(&t->strs, s);
 
-	do {
-		if (*s == '"') {
-			for (s++; s < end && *s != '"'; s++)
-				if (*s == '\\')
-					s++;
-			s++;
-		} else if (*s == '{' || *s == '[') {
-			depth++;
-			s++;
-		} else if (*s == '}' || *s == ']') {
-			depth--;
-			s++;
-		} else if (depth) {
-			s++;
-		} else {
-			while (s < end && *s != ',' && *s != '}' && *s != ']' && *s != ' ' &&
-			       *s != '\t' && *s != '\n' && *s != '\r')
-				s++;
-		}
-	} while (depth > 0 && s < end);
-	return s;
+	if (!id && *s)
+		t->nomem = true;
+	return id;
 }
 
-static const char *skip_ws(const char *s, const char *end)
+/*
+ * s as a trace holds it, ill-formed UTF-8 replaced by U+FFFD as the JSON
+ * writer does, so that the report of a model and of its trace agree.
+ */
+static uint32_t intern_utf8(struct rt_table *t, const char *s)
 {
-	while (s < end && (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r'))
-		s++;
-	return s;
-}
+	const unsigned char *u = (const unsigned char *)s;
+	size_t n = strlen(s), i = 0, o = 0, k, bad;
+	uint32_t id;
+	char *fixed;
 
-struct span {
-	const char *p;
-	size_t len;
-};
-
-enum { A_KERNEL, A_CORR, A_RET, A_STACK, A_PTR, A_BYTES, A_HANDLE, A_DEVICE, A_STREAM, A_NAME,
-       A_ADDRESS, A_MEMKIND, A_N };
-static const char *const akeys[A_N] = {
-	"kernel", "correlation", "ret", "stack", "ptr", "bytes", "handle", "device", "stream", "name",
-	"address", "memory_kind",
-};
-
-/* Locate the args members we use inside the object at [s, end). */
-static void scan_args(const char *s, const char *end, struct span *a)
-{
-	memset(a, 0, A_N * sizeof(*a));
-	s = skip_ws(s, end);
-	if (s >= end || *s != '{')
-		return;
-	s++;
-	for (;;) {
-		const char *k, *v;
-		size_t klen;
-
-		s = skip_ws(s, end);
-		if (s >= end || *s != '"')
-			return;
-		k = ++s;
-		while (s < end && *s != '"')
-			s += *s == '\\' ? 2 : 1;
-		klen = s - k;
-		s = skip_ws(s + 1, end);
-		if (s >= end || *s != ':')
-			return;
-		v = skip_ws(s + 1, end);
-		s = skip_value(v, end);
-		for (int i = 0; i < A_N; i++)
-			if (strlen(akeys[i]) == klen && !memcmp(akeys[i], k, klen)) {
-				a[i].p = v;
-				a[i].len = s - v;
-			}
-		s = skip_ws(s, end);
-		if (s >= end || *s != ',')
-			return;
-		s++;
-	}
-}
-
-/* A JSON string's contents, unescaped (\uXXXX kept as '?' past ASCII). */
-static const char *unescape(struct loader *l, const char *p, size_t len)
-{
-	size_t n = 0;
-
-	if (len < 2 || *p != '"')
-		return NULL;
-	if (array_grow(&l->buf, &l->bufcap, len + 1))
-		return NULL;
-	for (size_t i = 1; i + 1 < len; i++) {
-		char c = p[i];
-
-		if (c == '\\' && i + 2 < len) {
-			c = p[++i];
-			switch (c) {
-			case 'n': c = '\n'; break;
-			case 't': c = '\t'; break;
-			case 'r': c = '\r'; break;
-			case 'b': c = '\b'; break;
-			case 'f': c = '\f'; break;
-			case 'u': {
-				unsigned v = 0;
-
-				if (i + 4 < len && sscanf(p + i + 1, "%4x", &v) == 1)
-					i += 4;
-				c = v && v < 0x80 ? (char)v : '?';
-				break;
-			}
-			default: break;
-			}
-		}
-		l->buf[n++] = c;
-	}
-	l->buf[n] = 0;
-	return l->buf;
-}
-
-static int64_t num(const struct span *s)
-{
-	int64_t v = 0;
-
-	if (s->p && tr_parse_int(s->p, s->len, &v))
-		v = 0;
-	return v;
-}
-
-/* "0x1234" (our exporter) or a plain number */
-static uint64_t addr(const struct span *s)
-{
-	char tmp[32];
-	size_t n;
-
-	if (!s->p)
+	while (i < n && (u[i] < 0x80 || (k = utf8_seq(u + i, n - i, &bad))))
+		i += u[i] < 0x80 ? 1 : k;
+	if (i == n)
+		return intern(t, s);
+	fixed = malloc(3 * n + 1);      /* at worst one U+FFFD per byte */
+	if (!fixed) {
+		t->nomem = true;
 		return 0;
-	if (*s->p != '"')
-		return (uint64_t)num(s);
-	n = s->len - 2 < sizeof(tmp) - 1 ? s->len - 2 : sizeof(tmp) - 1;
-	memcpy(tmp, s->p + 1, n);
-	tmp[n] = 0;
-	return strtoull(tmp, NULL, 0);
+	}
+	for (i = 0; i < n;) {
+		if (u[i] < 0x80) {
+			fixed[o++] = s[i++];
+		} else if ((k = utf8_seq(u + i, n - i, &bad))) {
+			memcpy(fixed + o, s + i, k);
+			o += k;
+			i += k;
+		} else {
+			memcpy(fixed + o, "\xef\xbf\xbd", 3);
+			o += 3;
+			i += bad;
+		}
+	}
+	fixed[o] = 0;
+	id = intern(t, fixed);
+	free(fixed);
+	return id;
+}
+
+/* The table's id of model string id (0 on allocation failure, see intern()). */
+static uint32_t str_id(struct rt_table *t, const struct model *m, uint32_t id)
+{
+	if (array_grow_zeroed(&t->ids, &t->nids, id + 1)) {
+		t->nomem = true;
+		return 0;
+	}
+	if (!t->ids[id])
+		t->ids[id] = intern_utf8(t, strtab_get(&m->strs, id)) + 1;
+	return t->ids[id] - 1;
 }
 
 bool rt_frame_is_library(const char *f, size_t len)
@@ -192,48 +101,43 @@ bool rt_frame_is_library(const char *f, size_t len)
 	       memmem(file, len - (file - f), "/lib64/python", 13);
 }
 
-/* The innermost user frame of args.stack (innermost first), 0 if none. */
-static uint32_t user_site(struct loader *l, const struct span *st)
+/* The innermost user frame of stack (index + 1 in m->stacks), 0 if none. */
+static uint32_t user_site(struct rt_table *t, const struct model *m, uint32_t stack)
 {
-	const char *s = st->p, *end = st->p + st->len;
+	const struct model_stack *st = &m->stacks[stack - 1];
 
-	if (!s || *s != '[')
+	if (array_grow_zeroed(&t->sites, &t->nsites, stack + 1)) {
+		t->nomem = true;
 		return 0;
-	s++;
-	for (;;) {
-		const char *v, *str;
-
-		s = skip_ws(s, end);
-		if (s >= end || *s != '"')
-			return 0;
-		v = s;
-		s = skip_value(s, end);
-		str = unescape(l, v, s - v);
-		if (str && *str && !rt_frame_is_library(str, strlen(str)))
-			return strtab_intern(&l->t->strs, str);
-		s = skip_ws(s, end);
-		if (s >= end || *s != ',')
-			return 0;
-		s++;
 	}
+	if (t->sites[stack])
+		return t->sites[stack] - 1;
+	t->sites[stack] = 1;
+	for (uint32_t i = 0; i < st->n; i++) {
+		uint32_t id = m->frames[st->first + i];
+		const char *f = strtab_get(&m->strs, id);
+
+		if (*f && !rt_frame_is_library(f, strlen(f))) {
+			t->sites[stack] = str_id(t, m, id) + 1;
+			break;
+		}
+	}
+	return t->sites[stack] - 1;
 }
 
-static uint8_t classify(struct loader *l, uint32_t id)
+static uint8_t classify(struct rt_table *t, uint32_t id)
 {
 	const char *n;
 	uint8_t c = NC_KNOWN;
 	int call;
 
-	if (id >= l->nncls) {
-		size_t old = l->nncls;
-
-		if (array_grow(&l->ncls, &l->nncls, id + 1))
-			return 0;
-		memset(l->ncls + old, 0, l->nncls - old);
+	if (array_grow_zeroed(&t->cls, &t->ncls, id + 1)) {
+		t->nomem = true;
+		return 0;
 	}
-	if (l->ncls[id])
-		return l->ncls[id];
-	n = rt_str(l->t, id);
+	if (t->cls[id])
+		return t->cls[id];
+	n = rt_str(t, id);
 	call = cuda_call_find(n);
 	if (call >= 0) {
 		unsigned fam = cuda_calls[call].family;
@@ -245,187 +149,212 @@ static uint8_t classify(struct loader *l, uint32_t id)
 		if (fam == CF_MEMCPY && !strstr(n, "Async"))
 			c |= NC_SYNC;
 	}
-	c |= mem_call_op(n) << 4;
-	l->ncls[id] = c;
-	return c;
+	if (!strcmp(ts_kernel_cat(n), TS_CAT_NCCL))
+		c |= NC_NCCL;
+	t->cls[id] = c | mem_call_op(n) << 4;
+	return t->cls[id];
 }
 
-static int proc_index(struct loader *l, uint32_t pid, uint32_t *ix)
+static int proc_index(struct rt_table *t, uint32_t pid, uint32_t *ix)
 {
-	struct rt_table *t = l->t;
+	struct rt_proc *p;
 
-	if (t->nprocs && pid == l->last_pid) {
-		*ix = l->last_proc;
+	if (t->last_proc < t->nprocs && t->procs[t->last_proc].pid == pid) {
+		*ix = t->last_proc;
 		return 0;
 	}
 	for (size_t i = 0; i < t->nprocs; i++)
 		if (t->procs[i].pid == pid) {
-			*ix = l->last_proc = i;
-			l->last_pid = pid;
+			*ix = t->last_proc = i;
 			return 0;
 		}
-	{
-		struct rt_proc *p = realloc(t->procs, (t->nprocs + 1) * sizeof(*p));
-
-		if (!p)
-			return -ENOMEM;
-		t->procs = p;
-	}
+	p = realloc(t->procs, (t->nprocs + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	t->procs = p;
 	t->procs[t->nprocs] = (struct rt_proc){ .pid = pid };
-	*ix = l->last_proc = t->nprocs++;
-	l->last_pid = pid;
+	*ix = t->last_proc = t->nprocs++;
 	return 0;
 }
 
 /*
- * A CUPTI memory record (cat "gpu_memory", name "alloc" or "free"): kept
- * when it is device or managed memory (memory.h).
+ * The named processes first, in the model's order (a trace names them
+ * before its events), then the others as their events come.
  */
-static int add_gpu_memory(struct loader *l, const struct tr_event *ev, int64_t pid)
+static int seed_procs(struct rt_table *t, const struct model *m)
 {
-	struct rt_table *t = l->t;
-	int nm = ev->key[TRK_NAME], iargs = ev->key[TRK_ARGS];
-	struct span a[A_N];
-	struct rt_mem *m;
-	const char *s;
-	uint32_t proc;
-	uint8_t op;
+	uint32_t ix;
 
-	if (tr_event_str_is(ev, nm, "alloc"))
-		op = RTM_ALLOC;
-	else if (tr_event_str_is(ev, nm, "free"))
-		op = RTM_FREE;
-	else
-		return 0;
-	if (iargs < 0)
-		return 0;
-	scan_args(ev->text + ev->m[iargs].val.off,
-		  ev->text + ev->m[iargs].val.off + ev->m[iargs].val.len, a);
-	if (a[A_MEMKIND].p && (s = unescape(l, a[A_MEMKIND].p, a[A_MEMKIND].len)) &&
-	    !mem_kind_is_device(mem_kind_from_name(s)))
-		return 0;
-	if (proc_index(l, pid, &proc) ||
-	    array_grow(&t->mem, &t->capmem, t->nmem + 1))
-		return -ENOMEM;
-	m = &t->mem[t->nmem++];
-	memset(m, 0, sizeof(*m));
-	m->ts = ev->ts_ns;
-	m->op = op;
-	m->key = addr(&a[A_ADDRESS]);
-	m->bytes = (uint64_t)num(&a[A_BYTES]);
-	m->proc = proc;
-	m->corr = (uint32_t)num(&a[A_CORR]);
-	m->device = (uint16_t)num(&a[A_DEVICE]);
-	m->gpu = 1;
-	/* until the call with its correlation id names it */
-	m->name = strtab_intern(&t->strs, op == RTM_ALLOC ? "alloc" : "free");
+	t->seeded = true;
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].name && proc_index(t, m->procs[i].pid, &ix))
+			return -ENOMEM;
 	return 0;
 }
 
-static int add_event(struct loader *l, const struct tr_event *ev)
+static struct rt_event *new_row(struct rt_table *t, const struct model_event *ev)
 {
-	struct rt_table *t = l->t;
-	int ph = ev->key[TRK_PH], cat = ev->key[TRK_CAT], nm = ev->key[TRK_NAME];
-	int ipid = ev->key[TRK_PID], itid = ev->key[TRK_TID], iargs = ev->key[TRK_ARGS];
-	struct span a[A_N];
 	struct rt_event *r;
-	const char *s;
-	int64_t pid = 0, tid = 0;
-	uint32_t proc, name;
-	uint8_t kind, cls;
 
-	if (ipid < 0 || tr_parse_int(ev->text + ev->m[ipid].val.off, ev->m[ipid].val.len, &pid))
-		return 0;
-	if (tr_event_str_is(ev, ph, "M")) {
-		if (tr_event_str_is(ev, nm, "process_name") && iargs >= 0) {
-			scan_args(ev->text + ev->m[iargs].val.off,
-				  ev->text + ev->m[iargs].val.off + ev->m[iargs].val.len, a);
-			if (proc_index(l, pid, &proc))
-				return -ENOMEM;
-			if (a[A_NAME].p && (s = unescape(l, a[A_NAME].p, a[A_NAME].len)))
-				t->procs[proc].name = strtab_intern(&t->strs, s);
-		}
-		return 0;
-	}
-	if (cat >= 0 && nm >= 0 && ev->has_ts && tr_event_str_is(ev, cat, "gpu_memory"))
-		return add_gpu_memory(l, ev, pid);
-	if (!tr_event_str_is(ev, ph, "X") || cat < 0 || nm < 0 || !ev->has_ts)
-		return 0;
-	if (tr_event_str_is(ev, cat, "cuda_api"))
-		kind = RT_API;
-	else if (tr_event_str_is(ev, cat, "kernel"))
-		kind = RT_KERNEL;
-	else if (tr_event_str_is(ev, cat, "nccl"))
-		kind = RT_NCCL;
-	else if (tr_event_str_is(ev, cat, "gpu_memcpy"))
-		kind = RT_MEMCPY;
-	else if (tr_event_str_is(ev, cat, "gpu_memset"))
-		kind = RT_MEMSET;
-	else
-		return 0;
-	if (itid >= 0)
-		tr_parse_int(ev->text + ev->m[itid].val.off, ev->m[itid].val.len, &tid);
-	s = unescape(l, ev->text + ev->m[nm].val.off, ev->m[nm].val.len);
-	name = s ? strtab_intern(&t->strs, s) : 0;
-	if (proc_index(l, pid, &proc))
-		return -ENOMEM;
-	if (iargs >= 0)
-		scan_args(ev->text + ev->m[iargs].val.off,
-			  ev->text + ev->m[iargs].val.off + ev->m[iargs].val.len, a);
-	else
-		memset(a, 0, sizeof(a));
 	if (array_grow(&t->ev, &t->cap, t->nev + 1))
-		return -ENOMEM;
+		return NULL;
 	r = &t->ev[t->nev++];
 	memset(r, 0, sizeof(*r));
-	r->ts = ev->ts_ns;
-	r->dur = ev->has_dur && ev->dur_ns > 0 ? ev->dur_ns : 0;
-	r->name = name;
-	r->proc = proc;
-	r->kind = kind;
-	r->corr = (uint32_t)num(&a[A_CORR]);
+	r->ts = ev->ts;
+	r->dur = ev->dur;
+	r->corr = ev->correlation;
+	if (proc_index(t, ev->pid, &r->proc))
+		return NULL;
 	if (t->nev == 1 || r->ts < t->t_first)
 		t->t_first = r->ts;
 	if (r->ts + r->dur > t->t_last)
 		t->t_last = r->ts + r->dur;
-	if (kind != RT_API) {
-		r->device = (uint16_t)num(&a[A_DEVICE]);
-		r->tid = (uint32_t)num(&a[A_STREAM]);
-		return 0;
-	}
-	r->tid = (uint32_t)tid;
-	if (a[A_RET].p && num(&a[A_RET]) != 0) {
+	return r;
+}
+
+static struct rt_mem *new_mem(struct rt_table *t)
+{
+	if (array_grow(&t->mem, &t->capmem, t->nmem + 1))
+		return NULL;
+	memset(&t->mem[t->nmem], 0, sizeof(t->mem[0]));
+	return &t->mem[t->nmem++];
+}
+
+/* A launch's kernel: its name, else its function handle as the trace writes it. */
+static uint32_t launch_kernel(struct rt_table *t, const struct model *m,
+			      const struct model_event *ev)
+{
+	char hex[24];
+
+	if (ev->kernel)
+		return str_id(t, m, ev->kernel);
+	snprintf(hex, sizeof(hex), "0x%llx", (unsigned long long)ev->func);
+	return intern(t, hex);
+}
+
+/* A device-memory call: an allocation at its end, a free at its start. */
+static int add_mem_call(struct rt_table *t, const struct model_event *ev,
+			const struct rt_event *r, int op)
+{
+	bool alloc = op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE;
+	struct rt_mem *mm = new_mem(t);
+
+	if (!mm)
+		return -ENOMEM;
+	mm->ts = alloc ? r->ts + r->dur : r->ts;
+	mm->op = alloc ? RTM_ALLOC : RTM_FREE;
+	if (op == MEM_OP_ALLOC_HANDLE || op == MEM_OP_FREE_HANDLE)
+		mm->key = (ev->fields & MF_HANDLE ? ev->handle : 0) | RT_MEM_HANDLE;
+	else
+		mm->key = ev->fields & MF_PTR ? ev->ptr : 0;
+	mm->bytes = ev->fields & MF_BYTES ? ev->bytes : 0;
+	mm->site = r->site;
+	mm->name = r->name;
+	mm->proc = r->proc;
+	return 0;
+}
+
+static int add_call(struct rt_table *t, const struct model *m, const struct model_event *ev)
+{
+	struct rt_event *r = new_row(t, ev);
+	uint8_t cls;
+
+	if (!r)
+		return -ENOMEM;
+	r->name = str_id(t, m, ev->name);
+	r->kind = RT_API;
+	r->tid = ev->tid;
+	if ((ev->fields & MF_RET) && ev->ret) {
 		r->flags |= RTF_FAILED;
-		r->ret = (int32_t)num(&a[A_RET]);
+		r->ret = ev->ret;
 	}
-	if (a[A_STACK].p) {
+	if (ev->stack) {
 		t->nstacks++;
-		r->site = user_site(l, &a[A_STACK]);
+		r->site = user_site(t, m, ev->stack);
 	}
-	cls = classify(l, name);
+	cls = classify(t, r->name);
 	if (cls & NC_SYNC)
 		r->flags |= RTF_SYNC;
 	if (cls & NC_LAUNCH) {
 		r->flags |= RTF_LAUNCH;
-		if (a[A_KERNEL].p && (s = unescape(l, a[A_KERNEL].p, a[A_KERNEL].len)))
-			r->aux = strtab_intern(&t->strs, s);
+		if (ev->fields & MF_FUNC)
+			r->aux = launch_kernel(t, m, ev);
 	}
-	if ((cls >> 4) && !(r->flags & RTF_FAILED)) {
-		struct rt_mem *m;
-		int op = cls >> 4;
+	if ((cls >> 4) && !(r->flags & RTF_FAILED))
+		return add_mem_call(t, ev, r, cls >> 4);
+	return 0;
+}
 
-		if (array_grow(&t->mem, &t->capmem, t->nmem + 1))
-			return -ENOMEM;
-		m = &t->mem[t->nmem++];
-		memset(m, 0, sizeof(*m));
-		m->ts = op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE ? r->ts + r->dur : r->ts;
-		m->op = op == MEM_OP_ALLOC || op == MEM_OP_ALLOC_HANDLE ? RTM_ALLOC : RTM_FREE;
-		m->key = op == MEM_OP_ALLOC_HANDLE || op == MEM_OP_FREE_HANDLE
-			 ? addr(&a[A_HANDLE]) | RT_MEM_HANDLE : addr(&a[A_PTR]);
-		m->bytes = (uint64_t)num(&a[A_BYTES]);
-		m->site = r->site;
-		m->name = name;
-		m->proc = proc;
+/* Kernels, copies and memsets, named as the trace names them. */
+static int add_gpu_work(struct rt_table *t, const struct model *m, const struct model_event *ev)
+{
+	struct rt_event *r = new_row(t, ev);
+	char name[32];
+
+	if (!r)
+		return -ENOMEM;
+	if (ev->kind == EV_KERNEL) {
+		r->name = ev->kernel ? str_id(t, m, ev->kernel) : intern(t, TS_NAME_KERNEL);
+		r->kind = classify(t, r->name) & NC_NCCL ? RT_NCCL : RT_KERNEL;
+	} else if (ev->kind == EV_MEMCPY) {
+		snprintf(name, sizeof(name), TS_NAME_MEMCPY, ts_copy_kind_name(ev->gpu_kind));
+		r->name = intern(t, name);
+		r->kind = RT_MEMCPY;
+	} else {
+		r->name = intern(t, TS_NAME_MEMSET);
+		r->kind = RT_MEMSET;
+	}
+	r->device = ev->device;
+	r->tid = ev->gpu_stream;
+	return 0;
+}
+
+/*
+ * A CUPTI memory record: kept when it allocates or frees device or
+ * managed memory (memory.h) as the trace names its kind.
+ */
+static int add_gpu_memory(struct rt_table *t, const struct model_event *ev)
+{
+	unsigned kind = mem_kind_from_name(mem_kind_name(ev->copy_kind));
+	struct rt_mem *mm;
+
+	if ((ev->gpu_kind != 1 && ev->gpu_kind != 2) || !mem_kind_is_device(kind))
+		return 0;
+	mm = new_mem(t);
+	if (!mm || proc_index(t, ev->pid, &mm->proc))
+		return -ENOMEM;
+	mm->ts = ev->ts;
+	mm->op = ev->gpu_kind == 1 ? RTM_ALLOC : RTM_FREE;
+	mm->key = ev->ptr;
+	mm->bytes = ev->bytes;
+	mm->corr = ev->correlation;
+	mm->device = ev->device;
+	mm->gpu = 1;
+	/* until the call with its correlation id names it */
+	mm->name = intern(t, ev->gpu_kind == 1 ? TS_NAME_ALLOC : TS_NAME_FREE);
+	return 0;
+}
+
+void rt_init(struct rt_table *t, const char *path)
+{
+	memset(t, 0, sizeof(*t));
+	strtab_init(&t->strs);
+	t->path = strdup(path);
+}
+
+int rt_add(struct rt_table *t, const struct model *m, const struct model_event *ev)
+{
+	if (!t->seeded && seed_procs(t, m))
+		return -ENOMEM;
+	switch (ev->kind) {
+	case EV_API:
+		return add_call(t, m, ev);
+	case EV_KERNEL:
+	case EV_MEMCPY:
+	case EV_MEMSET:
+		return add_gpu_work(t, m, ev);
+	case EV_MEMORY:
+		return add_gpu_memory(t, ev);
 	}
 	return 0;
 }
@@ -494,82 +423,94 @@ static int mem_records_sites(struct rt_table *t)
 	return 0;
 }
 
-/* Drops and the processes whose calls may be missing, from the "gpubpf" object. */
-static int read_missed(struct rt_table *t, const struct trace_reader *r)
+/* Process names (a trace may name a process after its events), drops, missing calls. */
+static int finish_procs(struct rt_table *t, const struct model *m)
 {
-	const cJSON *o = cJSON_GetObjectItemCaseSensitive(r->meta, "calls_may_be_missing");
-	const cJSON *v;
 	size_t n = 0;
 
-	t->dropped = r->dropped_total;
-	if (!cJSON_IsObject(o))
-		return 0;
-	cJSON_ArrayForEach(v, o)
-		n++;
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct model_process *p = &m->procs[i];
+
+		for (size_t k = 0; k < t->nprocs && p->name; k++)
+			if (t->procs[k].pid == p->pid)
+				t->procs[k].name = str_id(t, m, p->name);
+		n += !!p->missed;
+	}
+	t->dropped = m->dropped_total;
 	if (!n)
 		return 0;
 	t->missed = calloc(2 * n, sizeof(*t->missed));
 	if (!t->missed)
 		return -ENOMEM;
-	cJSON_ArrayForEach(v, o) {
-		if (!cJSON_IsString(v) || !v->string)
+	for (size_t i = 0; i < m->nprocs; i++) {
+		const struct model_process *p = &m->procs[i];
+
+		if (!p->missed)
 			continue;
-		t->missed[2 * t->nmissed] = strtoul(v->string, NULL, 10);
-		t->missed[2 * t->nmissed + 1] = strtab_intern(&t->strs, v->valuestring);
-		if (!t->missed[2 * t->nmissed + 1])
-			return -ENOMEM;
-		t->nmissed++;
+		t->missed[2 * t->nmissed] = p->pid;
+		t->missed[2 * t->nmissed++ + 1] = str_id(t, m, p->missed);
 	}
 	return 0;
 }
 
-int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
+int rt_finish(struct rt_table *t, const struct model *m)
 {
-	struct trace_reader r;
-	struct loader l = { .t = t };
-	struct tr_event *ev;
 	bool sorted = true;
 	int ret;
 
-	memset(t, 0, sizeof(*t));
-	strtab_init(&t->strs);
-	t->path = strdup(path);
-	ret = trace_reader_open(&r, path);
-	if (ret < 0) {
-		snprintf(err, errlen, "%s", trace_reader_errmsg(&r));
-		goto out;
-	}
-	ret = read_missed(t, &r);
-	if (ret) {
-		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-		goto out;
-	}
-	while ((ret = trace_reader_next(&r, &ev)) > 0) {
-		int64_t prev = t->nev ? t->ev[t->nev - 1].ts : 0;
-
-		t->nread++;
-		ret = add_event(&l, ev);
-		free(ev);
-		if (ret) {
-			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-			goto out;
-		}
-		if (t->nev > 1 && t->ev[t->nev - 1].ts < prev)
-			sorted = false;
-	}
-	if (ret < 0) {
-		snprintf(err, errlen, "%s", trace_reader_errmsg(&r));
-		goto out;
-	}
+	if (!t->seeded && seed_procs(t, m))
+		return -ENOMEM;
+	ret = finish_procs(t, m);
+	if (ret || t->nomem)
+		return ret ? ret : -ENOMEM;
+	for (size_t i = 1; i < t->nev && sorted; i++)
+		sorted = t->ev[i].ts >= t->ev[i - 1].ts;
 	if (!sorted)
 		qsort(t->ev, t->nev, sizeof(*t->ev), cmp_ev);
-	ret = mem_records_sites(t);
+	free(t->ids);
+	free(t->cls);
+	free(t->sites);
+	t->ids = NULL;
+	t->cls = NULL;
+	t->sites = NULL;
+	t->nids = t->ncls = t->nsites = 0;
+	return mem_records_sites(t);
+}
+
+/* The events of an open import into t; -errno with err set. */
+static int load_events(struct rt_table *t, struct trace_import *ti, struct model *m,
+		       char *err, size_t errlen)
+{
+	struct model_event ev;
+	int ret;
+
+	while ((ret = trace_import_next(ti, &ev)) > 0)
+		if ((ret = rt_add(t, m, &ev))) {
+			snprintf(err, errlen, "%s: %s", t->path, strerror(-ret));
+			return ret;
+		}
 	if (ret)
+		snprintf(err, errlen, "%s", trace_import_errmsg(ti));
+	return ret;
+}
+
+int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
+{
+	struct trace_import ti;
+	struct model m;         /* strings, processes and stacks; no events */
+	int ret;
+
+	rt_init(t, path);
+	model_init(&m);
+	ret = trace_import_open(&ti, path, &m);
+	if (ret)
+		snprintf(err, errlen, "%s", trace_import_errmsg(&ti));
+	else
+		ret = load_events(t, &ti, &m, err, errlen);
+	trace_import_close(&ti);
+	if (!ret && (ret = rt_finish(t, &m)))
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
-out:
-	trace_reader_close(&r);
-	free(l.ncls);
-	free(l.buf);
+	model_release(&m);
 	return ret;
 }
 
@@ -581,5 +522,8 @@ void rt_release(struct rt_table *t)
 	free(t->mem);
 	free(t->procs);
 	free(t->path);
+	free(t->ids);
+	free(t->cls);
+	free(t->sites);
 	memset(t, 0, sizeof(*t));
 }

@@ -19,11 +19,11 @@
  * a graph launch has one arrow to each of its kernels).  Legacy "s"/"f"
  * events would bind to whatever slice is open at their instant.
  *
- * GPU tracks are threads of the process with synthetic tids,
- * GPU_TID_BASE + (device << 20) + stream, above any real tid (pid_max is
- * at most 2^22), named "GPU <device> / stream <stream>"; stream waits
- * (cat "gpu_sync") are slices there too.  CUPTI memory records are
- * instants (cat "gpu_memory") on "GPU <device> / memory", lane 0xfffff.
+ * GPU tracks are threads of the process with synthetic tids (ts_gpu_tid()
+ * in schema.h, where every name written here is defined), named "GPU
+ * <device> / stream <stream>"; stream waits (cat "gpu_sync") are slices
+ * there too.  CUPTI memory records are instants (cat "gpu_memory") on
+ * "GPU <device> / memory".
  *
  * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns)
  * after "ts_base_ns" (in the "gpubpf" object): small numbers, so that a
@@ -46,20 +46,15 @@
 #include "model/memory.h"
 #include "model/model.h"
 #include "lib/sink.h"
+#include "trace/schema.h"
 
 #ifndef GPUBPF_VERSION
 #define GPUBPF_VERSION "unknown"
 #endif
 
-#define GPU_TID_BASE 0x40000000u
-
-#define GPU_MEMORY_LANE 0xfffffu  /* the device's "GPU <device> / memory" track */
-
 static uint32_t gpu_tid(const struct model_event *ev)
 {
-	uint32_t lane = ev->kind == EV_MEMORY ? GPU_MEMORY_LANE : ev->gpu_stream & 0xfffff;
-
-	return GPU_TID_BASE + (ev->device << 20) + lane;
+	return ts_gpu_tid(ev->device, ev->kind == EV_MEMORY ? TS_GPU_MEMORY_LANE : ev->gpu_stream);
 }
 
 static const char *str(const struct model *m, uint32_t id)
@@ -82,49 +77,49 @@ static void write_call_args(struct jw *jw, const struct model *m,
 {
 	uint32_t f = ev->fields;
 
-	jw_key(jw, "args");
+	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
 	if (f & MF_FUNC) {
-		jw_key(jw, "kernel");
+		jw_key(jw, TS_ARG_KERNEL);
 		if (ev->kernel)
 			jw_str(jw, str(m, ev->kernel));
 		else
 			jw_hex(jw, ev->func);
 	}
 	if (f & MF_GRID)
-		write_u32x3(jw, "grid", ev->grid);
+		write_u32x3(jw, TS_ARG_GRID, ev->grid);
 	if (f & MF_BLOCK)
-		write_u32x3(jw, "block", ev->block);
+		write_u32x3(jw, TS_ARG_BLOCK, ev->block);
 	if (f & MF_SHMEM) {
-		jw_key(jw, "shared_mem");
+		jw_key(jw, TS_ARG_SHMEM);
 		jw_uint(jw, ev->shared_mem);
 	}
 	if (f & MF_STREAM) {
-		jw_key(jw, "stream");
+		jw_key(jw, TS_ARG_STREAM);
 		jw_hex(jw, ev->stream);
 	}
 	if (f & MF_BYTES) {
-		jw_key(jw, "bytes");
+		jw_key(jw, TS_ARG_BYTES);
 		jw_uint(jw, ev->bytes);
 	}
 	if (f & MF_KIND) {
-		jw_key(jw, "kind");
+		jw_key(jw, TS_ARG_KIND);
 		jw_str(jw, cuda_copy_kind_name(ev->copy_kind));
 	}
 	if (f & MF_PTR) {
-		jw_key(jw, "ptr");
+		jw_key(jw, TS_ARG_PTR);
 		jw_hex(jw, ev->ptr);
 	}
 	if (f & MF_COUNT) {
-		jw_key(jw, "count");
+		jw_key(jw, TS_ARG_COUNT);
 		jw_uint(jw, ev->count);
 	}
 	if (f & MF_HANDLE) {
-		jw_key(jw, "handle");
+		jw_key(jw, TS_ARG_HANDLE);
 		jw_hex(jw, ev->handle);
 	}
 	if (f & MF_RET) {
-		jw_key(jw, "ret");
+		jw_key(jw, TS_ARG_RET);
 		jw_int(jw, ev->ret);
 	}
 	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {   /* a failed call: what a user hunts */
@@ -135,30 +130,30 @@ static void write_call_args(struct jw *jw, const struct model *m,
 			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
 			err = buf;
 		}
-		jw_key(jw, "error");
+		jw_key(jw, TS_ARG_ERROR);
 		jw_str(jw, err);
 	}
 	if (ev->correlation) {
-		jw_key(jw, "correlation");
+		jw_key(jw, TS_ARG_CORRELATION);
 		jw_uint(jw, ev->correlation);
 	}
 	if (ev->stack) {
 		const struct model_stack *st = &m->stacks[ev->stack - 1];
 
-		jw_key(jw, "stack");
+		jw_key(jw, TS_ARG_STACK);
 		jw_arr_begin(jw);
 		for (uint32_t i = 0; i < st->n; i++)
 			jw_str(jw, str(m, m->frames[st->first + i]));
 		jw_arr_end(jw);
 		if (st->truncated) {
-			jw_key(jw, "stack_truncated");
+			jw_key(jw, TS_ARG_STACK_TRUNCATED);
 			jw_bool(jw, true);
 		}
 	}
 	if (ev->native) {
 		const struct model_stack *st = &m->stacks[ev->native - 1];
 
-		jw_key(jw, "native_stack");
+		jw_key(jw, TS_ARG_NATIVE_STACK);
 		jw_arr_begin(jw);
 		for (uint32_t i = 0; i < st->n; i++)
 			jw_str(jw, str(m, m->frames[st->first + i]));
@@ -178,20 +173,20 @@ static void event_head(struct jw *jw, const struct model *m, const char *ph, con
 		       uint64_t dur)
 {
 	jw_obj_begin(jw);
-	jw_key(jw, "ph");
+	jw_key(jw, TS_KEY_PH);
 	jw_str(jw, ph);
-	jw_key(jw, "cat");
+	jw_key(jw, TS_KEY_CAT);
 	jw_str(jw, cat);
-	jw_key(jw, "name");
+	jw_key(jw, TS_KEY_NAME);
 	jw_strn(jw, name, namelen);
-	jw_key(jw, "pid");
+	jw_key(jw, TS_KEY_PID);
 	jw_uint(jw, pid);
-	jw_key(jw, "tid");
+	jw_key(jw, TS_KEY_TID);
 	jw_uint(jw, tid);
-	jw_key(jw, "ts");
+	jw_key(jw, TS_KEY_TS);
 	jw_us(jw, ts - m->ts_base_ns);
 	if (ph[0] == 'X') {
-		jw_key(jw, "dur");
+		jw_key(jw, TS_KEY_DUR);
 		jw_us(jw, dur);
 	}
 }
@@ -199,7 +194,7 @@ static void event_head(struct jw *jw, const struct model *m, const char *ph, con
 /* One end of the arrows of call number idx (see the top of this file). */
 static void write_flow_end(struct jw *jw, size_t idx, const char *end)
 {
-	jw_key(jw, "bind_id");
+	jw_key(jw, TS_KEY_BIND_ID);
 	jw_uint(jw, idx + 1);
 	jw_key(jw, end);
 	jw_bool(jw, true);
@@ -211,9 +206,9 @@ static int write_api_call(struct jw *jw, const struct model *m, size_t idx, bool
 	const struct model_event *ev = &m->ev[idx];
 	const char *name = str(m, ev->name);
 
-	event_head(jw, m, "X", "cuda_api", name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
+	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_API, name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
 	if (caused_work)
-		write_flow_end(jw, idx, "flow_out");
+		write_flow_end(jw, idx, TS_KEY_FLOW_OUT);
 	write_call_args(jw, m, ev);
 	return jw_obj_end(jw);
 }
@@ -221,58 +216,58 @@ static int write_api_call(struct jw *jw, const struct model *m, size_t idx, bool
 /* Where GPU work ran and the call it came from, in its args. */
 static void write_where(struct jw *jw, const struct model_event *ev)
 {
-	jw_key(jw, "device");
+	jw_key(jw, TS_ARG_DEVICE);
 	jw_uint(jw, ev->device);
-	jw_key(jw, "stream");
+	jw_key(jw, TS_ARG_STREAM);
 	jw_uint(jw, ev->gpu_stream);
-	jw_key(jw, "correlation");
+	jw_key(jw, TS_ARG_CORRELATION);
 	jw_uint(jw, ev->correlation);
 }
 
 /* Kernels, copies and memsets: complete events on their stream's track. */
 static int write_gpu_work(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
-	const char *kname = ev->kernel ? str(m, ev->kernel) : "kernel";
-	const char *cat = "gpu_memset", *name = "Memset";
+	const char *kname = ev->kernel ? str(m, ev->kernel) : TS_NAME_KERNEL;
+	const char *cat = TS_CAT_MEMSET, *name = TS_NAME_MEMSET;
 	char copy_name[32];
 
 	switch (ev->kind) {
 	case EV_KERNEL:
-		cat = gpu_is_nccl(kname) ? "nccl" : "kernel";
+		cat = ts_kernel_cat(kname);
 		name = kname;
 		break;
 	case EV_MEMCPY:
-		cat = "gpu_memcpy";
-		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", gpu_copy_kind(ev->gpu_kind));
+		cat = TS_CAT_MEMCPY;
+		snprintf(copy_name, sizeof(copy_name), TS_NAME_MEMCPY, ts_copy_kind_name(ev->gpu_kind));
 		name = copy_name;
 		break;
 	}
-	event_head(jw, m, "X", cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
+	event_head(jw, m, TS_PH_COMPLETE, cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
 	if (ev->link != MODEL_NO_LINK)
-		write_flow_end(jw, ev->link, "flow_in");
-	jw_key(jw, "args");
+		write_flow_end(jw, ev->link, TS_KEY_FLOW_IN);
+	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
 	if (ev->kind == EV_KERNEL) {
-		write_u32x3(jw, "grid", ev->grid);
-		write_u32x3(jw, "block", ev->block);
-		jw_key(jw, "registers");
+		write_u32x3(jw, TS_ARG_GRID, ev->grid);
+		write_u32x3(jw, TS_ARG_BLOCK, ev->block);
+		jw_key(jw, TS_ARG_REGISTERS);
 		jw_uint(jw, ev->registers);
-		jw_key(jw, "shared_mem");
+		jw_key(jw, TS_ARG_SHMEM);
 		jw_uint(jw, ev->shared_mem);
-		jw_key(jw, "static_shared_mem");
+		jw_key(jw, TS_ARG_STATIC_SHMEM);
 		jw_uint(jw, ev->static_shmem);
 	} else {
-		jw_key(jw, "bytes");
+		jw_key(jw, TS_ARG_BYTES);
 		jw_uint(jw, ev->bytes);
 	}
 	if (ev->kind == EV_MEMCPY) {
-		jw_key(jw, "kind");
-		jw_str(jw, gpu_copy_kind(ev->gpu_kind));
-		jw_key(jw, "GB/s");
+		jw_key(jw, TS_ARG_KIND);
+		jw_str(jw, ts_copy_kind_name(ev->gpu_kind));
+		jw_key(jw, TS_ARG_GBPS);
 		jw_double(jw, ev->dur ? (double)ev->bytes / ev->dur : 0);
 	}
 	if (ev->graph_node) {
-		jw_key(jw, "graph_node");
+		jw_key(jw, TS_ARG_GRAPH_NODE);
 		jw_uint(jw, ev->graph_node);
 	}
 	write_where(jw, ev);
@@ -286,11 +281,11 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
  */
 static int write_gpu_wait(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
-	event_head(jw, m, "X", "gpu_sync", "Wait event", strlen("Wait event"), ev->pid, gpu_tid(ev),
+	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_SYNC, TS_NAME_WAIT, strlen(TS_NAME_WAIT), ev->pid, gpu_tid(ev),
 		   ev->ts, ev->dur);
-	jw_key(jw, "args");
+	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, "event");
+	jw_key(jw, TS_ARG_EVENT);
 	jw_uint(jw, ev->handle);
 	write_where(jw, ev);
 	jw_obj_end(jw);
@@ -302,27 +297,27 @@ static int write_gpu_wait(struct jw *jw, const struct model *m, const struct mod
 static int write_gpu_memory(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
 	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, "i");
-	jw_key(jw, "s");
-	jw_str(jw, "t");
-	jw_key(jw, "cat");
-	jw_str(jw, "gpu_memory");
-	jw_key(jw, "name");
-	jw_str(jw, ev->gpu_kind == 1 ? "alloc" : ev->gpu_kind == 2 ? "free" : "memory");
-	jw_key(jw, "pid");
+	jw_key(jw, TS_KEY_PH);
+	jw_str(jw, TS_PH_INSTANT);
+	jw_key(jw, TS_KEY_SCOPE);
+	jw_str(jw, TS_SCOPE_THREAD);
+	jw_key(jw, TS_KEY_CAT);
+	jw_str(jw, TS_CAT_MEMORY);
+	jw_key(jw, TS_KEY_NAME);
+	jw_str(jw, ev->gpu_kind == 1 ? TS_NAME_ALLOC : ev->gpu_kind == 2 ? TS_NAME_FREE : TS_NAME_MEMORY);
+	jw_key(jw, TS_KEY_PID);
 	jw_uint(jw, ev->pid);
-	jw_key(jw, "tid");
+	jw_key(jw, TS_KEY_TID);
 	jw_uint(jw, gpu_tid(ev));
-	jw_key(jw, "ts");
+	jw_key(jw, TS_KEY_TS);
 	jw_us(jw, ev->ts - m->ts_base_ns);
-	jw_key(jw, "args");
+	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, "address");
+	jw_key(jw, TS_ARG_ADDRESS);
 	jw_hex(jw, ev->ptr);
-	jw_key(jw, "bytes");
+	jw_key(jw, TS_ARG_BYTES);
 	jw_uint(jw, ev->bytes);
-	jw_key(jw, "memory_kind");
+	jw_key(jw, TS_ARG_MEMORY_KIND);
 	jw_str(jw, mem_kind_name(ev->copy_kind));
 	write_where(jw, ev);
 	jw_obj_end(jw);
@@ -337,13 +332,13 @@ static int write_scope(struct jw *jw, const struct model *m, const struct model_
 {
 	const char *func = str(m, ev->name), *paren = strstr(func, " (");
 
-	event_head(jw, m, "X", "python", func, paren ? (size_t)(paren - func) : strlen(func), ev->pid,
+	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_PYTHON, func, paren ? (size_t)(paren - func) : strlen(func), ev->pid,
 		   ev->tid, ev->ts, ev->dur);
-	jw_key(jw, "args");
+	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, "function");
+	jw_key(jw, TS_ARG_FUNCTION);
 	jw_str(jw, func);
-	jw_key(jw, "first_frame");
+	jw_key(jw, TS_ARG_FIRST_FRAME);
 	jw_str(jw, str(m, ev->stack));
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
@@ -373,17 +368,17 @@ static int write_name_meta(struct jw *jw, const char *what, uint32_t pid,
 			   uint32_t tid, const char *name)
 {
 	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, "M");
-	jw_key(jw, "name");
+	jw_key(jw, TS_KEY_PH);
+	jw_str(jw, TS_PH_META);
+	jw_key(jw, TS_KEY_NAME);
 	jw_str(jw, what);
-	jw_key(jw, "pid");
+	jw_key(jw, TS_KEY_PID);
 	jw_uint(jw, pid);
-	jw_key(jw, "tid");
+	jw_key(jw, TS_KEY_TID);
 	jw_uint(jw, tid);
-	jw_key(jw, "args");
+	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, "name");
+	jw_key(jw, TS_ARG_NAME);
 	jw_str(jw, name);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
@@ -393,19 +388,19 @@ static int write_metadata(struct jw *jw, const struct model *m)
 {
 	char pid[16];
 
-	jw_key(jw, "gpubpf");
+	jw_key(jw, TS_META);
 	jw_obj_begin(jw);
-	jw_key(jw, "version");
+	jw_key(jw, TS_META_VERSION);
 	jw_str(jw, GPUBPF_VERSION);
-	jw_key(jw, "clock");
-	jw_str(jw, "CLOCK_MONOTONIC");
-	jw_key(jw, "realtime_offset_ns");
+	jw_key(jw, TS_META_CLOCK);
+	jw_str(jw, TS_CLOCK);
+	jw_key(jw, TS_META_REALTIME);
 	jw_int(jw, m->realtime_offset_ns);
-	jw_key(jw, "ts_base_ns");
+	jw_key(jw, TS_META_TS_BASE);
 	jw_uint(jw, m->ts_base_ns);
-	jw_key(jw, "host");
+	jw_key(jw, TS_META_HOST);
 	jw_strn(jw, m->host, strnlen(m->host, sizeof(m->host)));
-	jw_key(jw, "dropped_events");
+	jw_key(jw, TS_META_DROPPED);
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
@@ -413,10 +408,10 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		jw_uint(jw, m->procs[i].dropped);
 	}
 	jw_obj_end(jw);
-	jw_key(jw, "dropped_total");
+	jw_key(jw, TS_META_DROPPED_TOTAL);
 	jw_uint(jw, m->dropped_total);
 	/* pid -> why calls of that process may be missing (not counted in drops) */
-	jw_key(jw, "calls_may_be_missing");
+	jw_key(jw, TS_META_MISSING);
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		if (!m->procs[i].missed)
@@ -426,11 +421,11 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		jw_str(jw, str(m, m->procs[i].missed));
 	}
 	jw_obj_end(jw);
-	jw_key(jw, "events");
+	jw_key(jw, TS_META_EVENTS);
 	jw_uint(jw, m->nev);
-	jw_key(jw, "gpu");
+	jw_key(jw, TS_META_GPU);
 	jw_obj_begin(jw);
-	jw_key(jw, "dropped_events");
+	jw_key(jw, TS_GPU_DROPPED);
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		if (!m->procs[i].gpu_dropped)
@@ -440,7 +435,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		jw_uint(jw, m->procs[i].gpu_dropped);
 	}
 	jw_obj_end(jw);
-	jw_key(jw, "errors");
+	jw_key(jw, TS_GPU_ERRORS);
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		if (!m->procs[i].gpu_error)
@@ -452,7 +447,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 	jw_obj_end(jw);
 	/* when each process's GPU collection started (after ts_base_ns, as "ts"):
 	 * earlier launches have no GPU record */
-	jw_key(jw, "window_open_us");
+	jw_key(jw, TS_GPU_WINDOW);
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		if (!m->procs[i].gpu_window_ns)
@@ -463,7 +458,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 	}
 	jw_obj_end(jw);
 	/* processes the library was loaded into by late attach, and their stall */
-	jw_key(jw, "late_attach");
+	jw_key(jw, TS_GPU_LATE_ATTACH);
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		if (!m->procs[i].inject_stall_ns)
@@ -471,16 +466,16 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
 		jw_key(jw, pid);
 		jw_obj_begin(jw);
-		jw_key(jw, "thread");
+		jw_key(jw, TS_GPU_LATE_THREAD);
 		jw_uint(jw, m->procs[i].inject_tid);
-		jw_key(jw, "stall_us");
+		jw_key(jw, TS_GPU_LATE_STALL);
 		jw_us(jw, m->procs[i].inject_stall_ns);
 		jw_obj_end(jw);
 	}
 	jw_obj_end(jw);
-	jw_key(jw, "clock_skewed_events");
+	jw_key(jw, TS_GPU_SKEWED);
 	jw_uint(jw, m->skewed);
-	jw_key(jw, "max_clock_skew_us");
+	jw_key(jw, TS_GPU_MAX_SKEW);
 	jw_us(jw, m->max_skew_ns);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
@@ -506,23 +501,23 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 		if (!added)
 			continue;
 		if (ev->kind == EV_MEMORY)
-			snprintf(name, sizeof(name), "GPU %u / memory", ev->device);
+			snprintf(name, sizeof(name), TS_TRACK_MEMORY, ev->device);
 		else
-			snprintf(name, sizeof(name), "GPU %u / stream %u", ev->device, ev->gpu_stream);
-		write_name_meta(jw, "thread_name", ev->pid, gpu_tid(ev), name);
+			snprintf(name, sizeof(name), TS_TRACK_STREAM, ev->device, ev->gpu_stream);
+		write_name_meta(jw, TS_META_THREAD_NAME, ev->pid, gpu_tid(ev), name);
 		jw_obj_begin(jw);
-		jw_key(jw, "ph");
-		jw_str(jw, "M");
-		jw_key(jw, "name");
-		jw_str(jw, "thread_sort_index");
-		jw_key(jw, "pid");
+		jw_key(jw, TS_KEY_PH);
+		jw_str(jw, TS_PH_META);
+		jw_key(jw, TS_KEY_NAME);
+		jw_str(jw, TS_META_THREAD_SORT);
+		jw_key(jw, TS_KEY_PID);
 		jw_uint(jw, ev->pid);
-		jw_key(jw, "tid");
+		jw_key(jw, TS_KEY_TID);
 		jw_uint(jw, gpu_tid(ev));
-		jw_key(jw, "args");
+		jw_key(jw, TS_KEY_ARGS);
 		jw_obj_begin(jw);
-		jw_key(jw, "sort_index");
-		jw_uint(jw, 1000000 + (ev->device << 16) +
+		jw_key(jw, TS_META_SORT_INDEX);
+		jw_uint(jw, TS_GPU_SORT_BASE + (ev->device << 16) +
 			    (ev->kind == EV_MEMORY ? 0xffff : ev->gpu_stream & 0xffff));
 		jw_obj_end(jw);
 		jw_obj_end(jw);
@@ -536,21 +531,21 @@ static int write_mem_counter(struct jw *jw, const struct model *m, const struct 
 {
 	char name[48];
 
-	snprintf(name, sizeof(name), "device memory GPU %u", s->device);
+	snprintf(name, sizeof(name), TS_NAME_COUNTER, s->device);
 	jw_obj_begin(jw);
-	jw_key(jw, "ph");
-	jw_str(jw, "C");
-	jw_key(jw, "name");
+	jw_key(jw, TS_KEY_PH);
+	jw_str(jw, TS_PH_COUNTER);
+	jw_key(jw, TS_KEY_NAME);
 	jw_str(jw, name);
-	jw_key(jw, "pid");
+	jw_key(jw, TS_KEY_PID);
 	jw_uint(jw, s->pid);
-	jw_key(jw, "tid");
+	jw_key(jw, TS_KEY_TID);
 	jw_uint(jw, s->pid);
-	jw_key(jw, "ts");
+	jw_key(jw, TS_KEY_TS);
 	jw_us(jw, s->ts - m->ts_base_ns);
-	jw_key(jw, "args");
+	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, "bytes");
+	jw_key(jw, TS_ARG_BYTES);
 	jw_uint(jw, s->bytes);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
@@ -576,20 +571,20 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 		goto cleanup;
 	jw_obj_begin(&jw);
 	write_metadata(&jw, m);
-	jw_key(&jw, "traceEvents");
+	jw_key(&jw, TS_TRACE_EVENTS);
 	jw_arr_begin_lines(&jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		const struct model_process *p = &m->procs[i];
 
 		if (p->name)
-			write_name_meta(&jw, "process_name", p->pid, p->pid,
+			write_name_meta(&jw, TS_META_PROCESS_NAME, p->pid, p->pid,
 					str(m, p->name));
 	}
 	for (size_t i = 0; i < m->nthreads; i++) {
 		const struct model_thread *t = &m->threads[i];
 
 		if (t->name)
-			write_name_meta(&jw, "thread_name", t->pid, t->tid,
+			write_name_meta(&jw, TS_META_THREAD_NAME, t->pid, t->tid,
 					str(m, t->name));
 	}
 	ret = write_gpu_tracks(&jw, m);

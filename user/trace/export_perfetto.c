@@ -45,6 +45,7 @@
 #include "model/model.h"
 #include "trace/export.h"
 #include "trace/gpu_events.h"
+#include "trace/schema.h"
 #include "trace/perfetto_trace.pb-c.h"
 
 #ifndef GPUBPF_VERSION
@@ -836,7 +837,7 @@ static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t f
 	char copy_name[32];
 
 	if (ev->kind == EV_KERNEL) {
-		cat = gpu_is_nccl(kname) ? CAT_NCCL : CAT_KERNEL;
+		cat = strcmp(ts_kernel_cat(kname), TS_CAT_NCCL) ? CAT_KERNEL : CAT_NCCL;
 		name = kname;
 		arg_u32x3(w, "grid", ev->grid);
 		arg_u32x3(w, "block", ev->block);
@@ -848,9 +849,9 @@ static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t f
 	}
 	if (ev->kind == EV_MEMCPY) {
 		cat = CAT_MEMCPY;
-		snprintf(copy_name, sizeof(copy_name), "Memcpy %s", gpu_copy_kind(ev->gpu_kind));
+		snprintf(copy_name, sizeof(copy_name), TS_NAME_MEMCPY, ts_copy_kind_name(ev->gpu_kind));
 		name = copy_name;
-		arg_string(w, "kind", gpu_copy_kind(ev->gpu_kind));
+		arg_string(w, TS_ARG_KIND, ts_copy_kind_name(ev->gpu_kind));
 		arg_double(w, "GB/s", ev->dur ? (double)ev->bytes / ev->dur : 0);
 	}
 	if (ev->graph_node)

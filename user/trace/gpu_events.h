@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * What the exporters show of a model's GPU records, the same in every
- * format: which records get a track and how copies are named.
+ * format: which records get a track (their names are in schema.h).
  */
 #ifndef GPUBPF_GPU_EVENTS_H
 #define GPUBPF_GPU_EVENTS_H
@@ -18,9 +18,5 @@ int gpu_on_track(const struct model_event *ev);
 int gpu_wait_event(const struct model_event *ev);
 /* Either, or an allocation or release (on the device's memory track). */
 int gpu_has_track(const struct model_event *ev);
-/* A copy's direction (enum ga_copy_kind): "HtoD", ..., "Unknown". */
-const char *gpu_copy_kind(unsigned kind);
-/* NCCL's kernels are named ncclKernel_..., ncclDevKernel_... */
-int gpu_is_nccl(const char *kernel);
 
 #endif

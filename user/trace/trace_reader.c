@@ -18,6 +18,7 @@
 
 #include "lib/array.h"
 #include "lib/json_writer.h"
+#include "trace/schema.h"
 #include "trace/trace_reader.h"
 
 #define TR_BUFSZ (1u << 20)
@@ -711,18 +712,18 @@ static int parse_meta(struct trace_reader *r, const char *text, size_t len)
 	r->meta = cJSON_ParseWithLength(text, len);
 	if (!r->meta)
 		return set_msg(r, -ENOMEM, "cannot parse the \"gpubpf\" object");
-	v = member(r->meta, "version");
+	v = member(r->meta, TS_META_VERSION);
 	if (!cJSON_IsString(v) || !*v->valuestring)
 		return set_msg(r, -EINVAL, "the \"gpubpf\" object has no version");
 	snprintf(r->version, sizeof(r->version), "%s", v->valuestring);
-	v = member(r->meta, "host");
+	v = member(r->meta, TS_META_HOST);
 	if (cJSON_IsString(v))
 		snprintf(r->host, sizeof(r->host), "%s", v->valuestring);
 	/* counts: ignored unless they fit (converting 1e30 is undefined) */
-	v = member(r->meta, "events");
+	v = member(r->meta, TS_META_EVENTS);
 	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 0x1p64)
 		r->events = (uint64_t)v->valuedouble;
-	v = member(r->meta, "dropped_total");
+	v = member(r->meta, TS_META_DROPPED_TOTAL);
 	if (cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble < 0x1p64)
 		r->dropped_total = (uint64_t)v->valuedouble;
 
@@ -731,12 +732,12 @@ static int parse_meta(struct trace_reader *r, const char *text, size_t len)
 	ret = scan_object(&s, r, text, &n);
 	if (ret != SC_OK)
 		return set_msg(r, -EINVAL, "cannot parse the \"gpubpf\" object");
-	if (meta_int(r, text, n, "realtime_offset_ns", &r->realtime_offset_ns, &found))
+	if (meta_int(r, text, n, TS_META_REALTIME, &r->realtime_offset_ns, &found))
 		return -EINVAL;
 	if (!found)
 		return set_msg(r, -EINVAL,
 			       "the \"gpubpf\" object has no realtime_offset_ns (cannot align its clock)");
-	if (meta_int(r, text, n, "ts_base_ns", &r->ts_base_ns, &found))
+	if (meta_int(r, text, n, TS_META_TS_BASE, &r->ts_base_ns, &found))
 		return -EINVAL;
 	if (r->ts_base_ns < 0 || r->ts_base_ns > TR_MAX_TS_NS)
 		return set_msg(r, -EINVAL, "ts_base_ns in the \"gpubpf\" object is out of range");
@@ -776,7 +777,7 @@ static int read_members(struct trace_reader *r, bool tail)
 			return c;
 		if (c == -1)
 			return truncated(r);
-		if (!strcmp(key, "traceEvents") && !tail) {
+		if (!strcmp(key, TS_TRACE_EVENTS) && !tail) {
 			if (c != '[')
 				return set_msg(r, -EINVAL, "\"traceEvents\" is not an array (line %llu)",
 					       (unsigned long long)r->line);
@@ -788,7 +789,7 @@ static int read_members(struct trace_reader *r, bool tail)
 		ret = scan_at(r, false, NULL, NULL, &off, &len);
 		if (ret)
 			return ret;
-		if (!strcmp(key, "gpubpf") && !r->meta) {
+		if (!strcmp(key, TS_META) && !r->meta) {
 			ret = parse_meta(r, r->buf + off, len);
 			if (ret)
 				return ret;
@@ -844,30 +845,30 @@ static int key_index(const char *k, uint32_t len)
 #define K(s, i) if (len == sizeof(s) - 1 && !memcmp(k, s, len)) return i
 	switch (k[0]) {
 	case 'p':
-		K("ph", TRK_PH);
-		K("pid", TRK_PID);
+		K(TS_KEY_PH, TRK_PH);
+		K(TS_KEY_PID, TRK_PID);
 		break;
 	case 'c':
-		K("cat", TRK_CAT);
+		K(TS_KEY_CAT, TRK_CAT);
 		break;
 	case 'n':
-		K("name", TRK_NAME);
+		K(TS_KEY_NAME, TRK_NAME);
 		break;
 	case 't':
-		K("ts", TRK_TS);
-		K("tid", TRK_TID);
+		K(TS_KEY_TS, TRK_TS);
+		K(TS_KEY_TID, TRK_TID);
 		break;
 	case 'd':
-		K("dur", TRK_DUR);
+		K(TS_KEY_DUR, TRK_DUR);
 		break;
 	case 'i':
-		K("id", TRK_ID);
+		K(TS_KEY_ID, TRK_ID);
 		break;
 	case 'b':
-		K("bind_id", TRK_BIND_ID);
+		K(TS_KEY_BIND_ID, TRK_BIND_ID);
 		break;
 	case 'a':
-		K("args", TRK_ARGS);
+		K(TS_KEY_ARGS, TRK_ARGS);
 		break;
 	}
 #undef K

@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The report's table: each host call and GPU activity of a model as a
+ * 48-byte row, strings interned in the table's own strtab, so that the
+ * analyses (report.h) run on a compact view of the model.  It is filled
+ * from model events, one at a time: from a trace file streamed through
+ * trace_import (rt_load, the model is never held whole), or from the model
+ * record has just built (report_print_model()).
+ *
+ *	struct rt_table t;
+ *	rt_init(&t, path);
+ *	for each finished event ev of model m: rt_add(&t, m, ev);
+ *	rt_finish(&t, m);
+ *	... the analyses ...
+ *	rt_release(&t);
+ */
+#ifndef GPUBPF_REPORT_TABLE_H
+#define GPUBPF_REPORT_TABLE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "model/model.h"
+
+enum rt_kind { RT_API, RT_KERNEL, RT_NCCL, RT_MEMCPY, RT_MEMSET };
+
+enum {
+	RTF_SYNC = 1,           /* a blocking sync: stream/ctx/event sync, synchronous copy */
+	RTF_LAUNCH = 2,         /* kernel or graph launch */
+	RTF_FAILED = 4,         /* returned an error (ret != 0) */
+};
+
+/* One host call or GPU activity (48 bytes). */
+struct rt_event {
+	int64_t ts, dur;        /* ns */
+	uint32_t name;          /* call name, or kernel name for GPU work */
+	uint32_t aux;           /* launches: kernel name id */
+	uint32_t site;          /* innermost user frame "qualname (file:line)", 0 unknown */
+	uint32_t corr;          /* correlation id, 0 none */
+	uint32_t tid;           /* host: thread id; GPU: stream */
+	uint32_t proc;          /* index into rt_table.procs */
+	uint16_t device;        /* GPU work only */
+	uint8_t kind;           /* enum rt_kind */
+	uint8_t flags;          /* RTF_* */
+	int32_t ret;            /* host calls: ret, 0 when not known */
+};
+
+/*
+ * Device-memory calls and CUPTI memory records (EV_MEMORY, device and
+ * managed memory only), kept apart (few).  A record takes the site
+ * and call name of the host call with its correlation id.
+ */
+enum { RTM_ALLOC = 1, RTM_FREE = 2 };
+struct rt_mem {
+	int64_t ts;
+	uint64_t key;           /* address, or VMM handle | RT_MEM_HANDLE */
+	uint64_t bytes;
+	uint32_t site, name, proc;
+	uint32_t corr;          /* records: correlation id, 0 none */
+	uint16_t device;        /* records only */
+	uint8_t op;
+	uint8_t gpu;            /* a CUPTI memory record, not a call */
+};
+#define RT_MEM_HANDLE (1ULL << 63)
+
+struct rt_proc {
+	uint32_t pid;
+	uint32_t name;          /* strtab id */
+};
+
+struct rt_table {
+	char *path;
+	struct strtab strs;
+	struct rt_event *ev;
+	size_t nev, cap;
+	struct rt_mem *mem;
+	size_t nmem, capmem;
+	struct rt_proc *procs;
+	size_t nprocs;
+	uint64_t nstacks;       /* host calls with a Python stack */
+	uint64_t dropped;       /* the model's dropped_total */
+	uint32_t *missed;       /* processes whose calls may be missing: pid, strtab id
+				   of why; pairs */
+	size_t nmissed;
+	int64_t t_first, t_last;
+	/* while filled: per model string and stack, what rt_add made of it */
+	uint32_t *ids;          /* model string id -> table string id + 1, 0 not yet */
+	size_t nids;
+	uint8_t *cls;           /* per table string id: NC_* */
+	size_t ncls;
+	uint32_t *sites;        /* model stack index -> site + 1, 0 not yet */
+	size_t nsites;
+	uint32_t last_proc;     /* the process of the last row */
+	bool seeded;            /* named processes added, in the model's order */
+	bool nomem;             /* a string could not be added */
+};
+
+/* An empty table of the trace at path (as the report names it). */
+void rt_init(struct rt_table *t, const char *path);
+/*
+ * Add one event of model m (its strings, stacks and processes): host
+ * calls, GPU work and device memory records become rows, the rest is
+ * skipped.  Events come in time order, with their stack set as
+ * model_finish() sets it.  0 or -ENOMEM.
+ */
+int rt_add(struct rt_table *t, const struct model *m, const struct model_event *ev);
+/* After the last event: processes, drops and missing calls from m; 0 or -ENOMEM. */
+int rt_finish(struct rt_table *t, const struct model *m);
+/*
+ * The table of the trace file at path, streamed through trace_import; 0,
+ * or -errno with "PATH: problem" in err.
+ */
+int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen);
+void rt_release(struct rt_table *t);
+static inline const char *rt_str(const struct rt_table *t, uint32_t id)
+{
+	return strtab_get(&t->strs, id);
+}
+
+/* Is the frame "qualname (file:line)" library code (site/dist-packages,
+ * the standard library, <frozen ...>)? */
+bool rt_frame_is_library(const char *frame, size_t len);
+
+#endif
