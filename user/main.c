@@ -13,6 +13,7 @@ static const struct command {
 	{ "list", cmd_list, "list the probed libcuda entry points" },
 	{ "merge", cmd_merge, "merge traces of several hosts into one timeline" },
 	{ "report", cmd_report, "diagnose a trace: GPU usage, idle causes, syncs, memory" },
+	{ "convert", cmd_convert, "convert a trace between formats (.json, .json.gz, .pftrace)" },
 };
 
 static void usage(FILE *f)

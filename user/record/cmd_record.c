@@ -72,39 +72,21 @@ static void default_output(struct record *r)
 	r->outputs[r->noutputs++] = r->outbuf;
 }
 
-/* The model into path, in the format of its extension. */
-static int write_output(struct record *r, const char *path)
-{
-	const struct exporter *ex = sink_format(path) == SINK_PFTRACE ? &export_perfetto :
-				    &export_chrome;
-	struct sink out;
-	int ret;
-
-	ret = sink_open(&out, path);
-	if (!ret)
-		ret = ex->write(&r->model, &r->o->export, &out);
-	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out) :
-			strerror(-ret));
-		sink_abort(&out);
-		return ret;
-	}
-	ret = sink_commit(&out);
-	if (ret)
-		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
-	return ret;
-}
-
+/* The model into each output, in the format of its extension. */
 static int write_trace(struct record *r)
 {
+	char err[600];
 	int ret = model_finish(&r->model);
 
 	if (ret) {
 		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
 		return ret;
 	}
-	for (int i = 0; i < r->noutputs && !ret; i++)
-		ret = write_output(r, r->outputs[i]);
+	for (int i = 0; i < r->noutputs && !ret; i++) {
+		ret = export_file(&r->model, &r->o->export, r->outputs[i], err, sizeof(err));
+		if (ret)
+			fprintf(stderr, "gpubpf: %s\n", err);
+	}
 	return ret;
 }
 

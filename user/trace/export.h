@@ -3,14 +3,16 @@
  * Exporters: each turns a finished model (see model_finish()) into one
  * output format, streaming into a sink.  Exporters only read the model.
  *
- *	struct sink out;
- *	if (sink_open(&out, path) < 0) -> sink_errmsg(&out)
  *	struct export_opts opts = { .mem_sample_rate = 0 };
- *	err = export_chrome.write(model, &opts, &out);
- *	err ? sink_abort(&out) : (err = sink_commit(&out));
+ *	if (export_file(model, &opts, "run.pftrace", err, sizeof(err)))
+ *		fprintf(stderr, "gpubpf: %s\n", err);
+ *
+ * or, into a sink of one's own, export_for(path)->write(model, &opts, &out).
  */
 #ifndef GPUBPF_EXPORT_H
 #define GPUBPF_EXPORT_H
+
+#include <stddef.h>
 
 struct model;
 struct sink;
@@ -36,7 +38,7 @@ struct exporter {
 
 /*
  * Chrome trace event JSON, as read by ui.perfetto.dev and chrome://tracing:
- * {"gpubpf":{metadata},"displayTimeUnit":"ns","traceEvents":[...]}.
+ * {"gpubpf":{metadata},"traceEvents":[...]}.
  */
 extern const struct exporter export_chrome;
 
@@ -45,5 +47,15 @@ extern const struct exporter export_chrome;
  * GPU stream tracks, interned names and stacks (see export_perfetto.c).
  */
 extern const struct exporter export_perfetto;
+
+/* The exporter for a file name: .pftrace Perfetto's, else Chrome JSON. */
+const struct exporter *export_for(const char *path);
+
+/*
+ * Write m into path (atomically, see sink.h) in the format export_for()
+ * picks.  0, or -errno with a one-line message in err.
+ */
+int export_file(const struct model *m, const struct export_opts *opts, const char *path,
+		char *err, size_t errlen);
 
 #endif
