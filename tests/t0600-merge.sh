@@ -113,6 +113,16 @@ PYEOF
 	is "two process groups" "$(json_query real-m.json '[e["args"]["host"] for e in ev if e["name"] == "process_name"]')" \
 		"[\"$(json_query real.json 'd["gpubpf"]["host"]')\", \"twin-$(json_query real.json 'd["gpubpf"]["host"]')\"]"
 	perfetto_ok real-m.json
+	check "-o .pftrace: the same merge in Perfetto's format" "$GPUBPF" merge -o real-m.pftrace \
+		real.json real2.json
+	is "-o .pftrace: no temporary file left" "$(ls -A | grep -c '^\.merge-')" 0
+	if tp=$(trace_processor); then
+		is "-o .pftrace: the same slices per category as the .json merge" \
+			"$(echo "select category, count(*) from slice where category != 'gpubpf' group by 1 order by 1" | "$tp" query real-m.pftrace 2>/dev/null)" \
+			"$(echo "select category, count(*) from slice group by 1 order by 1" | "$tp" query real-m.json 2>/dev/null)"
+	else
+		skip "Perfetto's trace_processor_shell not found" 1
+	fi
 	# the same recording as if made after 200 days of uptime (its base and
 	# its realtime offset moved the other way: the same wall-clock times)
 	"$PY" - real.json old.json <<'PYEOF'
@@ -136,6 +146,6 @@ print(times("old-m.json", lambda p: p < 10**7) == real and times("old-m.json", l
 PYEOF
 )" True
 else
-	skip "recording needs root, BPF and the simulated driver" 8
+	skip "recording needs root, BPF and the simulated driver" 11
 fi
 done_testing

@@ -29,10 +29,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+#include <limits.h>
 
 #include "commands.h"
 #include "lib/sink.h"
 #include "merge/merge.h"
+#include "model/model.h"
+#include "trace/export.h"
+#include "trace/trace_import.h"
 
 static int alloc_inputs(struct merge *m)
 {
@@ -48,11 +53,53 @@ static int alloc_inputs(struct merge *m)
 	return 0;
 }
 
+/*
+ * -o X.pftrace: the merge is written as JSON under a temporary name
+ * beside X, then read back into the model and exported (the model of the
+ * whole merge is held in memory for that).  The name, made and empty, in
+ * tmp; 0 or -errno, said.
+ */
+static int json_beside(const char *out, char *tmp, size_t len)
+{
+	const char *slash = strrchr(out, '/');
+	int dir = slash ? (int)(slash - out) + 1 : 0, fd;
+
+	if ((size_t)snprintf(tmp, len, "%.*s.merge-XXXXXX.json", dir, out) >= len) {
+		fprintf(stderr, "gpubpf: %s: name too long\n", out);
+		tmp[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	fd = mkstemps(tmp, 5);
+	if (fd < 0) {
+		fprintf(stderr, "gpubpf: cannot write beside '%s': %s\n", out, strerror(errno));
+		tmp[0] = 0;
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+static int convert_json(const char *json, const char *out)
+{
+	struct export_opts opts = { 0 };
+	char err[600];
+	struct model mod;
+	int ret;
+
+	model_init(&mod);
+	ret = trace_import_file(&mod, json, err, sizeof(err)) ?:
+	      export_file(&mod, &opts, out, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "gpubpf: %s\n", err);
+	model_release(&mod);
+	return ret;
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	struct merge_opts o = {};
 	struct merge m = { .o = &o };
-	char err[600];
+	char err[600], tmp[PATH_MAX] = "";
 	int ret, status = 1;
 	bool sink_open_ = false;
 
@@ -64,10 +111,8 @@ int cmd_merge(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		goto cleanup;
 	}
-	if (sink_format(o.output) == SINK_PFTRACE) {
-		fprintf(stderr, "gpubpf: merge writes .json or .json.gz, not '%s'\n", o.output);
+	if (sink_format(o.output) == SINK_PFTRACE && json_beside(o.output, tmp, sizeof(tmp)))
 		goto cleanup;
-	}
 	for (int i = 0; i < m.nin; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(m.in[i].path, m.in[j].path)) {
@@ -78,7 +123,7 @@ int cmd_merge(int argc, char **argv)
 		goto cleanup;
 	if (o.align && merge_align_pass(&m))
 		goto cleanup;
-	ret = sink_open(&m.sink, o.output);
+	ret = sink_open(&m.sink, tmp[0] ? tmp : o.output);
 	if (ret) {
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&m.sink));
 		goto cleanup;
@@ -104,6 +149,8 @@ int cmd_merge(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&m.sink));
 		goto cleanup;
 	}
+	if (tmp[0] && convert_json(tmp, o.output))
+		goto cleanup;
 	if (!o.quiet) {
 		fprintf(stderr, "gpubpf: merged %d traces (", m.nin);
 		for (int i = 0; i < m.nin; i++)
@@ -122,5 +169,7 @@ cleanup:
 	free(m.heap);
 	free(m.ids);
 	free(m.ob);
+	if (tmp[0])
+		unlink(tmp);
 	return status;
 }

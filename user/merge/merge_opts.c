@@ -19,7 +19,7 @@ static const char usage[] =
 "pids kept apart, clocks aligned with each trace's realtime offset; the\n"
 "merged clock is the first trace's.\n"
 "\n"
-"  -o, --output FILE         merged trace, .json or .json.gz; default\n"
+"  -o, --output FILE         merged trace, .json, .json.gz or .pftrace; default\n"
 "                            gpubpf-merged-<YYYYmmdd-HHMMSS>.json\n"
 "      --align-collectives   refine the alignment with NCCL kernels (cat\n"
 "                            \"nccl\"): the k-th kernel of a name ends at the\n"
