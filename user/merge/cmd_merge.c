@@ -168,6 +168,7 @@ cleanup:
 	free(m.in);
 	free(m.heap);
 	free(m.ids);
+	hashmap_release(&m.id_index);
 	free(m.ob);
 	if (tmp[0])
 		unlink(tmp);

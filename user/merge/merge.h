@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "lib/hashmap.h"
 #include "lib/sink.h"
 #include "merge/merge_align.h"
 #include "merge/merge_opts.h"
@@ -60,7 +61,7 @@ struct ident {
 	int64_t v;
 	int64_t nv;
 	uint32_t host;
-	uint8_t used, seen_pid, named;
+	uint8_t seen_pid, named;
 };
 
 struct merge {
@@ -68,8 +69,9 @@ struct merge {
 	struct input *in;
 	int nin;
 
-	struct ident *ids;
+	struct ident *ids;              /* first seen first */
 	size_t nids, capids;
+	struct hashmap id_index;        /* hash of (host, value) -> index in ids */
 	int64_t next_big;
 
 	int *heap;                      /* inputs by their next event */

@@ -303,13 +303,13 @@ int merge_write_event(struct merge *m, int h, const struct tr_event *ev)
 
 int merge_write_missing_names(struct merge *m)
 {
-	for (size_t i = 0; i < m->capids; i++) {
+	for (size_t i = 0; i < m->nids; i++) {
 		const struct ident *e = &m->ids[i];
 		struct jw jw;
 		char name[320];
 		int ret;
 
-		if (!e->used || !e->seen_pid || e->named)
+		if (!e->seen_pid || e->named)
 			continue;
 		snprintf(name, sizeof(name), "%s: pid %" PRId64, m->in[e->host].label, e->v);
 		ret = ob_str(m, ",\n") ?: ob_flush(m) ?: jw_init(&jw, &m->sink);
