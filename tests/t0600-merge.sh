@@ -113,6 +113,8 @@ PYEOF
 	is "two process groups" "$(json_query real-m.json '[e["args"]["host"] for e in ev if e["name"] == "process_name"]')" \
 		"[\"$(json_query real.json 'd["gpubpf"]["host"]')\", \"twin-$(json_query real.json 'd["gpubpf"]["host"]')\"]"
 	perfetto_ok real-m.json
+	is "no displayTimeUnit (Perfetto 4-21 would show the trace 1000x short)" \
+		"$(json_query real-m.json '"displayTimeUnit" in d')" false
 	check "-o .pftrace: the same merge in Perfetto's format" "$GPUBPF" merge -o real-m.pftrace \
 		real.json real2.json
 	is "-o .pftrace: no temporary file left" "$(ls -A | grep -c '^\.merge-')" 0
@@ -146,6 +148,6 @@ print(times("old-m.json", lambda p: p < 10**7) == real and times("old-m.json", l
 PYEOF
 )" True
 else
-	skip "recording needs root, BPF and the simulated driver" 11
+	skip "recording needs root, BPF and the simulated driver" 12
 fi
 done_testing

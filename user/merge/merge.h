@@ -117,7 +117,7 @@ struct ident *ident_get(struct merge *m, uint32_t host, int64_t v);
 
 /* --- merge_header.c ----------------------------------------------------- */
 
-/* '{"gpubpf":{...},"displayTimeUnit":"ns","traceEvents":[' into the sink. */
+/* '{"gpubpf":{...},"traceEvents":[' into the sink. */
 int merge_write_header(struct merge *m);
 
 /* --- merge_write.c ------------------------------------------------------ */

@@ -180,5 +180,5 @@ int merge_write_header(struct merge *m)
 	jw_release(&jw);
 	if (ret)
 		return ret;
-	return sink_write(&m->sink, ",\"displayTimeUnit\":\"ns\",\"traceEvents\":[", 39);
+	return sink_write(&m->sink, TS_OPEN_EVENTS, strlen(TS_OPEN_EVENTS));
 }

@@ -109,8 +109,10 @@
 #define TS_GPU_LATE_STALL       "stall_us"
 #define TS_GPU_SKEWED           "clock_skewed_events"
 #define TS_GPU_MAX_SKEW         "max_clock_skew_us"
-/* A trace opens with its metadata: write this, then the object. */
+/* A trace opens with its metadata: write this, then the object, then
+ * TS_OPEN_EVENTS and the events. */
 #define TS_OPEN_META            "{\"" TS_META "\":"
+#define TS_OPEN_EVENTS          ",\"" TS_TRACE_EVENTS "\":["
 
 /*
  * What merge adds: processes are named "<host>: <name>" with the host
