@@ -43,7 +43,7 @@ int report_analyze(const struct rt_table *t, struct report *r)
 	if ((ret = report_gpu(t, r)) || (ret = report_top(t, r)) || (ret = report_iter(t, r)) ||
 	    (ret = report_memory(t, r)))
 		return ret;
-	return 0;
+	return report_findings(r);
 }
 
 void report_release(struct report *r)
@@ -51,6 +51,8 @@ void report_release(struct report *r)
 	for (size_t p = 0; p < r->nprocs; p++) {
 		struct rep_proc *rp = &r->procs[p];
 
+		free(rp->findings);
+		free(rp->late);
 		free(rp->devs);
 		free(rp->hot);
 		free(rp->streams);

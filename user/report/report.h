@@ -4,7 +4,8 @@
  * kept as a compact table (report_table.h), one 48-byte row per host call
  * or GPU activity, filled from the model record built or from a trace file
  * streamed through the importer; the analyses (report_gpu.c, report_top.c,
- * report_iter.c, report_memory.c; report.c runs them) read the table and
+ * report_iter.c, report_memory.c; report.c runs them) read the table,
+ * report_findings.c ranks what they found, and all of them
  * fill a struct report, which report_out.c prints as text or JSON and
  * report_svg.c draws.  Data flows one way: model -> table -> results ->
  * output; cmd_report.c ties them together.
@@ -53,8 +54,36 @@ struct rep_stream {
 
 struct rep_comm {
 	uint32_t kernel, device, stream;
+	uint32_t site;          /* of its first launch with a known site, 0 unknown */
 	uint64_t count, total_ns, exposed_ns;
 	bool same_stream_as_compute;
+};
+
+/*
+ * Host-bound idle time that ended with a launch from one site onto one
+ * stream: the GPU ran dry until the host launched from there.  (Why the
+ * host was late -- the launching thread's state in the gap -- belongs
+ * here too once the trace has it.)
+ */
+struct rep_late {
+	uint32_t site, device, stream;
+	uint64_t count, idle_ns;
+};
+
+/* One finding: a problem, its cost and where to change it (report_findings.c). */
+enum rep_finding_kind {
+	RF_SYNC,                /* a blocking sync that drained the GPU: hot[index] */
+	RF_COMM,                /* communication with no compute beside it: comm[index] */
+	RF_HOST_BOUND,          /* the host launched late: late[] entries of site */
+	RF_LAUNCH_BOUND,        /* a stream of kernels shorter than their launches: streams[index] */
+};
+
+struct rep_finding {
+	uint32_t kind;          /* enum rep_finding_kind */
+	uint32_t site;          /* the Python line to change, 0 unknown */
+	uint32_t index;         /* into the list named by kind */
+	uint64_t cost_ns;       /* GPU idle time it caused */
+	uint64_t count;         /* the calls, gaps or kernels it covers */
 };
 
 struct rep_top {
@@ -91,6 +120,8 @@ struct rep_mem_dev {
 
 struct rep_proc {
 	uint32_t pid, name;
+	struct rep_finding *findings;   /* costliest first */
+	size_t nfindings;
 	struct rep_device *devs;
 	size_t ndevs;
 	struct rep_hotspot *hot;
@@ -99,6 +130,8 @@ struct rep_proc {
 	size_t nstreams;
 	struct rep_comm *comm;
 	size_t ncomm;
+	struct rep_late *late;
+	size_t nlate;
 	struct rep_top *kernels, *calls;
 	size_t nkernels, ncalls;
 	struct rep_err *errors; /* most frequent first */
@@ -120,10 +153,11 @@ int report_analyze(const struct rt_table *t, struct report *r);
 void report_release(struct report *r);
 
 /* analyses, each filling its part of every rep_proc */
-int report_gpu(const struct rt_table *t, struct report *r);      /* devs, hot, streams, comm */
+int report_gpu(const struct rt_table *t, struct report *r);      /* devs, hot, streams, comm, late */
 int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
 int report_iter(const struct rt_table *t, struct report *r);     /* iter */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
+int report_findings(struct report *r);                          /* findings, from the others */
 
 struct mem_tracker;
 /* Replay process proc's allocations and frees on device in time order
@@ -132,6 +166,11 @@ struct mem_tracker;
  * both.  0 or -ENOMEM. */
 int report_mem_track(const struct rt_table *t, uint32_t proc, uint32_t device,
 		     struct mem_tracker *mt);
+
+/* The kind of finding f as the JSON names it, and one line of its evidence. */
+const char *report_finding_kind(const struct rep_finding *f);
+void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
+			   const struct rep_finding *f, char *buf, size_t len);
 
 /* output */
 int report_text(const struct rt_table *t, const struct report *r, FILE *f);

@@ -22,12 +22,14 @@
  *      "host-bound" otherwise: the launch simply came late;
  *    and the rest, [L, g1) (launch latency), is "other".
  *  - W without a known launch call: "other".
- * host_bound + sync_bound + other = span - busy.
+ * host_bound + sync_bound + other = span - busy.  Host-bound time is also
+ * kept by the site and stream of W's launch (rep_late), for the findings.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "lib/hashmap.h"
 #include "report/report.h"
 
@@ -162,9 +164,39 @@ static int64_t covered(const struct ivl *u, size_t n, int64_t a, int64_t b)
 	return c;
 }
 
-static int device_usage(const struct rt_table *t, const struct hashmap *cm, struct rep_proc *rp,
-			const uint32_t *g, size_t n, const uint32_t *syncs, size_t nsync,
-			uint64_t *sync_idle)
+/* rp->late by (site, device, stream) */
+struct late_map {
+	struct hashmap map;     /* hash -> index into rp->late */
+	size_t cap;
+};
+
+/* Add host-bound idle ns ended by e, launched by l. */
+static int late_add(struct late_map *lm, struct rep_proc *rp, const struct rt_event *l,
+		    const struct rt_event *e, uint64_t ns)
+{
+	uint64_t h = hashmap_hash2(l->site, (uint64_t)e->device << 32 | e->tid);
+	struct hashmap_slot *s;
+	struct rep_late *x = NULL;
+
+	for (s = hashmap_find(&lm->map, h); s && !x; s = hashmap_find_next(&lm->map, s))
+		if (rp->late[s->val].site == l->site && rp->late[s->val].device == e->device &&
+		    rp->late[s->val].stream == e->tid)
+			x = &rp->late[s->val];
+	if (!x) {
+		if (array_grow(&rp->late, &lm->cap, rp->nlate + 1) ||
+		    hashmap_add(&lm->map, h, rp->nlate))
+			return -ENOMEM;
+		x = &rp->late[rp->nlate++];
+		*x = (struct rep_late){ .site = l->site, .device = e->device, .stream = e->tid };
+	}
+	x->count++;
+	x->idle_ns += ns;
+	return 0;
+}
+
+static int device_usage(const struct rt_table *t, const struct hashmap *cm, struct late_map *lm,
+			struct rep_proc *rp, const uint32_t *g, size_t n, const uint32_t *syncs,
+			size_t nsync, uint64_t *sync_idle)
 {
 	struct rep_device *d;
 	int64_t end;
@@ -210,6 +242,8 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 			sync_idle[s] += wait;
 		} else {
 			d->host_bound_ns += wait;
+			if (late_add(lm, rp, l, e, wait))
+				return -ENOMEM;
 		}
 	}
 	d->last_ns = end;
@@ -307,7 +341,8 @@ static int stream_stats(const struct rt_table *t, const struct hashmap *cm, stru
 }
 
 /* NCCL kernels: how much of each ran with no compute kernel on its device. */
-static int comm_overlap(const struct rt_table *t, struct rep_proc *rp, const uint32_t *g, size_t n)
+static int comm_overlap(const struct rt_table *t, const struct hashmap *cm, struct rep_proc *rp,
+			const uint32_t *g, size_t n)
 {
 	struct ivl *u = malloc((n + 1) * sizeof(*u));
 	uint32_t *cstreams = NULL;
@@ -362,6 +397,8 @@ static int comm_overlap(const struct rt_table *t, struct rep_proc *rp, const uin
 					c->same_stream_as_compute = true;
 		}
 		c = &rp->comm[k];
+		if (!c->site && launch_of(cm, t, e))
+			c->site = launch_of(cm, t, e)->site;
 		c->count++;
 		c->total_ns += e->dur;
 		c->exposed_ns += e->dur - covered(u, nu, e->ts, e->ts + e->dur);
@@ -378,11 +415,13 @@ nomem:
 int report_gpu(const struct rt_table *t, struct report *r)
 {
 	struct hashmap cm;
+	struct late_map lm = { .cap = 0 };
 	uint32_t *g = NULL, *syncs = NULL;
 	uint64_t *idle = NULL;
 	int ret = -ENOMEM;
 
 	hashmap_init(&cm);
+	hashmap_init(&lm.map);
 	if (corr_build(&cm, t))
 		goto out;
 	g = malloc((t->nev + 1) * sizeof(*g));
@@ -405,6 +444,9 @@ int report_gpu(const struct rt_table *t, struct report *r)
 				syncs[ns++] = i;
 		}
 		rp->nsync = ns;
+		hashmap_release(&lm.map);
+		hashmap_init(&lm.map);
+		lm.cap = 0;
 		free(idle);
 		idle = calloc(ns + 1, sizeof(*idle));
 		if (!idle)
@@ -413,8 +455,8 @@ int report_gpu(const struct rt_table *t, struct report *r)
 		for (size_t a = 0, b; a < n; a = b) {
 			for (b = a; b < n && t->ev[g[b]].device == t->ev[g[a]].device; b++)
 				;
-			if ((ret = device_usage(t, &cm, rp, g + a, b - a, syncs, ns, idle)) ||
-			    (ret = comm_overlap(t, rp, g + a, b - a)))
+			if ((ret = device_usage(t, &cm, &lm, rp, g + a, b - a, syncs, ns, idle)) ||
+			    (ret = comm_overlap(t, &cm, rp, g + a, b - a)))
 				goto out;
 			ret = -ENOMEM;
 		}
@@ -443,6 +485,7 @@ int report_gpu(const struct rt_table *t, struct report *r)
 	ret = 0;
 out:
 	hashmap_release(&cm);
+	hashmap_release(&lm.map);
 	free(g);
 	free(syncs);
 	free(idle);

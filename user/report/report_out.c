@@ -58,12 +58,34 @@ static const char *bytes_h(uint64_t b, char *buf, size_t len)
 
 /* ---------------------------------------------------------------- text */
 
+static void text_findings(const struct rt_table *t, const struct rep_proc *rp, FILE *f)
+{
+	char file[512], func[512], detail[1024];
+
+	if (!rp->nfindings)
+		return;
+	fprintf(f, "  findings (costliest first; cost = GPU idle time):\n");
+	for (size_t k = 0; k < rp->nfindings && k < TEXT_TOP; k++) {
+		const struct rep_finding *x = &rp->findings[k];
+
+		frame_parts(t, x->site, file, sizeof(file), func, sizeof(func));
+		report_finding_detail(t, rp, x, detail, sizeof(detail));
+		fprintf(f, "    %zu. %-15s %10.3f ms  ", k + 1, report_finding_kind(x), ms(x->cost_ns));
+		if (x->site)
+			fprintf(f, "%s (%s)\n", func[0] ? func : "?", file);
+		else
+			fprintf(f, "stack unknown\n");
+		fprintf(f, "       %s\n", detail);
+	}
+}
+
 static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE *f)
 {
 	char file[512], func[512], b1[32], b2[32], b3[32];
 
 	fprintf(f, "\nprocess %u (%s): %" PRIu64 " host calls, %" PRIu64 " GPU activities\n",
 		rp->pid, rp->name ? rt_str(t, rp->name) : "?", rp->napi, rp->ngpu);
+	text_findings(t, rp, f);
 	if (!rp->ndevs)
 		fprintf(f, "  no GPU activity in the trace for this process\n");
 	for (size_t d = 0; d < rp->ndevs; d++) {
@@ -258,6 +280,32 @@ static void ksite(struct jw *jw, const struct rt_table *t, uint32_t site, const 
 		jw_null(jw);
 }
 
+/* The findings, each site the whole frame "function (file:line)", null when unknown. */
+static void json_findings(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
+{
+	char detail[1024];
+
+	jw_key(jw, "findings");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nfindings; k++) {
+		const struct rep_finding *x = &rp->findings[k];
+
+		jw_obj_begin(jw);
+		kstr(jw, "kind", report_finding_kind(x));
+		kms(jw, "cost_ms", x->cost_ns);
+		jw_key(jw, "site");
+		if (x->site)
+			jw_str(jw, rt_str(t, x->site));
+		else
+			jw_null(jw);
+		report_finding_detail(t, rp, x, detail, sizeof(detail));
+		kstr(jw, "detail", detail);
+		kuint(jw, "count", x->count);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+}
+
 static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
 {
 	jw_obj_begin(jw);
@@ -265,6 +313,7 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 	kstr(jw, "name", rp->name ? rt_str(t, rp->name) : "");
 	kuint(jw, "host_calls", rp->napi);
 	kuint(jw, "gpu_activities", rp->ngpu);
+	json_findings(t, rp, jw);
 	jw_key(jw, "devices");
 	jw_arr_begin(jw);
 	for (size_t d = 0; d < rp->ndevs; d++) {
