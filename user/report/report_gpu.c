@@ -171,15 +171,16 @@ struct late_map {
 };
 
 /* Add host-bound idle ns ended by e, launched by l. */
-static int late_add(struct late_map *lm, struct rep_proc *rp, const struct rt_event *l,
-		    const struct rt_event *e, uint64_t ns)
+static int late_add(const struct rt_table *t, struct late_map *lm, struct rep_proc *rp,
+		    const struct rt_event *l, const struct rt_event *e, uint64_t ns)
 {
-	uint64_t h = hashmap_hash2(l->site, (uint64_t)e->device << 32 | e->tid);
+	uint32_t site = rt_site(t, l);
+	uint64_t h = hashmap_hash2(site, (uint64_t)e->device << 32 | e->tid);
 	struct hashmap_slot *s;
 	struct rep_late *x = NULL;
 
 	for (s = hashmap_find(&lm->map, h); s && !x; s = hashmap_find_next(&lm->map, s))
-		if (rp->late[s->val].site == l->site && rp->late[s->val].device == e->device &&
+		if (rp->late[s->val].site == site && rp->late[s->val].device == e->device &&
 		    rp->late[s->val].stream == e->tid)
 			x = &rp->late[s->val];
 	if (!x) {
@@ -187,7 +188,7 @@ static int late_add(struct late_map *lm, struct rep_proc *rp, const struct rt_ev
 		    hashmap_add(&lm->map, h, rp->nlate))
 			return -ENOMEM;
 		x = &rp->late[rp->nlate++];
-		*x = (struct rep_late){ .site = l->site, .device = e->device, .stream = e->tid };
+		*x = (struct rep_late){ .site = site, .device = e->device, .stream = e->tid };
 	}
 	x->count++;
 	x->idle_ns += ns;
@@ -242,7 +243,7 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 			sync_idle[s] += wait;
 		} else {
 			d->host_bound_ns += wait;
-			if (late_add(lm, rp, l, e, wait))
+			if (late_add(t, lm, rp, l, e, wait))
 				return -ENOMEM;
 		}
 	}
@@ -259,8 +260,8 @@ static int hotspots(const struct rt_table *t, struct rep_proc *rp, const uint32_
 		size_t k;
 
 		for (k = 0; k < rp->nhot; k++)
-			if (s->site ? rp->hot[k].site == s->site
-				    : !rp->hot[k].site && rp->hot[k].call == s->name)
+			if (rt_site(t, s) ? rp->hot[k].site == rt_site(t, s)
+					  : !rp->hot[k].site && rp->hot[k].call == s->name)
 				break;
 		if (k == rp->nhot) {
 			void *p = realloc(rp->hot, (rp->nhot + 1) * sizeof(*rp->hot));
@@ -268,7 +269,8 @@ static int hotspots(const struct rt_table *t, struct rep_proc *rp, const uint32_
 			if (!p)
 				return -ENOMEM;
 			rp->hot = p;
-			rp->hot[rp->nhot++] = (struct rep_hotspot){ .site = s->site, .call = s->name };
+			rp->hot[rp->nhot++] = (struct rep_hotspot){ .site = rt_site(t, s),
+								    .call = s->name };
 		}
 		rp->hot[k].count++;
 		rp->hot[k].blocked_ns += s->dur;
@@ -398,7 +400,7 @@ static int comm_overlap(const struct rt_table *t, const struct hashmap *cm, stru
 		}
 		c = &rp->comm[k];
 		if (!c->site && launch_of(cm, t, e))
-			c->site = launch_of(cm, t, e)->site;
+			c->site = rt_site(t, launch_of(cm, t, e));
 		c->count++;
 		c->total_ns += e->dur;
 		c->exposed_ns += e->dur - covered(u, nu, e->ts, e->ts + e->dur);

@@ -218,8 +218,8 @@ int report_iter(const struct rt_table *t, struct report *r)
 			if (e->proc != p || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED) ||
 			    e->tid != main_tid)
 				continue;
-			stacks |= e->site != 0;
-			seq[n] = (uint64_t)(e->aux ? e->aux : e->name) << 32 | e->site;
+			stacks |= rt_site(t, e) != 0;
+			seq[n] = (uint64_t)(e->aux ? e->aux : e->name) << 32 | rt_site(t, e);
 			ts[n++] = e->ts;
 		}
 		rp->iter.tid = main_tid;
