@@ -2,6 +2,7 @@
 """Synthetic gpubpf traces with a known schedule, for `gpubpf report`.
 
     gen_report_trace.py known OUT.json     the schedule below (exact figures)
+    gen_report_trace.py loop OUT.json      a training loop's anatomy (see loop())
     gen_report_trace.py big OUT.json N     about N events of a steady training
                                            loop with stacks (benchmark)
 
@@ -109,6 +110,51 @@ def known():
     return ev
 
 
+def loop():
+    """pid 300, a loop in train() (/home/u/t.py), 10 iterations 1000 us apart
+    except after the 4th (1400: a slow collate).  At offsets (us) in each:
+      line 11 load_batch: normalize launch at 0 (GPU 20 us)
+      line 12 Model.forward: 4 x gemm from one line, at 100, 150, 200, 250 (GPU 40 each)
+      line 13 Model.backward: 2 x gemm_bwd at 400, 450 (GPU 80 each)
+      line 14 SGD.step: sgd at 600 (GPU 30)
+      line 15 .item(): cuMemcpyDtoH_v2 700-800 (GPU 5), no user frame under the line
+      a call without a stack at 850-870: outside any phase
+    Every call lasts 10 us but the copy.  So 9 steps, each starting at the
+    normalize launch; host time per step: load 10 + 130 (the time after the
+    last call; 530 in the slow step), forward 250, backward 200, sgd 150,
+    line 15 190, outside 70."""
+    p = 300
+    ev = [meta(p, "loop")]
+    corr = 0
+    t = 10000.0
+
+    def st(line, *under):
+        return list(reversed(under)) + ["train (/home/u/t.py:%d)" % line, "<module> (/home/u/t.py:90)"]
+
+    def launch(ts, kernel, dur, stack, gpu_at=10):
+        nonlocal corr
+        corr += 1
+        ev.append(api(p, "cuLaunchKernel", ts, 10, kernel=kernel, correlation=corr, stack=stack))
+        ev.append(gpu(p, "kernel", kernel, ts + gpu_at, dur, 7, corr))
+
+    for i in range(10):
+        launch(t, "normalize", 20, st(11, "load_batch (/home/u/data.py:5)"))
+        for k in range(4):
+            launch(t + 100 + 50 * k, "gemm", 40,
+                   st(12, "Model.forward (/home/u/model.py:20)", "Layer.forward (/home/u/model.py:8)"))
+        for k in range(2):
+            launch(t + 400 + 50 * k, "gemm_bwd", 80, st(13, "Model.backward (/home/u/model.py:30)"))
+        launch(t + 600, "sgd", 30, st(14, "SGD.step (/home/u/optim.py:3)"))
+        corr += 1
+        ev.append(api(p, "cuMemcpyDtoH_v2", t + 700, 100, bytes=4, correlation=corr,
+                      stack=["Tensor.item (%s:7)" % LIB] + st(15)))
+        ev.append(gpu(p, "gpu_memcpy", "Memcpy DtoH", t + 790, 5, 7, corr))
+        ev.append(api(p, "cuEventRecord", t + 850, 20))
+        t += 1400 if i == 3 else 1000
+    ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
 def big(n):
     ev = [meta(300, "big")]
     corr = 0
@@ -148,5 +194,7 @@ def write(path, ev):
 if __name__ == "__main__":
     if sys.argv[1] == "known":
         write(sys.argv[2], known())
+    elif sys.argv[1] == "loop":
+        write(sys.argv[2], loop())
     else:
         write(sys.argv[2], big(int(sys.argv[3])))

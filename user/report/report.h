@@ -99,9 +99,21 @@ struct rep_err {
 	uint64_t count;
 };
 
+/* One phase of the loop body: its line, and per step median, min, max. */
+struct rep_phase {
+	uint32_t site;          /* the loop frame at the line; 0: outside any phase */
+	uint32_t name;          /* the frame under it (the function it calls), 0 none */
+	uint64_t gpu_ns[3];     /* GPU work its launches started */
+	uint64_t host_ns[3];    /* the launching thread's time, see report_phase.c */
+	uint64_t launches[3];
+};
+
 struct rep_iter {
 	bool found;
 	bool from_stacks;
+	uint32_t loop;          /* the loop frame (at one of its lines) steps were found from, 0 none */
+	struct rep_phase *phases;       /* the anatomy: in loop-body order, outside any phase last */
+	size_t nphases;
 	uint32_t tid;           /* the launching thread */
 	uint32_t anchor;        /* kernel name id that starts each step */
 	uint32_t anchor_site;
@@ -153,7 +165,7 @@ int report_analyze(const struct rt_table *t, struct report *r);
 void report_release(struct report *r);
 
 /* analyses, each filling its part of every rep_proc */
-int report_gpu(const struct rt_table *t, struct report *r);      /* devs, hot, streams, comm, late */
+int report_gpu(const struct rt_table *t, struct report *r);   /* devs, hot, streams, comm, late */
 int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
 int report_iter(const struct rt_table *t, struct report *r);     /* iter */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
@@ -172,6 +184,29 @@ const char *report_finding_kind(const struct rep_finding *f);
 void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 			   const struct rep_finding *f, char *buf, size_t len);
 
+/*
+ * The training loop of thread tid (report_phase.c): the loop frame and
+ * the phases met so far.
+ */
+struct rep_loop {
+	uint32_t depth;         /* of the loop frame among the user frames, outermost 0 */
+	uint32_t frame;         /* the loop frame, at one of its lines */
+	uint32_t stack;         /* a stack under it (the frames above it) */
+	struct rep_phase *phases;       /* site and name only */
+	size_t nphases, cap;
+	uint32_t *of;           /* per stack id: phase + 1, 0 not yet */
+	size_t nof;
+};
+/* lp of thread tid of proc: 1 found, 0 none (lp empty), -ENOMEM. */
+int report_loop_find(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp);
+/* The phase of host call e: 0 outside any phase, k + 1 lp->phases[k]; UINT32_MAX no memory. */
+uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const struct rt_event *e);
+void report_loop_release(struct rep_loop *lp);
+/* it->phases from the nsteps steps of thread it->tid starting at st[0..nsteps]
+ * (st[nsteps]: the end of the last); 0 or -ENOMEM. */
+int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
+		   struct rep_iter *it, const int64_t *st, size_t nsteps, uint32_t anchor_phase);
+
 /* output */
 int report_text(const struct rt_table *t, const struct report *r, FILE *f);
 int report_json(const struct rt_table *t, const struct report *r, FILE *f);
@@ -179,6 +214,12 @@ int report_json(const struct rt_table *t, const struct report *r, FILE *f);
 int report_svg(const struct rt_table *t, const struct report *r, FILE *f);
 
 /* helpers shared by the analyses */
+struct hashmap;
+/* c (initialised): (proc, correlation) -> index of the (last) host call holding it. */
+int report_corr_build(struct hashmap *c, const struct rt_table *t);
+/* The host call that launched GPU work e, through c, or NULL. */
+const struct rt_event *report_launch_of(const struct hashmap *c, const struct rt_table *t,
+					const struct rt_event *e);
 int report_cmp_u64(const void *a, const void *b);
 uint64_t report_median_u64(uint64_t *v, size_t n);      /* sorts v */
 /* Split "qualname (file:line)" into its parts; false if it is not one. */

@@ -50,37 +50,6 @@ uint64_t report_median_u64(uint64_t *v, size_t n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static uint64_t corr_key(const struct rt_event *e)
-{
-	return (uint64_t)(e->proc + 1) << 32 | e->corr;
-}
-
-/* (proc, correlation) -> index of the (last) API event holding it */
-static int corr_build(struct hashmap *c, const struct rt_table *t)
-{
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct rt_event *e = &t->ev[i];
-		struct hashmap_slot *s;
-
-		if (e->kind != RT_API || !e->corr)
-			continue;
-		s = hashmap_put(c, corr_key(e), NULL);
-		if (!s)
-			return -ENOMEM;
-		s->val = i;
-	}
-	return 0;
-}
-
-/* The launch call of GPU event e, or NULL. */
-static const struct rt_event *launch_of(const struct hashmap *c, const struct rt_table *t,
-					const struct rt_event *e)
-{
-	const struct hashmap_slot *s = e->corr ? hashmap_find(c, corr_key(e)) : NULL;
-
-	return s ? &t->ev[s->val] : NULL;
-}
-
 static const struct rt_table *sort_t;
 
 /* GPU work by device, stream, start */
@@ -230,7 +199,7 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 		end = e->ts + e->dur;
 		if (g1 == g0)
 			continue;
-		l = launch_of(cm, t, e);
+		l = report_launch_of(cm, t, e);
 		if (!l || l->ts <= g0) {
 			d->other_ns += g1 - g0;
 			continue;
@@ -309,7 +278,7 @@ static int stream_stats(const struct rt_table *t, const struct hashmap *cm, stru
 	s->stream = t->ev[g[0]].tid;
 	s->kernels = n;
 	for (size_t i = 0; i < n; i++) {
-		const struct rt_event *e = &t->ev[g[i]], *l = launch_of(cm, t, e);
+		const struct rt_event *e = &t->ev[g[i]], *l = report_launch_of(cm, t, e);
 
 		durs[i] = e->dur;
 		if (l) {
@@ -320,7 +289,7 @@ static int stream_stats(const struct rt_table *t, const struct hashmap *cm, stru
 			nl++;
 		}
 		if (i + 1 < n) {
-			const struct rt_event *x = &t->ev[g[i + 1]], *lx = launch_of(cm, t, x);
+			const struct rt_event *x = &t->ev[g[i + 1]], *lx = report_launch_of(cm, t, x);
 			int64_t gap = x->ts - (e->ts + e->dur);
 
 			gaps[ngaps++] = gap > 0 ? gap : 0;
@@ -399,8 +368,8 @@ static int comm_overlap(const struct rt_table *t, const struct hashmap *cm, stru
 					c->same_stream_as_compute = true;
 		}
 		c = &rp->comm[k];
-		if (!c->site && launch_of(cm, t, e))
-			c->site = rt_site(t, launch_of(cm, t, e));
+		if (!c->site && report_launch_of(cm, t, e))
+			c->site = rt_site(t, report_launch_of(cm, t, e));
 		c->count++;
 		c->total_ns += e->dur;
 		c->exposed_ns += e->dur - covered(u, nu, e->ts, e->ts + e->dur);
@@ -424,7 +393,7 @@ int report_gpu(const struct rt_table *t, struct report *r)
 
 	hashmap_init(&cm);
 	hashmap_init(&lm.map);
-	if (corr_build(&cm, t))
+	if (report_corr_build(&cm, t))
 		goto out;
 	g = malloc((t->nev + 1) * sizeof(*g));
 	syncs = malloc((t->nev + 1) * sizeof(*syncs));

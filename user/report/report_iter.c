@@ -3,9 +3,12 @@
  * Iterations: the repeating step structure of a process's launches.
  *
  * The launches of the thread that launches most form a sequence of
- * tokens: the kernel name, joined with the launch's innermost user
- * Python frame when stacks are present (so a step's Python scopes shape
- * it).  For every token seen at least 3 times, the commonest distance
+ * tokens.  When its Python stacks show a training loop (report_phase.c),
+ * a token is a run of launches in one phase of the loop body, so a step
+ * is the loop's own period however often it launches one kernel, and
+ * the steps' anatomy follows; else (or when that finds no steps) a token
+ * is the kernel name, joined with the launch's innermost user Python
+ * frame when stacks are present.  For every token seen at least 3 times, the commonest distance
  * (in launches) between its occurrences is a candidate period when at
  * least 60% of its distances are that one.  Candidates are tried longest
  * first; a period p is accepted when, between the token's first and last
@@ -62,7 +65,13 @@ static double periodic(const uint64_t *seq, uint32_t first, uint32_t last, uint3
 	return all ? (double)same / all : 0;
 }
 
-static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts, size_t n)
+/*
+ * The steps of token sequence seq[0..n) (times ts, launch ordinals pos):
+ * it's figures, the step starts in st[0..it->steps] and the index of the
+ * first anchor token in *first.
+ */
+static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts,
+		   const uint64_t *pos, size_t n, int64_t *st, size_t *first)
 {
 	struct tok *tk = malloc((n + 1) * sizeof(*tk));
 	struct cand *cand = malloc((n + 1) * sizeof(*cand));
@@ -144,15 +153,16 @@ static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts, 
 				continue;
 			if (prev != UINT32_MAX) {
 				d[na] = ts[i] - ts[prev];
-				kps[ngaps++] = i - prev;
+				kps[ngaps++] = pos[i] - pos[prev];
 				na++;
+			} else {
+				*first = i;
 			}
+			st[na] = ts[i];
 			prev = i;
 		}
 		if (na >= 1) {
 			it->found = true;
-			it->anchor = (uint32_t)(best->token >> 32);
-			it->anchor_site = (uint32_t)best->token;
 			it->steps = na;
 			for (size_t i = 0; i < na; i++) {
 				sum += d[i];
@@ -174,61 +184,134 @@ out:
 	return ret;
 }
 
+/* The thread of proc with the most launches (among its first 64 launchers). */
+static uint32_t main_thread(const struct rt_table *t, uint32_t proc)
+{
+	uint32_t tids[64], counts[64], main_tid = 0, best = 0;
+	size_t ntid = 0;
+
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		size_t k;
+
+		if (e->proc != proc || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED))
+			continue;
+		for (k = 0; k < ntid && tids[k] != e->tid; k++)
+			;
+		if (k == ntid) {
+			if (ntid == 64)
+				continue;
+			tids[ntid] = e->tid;
+			counts[ntid++] = 0;
+		}
+		if (++counts[k] > best) {
+			best = counts[k];
+			main_tid = e->tid;
+		}
+	}
+	return main_tid;
+}
+
+struct seqs {
+	uint64_t *tok, *pos;
+	int64_t *ts, *st;
+	uint32_t *ix;           /* event index of each token */
+	size_t n;
+};
+
+/*
+ * The launches of the thread as tokens: with a loop frame, one token per
+ * run of launches in one phase (a step that launches one kernel four
+ * times is still one step); else the kernel name with the innermost user
+ * frame (0 without stacks).
+ */
+static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
+		  struct rep_loop *lp, bool loop, struct seqs *q)
+{
+	uint64_t nl = 0;
+
+	q->n = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		uint64_t tok;
+
+		if (e->proc != proc || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED) ||
+		    e->tid != it->tid)
+			continue;
+		nl++;
+		it->from_stacks |= rt_site(t, e) != 0;
+		if (loop) {
+			tok = report_loop_phase(t, lp, e);
+			if (tok == UINT32_MAX)
+				return -ENOMEM;
+			if (q->n && q->tok[q->n - 1] == tok)
+				continue;
+		} else {
+			tok = (uint64_t)(e->aux ? e->aux : e->name) << 32 | rt_site(t, e);
+		}
+		q->tok[q->n] = tok;
+		q->ts[q->n] = e->ts;
+		q->pos[q->n] = nl - 1;
+		q->ix[q->n++] = i;
+	}
+	return 0;
+}
+
+/* The steps of process proc, from its loop frame when loop, else its launch sequence. */
+static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
+		     struct rep_loop *lp, bool loop, struct seqs *q)
+{
+	const struct rt_event *a;
+	size_t first = 0;
+	int ret;
+
+	if ((ret = tokens(t, proc, it, lp, loop, q)) || q->n < 3 ||
+	    (ret = analyze(it, q->tok, q->ts, q->pos, q->n, q->st, &first)) || !it->found)
+		return ret;
+	a = &t->ev[q->ix[first]];
+	it->anchor = a->aux ? a->aux : a->name;
+	it->anchor_site = rt_site(t, a);
+	if (!loop)
+		return 0;
+	it->loop = lp->frame;
+	return report_anatomy(t, proc, lp, it, q->st, it->steps, (uint32_t)q->tok[first]);
+}
+
 int report_iter(const struct rt_table *t, struct report *r)
 {
-	uint64_t *seq = NULL;
-	int64_t *ts = NULL;
-	int ret = 0;
+	struct seqs q = { 0 };
+	int ret = -ENOMEM;
 
-	seq = malloc((t->nev + 1) * sizeof(*seq));
-	ts = malloc((t->nev + 1) * sizeof(*ts));
-	if (!seq || !ts) {
-		ret = -ENOMEM;
+	q.tok = malloc((t->nev + 1) * sizeof(*q.tok));
+	q.pos = malloc((t->nev + 1) * sizeof(*q.pos));
+	q.ts = malloc((t->nev + 1) * sizeof(*q.ts));
+	q.st = malloc((t->nev + 1) * sizeof(*q.st));
+	q.ix = malloc((t->nev + 1) * sizeof(*q.ix));
+	if (!q.tok || !q.pos || !q.ts || !q.st || !q.ix)
 		goto out;
-	}
+	ret = 0;
 	for (size_t p = 0; p < r->nprocs && !ret; p++) {
-		struct rep_proc *rp = &r->procs[p];
-		uint32_t tids[64], counts[64], main_tid = 0, best = 0;
-		size_t ntid = 0, n = 0;
-		bool stacks = false;
+		struct rep_iter *it = &r->procs[p].iter;
+		struct rep_loop lp;
+		int loop;
 
-		/* the thread with the most launches (among its first 64 launchers) */
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct rt_event *e = &t->ev[i];
-			size_t k;
-
-			if (e->proc != p || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED))
-				continue;
-			for (k = 0; k < ntid && tids[k] != e->tid; k++)
-				;
-			if (k == ntid) {
-				if (ntid == 64)
-					continue;
-				tids[ntid] = e->tid;
-				counts[ntid++] = 0;
-			}
-			if (++counts[k] > best) {
-				best = counts[k];
-				main_tid = e->tid;
-			}
+		it->tid = main_thread(t, p);
+		loop = report_loop_find(t, p, it->tid, &lp);
+		if (loop < 0) {
+			ret = loop;
+			break;
 		}
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct rt_event *e = &t->ev[i];
-
-			if (e->proc != p || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED) ||
-			    e->tid != main_tid)
-				continue;
-			stacks |= rt_site(t, e) != 0;
-			seq[n] = (uint64_t)(e->aux ? e->aux : e->name) << 32 | rt_site(t, e);
-			ts[n++] = e->ts;
-		}
-		rp->iter.tid = main_tid;
-		rp->iter.from_stacks = stacks;
-		if (n >= 3)
-			ret = analyze(&rp->iter, seq, ts, n);
+		if (loop)
+			ret = proc_iter(t, p, it, &lp, true, &q);
+		if (!ret && !it->found)
+			ret = proc_iter(t, p, it, &lp, false, &q);
+		report_loop_release(&lp);
 	}
 out:
-	free(seq);
-	free(ts);
+	free(q.tok);
+	free(q.pos);
+	free(q.ts);
+	free(q.st);
+	free(q.ix);
 	return ret;
 }
