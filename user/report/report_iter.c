@@ -66,12 +66,12 @@ static double periodic(const uint64_t *seq, uint32_t first, uint32_t last, uint3
 }
 
 /*
- * The steps of token sequence seq[0..n) (times ts, launch ordinals pos):
+ * The steps of token sequence seq[0..n) (events ix, launch ordinals pos):
  * it's figures, the step starts in st[0..it->steps] and the index of the
  * first anchor token in *first.
  */
-static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts,
-		   const uint64_t *pos, size_t n, int64_t *st, size_t *first)
+static int analyze(const struct rt_table *t, struct rep_iter *it, const uint64_t *seq,
+		   const uint32_t *ix, const uint32_t *pos, size_t n, int64_t *st, size_t *first)
 {
 	struct tok *tk = malloc((n + 1) * sizeof(*tk));
 	struct cand *cand = malloc((n + 1) * sizeof(*cand));
@@ -152,13 +152,13 @@ static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts,
 			if (seq[i] != best->token)
 				continue;
 			if (prev != UINT32_MAX) {
-				d[na] = ts[i] - ts[prev];
+				d[na] = t->ev[ix[i]].ts - t->ev[ix[prev]].ts;
 				kps[ngaps++] = pos[i] - pos[prev];
 				na++;
 			} else {
 				*first = i;
 			}
-			st[na] = ts[i];
+			st[na] = t->ev[ix[i]].ts;
 			prev = i;
 		}
 		if (na >= 1) {
@@ -213,33 +213,34 @@ static uint32_t main_thread(const struct rt_table *t, uint32_t proc)
 }
 
 struct seqs {
-	uint64_t *tok, *pos;
-	int64_t *ts, *st;
+	uint64_t *tok;
 	uint32_t *ix;           /* event index of each token */
+	uint32_t *pos;          /* launches before it */
+	int64_t *st;            /* step starts */
 	size_t n;
 };
 
 /*
- * The launches of the thread as tokens: with a loop frame, one token per
- * run of launches in one phase (a step that launches one kernel four
- * times is still one step); else the kernel name with the innermost user
+ * The thread's calls as tokens.  With a loop frame, one token per run of
+ * calls in one phase (a step that launches one kernel four times is still
+ * one step); else one per launch: the kernel name with the innermost user
  * frame (0 without stacks).
  */
 static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
 		  struct rep_loop *lp, bool loop, struct seqs *q)
 {
-	uint64_t nl = 0;
+	uint32_t nl = 0;
 
 	q->n = 0;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct rt_event *e = &t->ev[i];
+		bool launch = (e->flags & RTF_LAUNCH) && !(e->flags & RTF_FAILED);
 		uint64_t tok;
 
-		if (e->proc != proc || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED) ||
-		    e->tid != it->tid)
+		if (e->proc != proc || e->kind != RT_API || e->tid != it->tid || (!loop && !launch))
 			continue;
-		nl++;
-		it->from_stacks |= rt_site(t, e) != 0;
+		nl += launch;
+		it->from_stacks |= launch && rt_site(t, e) != 0;
 		if (loop) {
 			tok = report_loop_phase(t, lp, e);
 			if (tok == UINT32_MAX)
@@ -250,11 +251,24 @@ static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
 			tok = (uint64_t)(e->aux ? e->aux : e->name) << 32 | rt_site(t, e);
 		}
 		q->tok[q->n] = tok;
-		q->ts[q->n] = e->ts;
-		q->pos[q->n] = nl - 1;
+		q->pos[q->n] = nl - launch;
 		q->ix[q->n++] = i;
 	}
 	return 0;
+}
+
+/* The first launch of thread tid from event i on (the step's first kernel), or NULL. */
+static const struct rt_event *launch_from(const struct rt_table *t, size_t i, uint32_t proc,
+					  uint32_t tid)
+{
+	for (; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+
+		if (e->proc == proc && e->tid == tid && (e->flags & RTF_LAUNCH) &&
+		    !(e->flags & RTF_FAILED))
+			return e;
+	}
+	return NULL;
 }
 
 /* The steps of process proc, from its loop frame when loop, else its launch sequence. */
@@ -266,9 +280,11 @@ static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *i
 	int ret;
 
 	if ((ret = tokens(t, proc, it, lp, loop, q)) || q->n < 3 ||
-	    (ret = analyze(it, q->tok, q->ts, q->pos, q->n, q->st, &first)) || !it->found)
+	    (ret = analyze(t, it, q->tok, q->ix, q->pos, q->n, q->st, &first)) || !it->found)
 		return ret;
-	a = &t->ev[q->ix[first]];
+	a = launch_from(t, q->ix[first], proc, it->tid);
+	if (!a)
+		a = &t->ev[q->ix[first]];
 	it->anchor = a->aux ? a->aux : a->name;
 	it->anchor_site = rt_site(t, a);
 	if (!loop)
@@ -284,10 +300,9 @@ int report_iter(const struct rt_table *t, struct report *r)
 
 	q.tok = malloc((t->nev + 1) * sizeof(*q.tok));
 	q.pos = malloc((t->nev + 1) * sizeof(*q.pos));
-	q.ts = malloc((t->nev + 1) * sizeof(*q.ts));
 	q.st = malloc((t->nev + 1) * sizeof(*q.st));
 	q.ix = malloc((t->nev + 1) * sizeof(*q.ix));
-	if (!q.tok || !q.pos || !q.ts || !q.st || !q.ix)
+	if (!q.tok || !q.pos || !q.st || !q.ix)
 		goto out;
 	ret = 0;
 	for (size_t p = 0; p < r->nprocs && !ret; p++) {
@@ -310,7 +325,6 @@ int report_iter(const struct rt_table *t, struct report *r)
 out:
 	free(q.tok);
 	free(q.pos);
-	free(q.ts);
 	free(q.st);
 	free(q.ix);
 	return ret;

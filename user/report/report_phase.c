@@ -5,9 +5,9 @@
  * loop body takes.
  *
  * The loop frame: going from the outermost user frame inwards, the
- * function that at least 80% of the thread's launches (of those still
- * under the frames above) run under, until the first such function whose
- * line differs between launches: its lines are the statements of the loop
+ * function that at least 80% of the thread's calls with a stack (of those
+ * still under the frames above) run under, until the first such function
+ * whose line differs between calls: its lines are the statements of the loop
  * body, and each is a phase (named by the function called on it, the
  * frame under it).  A call under the loop frame belongs to the phase of
  * the line it is under; any other call is outside any phase.
@@ -19,7 +19,8 @@
  * phase of the call it led to, and the phases' host times add up to the
  * step; the time after the step's last call counts in the phase that
  * starts the next step.  Phases are listed by their line in the loop
- * function, outside any phase last.
+ * function, outside any phase last; lines with no call in any step (the
+ * loop function's own set-up) are left out.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -54,12 +55,12 @@ static bool same_function(const struct rt_table *t, uint32_t a, uint32_t b)
 
 struct wstack {
 	uint32_t stack;
-	uint64_t count;         /* launches */
+	uint64_t count;         /* calls */
 	bool in;                /* still under the frames chosen so far */
 };
 
-/* The launches of thread tid of proc by stack; *n distinct stacks. */
-static struct wstack *launch_stacks(const struct rt_table *t, uint32_t proc, uint32_t tid,
+/* The host calls of thread tid of proc by stack; *n distinct stacks. */
+static struct wstack *call_stacks(const struct rt_table *t, uint32_t proc, uint32_t tid,
 				    size_t *n)
 {
 	struct hashmap m;
@@ -73,8 +74,7 @@ static struct wstack *launch_stacks(const struct rt_table *t, uint32_t proc, uin
 		struct hashmap_slot *s;
 		int added;
 
-		if (e->proc != proc || e->tid != tid || !(e->flags & RTF_LAUNCH) || !e->stack ||
-		    (e->flags & RTF_FAILED))
+		if (e->proc != proc || e->tid != tid || e->kind != RT_API || !e->stack)
 			continue;
 		s = hashmap_put(&m, e->stack, &added);
 		if (!s || (added && array_grow(&w, &cap, *n + 1)))
@@ -95,37 +95,51 @@ nomem:
 	return NULL;
 }
 
-/* The commonest function at depth among the stacks in, as one of its frames, and its launches. */
+/* The hash of frame's function: "qualname (file", the line left out. */
+static uint64_t function_hash(const struct rt_table *t, uint32_t frame)
+{
+	const char *f = rt_str(t, frame), *c = strrchr(f, ':');
+
+	return hashmap_hash_bytes(f, c ? (size_t)(c - f) : strlen(f));
+}
+
+/*
+ * The commonest function at depth among the stacks in, as one of its
+ * frames, with its calls in *count; 0 none, UINT32_MAX no memory.
+ */
 static uint32_t commonest(const struct rt_table *t, const struct wstack *w, size_t n,
 			  uint32_t depth, uint64_t *count)
 {
+	struct hashmap m;
 	uint32_t best = 0;
 
 	*count = 0;
+	hashmap_init(&m);
 	for (size_t i = 0; i < n; i++) {
 		uint32_t f = frame_at(t, w[i].stack, depth);
-		uint64_t c = 0;
-		bool seen = false;
+		struct hashmap_slot *s;
 
 		if (!w[i].in || !f)
 			continue;
-		for (size_t j = 0; j < i && !seen; j++)
-			seen = w[j].in && same_function(t, frame_at(t, w[j].stack, depth), f);
-		for (size_t j = i; j < n && !seen; j++)
-			if (w[j].in && same_function(t, frame_at(t, w[j].stack, depth), f))
-				c += w[j].count;
-		if (c > *count) {
-			*count = c;
+		s = hashmap_put(&m, function_hash(t, f), NULL);
+		if (!s) {
+			best = UINT32_MAX;
+			break;
+		}
+		s->val += w[i].count;
+		if (s->val > *count) {
+			*count = s->val;
 			best = f;
 		}
 	}
+	hashmap_release(&m);
 	return best;
 }
 
 int report_loop_find(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp)
 {
 	size_t n;
-	struct wstack *w = launch_stacks(t, proc, tid, &n);
+	struct wstack *w = call_stacks(t, proc, tid, &n);
 	uint64_t total = 0;
 	int found = 0;
 
@@ -139,6 +153,10 @@ int report_loop_find(const struct rt_table *t, uint32_t proc, uint32_t tid, stru
 		uint32_t f = commonest(t, w, n, depth, &count);
 		bool varies = false;
 
+		if (f == UINT32_MAX) {
+			found = -ENOMEM;
+			break;
+		}
 		if (!f || count < LOOP_SHARE * total)
 			break;
 		total = 0;
@@ -155,7 +173,7 @@ int report_loop_find(const struct rt_table *t, uint32_t proc, uint32_t tid, stru
 		lp->frame = f;
 		found = varies;
 	}
-	for (size_t i = 0; i < n && found && !lp->stack; i++)
+	for (size_t i = 0; i < n && found > 0 && !lp->stack; i++)
 		if (w[i].in)
 			lp->stack = w[i].stack;
 	free(w);
@@ -324,13 +342,11 @@ int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
 	it->phases = calloc(np, sizeof(*it->phases));
 	if (!it->phases)
 		goto out;
-	it->nphases = np;
-	for (size_t k = 0; k < np; k++) {   /* the phases in order, outside any phase last */
-		struct rep_phase *x = &it->phases[k];
+	for (size_t k = 0; k < np; k++) {   /* outside any phase last; phases of no step left out */
+		struct rep_phase *x = &it->phases[it->nphases];
 		size_t ph = (k + 1) % np;
 
-		if (ph)
-			*x = lp->phases[ph - 1];
+		*x = ph ? lp->phases[ph - 1] : (struct rep_phase){ 0 };
 		for (int what = 0; what < 3; what++) {
 			const uint64_t *src = what == 0 ? gpu : what == 1 ? host : cnt;
 
@@ -338,9 +354,11 @@ int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
 				col[s] = src[s * np + ph];
 			spread(col, nsteps, what == 0 ? x->gpu_ns : what == 1 ? x->host_ns : x->launches);
 		}
+		if (!ph || x->gpu_ns[2] || x->host_ns[2] || x->launches[2])
+			it->nphases++;
 	}
 	sort_t = t;
-	qsort(it->phases, np - 1, sizeof(*it->phases), cmp_line);
+	qsort(it->phases, it->nphases - 1, sizeof(*it->phases), cmp_line);
 	ret = 0;
 out:
 	hashmap_release(&cm);
