@@ -70,10 +70,12 @@ check "svg is well-formed XML" "$PY" -c 'import sys, xml.dom.minidom as m; m.par
 "$PY" "$gen" loop "$TMPD/l.json" || bail_out "cannot generate the loop trace"
 check "report the loop" "$GPUBPF" report --format json -o "$TMPD/l.rep.json" "$TMPD/l.json"
 IT='d["processes"][0]["iterations"]'
-is "loop: 9 steps of 8 launches, from the loop frame" "$(json_query "$TMPD/l.rep.json" "(lambda i: (i['source'], i['loop_function'], i['steps'], i['kernels_per_step'], i['anchor_kernel'], round(i['step_ms']['median'], 6), round(i['step_ms']['max'], 6)))($IT)")" \
-	'["python_stack", "train (/home/u/t.py)", 9, 8, "normalize", 1.0, 1.4]'
+is "loop: 9 steps of 9 launches, from the loop frame" "$(json_query "$TMPD/l.rep.json" "(lambda i: (i['source'], i['loop_function'], i['steps'], i['kernels_per_step'], i['anchor_kernel'], round(i['step_ms']['median'], 6), round(i['step_ms']['max'], 6)))($IT)")" \
+	'["python_stack", "train (/home/u/t.py)", 9, 9, "normalize", 1.0, 1.4]'
 is "loop: phases in loop order, GPU and host ms (median, min, max), launches" "$(json_query "$TMPD/l.rep.json" "[(x['phase'], x['site'], round(x['gpu_ms_median'], 6), round(x['host_ms_median'], 6), round(x['host_ms_min'], 6), round(x['host_ms_max'], 6), x['launches_median']) for x in $IT['phases']]")" \
-	'[["load_batch", "train (/home/u/t.py:11)", 0.02, 0.14, 0.14, 0.54, 1], ["Model.forward", "train (/home/u/t.py:12)", 0.16, 0.25, 0.25, 0.25, 4], ["Model.backward", "train (/home/u/t.py:13)", 0.16, 0.2, 0.2, 0.2, 2], ["SGD.step", "train (/home/u/t.py:14)", 0.03, 0.15, 0.15, 0.15, 1], ["line 15", "train (/home/u/t.py:15)", 0.005, 0.19, 0.19, 0.19, 0], ["outside any phase", null, 0.0, 0.07, 0.07, 0.07, 0]]'
+	'[["load_batch", "train (/home/u/t.py:11)", 0.02, 0.14, 0.14, 0.54, 1], ["Model.forward", "train (/home/u/t.py:12)", 0.16, 0.25, 0.25, 0.25, 4], ["Model.backward", "train (/home/u/t.py:13)", 0.16, 0.2, 0.2, 0.2, 2], ["SGD.step", "train (/home/u/t.py:14)", 0.03, 0.15, 0.15, 0.15, 1], ["Tensor.item", "train (/home/u/t.py:15)", 0.005, 0.19, 0.19, 0.19, 0], ["Detector.postprocess", "train (/home/u/t.py:16)", 0.1, 0.02, 0.02, 0.02, 1], ["outside any phase", null, 0.0, 0.05, 0.05, 0.05, 0]]'
+is "loop: wasted work after the optimizer step, at its loop line" "$(json_query "$TMPD/l.rep.json" "[(f['site'], round(f['cost_ms'], 6), f['count']) for f in d['processes'][0]['findings'] if f['kind'] == 'wasted_work']")" \
+	'[["train (/home/u/t.py:16)", 0.9, 9], ["train (/home/u/t.py:15)", 0.045, 0]]'
 "$GPUBPF" report "$TMPD/l.json" >"$TMPD/l.txt"
 like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .*the loop is train \\(/home/u/t.py\\).*
     Model.forward +0.160 \[0.160-0.160\] +0.250 \[0.250-0.250\] +4  /home/u/t.py:12"

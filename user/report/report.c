@@ -73,7 +73,7 @@ int report_analyze(const struct rt_table *t, struct report *r)
 	if ((ret = report_gpu(t, r)) || (ret = report_top(t, r)) || (ret = report_iter(t, r)) ||
 	    (ret = report_memory(t, r)))
 		return ret;
-	return report_findings(r);
+	return report_findings(t, r);
 }
 
 void report_release(struct report *r)

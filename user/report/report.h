@@ -76,6 +76,8 @@ enum rep_finding_kind {
 	RF_COMM,                /* communication with no compute beside it: comm[index] */
 	RF_HOST_BOUND,          /* the host launched late: late[] entries of site */
 	RF_LAUNCH_BOUND,        /* a stream of kernels shorter than their launches: streams[index] */
+	RF_WASTED,              /* GPU work every step after the optimizer step or outside any
+				   phase: iter.phases[index] */
 };
 
 struct rep_finding {
@@ -104,6 +106,7 @@ struct rep_phase {
 	uint32_t site;          /* the loop frame at the line; 0: outside any phase */
 	uint32_t name;          /* the frame under it (the function it calls), 0 none */
 	uint64_t gpu_ns[3];     /* GPU work its launches started */
+	uint64_t gpu_total_ns;  /* over all steps */
 	uint64_t host_ns[3];    /* the launching thread's time, see report_phase.c */
 	uint64_t launches[3];
 };
@@ -169,7 +172,7 @@ int report_gpu(const struct rt_table *t, struct report *r);   /* devs, hot, stre
 int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
 int report_iter(const struct rt_table *t, struct report *r);     /* iter */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
-int report_findings(struct report *r);                          /* findings, from the others */
+int report_findings(const struct rt_table *t, struct report *r); /* findings, from the others */
 
 struct mem_tracker;
 /* Replay process proc's allocations and frees on device in time order

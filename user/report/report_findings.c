@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Findings: what the other analyses found, as one list of problems per
- * process, costliest first, each with the GPU idle time it caused and
- * the Python line to change where the stacks say it.
+ * process, costliest first, each with its cost (the GPU idle time it
+ * caused, or for wasted work the GPU time it took) and the Python line to
+ * change where the stacks say it.
  *
  *  sync            a sync hotspot (report_gpu.c) whose sync drained the
  *                  GPU: cost its sync-bound idle time
@@ -13,6 +14,13 @@
  *                  launch site that ended most of it
  *  host_bound      the rest of the host-bound idle time, by the site of
  *                  the launch that ended each gap
+ *  wasted_work     a phase of the loop body (report_phase.c) after the
+ *                  optimizer step, or the calls outside any phase, that
+ *                  start GPU work in every step: cost that GPU time, all
+ *                  steps together; site the loop line.  The optimizer step
+ *                  is the phase that calls a function named step or
+ *                  ending in .step, or one in an optim/ folder
+ *                  (torch.optim wraps step() in optimizer.py).
  * Findings that cost nothing are left out; at most REPORT_FINDINGS_MAX.
  */
 #include <errno.h>
@@ -30,6 +38,7 @@ static const char *const kind_names[] = {
 	[RF_COMM] = "serialised_comm",
 	[RF_HOST_BOUND] = "host_bound",
 	[RF_LAUNCH_BOUND] = "launch_bound",
+	[RF_WASTED] = "wasted_work",
 };
 
 const char *report_finding_kind(const struct rep_finding *f)
@@ -119,6 +128,37 @@ static int host_bound(struct flist *l)
 	return 0;
 }
 
+/* Does phase x call the optimizer's step? */
+static bool optimizer_step(const struct rt_table *t, const struct rep_phase *x)
+{
+	const char *qual, *site;
+	size_t qlen;
+
+	if (!x->name || !report_split_frame(rt_str(t, x->name), &qual, &qlen, &site))
+		return false;
+	return (qlen >= 4 && !memcmp(qual + qlen - 4, "step", 4) &&
+		(qlen == 4 || qual[qlen - 5] == '.')) || strstr(site, "/optim/");
+}
+
+/* GPU work every step after the optimizer step, and outside any phase. */
+static int wasted(const struct rt_table *t, struct flist *l)
+{
+	const struct rep_iter *it = &l->rp->iter;
+	bool after = false;
+
+	for (size_t k = 0; k < it->nphases; k++) {
+		const struct rep_phase *x = &it->phases[k];
+
+		if ((after || !x->site) && x->gpu_ns[1] &&
+		    add(l, (struct rep_finding){ .kind = RF_WASTED, .index = k, .site = x->site,
+						 .cost_ns = x->gpu_total_ns,
+						 .count = it->steps * x->launches[0] }))
+			return -ENOMEM;
+		after |= optimizer_step(t, x);
+	}
+	return 0;
+}
+
 static int cmp_finding(const void *a, const void *b)
 {
 	const struct rep_finding *x = a, *y = b;
@@ -128,7 +168,7 @@ static int cmp_finding(const void *a, const void *b)
 	return (x->kind > y->kind) - (x->kind < y->kind);
 }
 
-static int proc_findings(struct rep_proc *rp)
+static int proc_findings(const struct rt_table *t, struct rep_proc *rp)
 {
 	struct flist l = { .rp = rp };
 
@@ -144,7 +184,7 @@ static int proc_findings(struct rep_proc *rp)
 						  .cost_ns = rp->comm[k].exposed_ns,
 						  .count = rp->comm[k].count }))
 			return -ENOMEM;
-	if (launch_bound(&l) || host_bound(&l))
+	if (launch_bound(&l) || host_bound(&l) || wasted(t, &l))
 		return -ENOMEM;
 	if (rp->nfindings)
 		qsort(rp->findings, rp->nfindings, sizeof(*rp->findings), cmp_finding);
@@ -153,10 +193,10 @@ static int proc_findings(struct rep_proc *rp)
 	return 0;
 }
 
-int report_findings(struct report *r)
+int report_findings(const struct rt_table *t, struct report *r)
 {
 	for (size_t p = 0; p < r->nprocs; p++)
-		if (proc_findings(&r->procs[p]))
+		if (proc_findings(t, &r->procs[p]))
 			return -ENOMEM;
 	return 0;
 }
@@ -167,6 +207,7 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 	const struct rep_hotspot *h;
 	const struct rep_comm *c;
 	const struct rep_stream *s;
+	const struct rep_phase *x;
 
 	switch (f->kind) {
 	case RF_SYNC:
@@ -187,6 +228,12 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 			 "median gap, next launch late in %.0f%% of gaps, %.1f us host time per launch",
 			 s->device, s->stream, s->kernels, s->median_kernel_ns / 1e3,
 			 s->median_gap_ns / 1e3, 100 * s->late_fraction, s->host_per_launch_ns / 1e3);
+		break;
+	case RF_WASTED:
+		x = &rp->iter.phases[f->index];
+		snprintf(buf, len, "%.3f ms of GPU work in every step (median, %" PRIu64 " launches a "
+			 "step) started %s", x->gpu_ns[0] / 1e6, x->launches[0],
+			 x->site ? "after the optimizer step" : "outside any phase of the loop");
 		break;
 	case RF_HOST_BOUND:
 		snprintf(buf, len, "the GPU ran dry %" PRIu64 " times waiting for the host to launch "

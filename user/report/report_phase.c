@@ -9,7 +9,7 @@
  * still under the frames above) run under, until the first such function
  * whose line differs between calls: its lines are the statements of the loop
  * body, and each is a phase (named by the function called on it, the
- * frame under it).  A call under the loop frame belongs to the phase of
+ * frame under it, library code or not).  A call under the loop frame belongs to the phase of
  * the line it is under; any other call is outside any phase.
  *
  * Anatomy, per step [s, e) (report_iter.c finds the steps): a phase's GPU
@@ -196,7 +196,7 @@ static uint32_t stack_phase(const struct rt_table *t, struct rep_loop *lp, uint3
 		if (array_grow(&lp->phases, &lp->cap, k + 1))
 			return UINT32_MAX;
 		lp->phases[lp->nphases++] = (struct rep_phase){
-			.site = f, .name = frame_at(t, stack, lp->depth + 1) };
+			.site = f, .name = t->callees[t->stacks[stack - 1].first + lp->depth] };
 	}
 	return k + 1;
 }
@@ -350,8 +350,10 @@ int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
 		for (int what = 0; what < 3; what++) {
 			const uint64_t *src = what == 0 ? gpu : what == 1 ? host : cnt;
 
-			for (size_t s = 0; s < nsteps; s++)
+			for (size_t s = 0; s < nsteps; s++) {
 				col[s] = src[s * np + ph];
+				x->gpu_total_ns += what == 0 ? col[s] : 0;
+			}
 			spread(col, nsteps, what == 0 ? x->gpu_ns : what == 1 ? x->host_ns : x->launches);
 		}
 		if (!ph || x->gpu_ns[2] || x->host_ns[2] || x->launches[2])

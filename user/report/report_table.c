@@ -2,7 +2,8 @@
 /*
  * The report's table, from model events: see report_table.h.  Strings
  * move from the model's strtab to the table's once, through a map by
- * model id; each Python stack's user frames are found once.
+ * model id; each Python stack's user frames (and what each was calling)
+ * are found once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -116,7 +117,8 @@ static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t 
 	if (t->stkmap[stack])
 		return t->stkmap[stack];
 	if (array_grow(&t->stacks, &t->capstk, t->nstk + 1) ||
-	    array_grow(&t->frames, &t->capframes, t->nframes + st->n))
+	    array_grow(&t->frames, &t->capframes, t->nframes + st->n) ||
+	    array_grow(&t->callees, &t->capcallees, t->nframes + st->n))
 		goto nomem;
 	ts = &t->stacks[t->nstk];
 	*ts = (struct rt_stack){ .first = t->nframes };
@@ -124,8 +126,10 @@ static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t 
 		uint32_t id = m->frames[st->first + i];
 		const char *f = strtab_get(&m->strs, id);
 
-		if (*f && !rt_frame_is_library(f, strlen(f)))
+		if (*f && !rt_frame_is_library(f, strlen(f))) {
+			t->callees[t->nframes] = i ? str_id(t, m, m->frames[st->first + i - 1]) : 0;
 			t->frames[t->nframes++] = ts->site = str_id(t, m, id);
+		}
 	}
 	ts->n = t->nframes - ts->first;
 	t->stkmap[stack] = ++t->nstk;
@@ -534,6 +538,7 @@ void rt_release(struct rt_table *t)
 	free(t->path);
 	free(t->stacks);
 	free(t->frames);
+	free(t->callees);
 	free(t->ids);
 	free(t->cls);
 	free(t->stkmap);

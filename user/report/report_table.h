@@ -67,7 +67,9 @@ struct rt_mem {
 /*
  * A Python stack, kept once however many calls share it: its innermost
  * user frame (the call's site) and its user frames, outermost first, in
- * rt_table.frames[first .. first + n).
+ * rt_table.frames[first .. first + n); rt_table.callees[first + k] is the
+ * frame that frames[first + k] was calling (library code or not), 0 for
+ * the innermost frame of the stack.
  */
 struct rt_stack {
 	uint32_t site;          /* "qualname (file:line)", 0 no user frame */
@@ -90,8 +92,8 @@ struct rt_table {
 	size_t nprocs;
 	struct rt_stack *stacks;
 	size_t nstk, capstk;
-	uint32_t *frames;       /* table string ids, see rt_stack */
-	size_t nframes, capframes;
+	uint32_t *frames, *callees;     /* table string ids, see rt_stack */
+	size_t nframes, capframes, capcallees;
 	uint64_t nstacks;       /* host calls with a Python stack */
 	uint64_t dropped;       /* the model's dropped_total */
 	uint32_t *missed;       /* processes whose calls may be missing: pid, strtab id
