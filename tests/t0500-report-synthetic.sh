@@ -76,6 +76,8 @@ is "loop: phases in loop order, GPU and host ms (median, min, max), launches" "$
 	'[["load_batch", "train (/home/u/t.py:11)", 0.02, 0.14, 0.14, 0.54, 1], ["Model.forward", "train (/home/u/t.py:12)", 0.16, 0.25, 0.25, 0.25, 4], ["Model.backward", "train (/home/u/t.py:13)", 0.16, 0.2, 0.2, 0.2, 2], ["SGD.step", "train (/home/u/t.py:14)", 0.03, 0.15, 0.15, 0.15, 1], ["Tensor.item", "train (/home/u/t.py:15)", 0.005, 0.19, 0.19, 0.19, 0], ["Detector.postprocess", "train (/home/u/t.py:16)", 0.1, 0.02, 0.02, 0.02, 1], ["outside any phase", null, 0.0, 0.05, 0.05, 0.05, 0]]'
 is "loop: wasted work after the optimizer step, at its loop line" "$(json_query "$TMPD/l.rep.json" "[(f['site'], round(f['cost_ms'], 6), f['count']) for f in d['processes'][0]['findings'] if f['kind'] == 'wasted_work']")" \
 	'[["train (/home/u/t.py:16)", 0.9, 9], ["train (/home/u/t.py:15)", 0.045, 0]]'
+is "nested loop: run()'s set-up and tear-down around it, the loop in train_step()" "$(json_query "$TMPD/l.rep.json" "[(i['loop_function'], i['steps'], i['kernels_per_step'], round(i['step_ms']['median'], 6), [x['phase'] for x in i['phases']]) for i in [p['iterations'] for p in d['processes'] if p['pid'] == 301]]")" \
+	'[["train_step (/home/u/r.py)", 5, 3, 0.5, ["line 20", "line 21", "outside any phase"]]]'
 "$GPUBPF" report "$TMPD/l.json" >"$TMPD/l.txt"
 like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .*the loop is train \\(/home/u/t.py\\).*
     Model.forward +0.160 \[0.160-0.160\] +0.250 \[0.250-0.250\] +4  /home/u/t.py:12"

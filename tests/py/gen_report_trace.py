@@ -154,7 +154,42 @@ def loop():
         launch(t + 810, "reshape", 100, st(16, "Detector.postprocess (/home/u/model.py:50)"))
         ev.append(api(p, "cuEventRecord", t + 850, 20))
         t += 1400 if i == 3 else 1000
+    ev += nested_loop()
     ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
+def nested_loop():
+    """pid 301: run() (/home/u/r.py) sets up (line 5: 2 launches), calls
+    train_step() on line 6 six times, 500 us apart (line 20: 2 x f, line 21:
+    b), then tears down (lines 8 and 9: 4 x 2 frees, a repeating pattern of
+    its own).  The loop is train_step(): 5 steps of 3 launches."""
+    p = 301
+    ev = [meta(p, "nested")]
+    corr = 0
+
+    def st(*frames):
+        return list(reversed(frames)) + ["<module> (/home/u/r.py:99)"]
+
+    def launch(ts, kernel, stack):
+        nonlocal corr
+        corr += 1
+        ev.append(api(p, "cuLaunchKernel", ts, 5, kernel=kernel, correlation=corr, stack=stack))
+        ev.append(gpu(p, "kernel", kernel, ts + 10, 20, 7, corr))
+
+    for k in range(2):
+        launch(100 + 50 * k, "init", st("run (/home/u/r.py:5)", "Model.__init__ (/home/u/r.py:40)"))
+    t = 1000.0
+    for i in range(6):
+        for k in range(2):
+            launch(t + 50 * k, "f", st("run (/home/u/r.py:6)", "train_step (/home/u/r.py:20)"))
+        launch(t + 200, "b", st("run (/home/u/r.py:6)", "train_step (/home/u/r.py:21)"))
+        t += 500
+    for k in range(4):
+        for line in (8, 9):
+            ev.append(api(p, "cuMemFree_v2", t, 2, ptr="0x%x" % (0x1000 * (k + 1)), ret=0,
+                          stack=st("run (/home/u/r.py:%d)" % line)))
+            t += 10
     return ev
 
 

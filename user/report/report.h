@@ -188,20 +188,25 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 			   const struct rep_finding *f, char *buf, size_t len);
 
 /*
- * The training loop of thread tid (report_phase.c): the loop frame and
- * the phases met so far.
+ * The training loop of thread tid (report_phase.c): a candidate loop
+ * frame and the phases met so far.
  */
+struct loop_stack;
 struct rep_loop {
+	struct loop_stack *w;   /* the thread's stacks, those under the candidate marked */
+	size_t nw;
 	uint32_t depth;         /* of the loop frame among the user frames, outermost 0 */
-	uint32_t frame;         /* the loop frame, at one of its lines */
+	uint32_t frame;         /* the loop frame, at one of its lines; 0 none yet */
 	uint32_t stack;         /* a stack under it (the frames above it) */
 	struct rep_phase *phases;       /* site and name only */
 	size_t nphases, cap;
 	uint32_t *of;           /* per stack id: phase + 1, 0 not yet */
 	size_t nof;
 };
-/* lp of thread tid of proc: 1 found, 0 none (lp empty), -ENOMEM. */
-int report_loop_find(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp);
+/* lp over the calls of thread tid of proc, no candidate yet: 0 or -ENOMEM. */
+int report_loop_init(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp);
+/* The next candidate, inwards from the last: 1 found, 0 none left, -ENOMEM. */
+int report_loop_next(const struct rt_table *t, struct rep_loop *lp);
 /* The phase of host call e: 0 outside any phase, k + 1 lp->phases[k]; UINT32_MAX no memory. */
 uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const struct rt_event *e);
 void report_loop_release(struct rep_loop *lp);

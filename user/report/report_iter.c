@@ -218,6 +218,7 @@ struct seqs {
 	uint32_t *pos;          /* launches before it */
 	int64_t *st;            /* step starts */
 	size_t n;
+	uint32_t launches;      /* of the thread */
 };
 
 /*
@@ -254,6 +255,7 @@ static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
 		q->pos[q->n] = nl - launch;
 		q->ix[q->n++] = i;
 	}
+	q->launches = nl;
 	return 0;
 }
 
@@ -293,6 +295,34 @@ static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *i
 	return report_anatomy(t, proc, lp, it, q->st, it->steps, (uint32_t)q->tok[first]);
 }
 
+/*
+ * The steps of process proc: from the first candidate loop frame whose
+ * steps hold half its main thread's launches or more, else from its
+ * launch sequence.
+ */
+static int proc_steps(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
+		      struct seqs *q)
+{
+	uint32_t tid = main_thread(t, proc);
+	struct rep_loop lp;
+	int ret = report_loop_init(t, proc, tid, &lp);
+
+	while (!ret && (ret = report_loop_next(t, &lp)) > 0) {
+		*it = (struct rep_iter){ .tid = tid };
+		ret = proc_iter(t, proc, it, &lp, true, q);
+		if (ret || (it->found && 2 * it->steps * it->kernels_per_step >= q->launches))
+			break;
+		free(it->phases);
+		*it = (struct rep_iter){ .tid = tid };
+	}
+	if (ret >= 0 && !it->found) {
+		*it = (struct rep_iter){ .tid = tid };
+		ret = proc_iter(t, proc, it, &lp, false, q);
+	}
+	report_loop_release(&lp);
+	return ret;
+}
+
 int report_iter(const struct rt_table *t, struct report *r)
 {
 	struct seqs q = { 0 };
@@ -305,23 +335,8 @@ int report_iter(const struct rt_table *t, struct report *r)
 	if (!q.tok || !q.pos || !q.st || !q.ix)
 		goto out;
 	ret = 0;
-	for (size_t p = 0; p < r->nprocs && !ret; p++) {
-		struct rep_iter *it = &r->procs[p].iter;
-		struct rep_loop lp;
-		int loop;
-
-		it->tid = main_thread(t, p);
-		loop = report_loop_find(t, p, it->tid, &lp);
-		if (loop < 0) {
-			ret = loop;
-			break;
-		}
-		if (loop)
-			ret = proc_iter(t, p, it, &lp, true, &q);
-		if (!ret && !it->found)
-			ret = proc_iter(t, p, it, &lp, false, &q);
-		report_loop_release(&lp);
-	}
+	for (size_t p = 0; p < r->nprocs && !ret; p++)
+		ret = proc_steps(t, p, &r->procs[p].iter, &q);
 out:
 	free(q.tok);
 	free(q.pos);

@@ -7,9 +7,13 @@
  * The loop frame: going from the outermost user frame inwards, the
  * function that at least 80% of the thread's calls with a stack (of those
  * still under the frames above) run under, until the first such function
- * whose line differs between calls: its lines are the statements of the loop
- * body, and each is a phase (named by the function called on it, the
- * frame under it, library code or not).  A call under the loop frame belongs to the phase of
+ * whose line differs between calls: its lines are the statements of the
+ * loop body, and each is a phase (named by the function called on it,
+ * the frame under it, library code or not).  When the steps found from it
+ * do not hold (report_iter.c: they must cover half the launches), the
+ * search goes on inwards from its commonest line: a run() whose set-up
+ * and tear-down lines surround the one line calling train_step() has its
+ * loop in train_step().  A call under the loop frame belongs to the phase of
  * the line it is under; any other call is outside any phase.
  *
  * Anatomy, per step [s, e) (report_iter.c finds the steps): a phase's GPU
@@ -53,18 +57,18 @@ static bool same_function(const struct rt_table *t, uint32_t a, uint32_t b)
 	return a == b || (a && b && nx == ny && !memcmp(x, y, nx));
 }
 
-struct wstack {
+struct loop_stack {
 	uint32_t stack;
 	uint64_t count;         /* calls */
 	bool in;                /* still under the frames chosen so far */
 };
 
 /* The host calls of thread tid of proc by stack; *n distinct stacks. */
-static struct wstack *call_stacks(const struct rt_table *t, uint32_t proc, uint32_t tid,
+static struct loop_stack *call_stacks(const struct rt_table *t, uint32_t proc, uint32_t tid,
 				    size_t *n)
 {
 	struct hashmap m;
-	struct wstack *w = NULL;
+	struct loop_stack *w = NULL;
 	size_t cap = 0;
 
 	*n = 0;
@@ -81,7 +85,7 @@ static struct wstack *call_stacks(const struct rt_table *t, uint32_t proc, uint3
 			goto nomem;
 		if (added) {
 			s->val = (*n)++;
-			w[s->val] = (struct wstack){ .stack = e->stack, .in = true };
+			w[s->val] = (struct loop_stack){ .stack = e->stack, .in = true };
 		}
 		w[s->val].count++;
 	}
@@ -107,7 +111,7 @@ static uint64_t function_hash(const struct rt_table *t, uint32_t frame)
  * The commonest function at depth among the stacks in, as one of its
  * frames, with its calls in *count; 0 none, UINT32_MAX no memory.
  */
-static uint32_t commonest(const struct rt_table *t, const struct wstack *w, size_t n,
+static uint32_t commonest(const struct rt_table *t, const struct loop_stack *w, size_t n,
 			  uint32_t depth, uint64_t *count)
 {
 	struct hashmap m;
@@ -136,48 +140,105 @@ static uint32_t commonest(const struct rt_table *t, const struct wstack *w, size
 	return best;
 }
 
-int report_loop_find(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp)
+int report_loop_init(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp)
 {
-	size_t n;
-	struct wstack *w = call_stacks(t, proc, tid, &n);
-	uint64_t total = 0;
-	int found = 0;
-
 	memset(lp, 0, sizeof(*lp));
-	if (!w)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		total += w[i].count;
-	for (uint32_t depth = 0; total && !found; depth++) {
+	lp->w = call_stacks(t, proc, tid, &lp->nw);
+	return lp->w ? 0 : -ENOMEM;
+}
+
+/* Keep in only the stacks with frame f at depth; their calls. */
+static uint64_t keep_frame(const struct rt_table *t, struct rep_loop *lp, uint32_t depth,
+			   uint32_t f)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < lp->nw; i++) {
+		struct loop_stack *x = &lp->w[i];
+
+		x->in = x->in && frame_at(t, x->stack, depth) == f;
+		total += x->in ? x->count : 0;
+	}
+	return total;
+}
+
+/* The commonest frame (function and line) at depth among the stacks in; 0 none, UINT32_MAX no memory. */
+static uint32_t commonest_line(const struct rt_table *t, const struct rep_loop *lp,
+			       uint32_t depth)
+{
+	struct hashmap m;
+	uint32_t best = 0;
+	uint64_t most = 0;
+
+	hashmap_init(&m);
+	for (size_t i = 0; i < lp->nw; i++) {
+		uint32_t f = frame_at(t, lp->w[i].stack, depth);
+		struct hashmap_slot *s;
+
+		if (!lp->w[i].in || !f)
+			continue;
+		s = hashmap_put(&m, f, NULL);
+		if (!s) {
+			best = UINT32_MAX;
+			break;
+		}
+		s->val += lp->w[i].count;
+		if (s->val > most) {
+			most = s->val;
+			best = f;
+		}
+	}
+	hashmap_release(&m);
+	return best;
+}
+
+int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
+{
+	uint64_t total = 0;
+	uint32_t depth = 0;
+
+	free(lp->of);
+	lp->of = NULL;
+	lp->nof = lp->nphases = 0;
+	if (lp->frame) {        /* the last candidate's steps did not hold: into its commonest line */
+		uint32_t f = commonest_line(t, lp, lp->depth);
+
+		if (f == UINT32_MAX)
+			return -ENOMEM;
+		depth = lp->depth + 1;
+		total = keep_frame(t, lp, lp->depth, f);
+	} else {
+		for (size_t i = 0; i < lp->nw; i++)
+			total += lp->w[i].count;
+	}
+	for (; total; depth++) {
 		uint64_t count;
-		uint32_t f = commonest(t, w, n, depth, &count);
+		uint32_t f = commonest(t, lp->w, lp->nw, depth, &count);
 		bool varies = false;
 
-		if (f == UINT32_MAX) {
-			found = -ENOMEM;
-			break;
-		}
+		if (f == UINT32_MAX)
+			return -ENOMEM;
 		if (!f || count < LOOP_SHARE * total)
-			break;
+			return 0;
 		total = 0;
-		for (size_t i = 0; i < n; i++) {
-			uint32_t g = frame_at(t, w[i].stack, depth);
+		for (size_t i = 0; i < lp->nw; i++) {
+			struct loop_stack *x = &lp->w[i];
+			uint32_t g = frame_at(t, x->stack, depth);
 
-			w[i].in = w[i].in && same_function(t, g, f);
-			if (w[i].in) {
-				total += w[i].count;
+			x->in = x->in && same_function(t, g, f);
+			if (x->in) {
+				total += x->count;
 				varies |= g != f;
+				lp->stack = x->stack;
 			}
 		}
-		lp->depth = depth;
-		lp->frame = f;
-		found = varies;
+		if (varies) {
+			lp->depth = depth;
+			lp->frame = f;
+			return 1;
+		}
 	}
-	for (size_t i = 0; i < n && found > 0 && !lp->stack; i++)
-		if (w[i].in)
-			lp->stack = w[i].stack;
-	free(w);
-	return found;
+	return 0;
 }
 
 /* The phase of e as report_loop_phase() says, for a stack not seen yet. */
@@ -219,6 +280,7 @@ uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const 
 
 void report_loop_release(struct rep_loop *lp)
 {
+	free(lp->w);
 	free(lp->phases);
 	free(lp->of);
 	memset(lp, 0, sizeof(*lp));
