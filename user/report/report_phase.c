@@ -13,8 +13,8 @@
  * do not hold (report_iter.c: they must cover half the launches), the
  * search goes on inwards from its commonest line: a run() whose set-up
  * and tear-down lines surround the one line calling train_step() has its
- * loop in train_step().  A call under the loop frame belongs to the phase of
- * the line it is under; any other call is outside any phase.
+ * loop in train_step().  A call under the loop frame belongs to the phase
+ * of the line it is under; any other call is outside any phase.
  *
  * Anatomy, per step [s, e) (report_iter.c finds the steps): a phase's GPU
  * time is the time of the GPU work its launches started; its host time is
@@ -65,7 +65,7 @@ struct loop_stack {
 
 /* The host calls of thread tid of proc by stack; *n distinct stacks. */
 static struct loop_stack *call_stacks(const struct rt_table *t, uint32_t proc, uint32_t tid,
-				    size_t *n)
+				      size_t *n)
 {
 	struct hashmap m;
 	struct loop_stack *w = NULL;
@@ -162,7 +162,10 @@ static uint64_t keep_frame(const struct rt_table *t, struct rep_loop *lp, uint32
 	return total;
 }
 
-/* The commonest frame (function and line) at depth among the stacks in; 0 none, UINT32_MAX no memory. */
+/*
+ * The commonest frame (function and line) at depth among the stacks in;
+ * 0 none, UINT32_MAX no memory.
+ */
 static uint32_t commonest_line(const struct rt_table *t, const struct rep_loop *lp,
 			       uint32_t depth)
 {
