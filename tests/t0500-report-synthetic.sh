@@ -12,6 +12,12 @@ check "report --format json" "$GPUBPF" report --format json -o "$TMPD/k.rep.json
 q() { json_query "$TMPD/k.rep.json" "$1"; }
 P1='[p for p in d["processes"] if p["pid"] == 100][0]'
 P2='[p for p in d["processes"] if p["pid"] == 200][0]'
+is "findings, costliest first: host-bound gaps, exposed all-reduces, the sync" "$(q "[(f['kind'], round(f['cost_ms'], 6), f['site'], f['count']) for f in $P1['findings']]")" \
+	'[["host_bound", 0.155, "step (/home/u/train.py:41)", 2], ["serialised_comm", 0.1, "step (/home/u/train.py:41)", 1], ["sync", 0.09, "step (/home/u/train.py:42)", 1], ["serialised_comm", 0.02, "step (/home/u/train.py:41)", 1]]'
+like "findings: the all-reduce on the compute stream says so" "$(q "$P1['findings'][1]['detail']")" "stream 7: 0.100 of 0.100 ms .*serialised"
+# pid 200's gaps (us): set-up 3 + 3 + 973, in each step 4 x 85, between steps 8 x 585 + 1085
+is "findings: the launch-bound stream takes its host-bound gaps" "$(q "[(f['kind'], round(f['cost_ms'], 6), f['site'], f['count']) for f in $P2['findings']]")" \
+	'[["launch_bound", 10.144, "Net.forward (/home/u/loop.py:20)", 52]]'
 is "device 0 usage, busy, span" "$(q "[(x['device'], round(x['gpu_usage_ratio'], 6), round(x['busy_ms'], 6), round(x['span_ms'], 6)) for x in $P1['devices']]")" \
 	'[[0, 0.68, 0.68, 1.0]]'
 is "idle: host-bound, sync-bound, other" "$(q "[round(v, 6) for v in (lambda i: (i['host_bound_ms'], i['sync_bound_ms'], i['other_ms']))($P1['devices'][0]['idle'])]")" \
@@ -43,6 +49,8 @@ PYEOF
 check "report without stacks" "$GPUBPF" report --format json -o "$TMPD/ns.rep.json" "$TMPD/ns.json"
 is "no stacks: hotspot site unknown, same numbers" "$(json_query "$TMPD/ns.rep.json" "[(h['site'], h['function'], h['count'], round(h['gpu_idle_ms'], 6)) for h in $P1['sync_hotspots']]")" \
 	'[[null, null, 1, 0.09]]'
+is "no stacks: the same findings, sites unknown" "$(json_query "$TMPD/ns.rep.json" "[(f['kind'], round(f['cost_ms'], 6), f['site']) for f in $P1['findings']]")" \
+	'[["host_bound", 0.155, null], ["serialised_comm", 0.1, null], ["sync", 0.09, null], ["serialised_comm", 0.02, null]]'
 is "no stacks: iterations from the launch sequence" "$(json_query "$TMPD/ns.rep.json" "(lambda i: (i['source'], i['steps'], i['kernels_per_step']))($P2['iterations'])")" \
 	'["launch_sequence", 9, 5]'
 "$GPUBPF" report "$TMPD/ns.json" >"$TMPD/ns.txt"
@@ -50,10 +58,29 @@ like "text: says the stack is unknown" "$(cat "$TMPD/ns.txt")" "stack unknown  \
 "$GPUBPF" report "$TMPD/k.json" >"$TMPD/k.txt"
 like "text: usage and idle split" "$(cat "$TMPD/k.txt")" \
 	"GPU 0: busy 68.0% \(0.680 ms of a 1.000 ms span.*host-bound 0.155 ms \(48%\), sync-bound 0.090 ms \(28%\), other 0.075 ms \(23%\)"
+like "text: the findings come first" "$(sed -n 4,5p "$TMPD/k.txt")" \
+	"findings \(costliest first.*
+    1. host_bound +0.155 ms  step \(/home/u/train.py:41\)"
 like "text: hotspot line" "$(cat "$TMPD/k.txt")" "1        0.152        0.090  step \(/home/u/train.py:42\)"
 like "svg: blocks, peak and legend" "$(cat "$TMPD/k.svg")" "<svg .*<rect .*peak 0.01 MiB.*step \(/home/u/train.py:46\).*call sites by bytes allocated"
 is "svg: one block per device allocation" "$(grep -c '<title>' "$TMPD/k.svg")" 4
 check "svg is well-formed XML" "$PY" -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$TMPD/k.svg"
+
+# a loop's anatomy: steps from the loop frame train(), phases by its lines (gen_report_trace.py loop)
+"$PY" "$gen" loop "$TMPD/l.json" || bail_out "cannot generate the loop trace"
+check "report the loop" "$GPUBPF" report --format json -o "$TMPD/l.rep.json" "$TMPD/l.json"
+IT='d["processes"][0]["iterations"]'
+is "loop: 9 steps of 9 launches, from the loop frame" "$(json_query "$TMPD/l.rep.json" "(lambda i: (i['source'], i['loop_function'], i['steps'], i['kernels_per_step'], i['anchor_kernel'], round(i['step_ms']['median'], 6), round(i['step_ms']['max'], 6)))($IT)")" \
+	'["python_stack", "train (/home/u/t.py)", 9, 9, "normalize", 1.0, 1.4]'
+is "loop: phases in loop order, GPU and host ms (median, min, max), launches" "$(json_query "$TMPD/l.rep.json" "[(x['phase'], x['site'], round(x['gpu_ms_median'], 6), round(x['host_ms_median'], 6), round(x['host_ms_min'], 6), round(x['host_ms_max'], 6), x['launches_median']) for x in $IT['phases']]")" \
+	'[["load_batch", "train (/home/u/t.py:11)", 0.02, 0.14, 0.14, 0.54, 1], ["Model.forward", "train (/home/u/t.py:12)", 0.16, 0.25, 0.25, 0.25, 4], ["Model.backward", "train (/home/u/t.py:13)", 0.16, 0.2, 0.2, 0.2, 2], ["SGD.step", "train (/home/u/t.py:14)", 0.03, 0.15, 0.15, 0.15, 1], ["Tensor.item", "train (/home/u/t.py:15)", 0.005, 0.19, 0.19, 0.19, 0], ["Detector.postprocess", "train (/home/u/t.py:16)", 0.1, 0.02, 0.02, 0.02, 1], ["outside any phase", null, 0.0, 0.05, 0.05, 0.05, 0]]'
+is "loop: wasted work after the optimizer step, at its loop line" "$(json_query "$TMPD/l.rep.json" "[(f['site'], round(f['cost_ms'], 6), f['count']) for f in d['processes'][0]['findings'] if f['kind'] == 'wasted_work']")" \
+	'[["train (/home/u/t.py:16)", 0.9, 9], ["train (/home/u/t.py:15)", 0.045, 0]]'
+is "nested loop: run()'s set-up and tear-down around it, the loop in train_step()" "$(json_query "$TMPD/l.rep.json" "[(i['loop_function'], i['steps'], i['kernels_per_step'], round(i['step_ms']['median'], 6), [x['phase'] for x in i['phases']]) for i in [p['iterations'] for p in d['processes'] if p['pid'] == 301]]")" \
+	'[["train_step (/home/u/r.py)", 5, 3, 0.5, ["line 20", "line 21", "outside any phase"]]]'
+"$GPUBPF" report "$TMPD/l.json" >"$TMPD/l.txt"
+like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .*the loop is train \\(/home/u/t.py\\).*
+    Model.forward +0.160 \[0.160-0.160\] +0.250 \[0.250-0.250\] +4  /home/u/t.py:12"
 
 # a valid trace with no GPU activity
 "$PY" - "$TMPD/k.json" "$TMPD/host.json" <<'PYEOF'

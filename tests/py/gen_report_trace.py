@@ -2,6 +2,7 @@
 """Synthetic gpubpf traces with a known schedule, for `gpubpf report`.
 
     gen_report_trace.py known OUT.json     the schedule below (exact figures)
+    gen_report_trace.py loop OUT.json      a training loop's anatomy (see loop())
     gen_report_trace.py big OUT.json N     about N events of a steady training
                                            loop with stacks (benchmark)
 
@@ -109,6 +110,89 @@ def known():
     return ev
 
 
+def loop():
+    """pid 300, a loop in train() (/home/u/t.py), 10 iterations 1000 us apart
+    except after the 4th (1400: a slow collate).  At offsets (us) in each:
+      line 11 load_batch: normalize launch at 0 (GPU 20 us)
+      line 12 Model.forward: 4 x gemm from one line, at 100, 150, 200, 250 (GPU 40 each)
+      line 13 Model.backward: 2 x gemm_bwd at 400, 450 (GPU 80 each)
+      line 14 SGD.step: sgd at 600 (GPU 30)
+      line 15 .item(): cuMemcpyDtoH_v2 700-800 (GPU 5), under library code only
+      line 16 Detector.postprocess: reshape at 810 (GPU 100): a wasted tail
+      a call without a stack at 850-870: outside any phase
+    Every call lasts 10 us but the copy.  So 9 steps, each starting at the
+    normalize launch; host time per step: load 10 + 130 (the time after the
+    last call; 530 in the slow step), forward 250, backward 200, sgd 150,
+    Tensor.item 190, postprocess 20, outside 50.  Wasted work (after
+    SGD.step, every step): reshape 9 x 100 us, the .item() copy 9 x 5."""
+    p = 300
+    ev = [meta(p, "loop")]
+    corr = 0
+    t = 10000.0
+
+    def st(line, *under):
+        return list(reversed(under)) + ["train (/home/u/t.py:%d)" % line, "<module> (/home/u/t.py:90)"]
+
+    def launch(ts, kernel, dur, stack, gpu_at=10):
+        nonlocal corr
+        corr += 1
+        ev.append(api(p, "cuLaunchKernel", ts, 10, kernel=kernel, correlation=corr, stack=stack))
+        ev.append(gpu(p, "kernel", kernel, ts + gpu_at, dur, 7, corr))
+
+    for i in range(10):
+        launch(t, "normalize", 20, st(11, "load_batch (/home/u/data.py:5)"))
+        for k in range(4):
+            launch(t + 100 + 50 * k, "gemm", 40,
+                   st(12, "Model.forward (/home/u/model.py:20)", "Layer.forward (/home/u/model.py:8)"))
+        for k in range(2):
+            launch(t + 400 + 50 * k, "gemm_bwd", 80, st(13, "Model.backward (/home/u/model.py:30)"))
+        launch(t + 600, "sgd", 30, st(14, "SGD.step (/home/u/optim.py:3)"))
+        corr += 1
+        ev.append(api(p, "cuMemcpyDtoH_v2", t + 700, 100, bytes=4, correlation=corr,
+                      stack=["Tensor.item (%s:7)" % LIB] + st(15)))
+        ev.append(gpu(p, "gpu_memcpy", "Memcpy DtoH", t + 790, 5, 7, corr))
+        launch(t + 810, "reshape", 100, st(16, "Detector.postprocess (/home/u/model.py:50)"))
+        ev.append(api(p, "cuEventRecord", t + 850, 20))
+        t += 1400 if i == 3 else 1000
+    ev += nested_loop()
+    ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
+def nested_loop():
+    """pid 301: run() (/home/u/r.py) sets up (line 5: 2 launches), calls
+    train_step() on line 6 six times, 500 us apart (line 20: 2 x f, line 21:
+    b), then tears down (lines 8 and 9: 4 x 2 frees, a repeating pattern of
+    its own).  The loop is train_step(): 5 steps of 3 launches."""
+    p = 301
+    ev = [meta(p, "nested")]
+    corr = 0
+
+    def st(*frames):
+        return list(reversed(frames)) + ["<module> (/home/u/r.py:99)"]
+
+    def launch(ts, kernel, stack):
+        nonlocal corr
+        corr += 1
+        ev.append(api(p, "cuLaunchKernel", ts, 5, kernel=kernel, correlation=corr, stack=stack))
+        ev.append(gpu(p, "kernel", kernel, ts + 10, 20, 7, corr))
+
+    for k in range(2):
+        launch(100 + 50 * k, "init", st("run (/home/u/r.py:5)", "Model.__init__ (/home/u/r.py:40)"))
+    t = 1000.0
+    for i in range(6):
+        for k in range(2):
+            launch(t + 50 * k, "f", st("run (/home/u/r.py:6)", "train_step (/home/u/r.py:20)"))
+        launch(t + 200, "b", st("run (/home/u/r.py:6)", "train_step (/home/u/r.py:21)"))
+        t += 500
+    for k in range(4):
+        for line in (8, 9):
+            ev.append(api(p, "cuMemFree_v2", t, 2, ptr="0x%x" % (0x1000 * (k + 1)), ret=0,
+                          stack=st("run (/home/u/r.py:%d)" % line)))
+            t += 10
+    return ev
+
+
 def big(n):
     ev = [meta(300, "big")]
     corr = 0
@@ -148,5 +232,7 @@ def write(path, ev):
 if __name__ == "__main__":
     if sys.argv[1] == "known":
         write(sys.argv[2], known())
+    elif sys.argv[1] == "loop":
+        write(sys.argv[2], loop())
     else:
         write(sys.argv[2], big(int(sys.argv[3])))

@@ -4,7 +4,37 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hashmap.h"
 #include "report/report.h"
+
+static uint64_t corr_key(const struct rt_event *e)
+{
+	return (uint64_t)(e->proc + 1) << 32 | e->corr;
+}
+
+int report_corr_build(struct hashmap *c, const struct rt_table *t)
+{
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		struct hashmap_slot *s;
+
+		if (e->kind != RT_API || !e->corr)
+			continue;
+		s = hashmap_put(c, corr_key(e), NULL);
+		if (!s)
+			return -ENOMEM;
+		s->val = i;
+	}
+	return 0;
+}
+
+const struct rt_event *report_launch_of(const struct hashmap *c, const struct rt_table *t,
+					const struct rt_event *e)
+{
+	const struct hashmap_slot *s = e->corr ? hashmap_find(c, corr_key(e)) : NULL;
+
+	return s ? &t->ev[s->val] : NULL;
+}
 
 bool report_split_frame(const char *f, const char **qual, size_t *qlen, const char **site)
 {
@@ -43,7 +73,7 @@ int report_analyze(const struct rt_table *t, struct report *r)
 	if ((ret = report_gpu(t, r)) || (ret = report_top(t, r)) || (ret = report_iter(t, r)) ||
 	    (ret = report_memory(t, r)))
 		return ret;
-	return 0;
+	return report_findings(t, r);
 }
 
 void report_release(struct report *r)
@@ -51,6 +81,8 @@ void report_release(struct report *r)
 	for (size_t p = 0; p < r->nprocs; p++) {
 		struct rep_proc *rp = &r->procs[p];
 
+		free(rp->findings);
+		free(rp->late);
 		free(rp->devs);
 		free(rp->hot);
 		free(rp->streams);
@@ -59,6 +91,7 @@ void report_release(struct report *r)
 		free(rp->calls);
 		free(rp->errors);
 		free(rp->mem);
+		free(rp->iter.phases);
 	}
 	free(r->procs);
 	memset(r, 0, sizeof(*r));

@@ -4,9 +4,10 @@
  * kept as a compact table (report_table.h), one 48-byte row per host call
  * or GPU activity, filled from the model record built or from a trace file
  * streamed through the importer; the analyses (report_gpu.c, report_top.c,
- * report_iter.c, report_memory.c; report.c runs them) read the table and
- * fill a struct report, which report_out.c prints as text or JSON and
- * report_svg.c draws.  Data flows one way: model -> table -> results ->
+ * report_iter.c with report_phase.c, report_memory.c; report.c runs them)
+ * read the table, report_findings.c ranks what they found, and all of
+ * them fill a struct report, which report_out.c prints as text or JSON
+ * and report_svg.c draws.  Data flows one way: model -> table -> results ->
  * output; cmd_report.c ties them together.
  *
  *	struct rt_table t;
@@ -53,8 +54,38 @@ struct rep_stream {
 
 struct rep_comm {
 	uint32_t kernel, device, stream;
+	uint32_t site;          /* of its first launch with a known site, 0 unknown */
 	uint64_t count, total_ns, exposed_ns;
 	bool same_stream_as_compute;
+};
+
+/*
+ * Host-bound idle time that ended with a launch from one site onto one
+ * stream: the GPU ran dry until the host launched from there.  (Why the
+ * host was late -- the launching thread's state in the gap -- belongs
+ * here too once the trace has it.)
+ */
+struct rep_late {
+	uint32_t site, device, stream;
+	uint64_t count, idle_ns;
+};
+
+/* One finding: a problem, its cost and where to change it (report_findings.c). */
+enum rep_finding_kind {
+	RF_SYNC,                /* a blocking sync that drained the GPU: hot[index] */
+	RF_COMM,                /* communication with no compute beside it: comm[index] */
+	RF_HOST_BOUND,          /* the host launched late: late[] entries of site */
+	RF_LAUNCH_BOUND,        /* a stream of kernels shorter than their launches: streams[index] */
+	RF_WASTED,              /* GPU work every step after the optimizer step or outside any
+				   phase: iter.phases[index] */
+};
+
+struct rep_finding {
+	uint32_t kind;          /* enum rep_finding_kind */
+	uint32_t site;          /* the Python line to change, 0 unknown */
+	uint32_t index;         /* into the list named by kind */
+	uint64_t cost_ns;       /* GPU idle time it caused */
+	uint64_t count;         /* the calls, gaps or kernels it covers */
 };
 
 struct rep_top {
@@ -70,9 +101,22 @@ struct rep_err {
 	uint64_t count;
 };
 
+/* One phase of the loop body: its line, and per step median, min, max. */
+struct rep_phase {
+	uint32_t site;          /* the loop frame at the line; 0: outside any phase */
+	uint32_t name;          /* the frame under it (the function it calls), 0 none */
+	uint64_t gpu_ns[3];     /* GPU work its launches started */
+	uint64_t gpu_total_ns;  /* over all steps */
+	uint64_t host_ns[3];    /* the launching thread's time, see report_phase.c */
+	uint64_t launches[3];
+};
+
 struct rep_iter {
 	bool found;
 	bool from_stacks;
+	uint32_t loop;          /* the loop frame (at one of its lines) steps were found from, 0 none */
+	struct rep_phase *phases;       /* the anatomy: in loop-body order, outside any phase last */
+	size_t nphases;
 	uint32_t tid;           /* the launching thread */
 	uint32_t anchor;        /* kernel name id that starts each step */
 	uint32_t anchor_site;
@@ -91,6 +135,8 @@ struct rep_mem_dev {
 
 struct rep_proc {
 	uint32_t pid, name;
+	struct rep_finding *findings;   /* costliest first */
+	size_t nfindings;
 	struct rep_device *devs;
 	size_t ndevs;
 	struct rep_hotspot *hot;
@@ -99,6 +145,8 @@ struct rep_proc {
 	size_t nstreams;
 	struct rep_comm *comm;
 	size_t ncomm;
+	struct rep_late *late;
+	size_t nlate;
 	struct rep_top *kernels, *calls;
 	size_t nkernels, ncalls;
 	struct rep_err *errors; /* most frequent first */
@@ -120,10 +168,11 @@ int report_analyze(const struct rt_table *t, struct report *r);
 void report_release(struct report *r);
 
 /* analyses, each filling its part of every rep_proc */
-int report_gpu(const struct rt_table *t, struct report *r);      /* devs, hot, streams, comm */
+int report_gpu(const struct rt_table *t, struct report *r);   /* devs, hot, streams, comm, late */
 int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
 int report_iter(const struct rt_table *t, struct report *r);     /* iter */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
+int report_findings(const struct rt_table *t, struct report *r); /* findings, from the others */
 
 struct mem_tracker;
 /* Replay process proc's allocations and frees on device in time order
@@ -133,6 +182,39 @@ struct mem_tracker;
 int report_mem_track(const struct rt_table *t, uint32_t proc, uint32_t device,
 		     struct mem_tracker *mt);
 
+/* The kind of finding f as the JSON names it, and one line of its evidence. */
+const char *report_finding_kind(const struct rep_finding *f);
+void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
+			   const struct rep_finding *f, char *buf, size_t len);
+
+/*
+ * The training loop of thread tid (report_phase.c): a candidate loop
+ * frame and the phases met so far.
+ */
+struct loop_stack;
+struct rep_loop {
+	struct loop_stack *w;   /* the thread's stacks, those under the candidate marked */
+	size_t nw;
+	uint32_t depth;         /* of the loop frame among the user frames, outermost 0 */
+	uint32_t frame;         /* the loop frame, at one of its lines; 0 none yet */
+	uint32_t stack;         /* a stack under it (the frames above it) */
+	struct rep_phase *phases;       /* site and name only */
+	size_t nphases, cap;
+	uint32_t *of;           /* per stack id: phase + 1, 0 not yet */
+	size_t nof;
+};
+/* lp over the calls of thread tid of proc, no candidate yet: 0 or -ENOMEM. */
+int report_loop_init(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp);
+/* The next candidate, inwards from the last: 1 found, 0 none left, -ENOMEM. */
+int report_loop_next(const struct rt_table *t, struct rep_loop *lp);
+/* The phase of host call e: 0 outside any phase, k + 1 lp->phases[k]; UINT32_MAX no memory. */
+uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const struct rt_event *e);
+void report_loop_release(struct rep_loop *lp);
+/* it->phases from the nsteps steps of thread it->tid starting at st[0..nsteps]
+ * (st[nsteps]: the end of the last); 0 or -ENOMEM. */
+int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
+		   struct rep_iter *it, const int64_t *st, size_t nsteps, uint32_t anchor_phase);
+
 /* output */
 int report_text(const struct rt_table *t, const struct report *r, FILE *f);
 int report_json(const struct rt_table *t, const struct report *r, FILE *f);
@@ -140,6 +222,12 @@ int report_json(const struct rt_table *t, const struct report *r, FILE *f);
 int report_svg(const struct rt_table *t, const struct report *r, FILE *f);
 
 /* helpers shared by the analyses */
+struct hashmap;
+/* c (initialised): (proc, correlation) -> index of the (last) host call holding it. */
+int report_corr_build(struct hashmap *c, const struct rt_table *t);
+/* The host call that launched GPU work e, through c, or NULL. */
+const struct rt_event *report_launch_of(const struct hashmap *c, const struct rt_table *t,
+					const struct rt_event *e);
 int report_cmp_u64(const void *a, const void *b);
 uint64_t report_median_u64(uint64_t *v, size_t n);      /* sorts v */
 /* Split "qualname (file:line)" into its parts; false if it is not one. */

@@ -22,12 +22,14 @@
  *      "host-bound" otherwise: the launch simply came late;
  *    and the rest, [L, g1) (launch latency), is "other".
  *  - W without a known launch call: "other".
- * host_bound + sync_bound + other = span - busy.
+ * host_bound + sync_bound + other = span - busy.  Host-bound time is also
+ * kept by the site and stream of W's launch (rep_late), for the findings.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "lib/hashmap.h"
 #include "report/report.h"
 
@@ -46,37 +48,6 @@ uint64_t report_median_u64(uint64_t *v, size_t n)
 		return 0;
 	qsort(v, n, sizeof(*v), report_cmp_u64);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
-static uint64_t corr_key(const struct rt_event *e)
-{
-	return (uint64_t)(e->proc + 1) << 32 | e->corr;
-}
-
-/* (proc, correlation) -> index of the (last) API event holding it */
-static int corr_build(struct hashmap *c, const struct rt_table *t)
-{
-	for (size_t i = 0; i < t->nev; i++) {
-		const struct rt_event *e = &t->ev[i];
-		struct hashmap_slot *s;
-
-		if (e->kind != RT_API || !e->corr)
-			continue;
-		s = hashmap_put(c, corr_key(e), NULL);
-		if (!s)
-			return -ENOMEM;
-		s->val = i;
-	}
-	return 0;
-}
-
-/* The launch call of GPU event e, or NULL. */
-static const struct rt_event *launch_of(const struct hashmap *c, const struct rt_table *t,
-					const struct rt_event *e)
-{
-	const struct hashmap_slot *s = e->corr ? hashmap_find(c, corr_key(e)) : NULL;
-
-	return s ? &t->ev[s->val] : NULL;
 }
 
 static const struct rt_table *sort_t;
@@ -162,9 +133,40 @@ static int64_t covered(const struct ivl *u, size_t n, int64_t a, int64_t b)
 	return c;
 }
 
-static int device_usage(const struct rt_table *t, const struct hashmap *cm, struct rep_proc *rp,
-			const uint32_t *g, size_t n, const uint32_t *syncs, size_t nsync,
-			uint64_t *sync_idle)
+/* rp->late by (site, device, stream) */
+struct late_map {
+	struct hashmap map;     /* hash -> index into rp->late */
+	size_t cap;
+};
+
+/* Add host-bound idle ns ended by e, launched by l. */
+static int late_add(const struct rt_table *t, struct late_map *lm, struct rep_proc *rp,
+		    const struct rt_event *l, const struct rt_event *e, uint64_t ns)
+{
+	uint32_t site = rt_site(t, l);
+	uint64_t h = hashmap_hash2(site, (uint64_t)e->device << 32 | e->tid);
+	struct hashmap_slot *s;
+	struct rep_late *x = NULL;
+
+	for (s = hashmap_find(&lm->map, h); s && !x; s = hashmap_find_next(&lm->map, s))
+		if (rp->late[s->val].site == site && rp->late[s->val].device == e->device &&
+		    rp->late[s->val].stream == e->tid)
+			x = &rp->late[s->val];
+	if (!x) {
+		if (array_grow(&rp->late, &lm->cap, rp->nlate + 1) ||
+		    hashmap_add(&lm->map, h, rp->nlate))
+			return -ENOMEM;
+		x = &rp->late[rp->nlate++];
+		*x = (struct rep_late){ .site = site, .device = e->device, .stream = e->tid };
+	}
+	x->count++;
+	x->idle_ns += ns;
+	return 0;
+}
+
+static int device_usage(const struct rt_table *t, const struct hashmap *cm, struct late_map *lm,
+			struct rep_proc *rp, const uint32_t *g, size_t n, const uint32_t *syncs,
+			size_t nsync, uint64_t *sync_idle)
 {
 	struct rep_device *d;
 	int64_t end;
@@ -197,7 +199,7 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 		end = e->ts + e->dur;
 		if (g1 == g0)
 			continue;
-		l = launch_of(cm, t, e);
+		l = report_launch_of(cm, t, e);
 		if (!l || l->ts <= g0) {
 			d->other_ns += g1 - g0;
 			continue;
@@ -210,6 +212,8 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 			sync_idle[s] += wait;
 		} else {
 			d->host_bound_ns += wait;
+			if (late_add(t, lm, rp, l, e, wait))
+				return -ENOMEM;
 		}
 	}
 	d->last_ns = end;
@@ -225,8 +229,8 @@ static int hotspots(const struct rt_table *t, struct rep_proc *rp, const uint32_
 		size_t k;
 
 		for (k = 0; k < rp->nhot; k++)
-			if (s->site ? rp->hot[k].site == s->site
-				    : !rp->hot[k].site && rp->hot[k].call == s->name)
+			if (rt_site(t, s) ? rp->hot[k].site == rt_site(t, s)
+					  : !rp->hot[k].site && rp->hot[k].call == s->name)
 				break;
 		if (k == rp->nhot) {
 			void *p = realloc(rp->hot, (rp->nhot + 1) * sizeof(*rp->hot));
@@ -234,7 +238,8 @@ static int hotspots(const struct rt_table *t, struct rep_proc *rp, const uint32_
 			if (!p)
 				return -ENOMEM;
 			rp->hot = p;
-			rp->hot[rp->nhot++] = (struct rep_hotspot){ .site = s->site, .call = s->name };
+			rp->hot[rp->nhot++] = (struct rep_hotspot){ .site = rt_site(t, s),
+								    .call = s->name };
 		}
 		rp->hot[k].count++;
 		rp->hot[k].blocked_ns += s->dur;
@@ -273,7 +278,7 @@ static int stream_stats(const struct rt_table *t, const struct hashmap *cm, stru
 	s->stream = t->ev[g[0]].tid;
 	s->kernels = n;
 	for (size_t i = 0; i < n; i++) {
-		const struct rt_event *e = &t->ev[g[i]], *l = launch_of(cm, t, e);
+		const struct rt_event *e = &t->ev[g[i]], *l = report_launch_of(cm, t, e);
 
 		durs[i] = e->dur;
 		if (l) {
@@ -284,7 +289,7 @@ static int stream_stats(const struct rt_table *t, const struct hashmap *cm, stru
 			nl++;
 		}
 		if (i + 1 < n) {
-			const struct rt_event *x = &t->ev[g[i + 1]], *lx = launch_of(cm, t, x);
+			const struct rt_event *x = &t->ev[g[i + 1]], *lx = report_launch_of(cm, t, x);
 			int64_t gap = x->ts - (e->ts + e->dur);
 
 			gaps[ngaps++] = gap > 0 ? gap : 0;
@@ -307,7 +312,8 @@ static int stream_stats(const struct rt_table *t, const struct hashmap *cm, stru
 }
 
 /* NCCL kernels: how much of each ran with no compute kernel on its device. */
-static int comm_overlap(const struct rt_table *t, struct rep_proc *rp, const uint32_t *g, size_t n)
+static int comm_overlap(const struct rt_table *t, const struct hashmap *cm, struct rep_proc *rp,
+			const uint32_t *g, size_t n)
 {
 	struct ivl *u = malloc((n + 1) * sizeof(*u));
 	uint32_t *cstreams = NULL;
@@ -362,6 +368,8 @@ static int comm_overlap(const struct rt_table *t, struct rep_proc *rp, const uin
 					c->same_stream_as_compute = true;
 		}
 		c = &rp->comm[k];
+		if (!c->site && report_launch_of(cm, t, e))
+			c->site = rt_site(t, report_launch_of(cm, t, e));
 		c->count++;
 		c->total_ns += e->dur;
 		c->exposed_ns += e->dur - covered(u, nu, e->ts, e->ts + e->dur);
@@ -378,12 +386,14 @@ nomem:
 int report_gpu(const struct rt_table *t, struct report *r)
 {
 	struct hashmap cm;
+	struct late_map lm = { .cap = 0 };
 	uint32_t *g = NULL, *syncs = NULL;
 	uint64_t *idle = NULL;
 	int ret = -ENOMEM;
 
 	hashmap_init(&cm);
-	if (corr_build(&cm, t))
+	hashmap_init(&lm.map);
+	if (report_corr_build(&cm, t))
 		goto out;
 	g = malloc((t->nev + 1) * sizeof(*g));
 	syncs = malloc((t->nev + 1) * sizeof(*syncs));
@@ -405,6 +415,9 @@ int report_gpu(const struct rt_table *t, struct report *r)
 				syncs[ns++] = i;
 		}
 		rp->nsync = ns;
+		hashmap_release(&lm.map);
+		hashmap_init(&lm.map);
+		lm.cap = 0;
 		free(idle);
 		idle = calloc(ns + 1, sizeof(*idle));
 		if (!idle)
@@ -413,8 +426,8 @@ int report_gpu(const struct rt_table *t, struct report *r)
 		for (size_t a = 0, b; a < n; a = b) {
 			for (b = a; b < n && t->ev[g[b]].device == t->ev[g[a]].device; b++)
 				;
-			if ((ret = device_usage(t, &cm, rp, g + a, b - a, syncs, ns, idle)) ||
-			    (ret = comm_overlap(t, rp, g + a, b - a)))
+			if ((ret = device_usage(t, &cm, &lm, rp, g + a, b - a, syncs, ns, idle)) ||
+			    (ret = comm_overlap(t, &cm, rp, g + a, b - a)))
 				goto out;
 			ret = -ENOMEM;
 		}
@@ -443,6 +456,7 @@ int report_gpu(const struct rt_table *t, struct report *r)
 	ret = 0;
 out:
 	hashmap_release(&cm);
+	hashmap_release(&lm.map);
 	free(g);
 	free(syncs);
 	free(idle);

@@ -3,9 +3,12 @@
  * Iterations: the repeating step structure of a process's launches.
  *
  * The launches of the thread that launches most form a sequence of
- * tokens: the kernel name, joined with the launch's innermost user
- * Python frame when stacks are present (so a step's Python scopes shape
- * it).  For every token seen at least 3 times, the commonest distance
+ * tokens.  When its Python stacks show a training loop (report_phase.c),
+ * a token is a run of launches in one phase of the loop body, so a step
+ * is the loop's own period however often it launches one kernel, and
+ * the steps' anatomy follows; else (or when that finds no steps) a token
+ * is the kernel name, joined with the launch's innermost user Python
+ * frame when stacks are present.  For every token seen at least 3 times, the commonest distance
  * (in launches) between its occurrences is a candidate period when at
  * least 60% of its distances are that one.  Candidates are tried longest
  * first; a period p is accepted when, between the token's first and last
@@ -62,7 +65,13 @@ static double periodic(const uint64_t *seq, uint32_t first, uint32_t last, uint3
 	return all ? (double)same / all : 0;
 }
 
-static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts, size_t n)
+/*
+ * The steps of token sequence seq[0..n) (events ix, launch ordinals pos):
+ * it's figures, the step starts in st[0..it->steps] and the index of the
+ * first anchor token in *first.
+ */
+static int analyze(const struct rt_table *t, struct rep_iter *it, const uint64_t *seq,
+		   const uint32_t *ix, const uint32_t *pos, size_t n, int64_t *st, size_t *first)
 {
 	struct tok *tk = malloc((n + 1) * sizeof(*tk));
 	struct cand *cand = malloc((n + 1) * sizeof(*cand));
@@ -143,16 +152,17 @@ static int analyze(struct rep_iter *it, const uint64_t *seq, const int64_t *ts, 
 			if (seq[i] != best->token)
 				continue;
 			if (prev != UINT32_MAX) {
-				d[na] = ts[i] - ts[prev];
-				kps[ngaps++] = i - prev;
+				d[na] = t->ev[ix[i]].ts - t->ev[ix[prev]].ts;
+				kps[ngaps++] = pos[i] - pos[prev];
 				na++;
+			} else {
+				*first = i;
 			}
+			st[na] = t->ev[ix[i]].ts;
 			prev = i;
 		}
 		if (na >= 1) {
 			it->found = true;
-			it->anchor = (uint32_t)(best->token >> 32);
-			it->anchor_site = (uint32_t)best->token;
 			it->steps = na;
 			for (size_t i = 0; i < na; i++) {
 				sum += d[i];
@@ -174,61 +184,163 @@ out:
 	return ret;
 }
 
+/* The thread of proc with the most launches (among its first 64 launchers). */
+static uint32_t main_thread(const struct rt_table *t, uint32_t proc)
+{
+	uint32_t tids[64], counts[64], main_tid = 0, best = 0;
+	size_t ntid = 0;
+
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		size_t k;
+
+		if (e->proc != proc || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED))
+			continue;
+		for (k = 0; k < ntid && tids[k] != e->tid; k++)
+			;
+		if (k == ntid) {
+			if (ntid == 64)
+				continue;
+			tids[ntid] = e->tid;
+			counts[ntid++] = 0;
+		}
+		if (++counts[k] > best) {
+			best = counts[k];
+			main_tid = e->tid;
+		}
+	}
+	return main_tid;
+}
+
+struct seqs {
+	uint64_t *tok;
+	uint32_t *ix;           /* event index of each token */
+	uint32_t *pos;          /* launches before it */
+	int64_t *st;            /* step starts */
+	size_t n;
+	uint32_t launches;      /* of the thread */
+};
+
+/*
+ * The thread's calls as tokens.  With a loop frame, one token per run of
+ * calls in one phase (a step that launches one kernel four times is still
+ * one step); else one per launch: the kernel name with the innermost user
+ * frame (0 without stacks).
+ */
+static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
+		  struct rep_loop *lp, bool loop, struct seqs *q)
+{
+	uint32_t nl = 0;
+
+	q->n = 0;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		bool launch = (e->flags & RTF_LAUNCH) && !(e->flags & RTF_FAILED);
+		uint64_t tok;
+
+		if (e->proc != proc || e->kind != RT_API || e->tid != it->tid || (!loop && !launch))
+			continue;
+		nl += launch;
+		it->from_stacks |= launch && rt_site(t, e) != 0;
+		if (loop) {
+			tok = report_loop_phase(t, lp, e);
+			if (tok == UINT32_MAX)
+				return -ENOMEM;
+			if (q->n && q->tok[q->n - 1] == tok)
+				continue;
+		} else {
+			tok = (uint64_t)(e->aux ? e->aux : e->name) << 32 | rt_site(t, e);
+		}
+		q->tok[q->n] = tok;
+		q->pos[q->n] = nl - launch;
+		q->ix[q->n++] = i;
+	}
+	q->launches = nl;
+	return 0;
+}
+
+/* The first launch of thread tid from event i on (the step's first kernel), or NULL. */
+static const struct rt_event *launch_from(const struct rt_table *t, size_t i, uint32_t proc,
+					  uint32_t tid)
+{
+	for (; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+
+		if (e->proc == proc && e->tid == tid && (e->flags & RTF_LAUNCH) &&
+		    !(e->flags & RTF_FAILED))
+			return e;
+	}
+	return NULL;
+}
+
+/* The steps of process proc, from its loop frame when loop, else its launch sequence. */
+static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
+		     struct rep_loop *lp, bool loop, struct seqs *q)
+{
+	const struct rt_event *a;
+	size_t first = 0;
+	int ret;
+
+	if ((ret = tokens(t, proc, it, lp, loop, q)) || q->n < 3 ||
+	    (ret = analyze(t, it, q->tok, q->ix, q->pos, q->n, q->st, &first)) || !it->found)
+		return ret;
+	a = launch_from(t, q->ix[first], proc, it->tid);
+	if (!a)
+		a = &t->ev[q->ix[first]];
+	it->anchor = a->aux ? a->aux : a->name;
+	it->anchor_site = rt_site(t, a);
+	if (!loop)
+		return 0;
+	it->loop = lp->frame;
+	return report_anatomy(t, proc, lp, it, q->st, it->steps, (uint32_t)q->tok[first]);
+}
+
+/*
+ * The steps of process proc: from the first candidate loop frame whose
+ * steps hold half its main thread's launches or more, else from its
+ * launch sequence.
+ */
+static int proc_steps(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
+		      struct seqs *q)
+{
+	uint32_t tid = main_thread(t, proc);
+	struct rep_loop lp;
+	int ret = report_loop_init(t, proc, tid, &lp);
+
+	while (!ret && (ret = report_loop_next(t, &lp)) > 0) {
+		*it = (struct rep_iter){ .tid = tid };
+		ret = proc_iter(t, proc, it, &lp, true, q);
+		if (ret || (it->found && 2 * it->steps * it->kernels_per_step >= q->launches))
+			break;
+		free(it->phases);
+		*it = (struct rep_iter){ .tid = tid };
+	}
+	if (ret >= 0 && !it->found) {
+		*it = (struct rep_iter){ .tid = tid };
+		ret = proc_iter(t, proc, it, &lp, false, q);
+	}
+	report_loop_release(&lp);
+	return ret;
+}
+
 int report_iter(const struct rt_table *t, struct report *r)
 {
-	uint64_t *seq = NULL;
-	int64_t *ts = NULL;
-	int ret = 0;
+	struct seqs q = { 0 };
+	int ret = -ENOMEM;
 
-	seq = malloc((t->nev + 1) * sizeof(*seq));
-	ts = malloc((t->nev + 1) * sizeof(*ts));
-	if (!seq || !ts) {
-		ret = -ENOMEM;
+	q.tok = malloc((t->nev + 1) * sizeof(*q.tok));
+	q.pos = malloc((t->nev + 1) * sizeof(*q.pos));
+	q.st = malloc((t->nev + 1) * sizeof(*q.st));
+	q.ix = malloc((t->nev + 1) * sizeof(*q.ix));
+	if (!q.tok || !q.pos || !q.st || !q.ix)
 		goto out;
-	}
-	for (size_t p = 0; p < r->nprocs && !ret; p++) {
-		struct rep_proc *rp = &r->procs[p];
-		uint32_t tids[64], counts[64], main_tid = 0, best = 0;
-		size_t ntid = 0, n = 0;
-		bool stacks = false;
-
-		/* the thread with the most launches (among its first 64 launchers) */
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct rt_event *e = &t->ev[i];
-			size_t k;
-
-			if (e->proc != p || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED))
-				continue;
-			for (k = 0; k < ntid && tids[k] != e->tid; k++)
-				;
-			if (k == ntid) {
-				if (ntid == 64)
-					continue;
-				tids[ntid] = e->tid;
-				counts[ntid++] = 0;
-			}
-			if (++counts[k] > best) {
-				best = counts[k];
-				main_tid = e->tid;
-			}
-		}
-		for (size_t i = 0; i < t->nev; i++) {
-			const struct rt_event *e = &t->ev[i];
-
-			if (e->proc != p || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED) ||
-			    e->tid != main_tid)
-				continue;
-			stacks |= e->site != 0;
-			seq[n] = (uint64_t)(e->aux ? e->aux : e->name) << 32 | e->site;
-			ts[n++] = e->ts;
-		}
-		rp->iter.tid = main_tid;
-		rp->iter.from_stacks = stacks;
-		if (n >= 3)
-			ret = analyze(&rp->iter, seq, ts, n);
-	}
+	ret = 0;
+	for (size_t p = 0; p < r->nprocs && !ret; p++)
+		ret = proc_steps(t, p, &r->procs[p].iter, &q);
 out:
-	free(seq);
-	free(ts);
+	free(q.tok);
+	free(q.pos);
+	free(q.st);
+	free(q.ix);
 	return ret;
 }

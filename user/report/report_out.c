@@ -58,12 +58,94 @@ static const char *bytes_h(uint64_t b, char *buf, size_t len)
 
 /* ---------------------------------------------------------------- text */
 
+static void text_findings(const struct rt_table *t, const struct rep_proc *rp, FILE *f)
+{
+	char file[512], func[512], detail[1024];
+
+	if (!rp->nfindings)
+		return;
+	fprintf(f, "  findings (costliest first; cost = GPU idle time, or GPU time for wasted work):\n");
+	for (size_t k = 0; k < rp->nfindings && k < TEXT_TOP; k++) {
+		const struct rep_finding *x = &rp->findings[k];
+
+		frame_parts(t, x->site, file, sizeof(file), func, sizeof(func));
+		report_finding_detail(t, rp, x, detail, sizeof(detail));
+		fprintf(f, "    %zu. %-15s %10.3f ms  ", k + 1, report_finding_kind(x), ms(x->cost_ns));
+		if (x->site)
+			fprintf(f, "%s (%s)\n", func[0] ? func : "?", file);
+		else
+			fprintf(f, "stack unknown\n");
+		fprintf(f, "       %s\n", detail);
+	}
+}
+
+/* The function of frame "qualname (file:line)" into buf. */
+static const char *function_of(const struct rt_table *t, uint32_t frame, char *buf, size_t len)
+{
+	char file[512];
+
+	frame_parts(t, frame, file, sizeof(file), buf, len);
+	return buf;
+}
+
+/* A phase's name: the function its line calls, else "line N". */
+static const char *phase_name(const struct rt_table *t, const struct rep_phase *x, char *buf,
+			      size_t len)
+{
+	if (!x->site)
+		return "outside any phase";
+	const char *line = strrchr(rt_str(t, x->site), ':');
+
+	if (x->name)
+		return function_of(t, x->name, buf, len);
+	snprintf(buf, len, "line %.*s", line ? (int)strcspn(line + 1, ")") : 1, line ? line + 1 : "?");
+	return buf;
+}
+
+/* The loop frame's function: "qualname (file)", the line left out. */
+static const char *loop_name(const struct rt_table *t, uint32_t frame, char *buf, size_t len)
+{
+	const char *f = rt_str(t, frame), *colon = strrchr(f, ':');
+
+	if (colon && strchr(colon, ')'))
+		snprintf(buf, len, "%.*s)", (int)(colon - f), f);
+	else
+		snprintf(buf, len, "%s", f);
+	return buf;
+}
+
+static void text_anatomy(const struct rt_table *t, const struct rep_iter *it, FILE *f)
+{
+	char name[512], file[512], func[512];
+
+	if (!it->nphases)
+		return;
+	fprintf(f, "  iteration anatomy (per step: median [min-max] ms; the loop is %s):\n",
+		loop_name(t, it->loop, func, sizeof(func)));
+	fprintf(f, "    %-28s %-24s %-24s %9s  %s\n", "phase", "GPU ms", "host ms", "launches",
+		"loop line");
+	for (size_t k = 0; k < it->nphases; k++) {
+		const struct rep_phase *x = &it->phases[k];
+		char g[64], h[64];
+
+		snprintf(g, sizeof(g), "%.3f [%.3f-%.3f]", ms(x->gpu_ns[0]), ms(x->gpu_ns[1]),
+			 ms(x->gpu_ns[2]));
+		snprintf(h, sizeof(h), "%.3f [%.3f-%.3f]", ms(x->host_ns[0]), ms(x->host_ns[1]),
+			 ms(x->host_ns[2]));
+		frame_parts(t, x->site, file, sizeof(file), func, sizeof(func));
+		fprintf(f, "    %-28s %-24s %-24s %9" PRIu64 "  %s\n",
+			phase_name(t, x, name, sizeof(name)), g, h, x->launches[0],
+			x->site ? file : "-");
+	}
+}
+
 static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE *f)
 {
 	char file[512], func[512], b1[32], b2[32], b3[32];
 
 	fprintf(f, "\nprocess %u (%s): %" PRIu64 " host calls, %" PRIu64 " GPU activities\n",
 		rp->pid, rp->name ? rt_str(t, rp->name) : "?", rp->napi, rp->ngpu);
+	text_findings(t, rp, f);
 	if (!rp->ndevs)
 		fprintf(f, "  no GPU activity in the trace for this process\n");
 	for (size_t d = 0; d < rp->ndevs; d++) {
@@ -129,6 +211,7 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 		if (it->anchor_site)
 			fprintf(f, " from %s", rt_str(t, it->anchor_site));
 		fprintf(f, "\n");
+		text_anatomy(t, it, f);
 	} else if (rp->ngpu || rp->napi) {
 		fprintf(f, "  iterations: no repeating step structure found\n");
 	}
@@ -258,6 +341,67 @@ static void ksite(struct jw *jw, const struct rt_table *t, uint32_t site, const 
 		jw_null(jw);
 }
 
+/* The findings, each site the whole frame "function (file:line)", null when unknown. */
+static void json_findings(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
+{
+	char detail[1024];
+
+	jw_key(jw, "findings");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nfindings; k++) {
+		const struct rep_finding *x = &rp->findings[k];
+
+		jw_obj_begin(jw);
+		kstr(jw, "kind", report_finding_kind(x));
+		kms(jw, "cost_ms", x->cost_ns);
+		jw_key(jw, "site");
+		if (x->site)
+			jw_str(jw, rt_str(t, x->site));
+		else
+			jw_null(jw);
+		report_finding_detail(t, rp, x, detail, sizeof(detail));
+		kstr(jw, "detail", detail);
+		kuint(jw, "count", x->count);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+}
+
+/* "loop_function" and "phases" of the iterations */
+static void json_anatomy(const struct rt_table *t, const struct rep_iter *it, struct jw *jw)
+{
+	static const char *const stat[3] = { "median", "min", "max" };
+	char name[512], key[32];
+
+	jw_key(jw, "loop_function");
+	if (it->loop)
+		jw_str(jw, loop_name(t, it->loop, name, sizeof(name)));
+	else
+		jw_null(jw);
+	jw_key(jw, "phases");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < it->nphases; k++) {
+		const struct rep_phase *x = &it->phases[k];
+
+		jw_obj_begin(jw);
+		kstr(jw, "phase", phase_name(t, x, name, sizeof(name)));
+		jw_key(jw, "site");
+		if (x->site)
+			jw_str(jw, rt_str(t, x->site));
+		else
+			jw_null(jw);
+		for (int s = 0; s < 3; s++) {
+			snprintf(key, sizeof(key), "gpu_ms_%s", stat[s]);
+			kms(jw, key, x->gpu_ns[s]);
+			snprintf(key, sizeof(key), "host_ms_%s", stat[s]);
+			kms(jw, key, x->host_ns[s]);
+		}
+		kuint(jw, "launches_median", x->launches[0]);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+}
+
 static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
 {
 	jw_obj_begin(jw);
@@ -265,6 +409,7 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 	kstr(jw, "name", rp->name ? rt_str(t, rp->name) : "");
 	kuint(jw, "host_calls", rp->napi);
 	kuint(jw, "gpu_activities", rp->ngpu);
+	json_findings(t, rp, jw);
 	jw_key(jw, "devices");
 	jw_arr_begin(jw);
 	for (size_t d = 0; d < rp->ndevs; d++) {
@@ -392,6 +537,7 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		kms(jw, "max", it->max_ns);
 		kms(jw, "stddev", it->stddev_ns);
 		jw_obj_end(jw);
+		json_anatomy(t, it, jw);
 	}
 	jw_obj_end(jw);
 	jw_key(jw, "memory");

@@ -2,7 +2,8 @@
 /*
  * The report's table, from model events: see report_table.h.  Strings
  * move from the model's strtab to the table's once, through a map by
- * model id; each Python stack's user frame is found once.
+ * model id; each Python stack's user frames (and what each was calling)
+ * are found once.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -101,28 +102,41 @@ bool rt_frame_is_library(const char *f, size_t len)
 	       memmem(file, len - (file - f), "/lib64/python", 13);
 }
 
-/* The innermost user frame of stack (index + 1 in m->stacks), 0 if none. */
-static uint32_t user_site(struct rt_table *t, const struct model *m, uint32_t stack)
+/*
+ * The table's stack of model stack (index + 1 in m->stacks), made once:
+ * its user frames outermost first, the innermost its site.  Index + 1
+ * into t->stacks, 0 on allocation failure (see intern()).
+ */
+static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t stack)
 {
 	const struct model_stack *st = &m->stacks[stack - 1];
+	struct rt_stack *ts;
 
-	if (array_grow_zeroed(&t->sites, &t->nsites, stack + 1)) {
-		t->nomem = true;
-		return 0;
-	}
-	if (t->sites[stack])
-		return t->sites[stack] - 1;
-	t->sites[stack] = 1;
-	for (uint32_t i = 0; i < st->n; i++) {
+	if (array_grow_zeroed(&t->stkmap, &t->nstkmap, stack + 1))
+		goto nomem;
+	if (t->stkmap[stack])
+		return t->stkmap[stack];
+	if (array_grow(&t->stacks, &t->capstk, t->nstk + 1) ||
+	    array_grow(&t->frames, &t->capframes, t->nframes + st->n) ||
+	    array_grow(&t->callees, &t->capcallees, t->nframes + st->n))
+		goto nomem;
+	ts = &t->stacks[t->nstk];
+	*ts = (struct rt_stack){ .first = t->nframes };
+	for (uint32_t i = st->n; i-- > 0;) {   /* m's frames are innermost first */
 		uint32_t id = m->frames[st->first + i];
 		const char *f = strtab_get(&m->strs, id);
 
 		if (*f && !rt_frame_is_library(f, strlen(f))) {
-			t->sites[stack] = str_id(t, m, id) + 1;
-			break;
+			t->callees[t->nframes] = i ? str_id(t, m, m->frames[st->first + i - 1]) : 0;
+			t->frames[t->nframes++] = ts->site = str_id(t, m, id);
 		}
 	}
-	return t->sites[stack] - 1;
+	ts->n = t->nframes - ts->first;
+	t->stkmap[stack] = ++t->nstk;
+	return t->stkmap[stack];
+nomem:
+	t->nomem = true;
+	return 0;
 }
 
 static uint8_t classify(struct rt_table *t, uint32_t id)
@@ -248,7 +262,7 @@ static int add_mem_call(struct rt_table *t, const struct model_event *ev,
 	else
 		mm->key = ev->fields & MF_PTR ? ev->ptr : 0;
 	mm->bytes = ev->fields & MF_BYTES ? ev->bytes : 0;
-	mm->site = r->site;
+	mm->site = rt_site(t, r);
 	mm->name = r->name;
 	mm->proc = r->proc;
 	return 0;
@@ -270,7 +284,7 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 	}
 	if (ev->stack) {
 		t->nstacks++;
-		r->site = user_site(t, m, ev->stack);
+		r->stack = table_stack(t, m, ev->stack);
 	}
 	cls = classify(t, r->name);
 	if (cls & NC_SYNC)
@@ -415,7 +429,7 @@ static int mem_records_sites(struct rt_table *t)
 				hi = mid;
 		}
 		if (lo < n && t->ev[ix[lo]].proc == m->proc && t->ev[ix[lo]].corr == m->corr) {
-			m->site = t->ev[ix[lo]].site;
+			m->site = rt_site(t, &t->ev[ix[lo]]);
 			m->name = t->ev[ix[lo]].name;
 		}
 	}
@@ -469,11 +483,11 @@ int rt_finish(struct rt_table *t, const struct model *m)
 		qsort(t->ev, t->nev, sizeof(*t->ev), cmp_ev);
 	free(t->ids);
 	free(t->cls);
-	free(t->sites);
+	free(t->stkmap);
 	t->ids = NULL;
 	t->cls = NULL;
-	t->sites = NULL;
-	t->nids = t->ncls = t->nsites = 0;
+	t->stkmap = NULL;
+	t->nids = t->ncls = t->nstkmap = 0;
 	return mem_records_sites(t);
 }
 
@@ -522,8 +536,11 @@ void rt_release(struct rt_table *t)
 	free(t->mem);
 	free(t->procs);
 	free(t->path);
+	free(t->stacks);
+	free(t->frames);
+	free(t->callees);
 	free(t->ids);
 	free(t->cls);
-	free(t->sites);
+	free(t->stkmap);
 	memset(t, 0, sizeof(*t));
 }

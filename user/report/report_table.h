@@ -36,7 +36,7 @@ struct rt_event {
 	int64_t ts, dur;        /* ns */
 	uint32_t name;          /* call name, or kernel name for GPU work */
 	uint32_t aux;           /* launches: kernel name id */
-	uint32_t site;          /* innermost user frame "qualname (file:line)", 0 unknown */
+	uint32_t stack;         /* host calls: index + 1 into rt_table.stacks, 0 none */
 	uint32_t corr;          /* correlation id, 0 none */
 	uint32_t tid;           /* host: thread id; GPU: stream */
 	uint32_t proc;          /* index into rt_table.procs */
@@ -64,6 +64,18 @@ struct rt_mem {
 };
 #define RT_MEM_HANDLE (1ULL << 63)
 
+/*
+ * A Python stack, kept once however many calls share it: its innermost
+ * user frame (the call's site) and its user frames, outermost first, in
+ * rt_table.frames[first .. first + n); rt_table.callees[first + k] is the
+ * frame that frames[first + k] was calling (library code or not), 0 for
+ * the innermost frame of the stack.
+ */
+struct rt_stack {
+	uint32_t site;          /* "qualname (file:line)", 0 no user frame */
+	uint32_t first, n;
+};
+
 struct rt_proc {
 	uint32_t pid;
 	uint32_t name;          /* strtab id */
@@ -78,6 +90,10 @@ struct rt_table {
 	size_t nmem, capmem;
 	struct rt_proc *procs;
 	size_t nprocs;
+	struct rt_stack *stacks;
+	size_t nstk, capstk;
+	uint32_t *frames, *callees;     /* table string ids, see rt_stack */
+	size_t nframes, capframes, capcallees;
 	uint64_t nstacks;       /* host calls with a Python stack */
 	uint64_t dropped;       /* the model's dropped_total */
 	uint32_t *missed;       /* processes whose calls may be missing: pid, strtab id
@@ -89,8 +105,8 @@ struct rt_table {
 	size_t nids;
 	uint8_t *cls;           /* per table string id: NC_* */
 	size_t ncls;
-	uint32_t *sites;        /* model stack index -> site + 1, 0 not yet */
-	size_t nsites;
+	uint32_t *stkmap;       /* model stack index -> table stack index + 1, 0 not yet */
+	size_t nstkmap;
 	uint32_t last_proc;     /* the process of the last row */
 	bool seeded;            /* named processes added, in the model's order */
 	bool nomem;             /* a string could not be added */
@@ -116,6 +132,12 @@ void rt_release(struct rt_table *t);
 static inline const char *rt_str(const struct rt_table *t, uint32_t id)
 {
 	return strtab_get(&t->strs, id);
+}
+
+/* The innermost user frame of host call e, 0 unknown. */
+static inline uint32_t rt_site(const struct rt_table *t, const struct rt_event *e)
+{
+	return e->stack ? t->stacks[e->stack - 1].site : 0;
 }
 
 /* Is the frame "qualname (file:line)" library code (site/dist-packages,

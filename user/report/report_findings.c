@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Findings: what the other analyses found, as one list of problems per
+ * process, costliest first, each with its cost (the GPU idle time it
+ * caused, or for wasted work the GPU time it took) and the Python line to
+ * change where the stacks say it.
+ *
+ *  sync            a sync hotspot (report_gpu.c) whose sync drained the
+ *                  GPU: cost its sync-bound idle time
+ *  serialised_comm NCCL kernels running with no compute kernel on their
+ *                  device: cost the exposed time; site their launch's
+ *  launch_bound    a launch-bound stream: cost the host-bound idle time
+ *                  that ended with a kernel of that stream; site the
+ *                  launch site that ended most of it
+ *  host_bound      the rest of the host-bound idle time, by the site of
+ *                  the launch that ended each gap
+ *  wasted_work     a phase of the loop body (report_phase.c) after the
+ *                  optimizer step, or the calls outside any phase, that
+ *                  start GPU work in every step: cost that GPU time, all
+ *                  steps together; site the loop line.  The optimizer step
+ *                  is the phase that calls a function named step or
+ *                  ending in .step, or one in an optim/ folder
+ *                  (torch.optim wraps step() in optimizer.py).
+ * Findings that cost nothing are left out; at most REPORT_FINDINGS_MAX.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/array.h"
+#include "report/report.h"
+
+#define REPORT_FINDINGS_MAX 16
+
+static const char *const kind_names[] = {
+	[RF_SYNC] = "sync",
+	[RF_COMM] = "serialised_comm",
+	[RF_HOST_BOUND] = "host_bound",
+	[RF_LAUNCH_BOUND] = "launch_bound",
+	[RF_WASTED] = "wasted_work",
+};
+
+const char *report_finding_kind(const struct rep_finding *f)
+{
+	return kind_names[f->kind];
+}
+
+struct flist {
+	struct rep_proc *rp;
+	size_t cap;
+};
+
+static int add(struct flist *l, struct rep_finding f)
+{
+	struct rep_proc *rp = l->rp;
+
+	if (!f.cost_ns)
+		return 0;
+	if (array_grow(&rp->findings, &l->cap, rp->nfindings + 1))
+		return -ENOMEM;
+	rp->findings[rp->nfindings++] = f;
+	return 0;
+}
+
+static const struct rep_stream *stream_of(const struct rep_proc *rp, uint32_t device,
+					  uint32_t stream)
+{
+	for (size_t k = 0; k < rp->nstreams; k++)
+		if (rp->streams[k].device == device && rp->streams[k].stream == stream)
+			return &rp->streams[k];
+	return NULL;
+}
+
+/* One launch_bound finding per launch-bound stream. */
+static int launch_bound(struct flist *l)
+{
+	const struct rep_proc *rp = l->rp;
+
+	for (size_t k = 0; k < rp->nstreams; k++) {
+		const struct rep_stream *s = &rp->streams[k];
+		struct rep_finding f = { .kind = RF_LAUNCH_BOUND, .index = k };
+		uint64_t top = 0;
+
+		if (!s->launch_bound)
+			continue;
+		for (size_t i = 0; i < rp->nlate; i++) {
+			const struct rep_late *x = &rp->late[i];
+
+			if (x->device != s->device || x->stream != s->stream)
+				continue;
+			f.cost_ns += x->idle_ns;
+			f.count += x->count;
+			if (x->idle_ns > top) {
+				top = x->idle_ns;
+				f.site = x->site;
+			}
+		}
+		if (add(l, f))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Host-bound idle time off the launch-bound streams, one finding per site. */
+static int host_bound(struct flist *l)
+{
+	struct rep_proc *rp = l->rp;
+	size_t first = rp->nfindings;
+
+	for (size_t i = 0; i < rp->nlate; i++) {
+		const struct rep_late *x = &rp->late[i];
+		const struct rep_stream *s = stream_of(rp, x->device, x->stream);
+		size_t k;
+
+		if (s && s->launch_bound)
+			continue;
+		for (k = first; k < rp->nfindings && rp->findings[k].site != x->site; k++)
+			;
+		if (k < rp->nfindings) {
+			rp->findings[k].cost_ns += x->idle_ns;
+			rp->findings[k].count += x->count;
+		} else if (add(l, (struct rep_finding){ .kind = RF_HOST_BOUND, .site = x->site,
+							.cost_ns = x->idle_ns, .count = x->count })) {
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+/* Does phase x call the optimizer's step? */
+static bool optimizer_step(const struct rt_table *t, const struct rep_phase *x)
+{
+	const char *qual, *site;
+	size_t qlen;
+
+	if (!x->name || !report_split_frame(rt_str(t, x->name), &qual, &qlen, &site))
+		return false;
+	return (qlen >= 4 && !memcmp(qual + qlen - 4, "step", 4) &&
+		(qlen == 4 || qual[qlen - 5] == '.')) || strstr(site, "/optim/");
+}
+
+/* GPU work every step after the optimizer step, and outside any phase. */
+static int wasted(const struct rt_table *t, struct flist *l)
+{
+	const struct rep_iter *it = &l->rp->iter;
+	bool after = false;
+
+	for (size_t k = 0; k < it->nphases; k++) {
+		const struct rep_phase *x = &it->phases[k];
+
+		if ((after || !x->site) && x->gpu_ns[1] &&
+		    add(l, (struct rep_finding){ .kind = RF_WASTED, .index = k, .site = x->site,
+						 .cost_ns = x->gpu_total_ns,
+						 .count = it->steps * x->launches[0] }))
+			return -ENOMEM;
+		after |= optimizer_step(t, x);
+	}
+	return 0;
+}
+
+static int cmp_finding(const void *a, const void *b)
+{
+	const struct rep_finding *x = a, *y = b;
+
+	if (x->cost_ns != y->cost_ns)
+		return x->cost_ns < y->cost_ns ? 1 : -1;
+	return (x->kind > y->kind) - (x->kind < y->kind);
+}
+
+static int proc_findings(const struct rt_table *t, struct rep_proc *rp)
+{
+	struct flist l = { .rp = rp };
+
+	for (size_t k = 0; k < rp->nhot; k++)
+		if (add(&l, (struct rep_finding){ .kind = RF_SYNC, .index = k,
+						  .site = rp->hot[k].site,
+						  .cost_ns = rp->hot[k].gpu_idle_ns,
+						  .count = rp->hot[k].count }))
+			return -ENOMEM;
+	for (size_t k = 0; k < rp->ncomm; k++)
+		if (add(&l, (struct rep_finding){ .kind = RF_COMM, .index = k,
+						  .site = rp->comm[k].site,
+						  .cost_ns = rp->comm[k].exposed_ns,
+						  .count = rp->comm[k].count }))
+			return -ENOMEM;
+	if (launch_bound(&l) || host_bound(&l) || wasted(t, &l))
+		return -ENOMEM;
+	if (rp->nfindings)
+		qsort(rp->findings, rp->nfindings, sizeof(*rp->findings), cmp_finding);
+	if (rp->nfindings > REPORT_FINDINGS_MAX)
+		rp->nfindings = REPORT_FINDINGS_MAX;
+	return 0;
+}
+
+int report_findings(const struct rt_table *t, struct report *r)
+{
+	for (size_t p = 0; p < r->nprocs; p++)
+		if (proc_findings(t, &r->procs[p]))
+			return -ENOMEM;
+	return 0;
+}
+
+void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
+			   const struct rep_finding *f, char *buf, size_t len)
+{
+	const struct rep_hotspot *h;
+	const struct rep_comm *c;
+	const struct rep_stream *s;
+	const struct rep_phase *x;
+
+	switch (f->kind) {
+	case RF_SYNC:
+		h = &rp->hot[f->index];
+		snprintf(buf, len, "%" PRIu64 " x %s blocked the host %.3f ms and left the GPU "
+			 "idle until the next launch", h->count, rt_str(t, h->call), h->blocked_ns / 1e6);
+		break;
+	case RF_COMM:
+		c = &rp->comm[f->index];
+		snprintf(buf, len, "%" PRIu64 " x %s on GPU %u / stream %u: %.3f of %.3f ms with no "
+			 "compute beside it%s", c->count, rt_str(t, c->kernel), c->device, c->stream,
+			 c->exposed_ns / 1e6, c->total_ns / 1e6,
+			 c->same_stream_as_compute ? " (on the compute stream: serialised with it)" : "");
+		break;
+	case RF_LAUNCH_BOUND:
+		s = &rp->streams[f->index];
+		snprintf(buf, len, "GPU %u / stream %u: %" PRIu64 " kernels of %.1f us median, %.1f us "
+			 "median gap, next launch late in %.0f%% of gaps, %.1f us host time per launch",
+			 s->device, s->stream, s->kernels, s->median_kernel_ns / 1e3,
+			 s->median_gap_ns / 1e3, 100 * s->late_fraction, s->host_per_launch_ns / 1e3);
+		break;
+	case RF_WASTED:
+		x = &rp->iter.phases[f->index];
+		snprintf(buf, len, "%.3f ms of GPU work in every step (median, %" PRIu64 " launches a "
+			 "step) started %s", x->gpu_ns[0] / 1e6, x->launches[0],
+			 x->site ? "after the optimizer step" : "outside any phase of the loop");
+		break;
+	case RF_HOST_BOUND:
+		snprintf(buf, len, "the GPU ran dry %" PRIu64 " times waiting for the host to launch "
+			 "from here", f->count);
+		break;
+	}
+}

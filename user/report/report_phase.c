@@ -1,0 +1,437 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The training loop of a thread, found from its Python stacks, and the
+ * anatomy of its steps: how much GPU and host time each phase of the
+ * loop body takes.
+ *
+ * The loop frame: going from the outermost user frame inwards, the
+ * function that at least 80% of the thread's calls with a stack (of those
+ * still under the frames above) run under, until the first such function
+ * whose line differs between calls: its lines are the statements of the
+ * loop body, and each is a phase (named by the function called on it,
+ * the frame under it, library code or not).  When the steps found from it
+ * do not hold (report_iter.c: they must cover half the launches), the
+ * search goes on inwards from its commonest line: a run() whose set-up
+ * and tear-down lines surround the one line calling train_step() has its
+ * loop in train_step().  A call under the loop frame belongs to the phase
+ * of the line it is under; any other call is outside any phase.
+ *
+ * Anatomy, per step [s, e) (report_iter.c finds the steps): a phase's GPU
+ * time is the time of the GPU work its launches started; its host time is
+ * the thread's time from the end of its previous call (or s) to the end
+ * of each of the phase's calls, so host time between calls counts in the
+ * phase of the call it led to, and the phases' host times add up to the
+ * step; the time after the step's last call counts in the phase that
+ * starts the next step.  Phases are listed by their line in the loop
+ * function, outside any phase last; lines with no call in any step (the
+ * loop function's own set-up) are left out.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/array.h"
+#include "lib/hashmap.h"
+#include "report/report.h"
+
+#define LOOP_SHARE 0.8
+
+/* The user frame at depth (outermost 0) of stack id (index + 1), 0 if none. */
+static uint32_t frame_at(const struct rt_table *t, uint32_t stack, uint32_t depth)
+{
+	const struct rt_stack *s;
+
+	if (!stack)
+		return 0;
+	s = &t->stacks[stack - 1];
+	return depth < s->n ? t->frames[s->first + depth] : 0;
+}
+
+/* Do frames a and b ("qualname (file:line)") run the same function? */
+static bool same_function(const struct rt_table *t, uint32_t a, uint32_t b)
+{
+	const char *x = rt_str(t, a), *y = rt_str(t, b);
+	const char *cx = strrchr(x, ':'), *cy = strrchr(y, ':');
+	size_t nx = cx ? (size_t)(cx - x) : strlen(x), ny = cy ? (size_t)(cy - y) : strlen(y);
+
+	return a == b || (a && b && nx == ny && !memcmp(x, y, nx));
+}
+
+struct loop_stack {
+	uint32_t stack;
+	uint64_t count;         /* calls */
+	bool in;                /* still under the frames chosen so far */
+};
+
+/* The host calls of thread tid of proc by stack; *n distinct stacks. */
+static struct loop_stack *call_stacks(const struct rt_table *t, uint32_t proc, uint32_t tid,
+				      size_t *n)
+{
+	struct hashmap m;
+	struct loop_stack *w = NULL;
+	size_t cap = 0;
+
+	*n = 0;
+	hashmap_init(&m);
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+		struct hashmap_slot *s;
+		int added;
+
+		if (e->proc != proc || e->tid != tid || e->kind != RT_API || !e->stack)
+			continue;
+		s = hashmap_put(&m, e->stack, &added);
+		if (!s || (added && array_grow(&w, &cap, *n + 1)))
+			goto nomem;
+		if (added) {
+			s->val = (*n)++;
+			w[s->val] = (struct loop_stack){ .stack = e->stack, .in = true };
+		}
+		w[s->val].count++;
+	}
+	hashmap_release(&m);
+	if (!w)
+		w = calloc(1, sizeof(*w));
+	return w;
+nomem:
+	hashmap_release(&m);
+	free(w);
+	return NULL;
+}
+
+/* The hash of frame's function: "qualname (file", the line left out. */
+static uint64_t function_hash(const struct rt_table *t, uint32_t frame)
+{
+	const char *f = rt_str(t, frame), *c = strrchr(f, ':');
+
+	return hashmap_hash_bytes(f, c ? (size_t)(c - f) : strlen(f));
+}
+
+/*
+ * The commonest function at depth among the stacks in, as one of its
+ * frames, with its calls in *count; 0 none, UINT32_MAX no memory.
+ */
+static uint32_t commonest(const struct rt_table *t, const struct loop_stack *w, size_t n,
+			  uint32_t depth, uint64_t *count)
+{
+	struct hashmap m;
+	uint32_t best = 0;
+
+	*count = 0;
+	hashmap_init(&m);
+	for (size_t i = 0; i < n; i++) {
+		uint32_t f = frame_at(t, w[i].stack, depth);
+		struct hashmap_slot *s;
+
+		if (!w[i].in || !f)
+			continue;
+		s = hashmap_put(&m, function_hash(t, f), NULL);
+		if (!s) {
+			best = UINT32_MAX;
+			break;
+		}
+		s->val += w[i].count;
+		if (s->val > *count) {
+			*count = s->val;
+			best = f;
+		}
+	}
+	hashmap_release(&m);
+	return best;
+}
+
+int report_loop_init(const struct rt_table *t, uint32_t proc, uint32_t tid, struct rep_loop *lp)
+{
+	memset(lp, 0, sizeof(*lp));
+	lp->w = call_stacks(t, proc, tid, &lp->nw);
+	return lp->w ? 0 : -ENOMEM;
+}
+
+/* Keep in only the stacks with frame f at depth; their calls. */
+static uint64_t keep_frame(const struct rt_table *t, struct rep_loop *lp, uint32_t depth,
+			   uint32_t f)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < lp->nw; i++) {
+		struct loop_stack *x = &lp->w[i];
+
+		x->in = x->in && frame_at(t, x->stack, depth) == f;
+		total += x->in ? x->count : 0;
+	}
+	return total;
+}
+
+/*
+ * The commonest frame (function and line) at depth among the stacks in;
+ * 0 none, UINT32_MAX no memory.
+ */
+static uint32_t commonest_line(const struct rt_table *t, const struct rep_loop *lp,
+			       uint32_t depth)
+{
+	struct hashmap m;
+	uint32_t best = 0;
+	uint64_t most = 0;
+
+	hashmap_init(&m);
+	for (size_t i = 0; i < lp->nw; i++) {
+		uint32_t f = frame_at(t, lp->w[i].stack, depth);
+		struct hashmap_slot *s;
+
+		if (!lp->w[i].in || !f)
+			continue;
+		s = hashmap_put(&m, f, NULL);
+		if (!s) {
+			best = UINT32_MAX;
+			break;
+		}
+		s->val += lp->w[i].count;
+		if (s->val > most) {
+			most = s->val;
+			best = f;
+		}
+	}
+	hashmap_release(&m);
+	return best;
+}
+
+int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
+{
+	uint64_t total = 0;
+	uint32_t depth = 0;
+
+	free(lp->of);
+	lp->of = NULL;
+	lp->nof = lp->nphases = 0;
+	if (lp->frame) {        /* the last candidate's steps did not hold: into its commonest line */
+		uint32_t f = commonest_line(t, lp, lp->depth);
+
+		if (f == UINT32_MAX)
+			return -ENOMEM;
+		depth = lp->depth + 1;
+		total = keep_frame(t, lp, lp->depth, f);
+	} else {
+		for (size_t i = 0; i < lp->nw; i++)
+			total += lp->w[i].count;
+	}
+	for (; total; depth++) {
+		uint64_t count;
+		uint32_t f = commonest(t, lp->w, lp->nw, depth, &count);
+		bool varies = false;
+
+		if (f == UINT32_MAX)
+			return -ENOMEM;
+		if (!f || count < LOOP_SHARE * total)
+			return 0;
+		total = 0;
+		for (size_t i = 0; i < lp->nw; i++) {
+			struct loop_stack *x = &lp->w[i];
+			uint32_t g = frame_at(t, x->stack, depth);
+
+			x->in = x->in && same_function(t, g, f);
+			if (x->in) {
+				total += x->count;
+				varies |= g != f;
+				lp->stack = x->stack;
+			}
+		}
+		if (varies) {
+			lp->depth = depth;
+			lp->frame = f;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The phase of e as report_loop_phase() says, for a stack not seen yet. */
+static uint32_t stack_phase(const struct rt_table *t, struct rep_loop *lp, uint32_t stack)
+{
+	uint32_t f = frame_at(t, stack, lp->depth), k;
+
+	if (!same_function(t, f, lp->frame))
+		return 0;
+	for (uint32_t d = 0; d < lp->depth; d++)
+		if (frame_at(t, stack, d) != frame_at(t, lp->stack, d))
+			return 0;
+	for (k = 0; k < lp->nphases && lp->phases[k].site != f; k++)
+		;
+	if (k == lp->nphases) {
+		if (array_grow(&lp->phases, &lp->cap, k + 1))
+			return UINT32_MAX;
+		lp->phases[lp->nphases++] = (struct rep_phase){
+			.site = f, .name = t->callees[t->stacks[stack - 1].first + lp->depth] };
+	}
+	return k + 1;
+}
+
+uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const struct rt_event *e)
+{
+	if (!e->stack)
+		return 0;
+	if (array_grow_zeroed(&lp->of, &lp->nof, e->stack + 1))
+		return UINT32_MAX;
+	if (!lp->of[e->stack]) {
+		uint32_t k = stack_phase(t, lp, e->stack);
+
+		if (k == UINT32_MAX)
+			return k;
+		lp->of[e->stack] = k + 1;
+	}
+	return lp->of[e->stack] - 1;
+}
+
+void report_loop_release(struct rep_loop *lp)
+{
+	free(lp->w);
+	free(lp->phases);
+	free(lp->of);
+	memset(lp, 0, sizeof(*lp));
+}
+
+/* median, min, max of v[0..n) (sorted here) */
+static void spread(uint64_t *v, size_t n, uint64_t out[3])
+{
+	out[0] = report_median_u64(v, n);
+	out[1] = n ? v[0] : 0;
+	out[2] = n ? v[n - 1] : 0;
+}
+
+/* The step of time ts among the steps starting at st[0..n] (n steps), or -1. */
+static long step_of(const int64_t *st, size_t n, int64_t ts)
+{
+	size_t lo = 0, hi = n + 1;
+
+	if (!n || ts < st[0] || ts >= st[n])
+		return -1;
+	while (lo < hi) {       /* first start after ts */
+		size_t mid = (lo + hi) / 2;
+
+		if (st[mid] <= ts)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return (long)lo - 1;
+}
+
+static const struct rt_table *sort_t;
+
+/* The line of frame "qualname (file:line)". */
+static long frame_line(uint32_t frame)
+{
+	const char *c = strrchr(rt_str(sort_t, frame), ':');
+
+	return c ? strtol(c + 1, NULL, 10) : 0;
+}
+
+/* phases by their line in the loop function: the loop body's order */
+static int cmp_line(const void *a, const void *b)
+{
+	long x = frame_line(((const struct rep_phase *)a)->site);
+	long y = frame_line(((const struct rep_phase *)b)->site);
+
+	return (x > y) - (x < y);
+}
+
+/* Meet every phase of the thread's calls in the steps, so that their number is known. */
+static int meet_phases(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
+		       uint32_t tid, const int64_t *st, size_t nsteps)
+{
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+
+		if (e->proc == proc && e->kind == RT_API && e->tid == tid &&
+		    step_of(st, nsteps, e->ts) >= 0 && report_loop_phase(t, lp, e) == UINT32_MAX)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
+		   struct rep_iter *it, const int64_t *st, size_t nsteps, uint32_t anchor_phase)
+{
+	size_t np, n;
+	uint64_t *host, *gpu, *cnt, *col;
+	int64_t cursor = 0;
+	long cur = -1;
+	struct hashmap cm;
+	int ret;
+
+	if ((ret = meet_phases(t, proc, lp, it->tid, st, nsteps)))
+		return ret;
+	np = lp->nphases + 1;   /* phase 0: outside any phase */
+	n = nsteps * np;
+	host = calloc(n + 1, sizeof(*host));
+	gpu = calloc(n + 1, sizeof(*gpu));
+	cnt = calloc(n + 1, sizeof(*cnt));
+	col = malloc((nsteps + 1) * sizeof(*col));
+	ret = -ENOMEM;
+	hashmap_init(&cm);
+	if (!host || !gpu || !cnt || !col || report_corr_build(&cm, t))
+		goto out;
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i], *l = e;
+		long s;
+		uint32_t ph;
+
+		if (e->proc != proc)
+			continue;
+		if (e->kind != RT_API && !(l = report_launch_of(&cm, t, e)))
+			continue;
+		if (l->tid != it->tid || (s = step_of(st, nsteps, l->ts)) < 0)
+			continue;
+		ph = report_loop_phase(t, lp, l);
+		if (ph == UINT32_MAX)
+			goto out;
+		if (e->kind != RT_API) {
+			gpu[s * np + ph] += e->dur;
+			continue;
+		}
+		if (s != cur) {         /* the rest of the previous step: the anchor's phase */
+			if (cur >= 0 && cursor < st[cur + 1])
+				host[cur * np + anchor_phase] += st[cur + 1] - cursor;
+			cur = s;
+			cursor = st[s];
+		}
+		if (e->ts + e->dur > cursor) {
+			int64_t end = e->ts + e->dur < st[s + 1] ? e->ts + e->dur : st[s + 1];
+
+			host[s * np + ph] += end - cursor;
+			cursor = end;
+		}
+		cnt[s * np + ph] += !!(e->flags & RTF_LAUNCH);
+	}
+	if (cur >= 0 && cursor < st[cur + 1])
+		host[cur * np + anchor_phase] += st[cur + 1] - cursor;
+	it->phases = calloc(np, sizeof(*it->phases));
+	if (!it->phases)
+		goto out;
+	for (size_t k = 0; k < np; k++) {   /* outside any phase last; phases of no step left out */
+		struct rep_phase *x = &it->phases[it->nphases];
+		size_t ph = (k + 1) % np;
+
+		*x = ph ? lp->phases[ph - 1] : (struct rep_phase){ 0 };
+		for (int what = 0; what < 3; what++) {
+			const uint64_t *src = what == 0 ? gpu : what == 1 ? host : cnt;
+
+			for (size_t s = 0; s < nsteps; s++) {
+				col[s] = src[s * np + ph];
+				x->gpu_total_ns += what == 0 ? col[s] : 0;
+			}
+			spread(col, nsteps, what == 0 ? x->gpu_ns : what == 1 ? x->host_ns : x->launches);
+		}
+		if (!ph || x->gpu_ns[2] || x->host_ns[2] || x->launches[2])
+			it->nphases++;
+	}
+	sort_t = t;
+	qsort(it->phases, it->nphases - 1, sizeof(*it->phases), cmp_line);
+	ret = 0;
+out:
+	hashmap_release(&cm);
+	free(host);
+	free(gpu);
+	free(cnt);
+	free(col);
+	return ret;
+}
