@@ -16,5 +16,10 @@ like "it says where the trace is" "$(cat "$TMPD/out")" "the timeline is $trace"
 like "it prints the report" "$(cat "$TMPD/out")" "GPU 0: busy"
 is "the trace has kernels on stream tracks" "$(json_query "$trace" \
 	'len([e for e in ev if e.get("cat") == "kernel"]) > 100')" true
+# 30 steps, an .item() every 5th: one step per pass of the loop, 29 between
+# the first and the last, whatever runs only every few steps
+check "report --format json" "$GPUBPF" report --format json -o "$TMPD/r.json" "$trace"
+is "the report finds the demo's 30 steps (29 between them)" \
+	"$(json_query "$TMPD/r.json" '[p["iterations"]["steps"] for p in d["processes"]]')" '[29]'
 perfetto_ok "$trace"
 done_testing

@@ -20,7 +20,8 @@
  *                  steps together; site the loop line.  The optimizer step
  *                  is the phase that calls a function named step or
  *                  ending in .step, or one in an optim/ folder
- *                  (torch.optim wraps step() in optimizer.py).
+ *                  (torch.optim wraps step() in optimizer.py); zero_grad
+ *                  after it is the optimizer's own work, not waste.
  * Findings that cost nothing are left out; at most REPORT_FINDINGS_MAX.
  */
 #include <errno.h>
@@ -128,16 +129,25 @@ static int host_bound(struct flist *l)
 	return 0;
 }
 
+/* Does phase x call a function named name, or ending in .name? */
+static bool calls(const struct rt_table *t, const struct rep_phase *x, const char *name,
+		  const char **site)
+{
+	size_t n = strlen(name), qlen;
+	const char *qual;
+
+	if (!x->name || !report_split_frame(rt_str(t, x->name), &qual, &qlen, site))
+		return false;
+	return qlen >= n && !memcmp(qual + qlen - n, name, n) &&
+	       (qlen == n || qual[qlen - n - 1] == '.');
+}
+
 /* Does phase x call the optimizer's step? */
 static bool optimizer_step(const struct rt_table *t, const struct rep_phase *x)
 {
-	const char *qual, *site;
-	size_t qlen;
+	const char *site = "";
 
-	if (!x->name || !report_split_frame(rt_str(t, x->name), &qual, &qlen, &site))
-		return false;
-	return (qlen >= 4 && !memcmp(qual + qlen - 4, "step", 4) &&
-		(qlen == 4 || qual[qlen - 5] == '.')) || strstr(site, "/optim/");
+	return calls(t, x, "step", &site) || strstr(site, "/optim/");
 }
 
 /* GPU work every step after the optimizer step, and outside any phase. */
@@ -149,7 +159,10 @@ static int wasted(const struct rt_table *t, struct flist *l)
 	for (size_t k = 0; k < it->nphases; k++) {
 		const struct rep_phase *x = &it->phases[k];
 
-		if ((after || !x->site) && x->gpu_ns[1] &&
+		const char *site;
+
+		/* zeroing the gradients is the optimizer's own bookkeeping */
+		if ((after || !x->site) && x->gpu_ns[1] && !calls(t, x, "zero_grad", &site) &&
 		    add(l, (struct rep_finding){ .kind = RF_WASTED, .index = k, .site = x->site,
 						 .cost_ns = x->gpu_total_ns,
 						 .count = it->steps * x->launches[0] }))

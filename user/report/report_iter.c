@@ -4,9 +4,10 @@
  *
  * The launches of the thread that launches most form a sequence of
  * tokens.  When its Python stacks show a training loop (report_phase.c),
- * a token is a run of launches in one phase of the loop body, so a step
- * is the loop's own period however often it launches one kernel, and
- * the steps' anatomy follows; else (or when that finds no steps) a token
+ * a token is a run of calls in one phase of the loop body, and a step
+ * begins at each run of the body's first statement (however often a step
+ * launches one kernel, and whatever runs only every few steps), and the
+ * steps' anatomy follows; else (or when that finds no steps) a token
  * is the kernel name, joined with the launch's innermost user Python
  * frame when stacks are present.  For every token seen at least 3 times, the commonest distance
  * (in launches) between its occurrences is a candidate period when at
@@ -63,6 +64,57 @@ static double periodic(const uint64_t *seq, uint32_t first, uint32_t last, uint3
 	for (uint32_t i = first; i + p <= last; i++, all++)
 		same += seq[i] == seq[i + p];
 	return all ? (double)same / all : 0;
+}
+
+/*
+ * The steps of sequence seq[0..n) (events ix, launch ordinals pos) that
+ * begin at each occurrence of token anchor: it's figures, the step starts
+ * in st[0..it->steps] and the index of the first occurrence in *first.
+ */
+static int anchor_steps(const struct rt_table *t, struct rep_iter *it, const uint64_t *seq,
+			const uint32_t *ix, const uint32_t *pos, size_t n, uint64_t anchor,
+			int64_t *st, size_t *first)
+{
+	size_t na = 0, ngaps = 0;
+	double sum = 0, sq = 0;
+	uint32_t prev = UINT32_MAX;
+	uint64_t *d = malloc((n + 1) * sizeof(*d)), *kps = malloc((n + 1) * sizeof(*kps));
+
+	if (!d || !kps) {
+		free(d);
+		free(kps);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (seq[i] != anchor)
+			continue;
+		if (prev != UINT32_MAX) {
+			d[na] = t->ev[ix[i]].ts - t->ev[ix[prev]].ts;
+			kps[ngaps++] = pos[i] - pos[prev];
+			na++;
+		} else {
+			*first = i;
+		}
+		st[na] = t->ev[ix[i]].ts;
+		prev = i;
+	}
+	if (na >= 1) {
+		it->found = true;
+		it->steps = na;
+		for (size_t i = 0; i < na; i++) {
+			sum += d[i];
+			sq += (double)d[i] * d[i];
+		}
+		it->mean_ns = sum / na;
+		it->stddev_ns = sqrt(fmax(0, sq / na - it->mean_ns * it->mean_ns));
+		it->median_ns = report_median_u64(d, na);
+		it->min_ns = d[0];
+		it->max_ns = d[na - 1];
+		it->kernels_per_step = report_median_u64(kps, ngaps);
+	}
+	free(kps);
+	free(d);
+	return 0;
 }
 
 /*
@@ -136,53 +188,14 @@ static int analyze(const struct rt_table *t, struct rep_iter *it, const uint64_t
 			goto out;       /* no token marks the shorter period */
 		best = b2;
 	}
-	/* steps: between consecutive anchor occurrences */
-	{
-		size_t na = 0, ngaps = 0;
-		double sum = 0, sq = 0;
-		uint64_t *d = gaps;
-		uint32_t prev = UINT32_MAX;
-		uint64_t *kps = malloc((n + 1) * sizeof(*kps));
-
-		if (!kps) {
-			ret = -ENOMEM;
-			goto out;
-		}
-		for (size_t i = 0; i < n; i++) {
-			if (seq[i] != best->token)
-				continue;
-			if (prev != UINT32_MAX) {
-				d[na] = t->ev[ix[i]].ts - t->ev[ix[prev]].ts;
-				kps[ngaps++] = pos[i] - pos[prev];
-				na++;
-			} else {
-				*first = i;
-			}
-			st[na] = t->ev[ix[i]].ts;
-			prev = i;
-		}
-		if (na >= 1) {
-			it->found = true;
-			it->steps = na;
-			for (size_t i = 0; i < na; i++) {
-				sum += d[i];
-				sq += (double)d[i] * d[i];
-			}
-			it->mean_ns = sum / na;
-			it->stddev_ns = sqrt(fmax(0, sq / na - it->mean_ns * it->mean_ns));
-			it->median_ns = report_median_u64(d, na);
-			it->min_ns = d[0];
-			it->max_ns = d[na - 1];
-			it->kernels_per_step = report_median_u64(kps, ngaps);
-		}
-		free(kps);
-	}
+	ret = anchor_steps(t, it, seq, ix, pos, n, best->token, st, first);
 out:
 	free(tk);
 	free(cand);
 	free(gaps);
 	return ret;
 }
+
 
 /* The thread of proc with the most launches (among its first 64 launchers). */
 static uint32_t main_thread(const struct rt_table *t, uint32_t proc)
@@ -259,6 +272,36 @@ static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
 	return 0;
 }
 
+/*
+ * Where a loop's steps begin: its body's first statement, the phase with
+ * the lowest line among those met in at least half as many runs as the
+ * commonest one (a statement run once in 100 passes starts no step) and
+ * at least 3 times.  0 none, UINT64_MAX no memory.
+ */
+static uint64_t first_statement(const struct rt_table *t, const struct rep_loop *lp,
+				const struct seqs *q)
+{
+	uint64_t *runs = calloc(lp->nphases + 1, sizeof(*runs)), most = 0, best = 0;
+	long best_line = 0;
+
+	if (!runs)
+		return UINT64_MAX;
+	for (size_t i = 0; i < q->n; i++)
+		if (q->tok[i] && q->tok[i] <= lp->nphases && ++runs[q->tok[i]] > most)
+			most = runs[q->tok[i]];
+	for (uint64_t k = 1; k <= lp->nphases; k++) {
+		const char *c = strrchr(rt_str(t, lp->phases[k - 1].site), ':');
+		long line = c ? strtol(c + 1, NULL, 10) : 0;
+
+		if (runs[k] >= 3 && 2 * runs[k] >= most && (!best || line < best_line)) {
+			best = k;
+			best_line = line;
+		}
+	}
+	free(runs);
+	return best;
+}
+
 /* The first launch of thread tid from event i on (the step's first kernel), or NULL. */
 static const struct rt_event *launch_from(const struct rt_table *t, size_t i, uint32_t proc,
 					  uint32_t tid)
@@ -281,8 +324,19 @@ static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *i
 	size_t first = 0;
 	int ret;
 
-	if ((ret = tokens(t, proc, it, lp, loop, q)) || q->n < 3 ||
-	    (ret = analyze(t, it, q->tok, q->ix, q->pos, q->n, q->st, &first)) || !it->found)
+	if ((ret = tokens(t, proc, it, lp, loop, q)) || q->n < 3)
+		return ret;
+	if (loop) {
+		uint64_t anchor = first_statement(t, lp, q);
+
+		if (anchor == UINT64_MAX)
+			return -ENOMEM;
+		ret = anchor ? anchor_steps(t, it, q->tok, q->ix, q->pos, q->n, anchor, q->st,
+					    &first) : 0;
+	} else {
+		ret = analyze(t, it, q->tok, q->ix, q->pos, q->n, q->st, &first);
+	}
+	if (ret || !it->found)
 		return ret;
 	a = launch_from(t, q->ix[first], proc, it->tid);
 	if (!a)
