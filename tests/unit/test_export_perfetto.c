@@ -327,8 +327,9 @@ static void check_tracks(struct trace *t)
 
 static void check_call(struct trace *t)
 {
-	const Packet *p, *kp, *sp;
+	const Packet *p, *kp, *sp, *gp;
 	const TrackEvent *e = find(t, "cuLaunchKernel", &p), *k = find(t, "gemm", &kp);
+	const TrackEvent *graph = find(t, "cuGraphLaunch", &gp);
 	const TrackEvent *scope = find(t, "train_step", &sp);
 	const Annotation *grid = annotation(t, e, "grid"), *stack = annotation(t, e, "stack");
 
@@ -341,11 +342,10 @@ static void check_call(struct trace *t)
 	   "args: stream as a pointer");
 	ok(annotation(t, e, "correlation") && annotation(t, e, "correlation")->uint_value == 11,
 	   "args: correlation");
-	ok(stack && stack->n_array_values == 2, "args: stack of two frames");
-	is_str(stack ? string_arg(t, stack->array_values[0]) : "", "train_step (t.py:12)",
-	       "stack: innermost frame first");
-	is_str(stack ? string_arg(t, stack->array_values[1]) : "", "<module> (t.py:40)",
-	       "stack: then its caller");
+	is_str(string_arg(t, stack), "train_step (t.py:12)\n<module> (t.py:40)",
+	       "args: the stack as one interned string, innermost frame first");
+	is_str(string_arg(t, annotation(t, graph, "stack")),
+	       "train_step (t.py:12)\n<module> (t.py:40)", "the same stack for the graph launch");
 	ok(e && e->n_flow_ids == 1 && k && k->n_terminating_flow_ids == 1 &&
 	   e->flow_ids[0] == k->terminating_flow_ids[0], "a flow from the launch to its kernel");
 	ok(k && t->ts[index_of(t, kp)] == T0 + 3000, "the kernel at its exact ns");

@@ -107,6 +107,7 @@ struct pf {
 	struct track **heap;
 	size_t nheap;
 	struct itab names, anames, strs;
+	uint64_t *stack_iid;    /* by model stack: its text's iid, 0 until written */
 	bool cats_sent;
 	size_t npackets;
 	uint64_t last_ts;       /* CLOCK_DELTA_ID's value: the last timestamp written */
@@ -119,7 +120,7 @@ struct pf {
 	size_t cap_new[3];
 	Annotation args[MAX_ARGS], *argp[MAX_ARGS];
 	size_t nargs;
-	Annotation *items, **itemp;     /* array elements: grid, block, stacks */
+	Annotation *items, **itemp;     /* array elements: grid, block */
 	size_t nitems, cap_items;
 	uint8_t *buf;
 	size_t cap_buf;
@@ -532,13 +533,48 @@ static void arg_u32x3(struct pf *w, const char *name, const uint32_t v[3])
 		set_uint(&items[i], v[i]);
 }
 
-/* A stack's frames, innermost first: an array of interned strings. */
-static void arg_stack(struct pf *w, const char *name, const struct model_stack *st)
+/* A stack's frames joined by newlines, innermost first; NULL: no memory. */
+static char *stack_text(const struct model *m, const struct model_stack *st)
 {
-	Annotation *items = arg_array(w, name, st->n);
+	size_t len = 1, n = 0;
+	char *text;
 
-	for (uint32_t i = 0; items && i < st->n; i++)
-		set_string(w, &items[i], str(w->m, w->m->frames[st->first + i]));
+	for (uint32_t i = 0; i < st->n; i++)
+		len += strlen(str(m, m->frames[st->first + i])) + 1;
+	text = malloc(len);
+	if (!text)
+		return NULL;
+	text[0] = 0;
+	for (uint32_t i = 0; i < st->n; i++)
+		n += sprintf(text + n, "%s%s", i ? "\n" : "", str(m, m->frames[st->first + i]));
+	return text;
+}
+
+/*
+ * A stack (index + 1 in m->stacks) as one interned string: each distinct
+ * stack's text is written once, in the packet of its first call.
+ */
+static void arg_stack(struct pf *w, const char *name, uint32_t stack)
+{
+	uint64_t *iid = &w->stack_iid[stack - 1];
+	Annotation *a = arg(w, name);
+	char *text;
+
+	if (!a)
+		return;
+	if (!*iid) {
+		text = stack_text(w->m, &w->m->stacks[stack - 1]);
+		if (!text) {
+			w->err = -ENOMEM;
+			return;
+		}
+		*iid = string_iid(w, text);
+		free(text);
+	}
+	a->string_value_iid = *iid;
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
+	if (!*iid)              /* no frames */
+		set_string(w, a, "");
 }
 
 /* Events ------------------------------------------------------------------ */
@@ -768,12 +804,12 @@ static void call_args(struct pf *w, const struct model_event *ev)
 	if (ev->correlation)
 		arg_uint(w, "correlation", ev->correlation);
 	if (ev->stack) {
-		arg_stack(w, "stack", &m->stacks[ev->stack - 1]);
+		arg_stack(w, "stack", ev->stack);
 		if (m->stacks[ev->stack - 1].truncated)
 			arg_bool(w, "stack_truncated", true);
 	}
 	if (ev->native)
-		arg_stack(w, "native_stack", &m->stacks[ev->native - 1]);
+		arg_stack(w, "native_stack", ev->native);
 }
 
 /* A driver call, starting a flow to each GPU record it caused. */
@@ -1163,6 +1199,7 @@ static void pf_release(struct pf *w)
 		free(w->tracks[i].open);
 	free(w->tracks);
 	free(w->heap);
+	free(w->stack_iid);
 	strtab_release(&w->names.t);
 	strtab_release(&w->anames.t);
 	strtab_release(&w->strs.t);
@@ -1210,7 +1247,8 @@ static int perfetto_write(const struct model *m, const struct export_opts *opts,
 	itab_init(&w.names);
 	itab_init(&w.anames);
 	itab_init(&w.strs);
-	ret = memory_counters(m, opts->mem_sample_rate, &ms, &nms);
+	w.stack_iid = calloc(m->nstacks + 1, sizeof(*w.stack_iid));
+	ret = w.stack_iid ? memory_counters(m, opts->mem_sample_rate, &ms, &nms) : -ENOMEM;
 	if (!ret)
 		ret = collect_tracks(&w, ms, nms);
 	if (!ret)
