@@ -289,7 +289,7 @@ static void check_packets(struct trace *t)
 		const TrackEvent *e = event(t->p[i]);
 
 		flags_ok += t->p[i]->trusted_packet_sequence_id == 1 &&
-			    t->p[i]->sequence_flags == (i ? 2u : 1u);
+			    t->p[i]->has_sequence_flags == !i;
 		descs += t->p[i]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
 		if (!e)
 			continue;
@@ -300,7 +300,7 @@ static void check_packets(struct trace *t)
 		instants += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 		counters += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
 	}
-	is_int(flags_ok, t->n, "every packet on sequence 1, later ones needing incremental state");
+	is_int(flags_ok, t->n, "every packet on sequence 1, only the first with flags");
 	/* process, 2 threads, GPU 0 / stream 7, GPU 0 / memory, its counter */
 	is_int(descs, 6, "six track descriptors");
 	/* 3 calls, 1 Python scope (train_step; <module> too), 3 kernels */

@@ -352,7 +352,9 @@ static void put_varint(uint8_t *p, size_t *n, uint64_t v)
 /*
  * Finish and write packet p, with the interned data collected for it; the
  * sequence's first packet clears its incremental state and sets the
- * default clock.
+ * default clock.  Later packets leave out SEQ_NEEDS_INCREMENTAL_STATE
+ * (2 bytes a packet): it only lets a reader skip packets after a loss of
+ * state, which a file written whole never has.
  */
 static int emit(struct pf *w, Packet *p)
 {
@@ -365,9 +367,8 @@ static int emit(struct pf *w, Packet *p)
 		return w->err;
 	p->has_trusted_packet_sequence_id = 1;
 	p->trusted_packet_sequence_id = SEQUENCE_ID;
-	p->has_sequence_flags = 1;
-	p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_NEEDS_INCREMENTAL_STATE;
 	if (!w->npackets++) {
+		p->has_sequence_flags = 1;
 		p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
 		defaults.has_timestamp_clock_id = 1;
 		defaults.timestamp_clock_id = CLOCK_DELTA_ID;
