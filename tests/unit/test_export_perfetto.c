@@ -277,6 +277,10 @@ static void check_packets(struct trace *t)
 	ok(t->n > 0 && t->p[0]->sequence_flags == 1 && t->p[0]->trace_packet_defaults &&
 	   t->p[0]->trace_packet_defaults->timestamp_clock_id == 64,
 	   "first packet: incremental state cleared, default clock the sequence's 64");
+	ok(t->n > 0 && t->p[0]->trace_packet_defaults &&
+	   t->p[0]->trace_packet_defaults->track_event_defaults &&
+	   t->p[0]->trace_packet_defaults->track_event_defaults->track_uuid,
+	   "and a default track");
 	ok(t->n > 0 && t->p[0]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT &&
 	   t->p[0]->clock_snapshot->primary_trace_clock == 3 &&
 	   t->p[0]->clock_snapshot->n_clocks == 4 &&
@@ -349,6 +353,8 @@ static void check_call(struct trace *t)
 	ok(e && e->n_flow_ids == 1 && k && k->n_terminating_flow_ids == 1 &&
 	   e->flow_ids[0] == k->terminating_flow_ids[0], "a flow from the launch to its kernel");
 	ok(k && t->ts[index_of(t, kp)] == T0 + 3000, "the kernel at its exact ns");
+	ok(e && !e->has_track_uuid && k && k->has_track_uuid,
+	   "the calls' thread the default track (busiest), the kernel's stream named");
 	ok(scope && t->ts[index_of(t, sp)] == T0 + 1000 &&
 	   !strcmp(string_arg(t, annotation(t, scope, "function")), "train_step (t.py)"),
 	   "the Python scope train_step, with its function");

@@ -25,7 +25,8 @@
  * record.  Timestamps are CLOCK_MONOTONIC ns, the trace's own clock (the
  * clock snapshot says so: Perfetto shows the JSON's times), written as
  * deltas from the previous packet's (an incremental clock of the
- * sequence, its default, set in its first packet).
+ * sequence, its default, set in its first packet).  Events on the track
+ * with the most of them (the sequence's default track) name no track.
  *
  * Packets go in time order.  Slices of a track are ended in nesting order:
  * a slice stays open while the slices that start inside it end inside it,
@@ -109,6 +110,7 @@ struct pf {
 	struct itab names, anames, strs;
 	uint64_t *stack_iid;    /* by model stack: its text's iid, 0 until written */
 	bool cats_sent;
+	uint64_t default_track; /* the track of events that name none */
 	size_t npackets;
 	uint64_t last_ts;       /* CLOCK_DELTA_ID's value: the last timestamp written */
 	/* the packet being built */
@@ -239,6 +241,30 @@ static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
 	return 0;
 }
 
+/*
+ * The track with the most slices and instants: the sequence's default, so
+ * that its events leave out their track (2 bytes a packet).
+ */
+static int busiest_track(struct pf *w)
+{
+	size_t *n = calloc(w->ntracks, sizeof(*n)), best = 0;
+
+	if (!n)
+		return -ENOMEM;
+	for (size_t i = 0; i < w->m->nev; i++) {
+		const struct model_event *ev = &w->m->ev[i];
+
+		if (ev->kind == EV_API || ev->kind == EV_SCOPE || gpu_has_track(ev))
+			n[track_uuid(w, ev->pid, track_tid(ev)) - 1]++;
+	}
+	for (size_t i = 1; i < w->ntracks; i++)
+		if (n[i] > n[best])
+			best = i;
+	w->default_track = w->ntracks ? best + 1 : 0;
+	free(n);
+	return 0;
+}
+
 /* Interning --------------------------------------------------------------- */
 
 static void itab_init(struct itab *t)
@@ -352,7 +378,7 @@ static void put_varint(uint8_t *p, size_t *n, uint64_t v)
 /*
  * Finish and write packet p, with the interned data collected for it; the
  * sequence's first packet clears its incremental state and sets the
- * default clock.  Later packets leave out SEQ_NEEDS_INCREMENTAL_STATE
+ * default clock and track.  Later packets leave out SEQ_NEEDS_INCREMENTAL_STATE
  * (2 bytes a packet): it only lets a reader skip packets after a loss of
  * state, which a file written whole never has.
  */
@@ -360,6 +386,8 @@ static int emit(struct pf *w, Packet *p)
 {
 	Perfetto__Protos__TracePacketDefaults defaults =
 		PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	Perfetto__Protos__TrackEventDefaults te_defaults =
+		PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
 	InternedData *in = &w->interned;
 	size_t len, n = 0;
 
@@ -372,6 +400,9 @@ static int emit(struct pf *w, Packet *p)
 		p->sequence_flags = PERFETTO__PROTOS__TRACE_PACKET__SEQUENCE_FLAGS__SEQ_INCREMENTAL_STATE_CLEARED;
 		defaults.has_timestamp_clock_id = 1;
 		defaults.timestamp_clock_id = CLOCK_DELTA_ID;
+		te_defaults.has_track_uuid = 1;
+		te_defaults.track_uuid = w->default_track;
+		defaults.track_event_defaults = &te_defaults;
 		p->trace_packet_defaults = &defaults;
 	}
 	for (size_t i = 0; i < in->n_event_names; i++)
@@ -626,7 +657,7 @@ static int emit_event(struct pf *w, TrackEvent *te, uint64_t ts, uint64_t track,
 	set_timestamp(w, &p, ts);
 	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_EVENT;
 	p.track_event = te;
-	if (track) {
+	if (track != w->default_track) {
 		te->has_track_uuid = 1;
 		te->track_uuid = track;
 	}
@@ -1252,6 +1283,8 @@ static int perfetto_write(const struct model *m, const struct export_opts *opts,
 	ret = w.stack_iid ? memory_counters(m, opts->mem_sample_rate, &ms, &nms) : -ENOMEM;
 	if (!ret)
 		ret = collect_tracks(&w, ms, nms);
+	if (!ret)
+		ret = busiest_track(&w);
 	if (!ret)
 		ret = write_clock(&w);
 	for (size_t i = 0; i < w.ntracks && !ret; i++)
