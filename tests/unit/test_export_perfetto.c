@@ -340,8 +340,8 @@ static void check_call(struct trace *t)
 	ok(e && t->ts[index_of(t, p)] == T0 + 1000, "the launch at its exact ns");
 	is_str(e ? lookup(t, t->cats, e->category_iids[0]) : "", "cuda_api", "category cuda_api");
 	is_str(string_arg(t, annotation(t, e, "kernel")), "gemm", "args: kernel name");
-	ok(grid && grid->n_array_values == 3 && grid->array_values[0]->uint_value == 4 &&
-	   grid->array_values[1]->uint_value == 2, "args: grid array");
+	is_str(string_arg(t, grid), "[4, 2, 1]", "args: grid, an interned string");
+	is_str(string_arg(t, annotation(t, e, "block")), "[256, 1, 1]", "args: block");
 	ok(annotation(t, e, "stream") && annotation(t, e, "stream")->pointer_value == 0x55aa00,
 	   "args: stream as a pointer");
 	ok(annotation(t, e, "correlation") && annotation(t, e, "correlation")->uint_value == 11,

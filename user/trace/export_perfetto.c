@@ -122,8 +122,6 @@ struct pf {
 	size_t cap_new[3];
 	Annotation args[MAX_ARGS], *argp[MAX_ARGS];
 	size_t nargs;
-	Annotation *items, **itemp;     /* array elements: grid, block */
-	size_t nitems, cap_items;
 	uint8_t *buf;
 	size_t cap_buf;
 	int err;
@@ -425,7 +423,7 @@ static int emit(struct pf *w, Packet *p)
 	n += perfetto__protos__trace_packet__pack(p, w->buf + n);
 	in->n_event_categories = in->n_event_names = 0;
 	in->n_debug_annotation_names = in->n_debug_annotation_string_values = 0;
-	w->nargs = w->nitems = 0;
+	w->nargs = 0;
 	return w->err = sink_write(w->out, w->buf, n);
 }
 
@@ -457,14 +455,17 @@ static void set_uint(Annotation *a, uint64_t v)
 	a->uint_value = v;
 }
 
+/* An interned string value; s may be the caller's buffer (it is copied). */
 static void set_string(struct pf *w, Annotation *a, const char *s)
 {
 	a->string_value_iid = string_iid(w, s);
 	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID;
-	if (!a->string_value_iid) {
-		a->string_value = (char *)s;
-		a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
-	}
+	if (a->string_value_iid)
+		return;
+	if (*s)                 /* not interned: out of memory */
+		w->err = -ENOMEM;
+	a->string_value = "";
+	a->value_case = PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE;
 }
 
 static void arg_uint(struct pf *w, const char *name, uint64_t v)
@@ -524,45 +525,16 @@ static void arg_string(struct pf *w, const char *name, const char *s)
 		set_string(w, a, s);
 }
 
-/* n array elements for a, initialized; NULL on allocation failure. */
-static Annotation *arg_array(struct pf *w, const char *name, size_t n)
-{
-	Annotation *a = arg(w, name), *items;
-	size_t cap = w->cap_items;
-
-	if (!a)
-		return NULL;
-	if (grow((void **)&w->items, &w->cap_items, w->nitems + n, sizeof(*w->items)) ||
-	    grow((void **)&w->itemp, &cap, w->nitems + n, sizeof(*w->itemp))) {
-		w->err = -ENOMEM;
-		return NULL;
-	}
-	/* earlier arrays of this packet moved with the realloc */
-	for (size_t i = 0, k = 0; i < w->nargs; i++) {
-		if (!w->args[i].n_array_values)
-			continue;
-		w->args[i].array_values = w->itemp + k;
-		k += w->args[i].n_array_values;
-	}
-	items = w->items + w->nitems;
-	a->array_values = w->itemp + w->nitems;
-	a->n_array_values = n;
-	for (size_t i = 0; i < n; i++) {
-		perfetto__protos__debug_annotation__init(&items[i]);
-		w->itemp[w->nitems + i] = &items[i];
-	}
-	for (size_t i = 0; i < w->nitems; i++)
-		w->itemp[i] = &w->items[i];
-	w->nitems += n;
-	return items;
-}
-
+/*
+ * A launch's grid or block as an interned string, "[4, 2, 1]": few
+ * distinct ones, each written once (an array takes 15 bytes a slice).
+ */
 static void arg_u32x3(struct pf *w, const char *name, const uint32_t v[3])
 {
-	Annotation *items = arg_array(w, name, 3);
+	char buf[40];
 
-	for (int i = 0; items && i < 3; i++)
-		set_uint(&items[i], v[i]);
+	snprintf(buf, sizeof(buf), "[%u, %u, %u]", v[0], v[1], v[2]);
+	arg_string(w, name, buf);
 }
 
 /* A stack's frames joined by newlines, innermost first; NULL: no memory. */
@@ -1240,8 +1212,6 @@ static void pf_release(struct pf *w)
 	free(w->new_strs);
 	for (int i = 0; i < 3; i++)
 		free(w->ptrs[i]);
-	free(w->items);
-	free(w->itemp);
 	free(w->buf);
 }
 
