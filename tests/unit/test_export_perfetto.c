@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "lib/sink.h"
 #include "model/cuda_calls.h"
@@ -114,6 +115,8 @@ struct trace {
 	Packet **p;
 	uint64_t *ts;           /* each packet's absolute time */
 	size_t n;
+	uint64_t last;          /* the incremental clock (64) */
+	size_t compressed;      /* packets of compressed packets */
 	char *names[64], *cats[64], *anames[64], *strs[64];
 	int redefined, undefined;
 };
@@ -153,43 +156,71 @@ static const char *lookup(struct trace *t, char **tab, uint64_t iid)
 	return "?";
 }
 
-/* Decode path: each Trace.packet (tag 0x0a, length, packet) in turn. */
-static int decode(const char *path, struct trace *t)
-{
-	FILE *f = fopen(path, "rb");
-	static uint8_t buf[1 << 20];
-	size_t len, off = 0;
-	uint64_t last = 0;     /* the incremental clock (64) */
+static int decode_packets(struct trace *t, const uint8_t *buf, size_t len);
 
-	memset(t, 0, sizeof(*t));
-	if (!f)
-		return -1;
-	len = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
+/* A packet: inflated and decoded in its place if it holds compressed packets. */
+static int add_packet(struct trace *t, Packet *p)
+{
+	static uint8_t inner[8 << 20];
+	uLongf n = sizeof(inner);
+
+	if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_COMPRESSED_PACKETS) {
+		t->compressed++;
+		if (uncompress(inner, &n, p->compressed_packets.data,
+			       p->compressed_packets.len) != Z_OK)
+			return -1;
+		perfetto__protos__trace_packet__free_unpacked(p, NULL);
+		return decode_packets(t, inner, n);
+	}
+	t->p = realloc(t->p, (t->n + 1) * sizeof(*t->p));
+	t->ts = realloc(t->ts, (t->n + 1) * sizeof(*t->ts));
+	t->p[t->n] = p;
+	if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
+		t->last = p->clock_snapshot->clocks[3]->timestamp;
+	t->ts[t->n] = p->timestamp;
+	if (p->has_timestamp && p->timestamp_clock_id != 3)
+		t->ts[t->n] = t->last += p->timestamp;
+	intern(t, p->interned_data);
+	t->n++;
+	return 0;
+}
+
+/* Each Trace.packet (tag 0x0a, length, packet) of buf in turn. */
+static int decode_packets(struct trace *t, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
 	while (off < len) {
 		uint64_t n = 0;
 		int shift = 0;
+		Packet *p;
 
 		if (buf[off++] != 0x0a)
 			return -1;
 		do
 			n |= (uint64_t)(buf[off] & 0x7f) << shift, shift += 7;
 		while (buf[off++] & 0x80);
-		t->p = realloc(t->p, (t->n + 1) * sizeof(*t->p));
-		t->ts = realloc(t->ts, (t->n + 1) * sizeof(*t->ts));
-		t->p[t->n] = perfetto__protos__trace_packet__unpack(NULL, n, buf + off);
-		if (!t->p[t->n])
+		p = perfetto__protos__trace_packet__unpack(NULL, n, buf + off);
+		if (!p || add_packet(t, p))
 			return -1;
-		if (t->p[t->n]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
-			last = t->p[t->n]->clock_snapshot->clocks[3]->timestamp;
-		t->ts[t->n] = t->p[t->n]->timestamp;
-		if (t->p[t->n]->has_timestamp && t->p[t->n]->timestamp_clock_id != 3)
-			t->ts[t->n] = last += t->p[t->n]->timestamp;
-		intern(t, t->p[t->n]->interned_data);
-		t->n++;
 		off += n;
 	}
 	return 0;
+}
+
+/* Decode path, the packets of compressed ones in their place. */
+static int decode(const char *path, struct trace *t)
+{
+	FILE *f = fopen(path, "rb");
+	static uint8_t buf[1 << 20];
+	size_t len;
+
+	memset(t, 0, sizeof(*t));
+	if (!f)
+		return -1;
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return decode_packets(t, buf, len);
 }
 
 static void release(struct trace *t)
@@ -426,6 +457,7 @@ int main(void)
 		return 1;
 	}
 	ok(!decode(path, &t), "the trace decodes, packet by packet");
+	is_int(t.compressed, 1, "its packets deflated in one compressed_packets packet");
 	check_packets(&t);
 	check_tracks(&t);
 	check_call(&t);

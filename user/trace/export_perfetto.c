@@ -3,7 +3,10 @@
  * Perfetto's native trace format (.pftrace): the model as TrackEvents,
  * protobuf-encoded by protoc-c's code for perfetto_trace.proto.  The file
  * is a Trace message written one packet at a time (field 1: tag, length,
- * packet), never built in memory.  One packet sequence:
+ * packet), never built in memory: each run of 256 KiB of packets deflated
+ * (zlib, fastest level) into one packet's compressed_packets, which
+ * Perfetto reads as those packets in its place (a fifth of the bytes, for
+ * a third more export time).  One packet sequence:
  *
  *	ClockSnapshot         CLOCK_MONOTONIC is the trace's clock
  *	TrackDescriptors      a track per process, thread, GPU stream
@@ -39,6 +42,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "lib/sink.h"
 #include "model/cuda_calls.h"
@@ -65,6 +69,7 @@ typedef Perfetto__Protos__InternedData InternedData;
 #define CLOCK_BOOTTIME_ID 6
 #define CLOCK_DELTA_ID 64               /* this sequence's: ns since the last packet's */
 #define TRACE_PACKET_TAG 0x0a           /* Trace.packet: field 1, length-delimited */
+#define CHUNK_SIZE (256 << 10)          /* packets deflated together, at least */
 
 /* Track keys within a process: threads by tid, then GPU lanes, counters. */
 #define GPU_TID_BASE 0x40000000u
@@ -124,6 +129,9 @@ struct pf {
 	size_t nargs;
 	uint8_t *buf;
 	size_t cap_buf;
+	/* packets written, to deflate into one compressed_packets packet */
+	uint8_t *chunk, *zbuf;
+	size_t nchunk, cap_chunk, cap_zbuf;
 	int err;
 };
 
@@ -374,6 +382,37 @@ static void put_varint(uint8_t *p, size_t *n, uint64_t v)
 }
 
 /*
+ * Write the packets collected in w->chunk as one packet of deflated
+ * packets (compressed_packets, as Perfetto's own service writes with
+ * compression on: Perfetto reads them as if in its place; they take a
+ * fifth of the bytes).
+ */
+static int flush_chunk(struct pf *w)
+{
+	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	uLongf zlen = compressBound(w->nchunk);
+	size_t len, n = 0;
+
+	if (!w->nchunk || w->err)
+		return w->err;
+	if (grow((void **)&w->zbuf, &w->cap_zbuf, zlen, 1))
+		return w->err = -ENOMEM;
+	if (compress2(w->zbuf, &zlen, w->chunk, w->nchunk, Z_BEST_SPEED) != Z_OK)
+		return w->err = -EIO;
+	w->nchunk = 0;
+	p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_COMPRESSED_PACKETS;
+	p.compressed_packets.data = w->zbuf;
+	p.compressed_packets.len = zlen;
+	len = perfetto__protos__trace_packet__get_packed_size(&p);
+	if (grow((void **)&w->buf, &w->cap_buf, len + 11, 1))
+		return w->err = -ENOMEM;
+	w->buf[n++] = TRACE_PACKET_TAG;
+	put_varint(w->buf, &n, len);
+	n += perfetto__protos__trace_packet__pack(&p, w->buf + n);
+	return w->err = sink_write(w->out, w->buf, n);
+}
+
+/*
  * Finish and write packet p, with the interned data collected for it; the
  * sequence's first packet clears its incremental state and sets the
  * default clock and track.  Later packets leave out SEQ_NEEDS_INCREMENTAL_STATE
@@ -387,7 +426,7 @@ static int emit(struct pf *w, Packet *p)
 	Perfetto__Protos__TrackEventDefaults te_defaults =
 		PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
 	InternedData *in = &w->interned;
-	size_t len, n = 0;
+	size_t len;
 
 	if (w->err)
 		return w->err;
@@ -416,15 +455,15 @@ static int emit(struct pf *w, Packet *p)
 	    in->n_debug_annotation_string_values)
 		p->interned_data = in;
 	len = perfetto__protos__trace_packet__get_packed_size(p);
-	if (grow((void **)&w->buf, &w->cap_buf, len + 11, 1))
+	if (grow((void **)&w->chunk, &w->cap_chunk, w->nchunk + len + 11, 1))
 		return w->err = -ENOMEM;
-	w->buf[n++] = TRACE_PACKET_TAG;
-	put_varint(w->buf, &n, len);
-	n += perfetto__protos__trace_packet__pack(p, w->buf + n);
+	w->chunk[w->nchunk++] = TRACE_PACKET_TAG;
+	put_varint(w->chunk, &w->nchunk, len);
+	w->nchunk += perfetto__protos__trace_packet__pack(p, w->chunk + w->nchunk);
 	in->n_event_categories = in->n_event_names = 0;
 	in->n_debug_annotation_names = in->n_debug_annotation_string_values = 0;
 	w->nargs = 0;
-	return w->err = sink_write(w->out, w->buf, n);
+	return w->nchunk >= CHUNK_SIZE ? flush_chunk(w) : 0;
 }
 
 /* Arguments --------------------------------------------------------------- */
@@ -1213,6 +1252,8 @@ static void pf_release(struct pf *w)
 	for (int i = 0; i < 3; i++)
 		free(w->ptrs[i]);
 	free(w->buf);
+	free(w->chunk);
+	free(w->zbuf);
 }
 
 static int write_events(struct pf *w, const struct mem_sample *ms, size_t nms)
@@ -1263,6 +1304,8 @@ static int perfetto_write(const struct model *m, const struct export_opts *opts,
 		ret = write_metadata(&w);
 	if (!ret)
 		ret = write_events(&w, ms, nms);
+	if (!ret)
+		ret = flush_chunk(&w);
 	free(ms);
 	pf_release(&w);
 	return ret;
