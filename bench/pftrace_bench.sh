@@ -54,7 +54,7 @@ block() {
 	awk -v e="$(kv events)" -v jb="$(kv json_bytes)" -v pb="$(kv pftrace_bytes)" \
 		-v js="$(kv json_s)" -v jc="$(kv json_cpu_s)" -v ps="$(kv pftrace_s)" \
 		-v pc="$(kv pftrace_cpu_s)" -v secs="$SECS" -v rate="$RATE" -v d="$DEPTH" 'BEGIN {
-		printf "| synthetic (%d s, %d calls/s, %d frames) | %d | %d | %.0f | %d | %.1f | %.1fx | %.2f (%.2f) | %.2f (%.2f) |\n",
+		printf "| synthetic (%d s, %d calls/s, %d frames) | %.0f | %.0f | %.0f | %.0f | %.1f | %.1fx | %.2f (%.2f) | %.2f (%.2f) |\n",
 			secs, rate, d, e, jb, jb / e, pb, pb / e, jb / pb, js, jc, ps, pc }'
 	[[ -n $demo ]] && echo "$demo"
 	echo
