@@ -209,7 +209,7 @@ BENCH_SHAPES := xor sub endbr push
 SHAPE_LIBS := $(foreach s,$(BENCH_SHAPES),$(BENCH_DIR)/$(s)/libcuda.so.1)
 BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost $(SHAPE_LIBS) \
               $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
-              $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench
+              $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench $(BENCH_DIR)/pftrace_bench
 
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
@@ -248,6 +248,13 @@ $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
 	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
 
 $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)
+
+# tests run bench section 8 with it (tests/t0915-bench-pftrace-section.sh).
+test-bins: $(BENCH_DIR)/pftrace_bench
+$(BENCH_DIR)/pftrace_bench: bench/pftrace_bench.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^) $(LDLIBS)

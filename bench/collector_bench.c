@@ -151,6 +151,7 @@ static struct rec *synthesise(size_t n, size_t *nrec)
 static int export_to(const struct model *m, const char *path, double *secs,
 		     double *wsecs, unsigned long long *bytes)
 {
+	struct export_opts opts = { 0 };
 	struct sink s;
 	struct stat st;
 	uint64_t t0 = now_ns();
@@ -158,7 +159,7 @@ static int export_to(const struct model *m, const char *path, double *secs,
 
 	*wsecs = 0;
 	if (!ret) {
-		ret = export_chrome.write(m, &s);
+		ret = export_chrome.write(m, &opts, &s);
 		*wsecs = (now_ns() - t0) / 1e9;
 		if (ret)
 			sink_abort(&s);

@@ -15,7 +15,8 @@ them, see tests/lib.sh's perfetto_ok).  Checks:
     innermost frame's function ("python" slice, args.function), or, for
     calls without a stack, of no python slice at all.
 Arguments are "args.*" in JSON traces, "debug.*" (debug annotations) in
-.pftrace ones; GPU slices are on thread tracks in JSON, on tracks of their
+.pftrace ones, where a stack is one string, its frames one a line
+(args.stack[0] is the first line of debug.stack); GPU slices are on thread tracks in JSON, on tracks of their
 process in .pftrace.
 The trace_processor binary is $TRACE_PROCESSOR; the caller skips when it
 is absent.  Exit status 1 if a check failed.
@@ -105,15 +106,17 @@ FRAME = re.compile(r"^(.*) \((.*):\d+\)$")
 def check_nesting(tp, trace):
     rows = query(tp, trace, """
         select s.id, s.name,
-          %s as frame,
+          coalesce(%s, %s) as stack,
           p.category as pcat,
           %s as pfunc
         from slice s left join slice p on s.parent_id = p.id
         where s.category = 'cuda_api'""" % (arg("s", "stack[0]", "display_value"),
+                                             arg("s", "stack", "display_value"),
                                              arg("p", "function", "display_value")))
     wrong = []
     nstack = 0
     for r in rows:
+        r["frame"] = r["stack"].split("\n")[0] if r["stack"] else None
         if not r["frame"]:
             if r["pcat"] == "python":
                 wrong.append("%s (no stack) under python slice %s" % (r["name"], r["pfunc"]))

@@ -29,7 +29,8 @@ mkdir "$TMPD/cwd"
 is "record without -o: exit 0" "$?" 0
 name=$(ls "$TMPD/cwd")
 like "default name gpubpf-<pid>-<YYYYmmdd-HHMMSS>.json" "$name" '^gpubpf-[0-9]+-[0-9]{8}-[0-9]{6}\.json$'
-like "the summary line names it" "$(tail -n 1 "$TMPD/def.err")" "events, 0 dropped, written to $name"
+like "the summary line names it, with its size" "$(tail -n 1 "$TMPD/def.err")" \
+	"events, 0 dropped, written to $name \\([0-9.]+ k?B\\)\$"
 
 # under sudo the file belongs to the invoking user
 mkdir -m 0777 "$TMPD/sudo"

@@ -23,8 +23,6 @@ expect_error "a bad .pftrace path" 1 "cannot write '$out/no/run.pftrace'" \
 check "a graph launch of 5 kernels, replayed 4 times, to .pftrace" \
 	"$GPUBPF" record -q -o "$TMPD/graph.pftrace" -- \
 	"$GPUBPF_ROOT/build/bench/gpuwork" -l "$SIMLIB/libcuda.so.1" -m graph -k 5 -r 4
-expect_error "merge does not write .pftrace (yet)" 1 "merge writes .json or .json.gz" \
-	"$GPUBPF" merge -o "$out/m.pftrace" "$TMPD/run.json"
 
 if ! tp=$(trace_processor); then
 	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 11

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include "lib/sink.h"
 #include "model/cuda_calls.h"
@@ -114,6 +115,8 @@ struct trace {
 	Packet **p;
 	uint64_t *ts;           /* each packet's absolute time */
 	size_t n;
+	uint64_t last;          /* the incremental clock (64) */
+	size_t compressed;      /* packets of compressed packets */
 	char *names[64], *cats[64], *anames[64], *strs[64];
 	int redefined, undefined;
 };
@@ -153,43 +156,71 @@ static const char *lookup(struct trace *t, char **tab, uint64_t iid)
 	return "?";
 }
 
-/* Decode path: each Trace.packet (tag 0x0a, length, packet) in turn. */
-static int decode(const char *path, struct trace *t)
-{
-	FILE *f = fopen(path, "rb");
-	static uint8_t buf[1 << 20];
-	size_t len, off = 0;
-	uint64_t last = 0;     /* the incremental clock (64) */
+static int decode_packets(struct trace *t, const uint8_t *buf, size_t len);
 
-	memset(t, 0, sizeof(*t));
-	if (!f)
-		return -1;
-	len = fread(buf, 1, sizeof(buf), f);
-	fclose(f);
+/* A packet: inflated and decoded in its place if it holds compressed packets. */
+static int add_packet(struct trace *t, Packet *p)
+{
+	static uint8_t inner[8 << 20];
+	uLongf n = sizeof(inner);
+
+	if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_COMPRESSED_PACKETS) {
+		t->compressed++;
+		if (uncompress(inner, &n, p->compressed_packets.data,
+			       p->compressed_packets.len) != Z_OK)
+			return -1;
+		perfetto__protos__trace_packet__free_unpacked(p, NULL);
+		return decode_packets(t, inner, n);
+	}
+	t->p = realloc(t->p, (t->n + 1) * sizeof(*t->p));
+	t->ts = realloc(t->ts, (t->n + 1) * sizeof(*t->ts));
+	t->p[t->n] = p;
+	if (p->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
+		t->last = p->clock_snapshot->clocks[3]->timestamp;
+	t->ts[t->n] = p->timestamp;
+	if (p->has_timestamp && p->timestamp_clock_id != 3)
+		t->ts[t->n] = t->last += p->timestamp;
+	intern(t, p->interned_data);
+	t->n++;
+	return 0;
+}
+
+/* Each Trace.packet (tag 0x0a, length, packet) of buf in turn. */
+static int decode_packets(struct trace *t, const uint8_t *buf, size_t len)
+{
+	size_t off = 0;
+
 	while (off < len) {
 		uint64_t n = 0;
 		int shift = 0;
+		Packet *p;
 
 		if (buf[off++] != 0x0a)
 			return -1;
 		do
 			n |= (uint64_t)(buf[off] & 0x7f) << shift, shift += 7;
 		while (buf[off++] & 0x80);
-		t->p = realloc(t->p, (t->n + 1) * sizeof(*t->p));
-		t->ts = realloc(t->ts, (t->n + 1) * sizeof(*t->ts));
-		t->p[t->n] = perfetto__protos__trace_packet__unpack(NULL, n, buf + off);
-		if (!t->p[t->n])
+		p = perfetto__protos__trace_packet__unpack(NULL, n, buf + off);
+		if (!p || add_packet(t, p))
 			return -1;
-		if (t->p[t->n]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT)
-			last = t->p[t->n]->clock_snapshot->clocks[3]->timestamp;
-		t->ts[t->n] = t->p[t->n]->timestamp;
-		if (t->p[t->n]->has_timestamp && t->p[t->n]->timestamp_clock_id != 3)
-			t->ts[t->n] = last += t->p[t->n]->timestamp;
-		intern(t, t->p[t->n]->interned_data);
-		t->n++;
 		off += n;
 	}
 	return 0;
+}
+
+/* Decode path, the packets of compressed ones in their place. */
+static int decode(const char *path, struct trace *t)
+{
+	FILE *f = fopen(path, "rb");
+	static uint8_t buf[1 << 20];
+	size_t len;
+
+	memset(t, 0, sizeof(*t));
+	if (!f)
+		return -1;
+	len = fread(buf, 1, sizeof(buf), f);
+	fclose(f);
+	return decode_packets(t, buf, len);
 }
 
 static void release(struct trace *t)
@@ -277,6 +308,10 @@ static void check_packets(struct trace *t)
 	ok(t->n > 0 && t->p[0]->sequence_flags == 1 && t->p[0]->trace_packet_defaults &&
 	   t->p[0]->trace_packet_defaults->timestamp_clock_id == 64,
 	   "first packet: incremental state cleared, default clock the sequence's 64");
+	ok(t->n > 0 && t->p[0]->trace_packet_defaults &&
+	   t->p[0]->trace_packet_defaults->track_event_defaults &&
+	   t->p[0]->trace_packet_defaults->track_event_defaults->track_uuid,
+	   "and a default track");
 	ok(t->n > 0 && t->p[0]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT &&
 	   t->p[0]->clock_snapshot->primary_trace_clock == 3 &&
 	   t->p[0]->clock_snapshot->n_clocks == 4 &&
@@ -289,7 +324,7 @@ static void check_packets(struct trace *t)
 		const TrackEvent *e = event(t->p[i]);
 
 		flags_ok += t->p[i]->trusted_packet_sequence_id == 1 &&
-			    t->p[i]->sequence_flags == (i ? 2u : 1u);
+			    t->p[i]->has_sequence_flags == !i;
 		descs += t->p[i]->data_case == PERFETTO__PROTOS__TRACE_PACKET__DATA_TRACK_DESCRIPTOR;
 		if (!e)
 			continue;
@@ -300,7 +335,7 @@ static void check_packets(struct trace *t)
 		instants += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 		counters += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
 	}
-	is_int(flags_ok, t->n, "every packet on sequence 1, later ones needing incremental state");
+	is_int(flags_ok, t->n, "every packet on sequence 1, only the first with flags");
 	/* process, 2 threads, GPU 0 / stream 7, GPU 0 / memory, its counter */
 	is_int(descs, 6, "six track descriptors");
 	/* 3 calls, 1 Python scope (train_step; <module> too), 3 kernels */
@@ -327,28 +362,30 @@ static void check_tracks(struct trace *t)
 
 static void check_call(struct trace *t)
 {
-	const Packet *p, *kp, *sp;
+	const Packet *p, *kp, *sp, *gp;
 	const TrackEvent *e = find(t, "cuLaunchKernel", &p), *k = find(t, "gemm", &kp);
+	const TrackEvent *graph = find(t, "cuGraphLaunch", &gp);
 	const TrackEvent *scope = find(t, "train_step", &sp);
 	const Annotation *grid = annotation(t, e, "grid"), *stack = annotation(t, e, "stack");
 
 	ok(e && t->ts[index_of(t, p)] == T0 + 1000, "the launch at its exact ns");
 	is_str(e ? lookup(t, t->cats, e->category_iids[0]) : "", "cuda_api", "category cuda_api");
 	is_str(string_arg(t, annotation(t, e, "kernel")), "gemm", "args: kernel name");
-	ok(grid && grid->n_array_values == 3 && grid->array_values[0]->uint_value == 4 &&
-	   grid->array_values[1]->uint_value == 2, "args: grid array");
+	is_str(string_arg(t, grid), "[4, 2, 1]", "args: grid, an interned string");
+	is_str(string_arg(t, annotation(t, e, "block")), "[256, 1, 1]", "args: block");
 	ok(annotation(t, e, "stream") && annotation(t, e, "stream")->pointer_value == 0x55aa00,
 	   "args: stream as a pointer");
 	ok(annotation(t, e, "correlation") && annotation(t, e, "correlation")->uint_value == 11,
 	   "args: correlation");
-	ok(stack && stack->n_array_values == 2, "args: stack of two frames");
-	is_str(stack ? string_arg(t, stack->array_values[0]) : "", "train_step (t.py:12)",
-	       "stack: innermost frame first");
-	is_str(stack ? string_arg(t, stack->array_values[1]) : "", "<module> (t.py:40)",
-	       "stack: then its caller");
+	is_str(string_arg(t, stack), "train_step (t.py:12)\n<module> (t.py:40)",
+	       "args: the stack as one interned string, innermost frame first");
+	is_str(string_arg(t, annotation(t, graph, "stack")),
+	       "train_step (t.py:12)\n<module> (t.py:40)", "the same stack for the graph launch");
 	ok(e && e->n_flow_ids == 1 && k && k->n_terminating_flow_ids == 1 &&
 	   e->flow_ids[0] == k->terminating_flow_ids[0], "a flow from the launch to its kernel");
 	ok(k && t->ts[index_of(t, kp)] == T0 + 3000, "the kernel at its exact ns");
+	ok(e && !e->has_track_uuid && k && k->has_track_uuid,
+	   "the calls' thread the default track (busiest), the kernel's stream named");
 	ok(scope && t->ts[index_of(t, sp)] == T0 + 1000 &&
 	   !strcmp(string_arg(t, annotation(t, scope, "function")), "train_step (t.py)"),
 	   "the Python scope train_step, with its function");
@@ -420,6 +457,7 @@ int main(void)
 		return 1;
 	}
 	ok(!decode(path, &t), "the trace decodes, packet by packet");
+	is_int(t.compressed, 1, "its packets deflated in one compressed_packets packet");
 	check_packets(&t);
 	check_tracks(&t);
 	check_call(&t);

@@ -157,7 +157,18 @@ int record_nsignals(void);
 
 /* --- summary.c ---------------------------------------------------------- */
 
-/* What the recording saw, lost and missed, on stderr. */
+/* What the recording saw, lost and missed, and the files' sizes, on stderr. */
 void record_summary(struct record *r);
+
+/* More JSON than a browser opens (ui.perfetto.dev, chrome://tracing). */
+#define RECORD_JSON_BROWSER_MAX 1000000000ULL
+
+/* A file's size in decimal units: "512 B", "12.3 MB", "3.4 GB". */
+void record_size_text(uint64_t bytes, char *buf, size_t size);
+/*
+ * The line saying how to open the trace at path, bytes long, when it is
+ * plain JSON past RECORD_JSON_BROWSER_MAX; "" when it opens as it is.
+ */
+void record_open_hint(const char *path, uint64_t bytes, char *buf, size_t size);
 
 #endif

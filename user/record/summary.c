@@ -1,15 +1,59 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * gpubpf record's closing lines: events written, dropped and missed, and
- * the warnings the recording gathered.
+ * gpubpf record's closing lines: events written, dropped and missed, the
+ * files' sizes (and how to open JSON too big for a browser), and the
+ * warnings the recording gathered.
  */
 #include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include "lib/sink.h"
 #include "record/record.h"
+
+void record_size_text(uint64_t bytes, char *buf, size_t size)
+{
+	static const char *const units[] = { "B", "kB", "MB", "GB", "TB" };
+	double v = bytes;
+	int u = 0;
+
+	while (v >= 1000 && u < 4)
+		v /= 1000, u++;
+	snprintf(buf, size, u ? "%.1f %s" : "%.0f %s", v, units[u]);
+}
+
+void record_open_hint(const char *path, uint64_t bytes, char *buf, size_t size)
+{
+	char text[32];
+
+	buf[0] = 0;
+	if (sink_format(path) != SINK_JSON || bytes <= RECORD_JSON_BROWSER_MAX)
+		return;
+	record_size_text(bytes, text, sizeof(text));
+	snprintf(buf, size, "gpubpf: %s is %s of JSON, more than a browser opens: write "
+		 ".pftrace instead (gpubpf convert %s run.pftrace), or serve it with "
+		 "trace_processor_shell --httpd %s and open ui.perfetto.dev\n", path, text, path,
+		 path);
+}
+
+/* " (12.3 MB)" after an output's name; its hint line appended to hints. */
+static void print_output(const char *path, char *hints, size_t size)
+{
+	struct stat st;
+	char text[32];
+	size_t n = strlen(hints);
+
+	fputs(path, stderr);
+	if (stat(path, &st))
+		return;
+	record_size_text(st.st_size, text, sizeof(text));
+	fprintf(stderr, " (%s)", text);
+	record_open_hint(path, st.st_size, hints + n, size - n);
+}
 
 void record_summary(struct record *r)
 {
 	uint64_t gpu_dropped = 0;
-	char missed[64] = "";
+	char missed[64] = "", hints[2048] = "";
 	int nmissed = 0;
 
 	/* the traced command printed its own; a -p or -a target's stderr is elsewhere */
@@ -28,12 +72,14 @@ void record_summary(struct record *r)
 	if (nmissed)
 		snprintf(missed, sizeof(missed), ", calls of %d process%s may be missing", nmissed,
 			 nmissed > 1 ? "es" : "");
-	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to %s",
+	fprintf(stderr, "gpubpf: %llu events, %llu dropped%s, written to ",
 		(unsigned long long)(r->coll.calls + r->coll.gpu_records),
-		(unsigned long long)(r->model.dropped_total + gpu_dropped), missed, r->outputs[0]);
-	for (int i = 1; i < r->noutputs; i++)
-		fprintf(stderr, " and %s", r->outputs[i]);
-	fputc('\n', stderr);
+		(unsigned long long)(r->model.dropped_total + gpu_dropped), missed);
+	for (int i = 0; i < r->noutputs; i++) {
+		fputs(i ? " and " : "", stderr);
+		print_output(r->outputs[i], hints, sizeof(hints));
+	}
+	fprintf(stderr, "\n%s", hints);
 	for (size_t i = 0; i < r->model.nprocs; i++)
 		if (r->model.procs[i].missed)
 			fprintf(stderr, "gpubpf: pid %u: calls may be missing: %s\n",
