@@ -44,6 +44,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "lib/array.h"
 #include "lib/sink.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
@@ -72,8 +73,6 @@ typedef Perfetto__Protos__InternedData InternedData;
 #define CHUNK_SIZE (256 << 10)          /* packets deflated together, at least */
 
 /* Track keys within a process: threads by tid, then GPU lanes, counters. */
-#define GPU_TID_BASE 0x40000000u
-#define GPU_MEMORY_LANE 0xfffffu
 #define COUNTER_BASE 0x80000000u
 #define PROCESS_TID 0u
 
@@ -86,8 +85,8 @@ enum {
 };
 
 static const char *const cat_names[NCATS] = {
-	"cuda_api", "python", "kernel", "nccl", "gpu_memcpy", "gpu_memset", "gpu_sync",
-	"gpu_memory", "gpubpf",
+	TS_CAT_API, TS_CAT_PYTHON, TS_CAT_KERNEL, TS_CAT_NCCL, TS_CAT_MEMCPY, TS_CAT_MEMSET,
+	TS_CAT_SYNC, TS_CAT_MEMORY, TS_META,
 };
 
 struct track {
@@ -153,27 +152,9 @@ static uint32_t track_tid(const struct model_event *ev)
 {
 	if (!gpu_has_track(ev))
 		return ev->tid;
-	if (ev->kind == EV_MEMORY)
-		return GPU_TID_BASE + (ev->device << 20) + GPU_MEMORY_LANE;
-	return GPU_TID_BASE + (ev->device << 20) + (ev->gpu_stream & 0xfffff);
+	return ts_gpu_tid(ev->device, ev->kind == EV_MEMORY ? TS_GPU_MEMORY_LANE : ev->gpu_stream);
 }
 
-static int grow(void **p, size_t *cap, size_t want, size_t size)
-{
-	size_t n = *cap ? *cap : 16;
-	void *np;
-
-	if (want <= *cap)
-		return 0;
-	while (n < want)
-		n *= 2;
-	np = realloc(*p, n * size);
-	if (!np)
-		return -ENOMEM;
-	*p = np;
-	*cap = n;
-	return 0;
-}
 
 /* Tracks ------------------------------------------------------------------ */
 
@@ -221,7 +202,7 @@ static void compact_tracks(struct track_set *s)
 static int add_track(struct track_set *s, uint32_t pid, uint32_t tid, uint32_t device,
 		     uint32_t stream)
 {
-	if (grow((void **)&s->tr, &s->cap, s->n + 1, sizeof(*s->tr)))
+	if (array_grow_bytes((void **)&s->tr, &s->cap, s->n + 1, sizeof(*s->tr)))
 		return -ENOMEM;
 	s->tr[s->n++] = (struct track){ .pid = pid, .tid = tid, .device = device,
 					 .stream = stream };
@@ -326,8 +307,8 @@ static void *new_entry(struct pf *w, int which, size_t size, size_t n)
 	size_t cap = w->cap_new[which];
 
 	/* both arrays grow from the same capacity to the same capacity */
-	if (grow(arrays[which], &w->cap_new[which], n + 1, size) ||
-	    grow((void **)&w->ptrs[which], &cap, n + 1, sizeof(void *))) {
+	if (array_grow_bytes(arrays[which], &w->cap_new[which], n + 1, size) ||
+	    array_grow_bytes((void **)&w->ptrs[which], &cap, n + 1, sizeof(void *))) {
 		w->err = -ENOMEM;
 		return NULL;
 	}
@@ -416,7 +397,7 @@ static int flush_chunk(struct pf *w)
 
 	if (!w->nchunk || w->err)
 		return w->err;
-	if (grow((void **)&w->zbuf, &w->cap_zbuf, zlen, 1))
+	if (array_grow_bytes((void **)&w->zbuf, &w->cap_zbuf, zlen, 1))
 		return w->err = -ENOMEM;
 	if (compress2(w->zbuf, &zlen, w->chunk, w->nchunk, Z_BEST_SPEED) != Z_OK)
 		return w->err = -EIO;
@@ -425,7 +406,7 @@ static int flush_chunk(struct pf *w)
 	p.compressed_packets.data = w->zbuf;
 	p.compressed_packets.len = zlen;
 	len = perfetto__protos__trace_packet__get_packed_size(&p);
-	if (grow((void **)&w->buf, &w->cap_buf, len + 11, 1))
+	if (array_grow_bytes((void **)&w->buf, &w->cap_buf, len + 11, 1))
 		return w->err = -ENOMEM;
 	w->buf[n++] = TRACE_PACKET_TAG;
 	put_varint(w->buf, &n, len);
@@ -477,7 +458,7 @@ static int emit(struct pf *w, Packet *p)
 	    in->n_debug_annotation_string_values)
 		p->interned_data = in;
 	len = perfetto__protos__trace_packet__get_packed_size(p);
-	if (grow((void **)&w->chunk, &w->cap_chunk, w->nchunk + len + 11, 1))
+	if (array_grow_bytes((void **)&w->chunk, &w->cap_chunk, w->nchunk + len + 11, 1))
 		return w->err = -ENOMEM;
 	w->chunk[w->nchunk++] = TRACE_PACKET_TAG;
 	put_varint(w->chunk, &w->nchunk, len);
@@ -824,7 +805,7 @@ static uint64_t open_slice(struct pf *w, const struct model_event *ev)
 
 	if (close_slices(w, t, ev->ts, end))
 		return 0;
-	if (grow((void **)&t->open, &t->cap, t->nopen + 1, sizeof(*t->open))) {
+	if (array_grow_bytes((void **)&t->open, &t->cap, t->nopen + 1, sizeof(*t->open))) {
 		w->err = -ENOMEM;
 		return 0;
 	}
@@ -848,29 +829,29 @@ static void call_args(struct pf *w, const struct model_event *ev)
 	uint32_t f = ev->fields;
 
 	if ((f & MF_FUNC) && ev->kernel)
-		arg_string(w, "kernel", str(m, ev->kernel));
+		arg_string(w, TS_ARG_KERNEL, str(m, ev->kernel));
 	else if (f & MF_FUNC)
-		arg_hex(w, "kernel", ev->func);
+		arg_hex(w, TS_ARG_KERNEL, ev->func);
 	if (f & MF_GRID)
-		arg_u32x3(w, "grid", ev->grid);
+		arg_u32x3(w, TS_ARG_GRID, ev->grid);
 	if (f & MF_BLOCK)
-		arg_u32x3(w, "block", ev->block);
+		arg_u32x3(w, TS_ARG_BLOCK, ev->block);
 	if (f & MF_SHMEM)
-		arg_uint(w, "shared_mem", ev->shared_mem);
+		arg_uint(w, TS_ARG_SHMEM, ev->shared_mem);
 	if (f & MF_STREAM)
-		arg_hex(w, "stream", ev->stream);
+		arg_hex(w, TS_ARG_STREAM, ev->stream);
 	if (f & MF_BYTES)
-		arg_uint(w, "bytes", ev->bytes);
+		arg_uint(w, TS_ARG_BYTES, ev->bytes);
 	if (f & MF_KIND)
-		arg_string(w, "kind", cuda_copy_kind_name(ev->copy_kind));
+		arg_string(w, TS_ARG_KIND, cuda_copy_kind_name(ev->copy_kind));
 	if (f & MF_PTR)
-		arg_hex(w, "ptr", ev->ptr);
+		arg_hex(w, TS_ARG_PTR, ev->ptr);
 	if (f & MF_COUNT)
-		arg_uint(w, "count", ev->count);
+		arg_uint(w, TS_ARG_COUNT, ev->count);
 	if (f & MF_HANDLE)
-		arg_hex(w, "handle", ev->handle);
+		arg_hex(w, TS_ARG_HANDLE, ev->handle);
 	if (f & MF_RET)
-		arg_int(w, "ret", ev->ret);
+		arg_int(w, TS_ARG_RET, ev->ret);
 	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {
 		const char *err = cuda_result_name(ev->ret);
 		char buf[32];
@@ -879,17 +860,17 @@ static void call_args(struct pf *w, const struct model_event *ev)
 			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
 			err = buf;
 		}
-		arg_string(w, "error", err);
+		arg_string(w, TS_ARG_ERROR, err);
 	}
 	if (ev->correlation)
-		arg_uint(w, "correlation", ev->correlation);
+		arg_uint(w, TS_ARG_CORRELATION, ev->correlation);
 	if (ev->stack) {
-		arg_stack(w, "stack", ev->stack);
+		arg_stack(w, TS_ARG_STACK, ev->stack);
 		if (m->stacks[ev->stack - 1].truncated)
-			arg_bool(w, "stack_truncated", true);
+			arg_bool(w, TS_ARG_STACK_TRUNCATED, true);
 	}
 	if (ev->native)
-		arg_stack(w, "native_stack", ev->native);
+		arg_stack(w, TS_ARG_NATIVE_STACK, ev->native);
 }
 
 /* A driver call, starting a flow to each GPU record it caused. */
@@ -928,8 +909,8 @@ static int write_scope(struct pf *w, const struct model_event *ev)
 
 	if (!name)
 		return w->err = -ENOMEM;
-	arg_string(w, "function", func);
-	arg_string(w, "first_frame", str(w->m, ev->stack));
+	arg_string(w, TS_ARG_FUNCTION, func);
+	arg_string(w, TS_ARG_FIRST_FRAME, str(w->m, ev->stack));
 	ret = emit_begin(w, ev, track, &te, CAT_PYTHON, name);
 	free(name);
 	return ret;
@@ -937,9 +918,9 @@ static int write_scope(struct pf *w, const struct model_event *ev)
 
 static void where_args(struct pf *w, const struct model_event *ev)
 {
-	arg_uint(w, "device", ev->device);
-	arg_uint(w, "stream", ev->gpu_stream);
-	arg_uint(w, "correlation", ev->correlation);
+	arg_uint(w, TS_ARG_DEVICE, ev->device);
+	arg_uint(w, TS_ARG_STREAM, ev->gpu_stream);
+	arg_uint(w, TS_ARG_CORRELATION, ev->correlation);
 }
 
 /* Kernels, copies, memsets, ending the flow from their call (id: index + 1). */
@@ -955,23 +936,23 @@ static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t f
 	if (ev->kind == EV_KERNEL) {
 		cat = strcmp(ts_kernel_cat(kname), TS_CAT_NCCL) ? CAT_KERNEL : CAT_NCCL;
 		name = kname;
-		arg_u32x3(w, "grid", ev->grid);
-		arg_u32x3(w, "block", ev->block);
-		arg_uint(w, "registers", ev->registers);
-		arg_uint(w, "shared_mem", ev->shared_mem);
-		arg_uint(w, "static_shared_mem", ev->static_shmem);
+		arg_u32x3(w, TS_ARG_GRID, ev->grid);
+		arg_u32x3(w, TS_ARG_BLOCK, ev->block);
+		arg_uint(w, TS_ARG_REGISTERS, ev->registers);
+		arg_uint(w, TS_ARG_SHMEM, ev->shared_mem);
+		arg_uint(w, TS_ARG_STATIC_SHMEM, ev->static_shmem);
 	} else {
-		arg_uint(w, "bytes", ev->bytes);
+		arg_uint(w, TS_ARG_BYTES, ev->bytes);
 	}
 	if (ev->kind == EV_MEMCPY) {
 		cat = CAT_MEMCPY;
 		snprintf(copy_name, sizeof(copy_name), TS_NAME_MEMCPY, ts_copy_kind_name(ev->gpu_kind));
 		name = copy_name;
 		arg_string(w, TS_ARG_KIND, ts_copy_kind_name(ev->gpu_kind));
-		arg_double(w, "GB/s", ev->dur ? (double)ev->bytes / ev->dur : 0);
+		arg_double(w, TS_ARG_GBPS, ev->dur ? (double)ev->bytes / ev->dur : 0);
 	}
 	if (ev->graph_node)
-		arg_uint(w, "graph_node", ev->graph_node);
+		arg_uint(w, TS_ARG_GRAPH_NODE, ev->graph_node);
 	where_args(w, ev);
 	if (ev->link != MODEL_NO_LINK) {
 		te.n_terminating_flow_ids = 1;
@@ -985,7 +966,7 @@ static int write_gpu_wait(struct pf *w, const struct model_event *ev)
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	uint64_t track = open_slice(w, ev);
 
-	arg_uint(w, "event", ev->handle);
+	arg_uint(w, TS_ARG_EVENT, ev->handle);
 	where_args(w, ev);
 	return emit_begin(w, ev, track, &te, CAT_SYNC, "Wait event");
 }
@@ -995,9 +976,9 @@ static int write_gpu_memory(struct pf *w, const struct model_event *ev)
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	const char *name = ev->gpu_kind == 1 ? "alloc" : ev->gpu_kind == 2 ? "free" : "memory";
 
-	arg_hex(w, "address", ev->ptr);
-	arg_uint(w, "bytes", ev->bytes);
-	arg_string(w, "memory_kind", mem_kind_name(ev->copy_kind));
+	arg_hex(w, TS_ARG_ADDRESS, ev->ptr);
+	arg_uint(w, TS_ARG_BYTES, ev->bytes);
+	arg_string(w, TS_ARG_MEMORY_KIND, mem_kind_name(ev->copy_kind));
 	where_args(w, ev);
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
@@ -1051,7 +1032,7 @@ static int write_track(struct pf *w, const struct track *t)
 		pd.pid = t->pid;
 		pd.process_name = t->name ? (char *)str(w->m, t->name) : NULL;
 		d.process = &pd;
-	} else if (t->tid < GPU_TID_BASE) {
+	} else if (t->tid < TS_GPU_TID_BASE) {
 		td.has_pid = td.has_tid = 1;
 		td.pid = t->pid;
 		td.tid = t->tid;
@@ -1063,7 +1044,7 @@ static int write_track(struct pf *w, const struct track *t)
 			cd.has_unit = 1;
 			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
 			d.counter = &cd;
-		} else if ((t->tid & GPU_MEMORY_LANE) == GPU_MEMORY_LANE) {
+		} else if ((t->tid & TS_GPU_MEMORY_LANE) == TS_GPU_MEMORY_LANE) {
 			snprintf(name, sizeof(name), "GPU %u / memory", t->device);
 		} else {
 			snprintf(name, sizeof(name), "GPU %u / stream %u", t->device, t->stream);
@@ -1221,28 +1202,28 @@ static int write_metadata(struct pf *w)
 		goto cleanup;
 	}
 	snprintf(host, sizeof(host), "%.*s", (int)sizeof(m->host), m->host);
-	arg_string(w, "version", GPUBPF_VERSION);
-	arg_string(w, "clock", "CLOCK_MONOTONIC");
-	arg_int(w, "realtime_offset_ns", m->realtime_offset_ns);
-	arg_string(w, "host", host);
-	if ((a = arg(w, "dropped_events")))
+	arg_string(w, TS_META_VERSION, GPUBPF_VERSION);
+	arg_string(w, TS_META_CLOCK, "CLOCK_MONOTONIC");
+	arg_int(w, TS_META_REALTIME, m->realtime_offset_ns);
+	arg_string(w, TS_META_HOST, host);
+	if ((a = arg(w, TS_META_DROPPED)))
 		pid_dict(w, a, &pp, true, v_dropped);
-	arg_uint(w, "dropped_total", m->dropped_total);
-	if ((a = arg(w, "calls_may_be_missing")))
+	arg_uint(w, TS_META_DROPPED_TOTAL, m->dropped_total);
+	if ((a = arg(w, TS_META_MISSING)))
 		pid_dict(w, a, &pp, false, v_missed);
-	arg_uint(w, "events", m->nev);
-	if ((a = arg(w, "gpu.dropped_events")))
+	arg_uint(w, TS_META_EVENTS, m->nev);
+	if ((a = arg(w, TS_META_GPU "." TS_GPU_DROPPED)))
 		pid_dict(w, a, &pp, false, v_gpu_dropped);
-	if ((a = arg(w, "gpu.errors")))
+	if ((a = arg(w, TS_META_GPU "." TS_GPU_ERRORS)))
 		pid_dict(w, a, &pp, false, v_gpu_error);
-	if ((a = arg(w, "gpu.window_open_us")))
+	if ((a = arg(w, TS_META_GPU "." TS_GPU_WINDOW)))
 		pid_dict(w, a, &pp, false, v_window);
-	if ((a = arg(w, "gpu.late_attach_us")))
+	if ((a = arg(w, TS_META_GPU "." TS_GPU_LATE_ATTACH "_us")))
 		pid_dict(w, a, &pp, false, v_stall);
-	if ((a = arg(w, "gpu.late_attach_thread")))
+	if ((a = arg(w, TS_META_GPU "." TS_GPU_LATE_ATTACH "_thread")))
 		pid_dict(w, a, &pp, false, v_inject_tid);
-	arg_uint(w, "gpu.clock_skewed_events", m->skewed);
-	arg_double(w, "gpu.max_clock_skew_us", m->max_skew_ns / 1e3);
+	arg_uint(w, TS_META_GPU "." TS_GPU_SKEWED, m->skewed);
+	arg_double(w, TS_META_GPU "." TS_GPU_MAX_SKEW, m->max_skew_ns / 1e3);
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 	emit_event(w, &te, m->nev ? m->ev[0].ts : 0, 0, CAT_GPUBPF, "gpubpf");
