@@ -117,6 +117,7 @@ void model_release(struct model *m)
 	free(m->frames);
 	free(m->funcs);
 	free(m->stack_slots);
+	model_states_release(m);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -554,6 +555,8 @@ static void set_ts_base(struct model *m)
 {
 	uint64_t first = m->nev ? m->ev[0].ts : UINT64_MAX;
 
+	if (model_states_first(m) < first)
+		first = model_states_first(m);
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].gpu_window_ns && m->procs[i].gpu_window_ns < first)
 			first = m->procs[i].gpu_window_ns;
@@ -661,6 +664,8 @@ int model_finish(struct model *m)
 		}
 	}
 	free(api);
+	if (!ret)
+		ret = model_states_finish(m);
 	set_ts_base(m);
 	return ret;
 }

@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "model/thread_state.h"
 
 #define GB_SCOPE_MAX 256        /* Python frames followed as scopes */
 
@@ -119,6 +120,7 @@ struct model_corr {
 struct model_thread {
 	uint32_t pid, tid;
 	uint32_t name;          /* strtab id */
+	uint32_t open_state;    /* index + 1 of its open span in m->states, 0 none */
 };
 
 struct model_process {
@@ -161,6 +163,10 @@ struct model {
 	size_t nframes, cap_frames, cap_funcs;
 	uint32_t *stack_slots;       /* hash index into stacks by (pid, id), 1-based */
 	size_t nstack_slots;
+	struct model_state_span *states; /* thread states: see thread_state.h */
+	size_t nstates, cap_states;
+	struct model_sample *samples;
+	size_t nsamples, cap_samples;
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	uint64_t ts_base_ns;         /* from model_finish: the second at or before the
@@ -234,6 +240,7 @@ int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t ti
  *    made while it stayed on the stack (from the first call's start to the
  *    last one's end), so Model.forward or Optimizer.step show as blocks
  *    around the calls made inside them;
+ *  - sort thread states and samples (model_states_finish());
  *  - set ts_base_ns.
  */
 int model_finish(struct model *m);

@@ -341,6 +341,60 @@ static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 	return name_thread(c, e->pid, e->tid, comm);
 }
 
+/* A thread changes state (struct gb_state). */
+static int on_state(struct collector *c, const struct gb_state *s)
+{
+	enum model_state st;
+	int ret;
+
+	switch (s->state) {
+	case GB_ST_RUNNING:
+		st = MS_RUNNING;
+		break;
+	case GB_ST_RUNNABLE:
+		st = MS_RUNNABLE;
+		break;
+	case GB_ST_BLOCKED:
+		st = s->syscall < 0 ? MS_OTHER_WAIT : model_state_of_syscall(s->syscall);
+		break;
+	case GB_ST_GIL:
+		st = MS_GIL_WAIT;
+		break;
+	case GB_ST_EXIT:
+		c->states++;
+		return model_thread_exit(c->m, s->pid, s->tid, s->ts);
+	case GB_ST_WOKEN:
+		c->states++;
+		return model_thread_woken(c->m, s->pid, s->tid, s->ts);
+	default:
+		return -EINVAL;
+	}
+	ret = model_thread_state(c->m, s->pid, s->tid, s->ts, st,
+				 s->syscall < 0 || s->syscall > INT16_MAX ? -1 : s->syscall,
+				 st == MS_GIL_WAIT ? s->holder : 0);
+	if (ret)
+		return ret;
+	c->states++;
+	ret = first_sighting(c, s->tid);
+	return ret > 0 ? name_thread(c, s->pid, s->tid, NULL) : ret;
+}
+
+static int on_sample(struct collector *c, const struct gb_sample *s)
+{
+	int ret = model_add_sample(c->m, s->ts, s->pid, s->tid, s->cpu, s->pystack);
+
+	if (ret)
+		return ret;
+	c->samples++;
+	ret = first_sighting(c, s->tid);
+	return ret > 0 ? name_thread(c, s->pid, s->tid, NULL) : ret;
+}
+
+void collector_end(struct collector *c, uint64_t ts)
+{
+	model_states_end(c->m, ts);
+}
+
 static int on_call(struct collector *c, const struct gb_call *r)
 {
 	static int kernel_get_function = -1;
@@ -589,6 +643,14 @@ int collector_record(struct collector *c, const void *data, size_t size)
 	case GB_REC_EXIT:
 		if (size >= sizeof(struct gb_exit))
 			ret = on_exit_rec(c, data);
+		break;
+	case GB_REC_STATE:
+		if (size >= sizeof(struct gb_state))
+			ret = on_state(c, data);
+		break;
+	case GB_REC_SAMPLE:
+		if (size >= sizeof(struct gb_sample))
+			ret = on_sample(c, data);
 		break;
 	case GB_REC_CORR:
 		if (size >= sizeof(struct gb_corr)) {

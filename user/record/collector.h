@@ -36,6 +36,8 @@ struct collector {
 	uint64_t py_unresolved; /* frames that could not be named */
 	struct nsym *nsym;      /* names native frames as stacks arrive */
 	uint64_t native_unnamed; /* native frames no symbol named */
+	uint64_t states;        /* thread state changes */
+	uint64_t samples;       /* CPU-clock samples */
 };
 
 /* Python stacks of pid are walked with layout cfg: resolve them with it. 0 or -ENOMEM. */
@@ -48,6 +50,8 @@ void collector_release(struct collector *c);
  * unknown type or wrong size (counted in c->bad), -ENOMEM.
  */
 int collector_record(struct collector *c, const void *data, size_t size);
+/* The recording ends at ts: every thread's state lasts until then. */
+void collector_end(struct collector *c, uint64_t ts);
 /*
  * Fill ev from a call record using the call table: the pure part of
  * decoding, without naming.  Returns 0 or -EINVAL (unknown call id).
