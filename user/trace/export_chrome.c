@@ -25,6 +25,14 @@
  * (cat "gpu_sync") are slices there too.  CUPTI memory records are
  * instants (cat "gpu_memory") on "GPU <device> / memory", lane 0xfffff.
  *
+ * Each host thread with thread states has a track right under its own,
+ * "<thread> state" (tid STATE_TID_BASE + tid): slices (cat
+ * "thread_state") "Running", "Runnable", "GIL wait (held by <tid>)", the
+ * syscall a thread blocked in ("futex", "read"...), "sleep", tiling the
+ * thread's time; CPU samples are instants there (cat "sample"), named by
+ * their innermost Python function, with their stack in args.  They are
+ * on their own track so that the thread's calls and scopes nest as before.
+ *
  * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns)
  * after "ts_base_ns" (in the "gpubpf" object): small numbers, so that a
  * reader's doubles keep their nanoseconds at any uptime (absolute ones
@@ -51,6 +59,8 @@
 #endif
 
 #define GPU_TID_BASE 0x40000000u
+
+#define STATE_TID_BASE 0x20000000u
 
 #define GPU_MEMORY_LANE 0xfffffu  /* the device's "GPU <device> / memory" track */
 
@@ -574,6 +584,136 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 	return 0;
 }
 
+/* {"ph":"M","name":"thread_sort_index","pid":pid,"tid":tid,"args":{"sort_index":index}} */
+static int write_sort_index(struct jw *jw, uint32_t pid, uint32_t tid, uint64_t index)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, "ph");
+	jw_str(jw, "M");
+	jw_key(jw, "name");
+	jw_str(jw, "thread_sort_index");
+	jw_key(jw, "pid");
+	jw_uint(jw, pid);
+	jw_key(jw, "tid");
+	jw_uint(jw, tid);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "sort_index");
+	jw_uint(jw, index);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/*
+ * Name the state track of each thread with states, "<thread> state", and
+ * sort it right under its thread (threads in model order).
+ */
+static int write_state_tracks(struct jw *jw, const struct model *m)
+{
+	char name[128];
+
+	for (size_t i = 0, k = 0; i < m->nstates; k++) {
+		const struct model_state_span *s = &m->states[i];
+		const struct model_thread *t = model_find_thread(m, s->pid, s->tid);
+
+		if (t && t->name)
+			snprintf(name, sizeof(name), "%s state", str(m, t->name));
+		else
+			snprintf(name, sizeof(name), "%u state", s->tid);
+		write_name_meta(jw, "thread_name", s->pid, STATE_TID_BASE + s->tid, name);
+		write_sort_index(jw, s->pid, s->tid, 2 * k);
+		write_sort_index(jw, s->pid, STATE_TID_BASE + s->tid, 2 * k + 1);
+		while (i < m->nstates && m->states[i].pid == s->pid && m->states[i].tid == s->tid)
+			i++;
+	}
+	return 0;
+}
+
+/* A state span's slice name: "Running", "GIL wait (held by 12)", "read"... */
+static void state_label(const struct model_state_span *s, char *buf, size_t len)
+{
+	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
+
+	switch (s->state) {
+	case MS_RUNNING:
+		snprintf(buf, len, "Running");
+		break;
+	case MS_RUNNABLE:
+		snprintf(buf, len, "Runnable");
+		break;
+	case MS_GIL_WAIT:
+		if (s->holder)
+			snprintf(buf, len, "GIL wait (held by %u)", s->holder);
+		else
+			snprintf(buf, len, "GIL wait");
+		break;
+	case MS_SLEEP:
+		snprintf(buf, len, "sleep");
+		break;
+	default:
+		if (sc)
+			snprintf(buf, len, "%s", sc);
+		else if (s->syscall >= 0)
+			snprintf(buf, len, "syscall %d", s->syscall);
+		else
+			snprintf(buf, len, "blocked");
+		break;
+	}
+}
+
+static int write_state(struct jw *jw, const struct model *m, const struct model_state_span *s)
+{
+	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
+	char name[64];
+
+	state_label(s, name, sizeof(name));
+	event_head(jw, m, "X", "thread_state", name, strlen(name), s->pid,
+		   STATE_TID_BASE + s->tid, s->ts, s->dur);
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "state");
+	jw_str(jw, model_state_name(s->state));
+	if (s->syscall >= 0) {
+		jw_key(jw, "syscall");
+		if (sc)
+			jw_str(jw, sc);
+		else
+			jw_int(jw, s->syscall);
+	}
+	if (s->holder) {
+		jw_key(jw, "holder_tid");
+		jw_uint(jw, s->holder);
+	}
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/* A CPU sample: an instant on its thread's state track, named by its innermost function. */
+static int write_sample(struct jw *jw, const struct model *m, const struct model_sample *s)
+{
+	const struct model_stack *st = s->stack ? &m->stacks[s->stack - 1] : NULL;
+	const char *name = st && st->n ? str(m, m->frames[st->first]) : "sample";
+	const char *paren = strstr(name, " (");
+
+	event_head(jw, m, "i", "sample", name, paren ? (size_t)(paren - name) : strlen(name),
+		   s->pid, STATE_TID_BASE + s->tid, s->ts, 0);
+	jw_key(jw, "s");
+	jw_str(jw, "t");
+	jw_key(jw, "args");
+	jw_obj_begin(jw);
+	jw_key(jw, "cpu");
+	jw_uint(jw, s->cpu);
+	if (st) {
+		jw_key(jw, "stack");
+		jw_arr_begin(jw);
+		for (uint32_t i = 0; i < st->n; i++)
+			jw_str(jw, str(m, m->frames[st->first + i]));
+		jw_arr_end(jw);
+	}
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
 /* Device memory in use: a counter track per process and device. */
 static int write_mem_counter(struct jw *jw, const struct model *m, const struct mem_sample *s)
 {
@@ -646,6 +786,12 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 	for (; k < nms && !ret; k++)
 		write_mem_counter(&jw, m, &ms[k]);
 	free(ms);
+	if (!ret)
+		ret = write_state_tracks(&jw, m);
+	for (size_t i = 0; i < m->nstates && !ret; i++)
+		ret = write_state(&jw, m, &m->states[i]);
+	for (size_t i = 0; i < m->nsamples && !ret; i++)
+		ret = write_sample(&jw, m, &m->samples[i]);
 	if (ret)
 		goto cleanup;
 	jw_arr_end(&jw);
