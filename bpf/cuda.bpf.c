@@ -473,7 +473,7 @@ static long py_walk_frame(__u32 i, void *data)
  * the thread runs no Python.  Not inlined: both probe paths call it, and
  * the verifier checks it once.
  */
-static __noinline __u64 py_stack(__u32 tgid)
+static __noinline __u64 py_stack(__u32 tgid, int sampled)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -515,6 +515,7 @@ static __noinline __u64 py_stack(__u32 tgid)
 	w.s->st.id = key.id;
 	w.s->st.depth = w.n;
 	w.s->st.truncated = w.frame != 0;
+	w.s->st.sampled = sampled;
 	n = w.n;
 	if (n > GB_PY_MAX_DEPTH)
 		return 0;
@@ -619,7 +620,7 @@ static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_reg
 	c->arg[3] = PT_REGS_PARM4(ctx);
 	c->arg[4] = PT_REGS_PARM5(ctx);
 	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
-	c->pystack = python ? py_stack(c->pid) : 0;
+	c->pystack = python ? py_stack(c->pid, 0) : 0;
 	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
 	if (n < GB_CALL_STK)
 		return;
@@ -1148,7 +1149,7 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 
 	if (!state_traced(tgid))
 		return 0;
-	stack = pid_flags(tgid) & GB_PID_PYTHON ? py_stack(tgid) : 0;
+	stack = pid_flags(tgid) & GB_PID_PYTHON ? py_stack(tgid, 1) : 0;
 	s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
 	if (!s) {
 		count_drop(tgid);

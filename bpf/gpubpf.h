@@ -338,7 +338,8 @@ struct gb_pystack {
 	__u32 pid;
 	__u64 id;               /* hash of the frames: the key calls refer to */
 	__u32 depth;            /* frames that follow, innermost first */
-	__u32 truncated;        /* the stack was deeper than the walk */
+	__u16 truncated;        /* the stack was deeper than the walk */
+	__u16 sampled;          /* first walked for a CPU sample (struct gb_sample) */
 	struct gb_py_frame frames[GB_PY_MAX_DEPTH];
 };
 

@@ -56,7 +56,11 @@ at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 if check "-p: record" "$GPUBPF" record --quiet -p "$w" -d 1s -o "$TMPD/p.json"; then
 	cmp_ok "-p: the threads have state tracks" "$(json_query "$TMPD/p.json" \
-		'len({e["tid"] for e in ev if e.get("cat") == "thread_state"})')" -ge 21
+		'len({e["tid"] for e in ev if e.get("cat") == "thread_state"})')" -ge 22
+	# blocked before the recording and all through it: its state comes from /proc
+	is "-p: a thread blocked all along is seen reading" "$(json_query "$TMPD/p.json" '
+[tids := collections.defaultdict(set), [tids[e["tid"]].add(e["name"]) for e in ev if e.get("cat") == "thread_state"],
+ len([t for t, names in tids.items() if names == {"read"}])][-1]')" 1
 	cmp_ok "-p: samples" "$(json_query "$TMPD/p.json" \
 		'len([e for e in ev if e.get("cat") == "sample" and "stack" in e["args"]])')" -gt 5
 fi

@@ -18,7 +18,8 @@ and writes TRUTH.json: {"pid", "main", "hog", "phases": [{"name", "start",
 "end"}]}, times in CLOCK_MONOTONIC ns (time.monotonic_ns).
 
 With --threads N: N threads that each sleep and compute in turn for S
-seconds (-p attach and many-thread tests), then exit.
+seconds (-p attach and many-thread tests), and one, "reader", blocked
+reading a pipe all along; then they exit.
 """
 import ctypes
 import json
@@ -118,12 +119,15 @@ def many_threads(n, run_s):
             time.sleep(0.01)
             busy_loop(time.monotonic_ns() + 200000)
 
+    r, w = os.pipe()
     threads = [threading.Thread(target=worker) for _ in range(n)]
+    threads.append(threading.Thread(target=blocking_read, args=(r,), name="reader"))
     for t in threads:
         t.start()
     while time.monotonic_ns() < until:
         lib.cuInit(0)
         time.sleep(0.05)
+    os.write(w, b"x")
     for t in threads:
         t.join()
 

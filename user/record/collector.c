@@ -220,7 +220,7 @@ static int on_pystack(struct collector *c, const struct gb_pystack *st, size_t s
 		return -EINVAL;
 	for (uint32_t i = 0; i < st->depth; i++) {
 		if (pysym_resolve(c->pysym, st->pid, cfg, &st->frames[i], &fi))
-			c->py_unresolved++;
+			*(st->sampled ? &c->py_unresolved_sampled : &c->py_unresolved) += 1;
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", fi.qualname, fi.filename, fi.line);
 		frames[i] = strtab_intern(&c->m->strs, buf);
 		snprintf(buf, sizeof(buf), "%s (%s)", fi.qualname, fi.filename);
@@ -388,6 +388,35 @@ static int on_sample(struct collector *c, const struct gb_sample *s)
 	c->samples++;
 	ret = first_sighting(c, s->tid);
 	return ret > 0 ? name_thread(c, s->pid, s->tid, NULL) : ret;
+}
+
+int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts)
+{
+	const struct model_thread *t;
+	enum model_state st;
+	pid_t *tids = NULL;
+	int n, ret = 0;
+	char state;
+	long nr;
+
+	n = proc_list_threads(pid, &tids);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && !ret; i++) {
+		t = model_find_thread(c->m, pid, tids[i]);
+		if ((t && t->open_state) || proc_thread_wait(pid, tids[i], &state, &nr))
+			continue;
+		if (state == 'R')
+			st = MS_RUNNING;        /* or runnable: its next switch says */
+		else
+			st = nr < 0 ? MS_OTHER_WAIT : model_state_of_syscall(nr);
+		ret = model_thread_state(c->m, pid, tids[i], ts, st,
+					 st == MS_RUNNING || nr > INT16_MAX ? -1 : nr, 0);
+		if (!ret && (ret = first_sighting(c, tids[i])) > 0)
+			ret = name_thread(c, pid, tids[i], NULL);
+	}
+	free(tids);
+	return ret < 0 ? ret : 0;
 }
 
 void collector_end(struct collector *c, uint64_t ts)

@@ -226,6 +226,8 @@ int targets_setup_pids(struct record *r)
 		}
 		if (probes_trace_pid(&r->probes, t->pid))
 			return -ENOMEM;
+		if (r->o->states)
+			collector_seed_states(&r->coll, t->pid, now_ns(CLOCK_MONOTONIC));
 		pystacks_try(r, t->pid);
 		if (!proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
 			t->seen_libcuda = 1;
