@@ -661,6 +661,14 @@ static void state_label(const struct model_state_span *s, char *buf, size_t len)
 	}
 }
 
+/* chrome://tracing's reserved colours of thread states (Perfetto picks its own) */
+static const char *const state_colours[MS_COUNT] = {
+	[MS_RUNNING] = "thread_state_running", [MS_RUNNABLE] = "thread_state_runnable",
+	[MS_GIL_WAIT] = "thread_state_uninterruptible", [MS_LOCK_WAIT] = "thread_state_sleeping",
+	[MS_IO] = "thread_state_iowait", [MS_SLEEP] = "thread_state_sleeping",
+	[MS_OTHER_WAIT] = "thread_state_unknown",
+};
+
 static int write_state(struct jw *jw, const struct model *m, const struct model_state_span *s)
 {
 	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
@@ -669,6 +677,10 @@ static int write_state(struct jw *jw, const struct model *m, const struct model_
 	state_label(s, name, sizeof(name));
 	event_head(jw, m, "X", "thread_state", name, strlen(name), s->pid,
 		   STATE_TID_BASE + s->tid, s->ts, s->dur);
+	if (s->state < MS_COUNT) {
+		jw_key(jw, "cname");
+		jw_str(jw, state_colours[s->state]);
+	}
 	jw_key(jw, "args");
 	jw_obj_begin(jw);
 	jw_key(jw, "state");
