@@ -12,7 +12,9 @@
 # 6. late attach: target stall per injection, per-launch cost after detach
 #    against a process never attached (bench/inject_bench.sh);
 # 7. cost per call by the probed entry's first instruction
-#    (bench/prologue_bench.sh).
+#    (bench/prologue_bench.sh);
+# 8. thread states and CPU samples: per context switch, per sample, the
+#    recorder's CPU at 1 kHz, a launch loop's slowdown (bench/sched_bench.sh).
 #
 # Prints tables and splices them into BENCHMARKS.md between the
 # "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
@@ -469,6 +471,8 @@ BENCH_MD="$BENCH_MD" bash bench/stack_bench.sh
 BENCH_MD="$BENCH_MD" bash bench/inject_bench.sh
 # 7. Per-call cost by entry prologue shape (writes its own block)
 BENCH_MD="$BENCH_MD" bash bench/prologue_bench.sh
+# 8. thread states and the CPU sampler (writes its own block)
+BENCH_MD="$BENCH_MD" bash bench/sched_bench.sh
 
 [ "$BENCH_MD" = - ] && exit 0
 MACHINE="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), virt: $(systemd-detect-virt --vm 2>/dev/null || echo unknown)"
