@@ -76,18 +76,16 @@ static int room(void **arr, size_t n, size_t *cap, size_t elem)
 	return 0;
 }
 
-/* End t's open span at ts; the span, or NULL if none was open. */
-static struct model_state_span *end_open(struct model *m, struct model_thread *t, uint64_t ts)
+/* End t's open span, if any, at ts. */
+static void end_open(struct model *m, struct model_thread *t, uint64_t ts)
 {
 	struct model_state_span *s;
 
 	if (!t->open_state)
-		return NULL;
+		return;
 	s = &m->states[t->open_state - 1];
 	t->open_state = 0;
 	s->dur = ts > s->ts ? ts - s->ts : 0;
-	s->open = 0;
-	return s;
 }
 
 int model_thread_state(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts,
@@ -109,7 +107,7 @@ int model_thread_state(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts,
 	if (room((void **)&m->states, m->nstates, &m->cap_states, sizeof(*m->states)))
 		return -ENOMEM;
 	m->states[m->nstates] = (struct model_state_span){
-		.ts = ts, .pid = pid, .tid = tid, .state = state, .open = 1,
+		.ts = ts, .pid = pid, .tid = tid, .state = state,
 		.syscall = syscall, .holder = holder,
 	};
 	t->open_state = ++m->nstates;

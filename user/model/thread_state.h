@@ -31,7 +31,6 @@ struct model_state_span {
 	uint64_t ts, dur;       /* ns, CLOCK_MONOTONIC; dur 0 while open */
 	uint32_t pid, tid;
 	uint8_t state;          /* enum model_state */
-	uint8_t open;           /* not ended yet (only before model_states_end) */
 	int16_t syscall;        /* the syscall it blocked in, -1 none */
 	uint32_t holder;        /* MS_GIL_WAIT: the GIL holder's tid, 0 unknown */
 };
