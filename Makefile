@@ -209,7 +209,8 @@ BENCH_SHAPES := xor sub endbr push
 SHAPE_LIBS := $(foreach s,$(BENCH_SHAPES),$(BENCH_DIR)/$(s)/libcuda.so.1)
 BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost $(SHAPE_LIBS) \
               $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
-              $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench $(BENCH_DIR)/pftrace_bench
+              $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench $(BENCH_DIR)/pftrace_bench \
+              $(BENCH_DIR)/pingpong
 
 .PHONY: bench-bins
 bench-bins: $(BENCH_BINS)
@@ -233,6 +234,11 @@ $(BENCH_DIR)/callcost: bench/callcost.c
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $< -ldl
+
+$(BENCH_DIR)/pingpong: bench/pingpong.c
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $<
 
 $(BENCH_DIR)/empty.bpf.o: bench/empty.bpf.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)

@@ -8,6 +8,7 @@
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
+#include <linux/bpf_perf_event.h>
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_core_read.h>
@@ -472,7 +473,7 @@ static long py_walk_frame(__u32 i, void *data)
  * the thread runs no Python.  Not inlined: both probe paths call it, and
  * the verifier checks it once.
  */
-static __noinline __u64 py_stack(__u32 tgid)
+static __noinline __u64 py_stack(__u32 tgid, int sampled)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
@@ -514,6 +515,7 @@ static __noinline __u64 py_stack(__u32 tgid)
 	w.s->st.id = key.id;
 	w.s->st.depth = w.n;
 	w.s->st.truncated = w.frame != 0;
+	w.s->st.sampled = sampled;
 	n = w.n;
 	if (n > GB_PY_MAX_DEPTH)
 		return 0;
@@ -618,7 +620,7 @@ static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_reg
 	c->arg[3] = PT_REGS_PARM4(ctx);
 	c->arg[4] = PT_REGS_PARM5(ctx);
 	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
-	c->pystack = python ? py_stack(c->pid) : 0;
+	c->pystack = python ? py_stack(c->pid, 0) : 0;
 	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
 	if (n < GB_CALL_STK)
 		return;
@@ -1002,5 +1004,163 @@ int BPF_PROG(gb_fork, struct task_struct *parent, struct task_struct *child)
 	if (pid_flags(ptgid) & GB_PID_TRACED)
 		__sync_fetch_and_or(&pid_bits[pid_word(ctgid)],
 				    GB_PID_TRACED << GB_PID_SHIFT(ctgid));
+	return 0;
+}
+
+/*
+ * Thread states (struct gb_state): a record as a thread of a traced
+ * process is switched in, switched out (preempted, blocked, or dead), and
+ * woken.  Attached only with record --states.
+ */
+#define GB_ENOSYS 38
+#define GB_NR_FUTEX 202
+#define GB_TASK_DEAD 0x80
+
+/* record -a marks the processes it finds traced too: never all of them here */
+static __always_inline int state_traced(__u32 tgid)
+{
+	return tgid != self_tgid && (pid_flags(tgid) & GB_PID_TRACED);
+}
+
+static __always_inline void emit_state(__u32 tgid, __u32 tid, __u32 state, __u64 ts,
+				       __s32 nr, __u32 holder)
+{
+	struct gb_state *s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
+
+	if (!s) {
+		count_drop(tgid);
+		return;
+	}
+	s->type = GB_REC_STATE;
+	s->pid = tgid;
+	s->tid = tid;
+	s->state = state;
+	s->ts = ts;
+	s->syscall = nr;
+	s->holder = holder;
+	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
+}
+
+/*
+ * The GIL's holder when the current thread's futex at uaddr lies in its
+ * process's GIL: the holder's tid, or 0 when the interpreter does not say
+ * (3.10 keeps no native thread id); -1 when uaddr is not the GIL.
+ */
+static __always_inline long gil_holder(__u32 tgid, __u64 uaddr)
+{
+	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	__u64 gil, holder;
+	__u32 tid = 0;
+
+	if (!cfg || !cfg->gil)
+		return -1;
+	gil = cfg->runtime;
+	if (cfg->gil_in_interp)
+		gil = read_u64(cfg->runtime + cfg->interp_head);
+	if (!gil)
+		return -1;
+	gil += cfg->gil;
+	if (uaddr < gil || uaddr >= gil + GB_PY_GIL_SIZE)
+		return -1;
+	holder = read_u64(gil + cfg->gil_holder);
+	if (holder && cfg->tstate_native_tid != GB_PY_NONE)
+		bpf_probe_read_user(&tid, sizeof(tid), (void *)(holder + cfg->tstate_native_tid));
+	return tid;
+}
+
+/* The current thread, prev, leaves its CPU: why. */
+static __always_inline void switched_out(struct task_struct *prev, __u32 tgid,
+					 unsigned int prev_state, __u64 now)
+{
+	struct pt_regs___gb *regs;
+	long nr = -1, holder;
+
+	if (!prev_state) {
+		emit_state(tgid, prev->pid, GB_ST_RUNNABLE, now, -1, 0);
+		return;
+	}
+	if (prev_state & GB_TASK_DEAD) {
+		emit_state(tgid, prev->pid, GB_ST_EXIT, now, -1, 0);
+		return;
+	}
+	regs = (struct pt_regs___gb *)bpf_task_pt_regs(prev);
+	if (regs && (long)BPF_CORE_READ(regs, ax) == -GB_ENOSYS)
+		nr = BPF_CORE_READ(regs, orig_ax);
+	if (nr == GB_NR_FUTEX && (pid_flags(tgid) & GB_PID_PYTHON)) {
+		holder = gil_holder(tgid, BPF_CORE_READ(regs, di));
+		if (holder >= 0) {
+			emit_state(tgid, prev->pid, GB_ST_GIL, now, nr, holder);
+			return;
+		}
+	}
+	emit_state(tgid, prev->pid, GB_ST_BLOCKED, now, nr, 0);
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(gb_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u32 ptgid = prev->tgid, ntgid = next->tgid;
+	__u64 now;
+
+	if (!state_traced(ptgid) && !state_traced(ntgid))
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (state_traced(ptgid))
+		switched_out(prev, ptgid, prev_state, now);
+	if (state_traced(ntgid))
+		emit_state(ntgid, next->pid, GB_ST_RUNNING, now, -1, 0);
+	return 0;
+}
+
+static __always_inline int woken(struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (state_traced(tgid))
+		emit_state(tgid, p->pid, GB_ST_WOKEN, bpf_ktime_get_ns(), -1, 0);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(gb_wakeup, struct task_struct *p)
+{
+	return woken(p);
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(gb_wakeup_new, struct task_struct *p)
+{
+	return woken(p);
+}
+
+/*
+ * CPU-clock samples (struct gb_sample), one perf event per CPU at record
+ * --sample-hz: a thread of a traced process on the CPU, with its Python
+ * stack.
+ */
+SEC("perf_event")
+int gb_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_sample *s;
+	__u64 stack;
+
+	if (!state_traced(tgid))
+		return 0;
+	stack = pid_flags(tgid) & GB_PID_PYTHON ? py_stack(tgid, 1) : 0;
+	s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
+	if (!s) {
+		count_drop(tgid);
+		return 0;
+	}
+	s->type = GB_REC_SAMPLE;
+	s->pid = tgid;
+	s->tid = (__u32)pid_tgid;
+	s->cpu = bpf_get_smp_processor_id();
+	s->ts = bpf_ktime_get_ns();
+	s->pystack = stack;
+	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
 	return 0;
 }

@@ -28,6 +28,8 @@ enum gb_rec_type {
 	GB_REC_MAP = 7,     /* a traced process maps a libcuda not yet probed: struct gb_map */
 	GB_REC_APIERR = 8,  /* a driver call failed, from the injection library: struct gb_apierr */
 	GB_REC_EXIT = 9,    /* a traced thread exits: struct gb_exit */
+	GB_REC_STATE = 10,  /* a traced thread changes state: struct gb_state */
+	GB_REC_SAMPLE = 11, /* a CPU-clock sample of a traced thread: struct gb_sample */
 };
 
 /*
@@ -146,6 +148,47 @@ struct gb_exit {
 	__u32 tid;
 	__u32 pad;
 	char comm[GB_COMM_LEN]; /* the thread's name */
+};
+
+/*
+ * Thread states, from the scheduler (record --states): each record says
+ * that thread tid entered state at ts; it stays there until its next
+ * record.  Running: switched in.  Runnable: preempted: waiting for a
+ * CPU.  Woken: runnable, unless it had not left its CPU yet.  Blocked: switched out to wait, in syscall (-1: not
+ * in a syscall: a page fault, a stop...).  Gil: blocked on the futex of
+ * the interpreter's GIL; holder is the tid of the thread that last took it
+ * (0: unknown).  Exit: the thread is gone.
+ */
+enum gb_thread_state {
+	GB_ST_RUNNING = 1,
+	GB_ST_RUNNABLE = 2,
+	GB_ST_BLOCKED = 3,
+	GB_ST_GIL = 4,
+	GB_ST_EXIT = 5,
+	GB_ST_WOKEN = 6,
+};
+
+struct gb_state {
+	__u32 type;             /* GB_REC_STATE */
+	__u32 pid;              /* tgid */
+	__u32 tid;
+	__u32 state;            /* enum gb_thread_state */
+	__u64 ts;               /* CLOCK_MONOTONIC ns */
+	__s32 syscall;          /* blocked, gil: the syscall number, -1 none */
+	__u32 holder;           /* gil: the holder's tid, 0 unknown */
+};
+
+/*
+ * A CPU-clock sample (record --sample-hz) of a thread of a traced process
+ * that was on a CPU: its Python stack (as in gb_call), 0 if none.
+ */
+struct gb_sample {
+	__u32 type;             /* GB_REC_SAMPLE */
+	__u32 pid;
+	__u32 tid;
+	__u32 cpu;
+	__u64 ts;
+	__u64 pystack;
 };
 
 struct gb_name {
@@ -270,8 +313,18 @@ struct gb_py_config {
 				   object folded into its identity token */
 	__u32 depth;            /* frames to walk, <= GB_PY_MAX_DEPTH */
 	__u8 exec_tag_mask;     /* 3.14: low bits of f_executable that are tags */
-	__u8 pad[7];
+	__u8 gil_in_interp;     /* gil is an offset in the interpreter (3.12+), not
+				   in the runtime (3.10/3.11) */
+	__u8 pad[2];
+	__u32 gil;              /* offset of the _gil_runtime_state; 0: unknown */
+	__u32 gil_holder;       /* of its last_holder (a PyThreadState *) */
+	__u32 tstate_native_tid; /* of tstate->native_thread_id; GB_PY_NONE in 3.10 */
+	__u32 pad2;
 };
+
+/* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.10 to 3.13: its
+   futex words (cond, mutex, switch_cond, switch_mutex) lie inside it */
+#define GB_PY_GIL_SIZE 208
 
 /* One frame: the code object, its identity token, the instruction offset. */
 struct gb_py_frame {
@@ -285,7 +338,8 @@ struct gb_pystack {
 	__u32 pid;
 	__u64 id;               /* hash of the frames: the key calls refer to */
 	__u32 depth;            /* frames that follow, innermost first */
-	__u32 truncated;        /* the stack was deeper than the walk */
+	__u16 truncated;        /* the stack was deeper than the walk */
+	__u16 sampled;          /* first walked for a CPU sample (struct gb_sample) */
 	struct gb_py_frame frames[GB_PY_MAX_DEPTH];
 };
 

@@ -51,6 +51,17 @@ struct task_struct {
 	unsigned int ptrace;    /* nonzero: traced by a debugger (gdb, strace) */
 } __attribute__((preserve_access_index));
 
+/*
+ * The registers a task entered the kernel with (bpf_task_pt_regs()): in a
+ * syscall, ax holds -ENOSYS until it returns, orig_ax its number, di its
+ * first argument.  The ___gb flavour keeps it apart from UAPI's pt_regs.
+ */
+struct pt_regs___gb {
+	unsigned long di;
+	unsigned long ax;
+	unsigned long orig_ax;
+} __attribute__((preserve_access_index));
+
 /* The file an mmap() maps: its name and inode. */
 struct qstr {
 	const unsigned char *name;

@@ -37,6 +37,16 @@ int main(void)
 #endif
 	P("tstate_next", offsetof(PyThreadState, next));
 	P("tstate_thread_id", offsetof(PyThreadState, thread_id));
+#if PY_VERSION_HEX >= 0x030B0000
+	P("tstate_native_tid", offsetof(PyThreadState, native_thread_id));
+#endif
+#if PY_VERSION_HEX < 0x030C0000
+	P("gil", offsetof(_PyRuntimeState, ceval.gil));
+#else
+	P("gil", offsetof(PyInterpreterState, _gil));
+#endif
+	P("gil_size", sizeof(struct _gil_runtime_state));
+	P("gil_holder", offsetof(struct _gil_runtime_state, last_holder));
 #if PY_VERSION_HEX < 0x030B0000
 	P("tstate_frame", offsetof(PyThreadState, frame));
 	P("frame_code", offsetof(PyFrameObject, f_code));

@@ -73,6 +73,8 @@ static void test_record_opts(void)
 	char *bad_stack[] = { "record", "-a", "--stack", "python,", NULL };
 	char *bad_rate[] = { "record", "-a", "--sample-rate", "-1", NULL };
 	char *bad_depth[] = { "record", "-a", "--stack-depth", "257", NULL };
+	char *sched[] = { "record", "-a", "--sample-hz", "0", "--no-states", NULL };
+	char *bad_hz[] = { "record", "-a", "--sample-hz", "1k", NULL };
 	struct record_opts o;
 
 	ok(!record_parse(&o, pids), "-p with values parses");
@@ -83,6 +85,7 @@ static void test_record_opts(void)
 	ok(o.export.mem_sample_rate == 8, "--sample-rate reaches the exporter's options");
 	ok(o.quiet && o.device && o.inject && o.ringbuf == 16ULL << 20 && o.stack_depth == 64,
 	   "defaults kept for what was not given");
+	ok(o.states && o.sample_hz == 1000, "thread states and 1000 samples/s by default");
 	record_opts_release(&o);
 
 	ok(!record_parse(&o, cmd), "-- CMD parses");
@@ -100,6 +103,9 @@ static void test_record_opts(void)
 	ok(record_parse(&o, bad_stack) == -EINVAL, "--stack python, is refused");
 	ok(record_parse(&o, bad_rate) == -EINVAL, "--sample-rate -1 is refused");
 	ok(record_parse(&o, bad_depth) == -EINVAL, "--stack-depth 257 is refused");
+	ok(!record_parse(&o, sched) && !o.states && !o.sample_hz, "--sample-hz 0, --no-states");
+	record_opts_release(&o);
+	ok(record_parse(&o, bad_hz) == -EINVAL, "--sample-hz 1k is refused");
 }
 
 static void test_merge_opts(void)

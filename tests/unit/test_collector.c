@@ -703,6 +703,93 @@ static void test_naming(void)
 	model_release(&m);
 }
 
+static int state_rec(struct collector *c, uint32_t tid, uint64_t ts, uint32_t state,
+		     int32_t nr, uint32_t holder)
+{
+	struct gb_state r = {
+		.type = GB_REC_STATE, .pid = P1, .tid = tid, .state = state, .ts = ts,
+		.syscall = nr, .holder = holder,
+	};
+
+	return collector_record(c, &r, sizeof(r));
+}
+
+/*
+ * Thread states: a thread's records become spans that tile its time, a
+ * wakeup of a thread still on its CPU changes nothing, blocked states take
+ * their kind from the syscall, exit ends the last span, the end of the
+ * recording the open ones.
+ */
+static void test_states(void)
+{
+	static const struct { uint64_t ts, dur; uint8_t state; int16_t nr; uint32_t holder; } want[] = {
+		{ 100, 100, MS_RUNNING, -1, 0 }, { 200, 100, MS_IO, 0, 0 },
+		{ 300, 50, MS_RUNNABLE, -1, 0 }, { 350, 50, MS_RUNNING, -1, 0 },
+		{ 400, 50, MS_RUNNABLE, -1, 0 }, { 450, 150, MS_RUNNING, -1, 0 },
+		{ 600, 100, MS_GIL_WAIT, 202, 77 }, { 700, 10, MS_RUNNABLE, -1, 0 },
+		{ 710, 90, MS_RUNNING, -1, 0 }, { 800, 100, MS_LOCK_WAIT, 202, 0 },
+		{ 900, 50, MS_OTHER_WAIT, -1, 0 }, { 950, 50, MS_SLEEP, 230, 0 },
+	};
+	struct gb_sample smp = { .type = GB_REC_SAMPLE, .pid = P1, .tid = P1, .cpu = 1,
+				 .ts = 460, .pystack = 0x1234 };
+	struct model m;
+	struct collector c;
+	int okall = 1;
+
+	model_init(&m);
+	collector_init(&c, &m);
+	state_rec(&c, P1, 100, GB_ST_RUNNING, -1, 0);
+	state_rec(&c, P1, 200, GB_ST_BLOCKED, 0, 0);
+	state_rec(&c, P1, 300, GB_ST_WOKEN, -1, 0);
+	state_rec(&c, P1, 350, GB_ST_RUNNING, -1, 0);
+	state_rec(&c, P1, 400, GB_ST_RUNNABLE, -1, 0);
+	state_rec(&c, P1, 450, GB_ST_RUNNING, -1, 0);
+	is_int(state_rec(&c, P1, 500, GB_ST_WOKEN, -1, 0), 0, "a wakeup of a running thread");
+	state_rec(&c, P1, 600, GB_ST_GIL, 202, 77);
+	state_rec(&c, P1, 700, GB_ST_WOKEN, -1, 0);
+	state_rec(&c, P1, 710, GB_ST_RUNNING, -1, 0);
+	state_rec(&c, P1, 800, GB_ST_BLOCKED, 202, 0);
+	state_rec(&c, P1, 900, GB_ST_BLOCKED, -1, 0);
+	state_rec(&c, P1, 950, GB_ST_BLOCKED, 230, 0);
+	/* a thread first seen woken, that exits; a record out of time order */
+	state_rec(&c, P1 + 1, 120, GB_ST_WOKEN, -1, 0);
+	state_rec(&c, P1 + 1, 130, GB_ST_RUNNING, -1, 0);
+	state_rec(&c, P1 + 1, 125, GB_ST_BLOCKED, 35, 0);
+	state_rec(&c, P1 + 1, 140, GB_ST_EXIT, -1, 0);
+	is_int(state_rec(&c, P1, 960, 99, -1, 0), -EINVAL, "an unknown state is refused");
+	is_int(collector_record(&c, &smp, sizeof(smp) - 1), -EINVAL, "a short sample is refused");
+	is_int(collector_record(&c, &smp, sizeof(smp)), 0, "a sample");
+	collector_end(&c, 1000);
+	is_int(model_finish(&m), 0, "model_finish");
+	is_int(c.states, 17, "state records counted");
+	is_int(c.bad, 2, "bad records counted");
+	is_int(m.nstates, 12 + 3, "spans");
+	for (size_t i = 0; i < 12 && m.nstates >= 15; i++) {
+		const struct model_state_span *s = &m.states[i];
+
+		if (s->tid != P1 || s->ts != want[i].ts || s->dur != want[i].dur ||
+		    s->state != want[i].state || s->syscall != want[i].nr ||
+		    s->holder != want[i].holder) {
+			diag("span %zu: ts %llu dur %llu %s syscall %d holder %u", i,
+			     (unsigned long long)s->ts, (unsigned long long)s->dur,
+			     model_state_name(s->state), s->syscall, s->holder);
+			okall = 0;
+		}
+	}
+	ok(okall, "the first thread's spans, in time order, tile [100, 1000)");
+	ok(m.nstates == 15 && m.states[12].state == MS_RUNNABLE && m.states[12].dur == 10 &&
+	   m.states[13].state == MS_RUNNING && m.states[13].dur == 0 &&
+	   m.states[14].state == MS_SLEEP && m.states[14].ts == 130 && m.states[14].dur == 10,
+	   "the second thread: an earlier record starts where the open span did; exit ends it");
+	ok(m.nsamples == 1 && m.samples[0].tid == P1 && m.samples[0].cpu == 1 &&
+	   !m.samples[0].stack, "the sample, without a stack the model lacks");
+	is_str(model_syscall_name(232), "epoll_wait", "syscall names");
+	is_int(model_state_of_syscall(45), MS_IO, "recvfrom is I/O");
+	is_int(model_state_of_syscall(61), MS_OTHER_WAIT, "wait4 is another wait");
+	collector_release(&c);
+	model_release(&m);
+}
+
 int main(void)
 {
 	test_launch();
@@ -716,5 +803,6 @@ int main(void)
 	test_record_names();
 	test_record_errors();
 	test_naming();
+	test_states();
 	return done_testing();
 }

@@ -586,6 +586,71 @@ static void test_flows(void)
 	model_release(&m);
 }
 
+/*
+ * Thread states and samples: a "<thread> state" track sorted right under
+ * its thread, slices named by state, a sample instant named by its
+ * innermost function with the stack in args.
+ */
+static void test_states(void)
+{
+	const char *pj = in_dir("states.json");
+	uint32_t frames[2], funcs[2];
+	int nstate = 0, nsample = 0, named = 0, sorted = 0;
+	const char *names[3] = { "", "", "" };
+	struct model m;
+	cJSON *j, *evs, *x, *a;
+	char *text;
+
+	model_init(&m);
+	model_process(&m, 500, "py");
+	model_thread(&m, 500, 501, "worker");
+	frames[0] = strtab_intern(&m.strs, "spin (w.py:3)");
+	frames[1] = strtab_intern(&m.strs, "<module> (w.py:9)");
+	funcs[0] = strtab_intern(&m.strs, "spin (w.py)");
+	funcs[1] = strtab_intern(&m.strs, "<module> (w.py)");
+	model_add_stack(&m, 500, 0x51, 0, 2, frames, funcs);
+	model_thread_state(&m, 500, 501, 1000, MS_RUNNING, -1, 0);
+	model_thread_state(&m, 500, 501, 3000, MS_GIL_WAIT, 202, 502);
+	model_thread_state(&m, 500, 501, 4000, MS_IO, 0, 0);
+	model_states_end(&m, 6000);
+	model_add_sample(&m, 2000, 500, 501, 1, 0x51);
+	model_finish(&m);
+	is_int(write_trace(&m, pj), 0, "states: export");
+	text = slurp(pj, NULL);
+	j = text ? cJSON_Parse(text) : NULL;
+	evs = item(j, "traceEvents");
+	ok(cJSON_IsArray(evs), "states: valid trace");
+	cJSON_ArrayForEach(x, evs) {
+		const char *cat = sval(x, "cat") ?: "", *name = sval(x, "name") ?: "";
+
+		if (!strcmp(name, "thread_name") && nval(x, "tid") == 0x20000000 + 501 &&
+		    !strcmp(sval(item(x, "args"), "name") ?: "", "worker state"))
+			named++;
+		if (!strcmp(name, "thread_sort_index") && nval(x, "pid") == 500)
+			sorted += nval(item(x, "args"), "sort_index") ==
+				  (nval(x, "tid") == 501 ? 0 : 1);
+		if (!strcmp(cat, "thread_state") && nval(x, "tid") == 0x20000000 + 501 &&
+		    nstate < 3)
+			names[nstate++] = name;
+		if (!strcmp(cat, "sample")) {
+			a = item(item(x, "args"), "stack");
+			nsample += !strcmp(name, "spin") && cJSON_GetArraySize(a) == 2 &&
+				   nval(x, "tid") == 0x20000000 + 501;
+		}
+	}
+	is_int(named, 1, "states: the track is named after its thread");
+	is_int(sorted, 2, "states: sorted right under its thread");
+	ok(nstate == 3 && !strcmp(names[0], "Running") &&
+	   !strcmp(names[1], "GIL wait (held by 502)") && !strcmp(names[2], "read"),
+	   "states: Running, GIL wait (held by 502), read (%s, %s, %s)", names[0], names[1],
+	   names[2]);
+	is_int(nsample, 1, "states: the sample, named by its innermost function, with its stack");
+	cJSON_Delete(j);
+	free(text);
+	unlink(pj);
+	model_release(&m);
+}
+
 static void test_sink(void)
 {
 	char err[512];
@@ -734,6 +799,7 @@ int main(void)
 	test_export();
 	test_gpu_records();
 	test_flows();
+	test_states();
 	test_sink();
 	rmdir(dir);
 	return done_testing();

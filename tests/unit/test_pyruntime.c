@@ -63,6 +63,8 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 		{ "code_filename", 0 }, { "code_name", 0 }, { "code_qualname", 0 },
 		{ "code_firstlineno", 0 }, { "code_linetable", 0 }, { "ascii_size", 0 },
 		{ "compact_size", 0 }, { "bytes_size", 0 }, { "bytes_sval", 0 },
+		{ "gil", c->gil }, { "gil_holder", c->gil_holder },
+		{ "tstate_native_tid", c->tstate_native_tid },
 	};
 
 	if (!ok(n > 10, "%s: offsetof from its headers", py->python))
@@ -91,6 +93,7 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 	is_int(c->code_ident, get(o, n, "code_linetable") + 8 - GB_PY_IDENT_LEN,
 	       "%s: identity window ends after co_linetable", py->python);
 	is_int(c->exec_tag_mask, 0, "%s: no tag bits before 3.14", py->python);
+	is_int(GB_PY_GIL_SIZE, get(o, n, "gil_size"), "%s: the GIL's size", py->python);
 	is_int(c->depth, 0, "%s: depth left to the caller", py->python);
 }
 

@@ -88,9 +88,10 @@ int proc_find_mapping_ino(pid_t pid, const char *prefix, unsigned long ino, char
 	return err;
 }
 
-int proc_list(pid_t **pids)
+/* The numeric entries of the directory path, in a malloc'd array; the count or -errno. */
+static int list_ids(const char *path, pid_t **ids)
 {
-	DIR *d = opendir("/proc");
+	DIR *d = opendir(path);
 	struct dirent *de;
 	pid_t *v = NULL;
 	size_t n = 0, cap = 0;
@@ -108,6 +109,44 @@ int proc_list(pid_t **pids)
 		v[n++] = atoi(de->d_name);
 	}
 	closedir(d);
-	*pids = v;
+	*ids = v;
 	return n;
+}
+
+int proc_list(pid_t **pids)
+{
+	return list_ids("/proc", pids);
+}
+
+int proc_list_threads(pid_t pid, pid_t **tids)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/task", pid);
+	return list_ids(path, tids);
+}
+
+int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/stat", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	if (!p || p[1] != ' ' || !p[2])
+		return -EINVAL;
+	*state = p[2];
+	*nr = -1;
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/syscall", pid, tid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(buf, sizeof(buf), f) || sscanf(buf, "%ld", nr) != 1)
+		*nr = -1;       /* "running" */
+	fclose(f);
+	return 0;
 }

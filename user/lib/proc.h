@@ -22,5 +22,13 @@ int proc_find_mapping_ino(pid_t pid, const char *prefix, unsigned long ino, char
 			  size_t len);
 /* All pids on the machine, in a malloc'd array; the count or -errno. */
 int proc_list(pid_t **pids);
+/* The thread ids of pid, in a malloc'd array; the count or -errno. */
+int proc_list_threads(pid_t pid, pid_t **tids);
+/*
+ * What thread tid of pid is doing: its state letter from its stat ('R',
+ * 'S', 'D'...) and the syscall it is in (-1: none, or not readable).
+ * 0 or -errno.
+ */
+int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr);
 
 #endif

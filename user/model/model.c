@@ -70,6 +70,8 @@ void model_release(struct model *m)
 	free(m->frames);
 	free(m->funcs);
 	hashmap_release(&m->stack_index);
+	hashmap_release(&m->thread_index);
+	model_states_release(m);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -183,23 +185,32 @@ struct model_process *model_process(struct model *m, uint32_t pid, const char *n
 	return p;
 }
 
+const struct model_thread *model_find_thread(const struct model *m, uint32_t pid, uint32_t tid)
+{
+	const struct hashmap_slot *s = hashmap_find(&m->thread_index, (uint64_t)pid << 32 | tid);
+
+	return s ? &m->threads[s->val] : NULL;
+}
+
 struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, const char *name)
 {
-	struct model_thread *t = NULL;
+	struct hashmap_slot *s;
+	struct model_thread *t;
+	int added;
 
-	for (size_t i = m->nthreads; i-- > 0;)
-		if (m->threads[i].tid == tid && m->threads[i].pid == pid) {
-			t = &m->threads[i];
-			break;
-		}
-	if (!t) {
-		if (array_grow(&m->threads, &m->cap_threads, m->nthreads + 1))
-			return NULL;
-		t = &m->threads[m->nthreads++];
+	if (array_grow(&m->threads, &m->cap_threads, m->nthreads + 1))
+		return NULL;
+	s = hashmap_put(&m->thread_index, (uint64_t)pid << 32 | tid, &added);
+	if (!s)
+		return NULL;
+	if (added) {
+		s->val = m->nthreads++;
+		t = &m->threads[s->val];
 		memset(t, 0, sizeof(*t));
 		t->pid = pid;
 		t->tid = tid;
 	}
+	t = &m->threads[s->val];
 	if (name && *name)
 		t->name = strtab_intern(&m->strs, name);
 	return t;
@@ -472,6 +483,8 @@ static void set_ts_base(struct model *m)
 {
 	uint64_t first = m->nev ? m->ev[0].ts : UINT64_MAX;
 
+	if (model_states_first(m) < first)
+		first = model_states_first(m);
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].gpu_window_ns && m->procs[i].gpu_window_ns < first)
 			first = m->procs[i].gpu_window_ns;
@@ -559,6 +572,8 @@ int model_finish(struct model *m)
 		}
 	}
 	free(api);
+	if (!ret)
+		ret = model_states_finish(m);
 	set_ts_base(m);
 	return ret;
 }

@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "lib/hashmap.h"
+#include "model/thread_state.h"
 
 #define GB_SCOPE_MAX 256        /* Python frames followed as scopes */
 
@@ -119,6 +120,7 @@ struct model_corr {
 struct model_thread {
 	uint32_t pid, tid;
 	uint32_t name;          /* strtab id */
+	uint32_t open_state;    /* index + 1 of its open span in m->states, 0 none */
 };
 
 struct model_process {
@@ -147,6 +149,7 @@ struct model {
 	size_t nev, cap_ev;
 	struct model_thread *threads;
 	size_t nthreads, cap_threads;
+	struct hashmap thread_index; /* pid << 32 | tid -> index into threads */
 	struct model_process *procs;
 	size_t nprocs, cap_procs;
 	struct model_kname *knames;
@@ -159,6 +162,10 @@ struct model {
 	uint32_t *frames, *funcs;
 	size_t nframes, cap_frames, cap_funcs;
 	struct hashmap stack_index;  /* hash of (pid, id, native) -> index into stacks */
+	struct model_state_span *states; /* thread states: see thread_state.h */
+	size_t nstates, cap_states;
+	struct model_sample *samples;
+	size_t nsamples, cap_samples;
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	uint64_t ts_base_ns;         /* from model_finish: the second at or before the
@@ -178,6 +185,8 @@ struct model_event *model_add_event(struct model *m);
 /* Find or add; the name is set (or replaced when non-empty). */
 struct model_process *model_process(struct model *m, uint32_t pid, const char *name);
 struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, const char *name);
+/* The thread, NULL if none was added. */
+const struct model_thread *model_find_thread(const struct model *m, uint32_t pid, uint32_t tid);
 int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name);
 /* Kernel name id for (pid, handle), 0 if none is known. */
 uint32_t model_kernel_name(const struct model *m, uint32_t pid, uint64_t handle);
@@ -232,6 +241,7 @@ int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t ti
  *    made while it stayed on the stack (from the first call's start to the
  *    last one's end), so Model.forward or Optimizer.step show as blocks
  *    around the calls made inside them;
+ *  - sort thread states and samples (model_states_finish());
  *  - set ts_base_ns.
  */
 int model_finish(struct model *m);

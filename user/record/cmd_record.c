@@ -101,6 +101,8 @@ static int open_probes(struct record *r)
 	po.ringbuf_bytes = o->ringbuf;
 	po.verbose = o->verbose;
 	po.native_stacks = o->native;
+	po.states = o->states;
+	po.sample_hz = o->sample_hz;
 	/* -a and -- CMD: find a new process's Python before its first call */
 	po.hold_each = o->stacks && o->mode != MODE_PIDS;
 	/* tests: behave as on a kernel that cannot hold processes */

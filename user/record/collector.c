@@ -220,7 +220,7 @@ static int on_pystack(struct collector *c, const struct gb_pystack *st, size_t s
 		return -EINVAL;
 	for (uint32_t i = 0; i < st->depth; i++) {
 		if (pysym_resolve(c->pysym, st->pid, cfg, &st->frames[i], &fi))
-			c->py_unresolved++;
+			*(st->sampled ? &c->py_unresolved_sampled : &c->py_unresolved) += 1;
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", fi.qualname, fi.filename, fi.line);
 		frames[i] = strtab_intern(&c->m->strs, buf);
 		snprintf(buf, sizeof(buf), "%s (%s)", fi.qualname, fi.filename);
@@ -308,6 +308,89 @@ static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 	memcpy(comm, e->comm, GB_COMM_LEN);
 	comm[GB_COMM_LEN] = 0;
 	return name_thread(c, e->pid, e->tid, comm);
+}
+
+/* A thread changes state (struct gb_state). */
+static int on_state(struct collector *c, const struct gb_state *s)
+{
+	enum model_state st;
+	int ret;
+
+	switch (s->state) {
+	case GB_ST_RUNNING:
+		st = MS_RUNNING;
+		break;
+	case GB_ST_RUNNABLE:
+		st = MS_RUNNABLE;
+		break;
+	case GB_ST_BLOCKED:
+		st = s->syscall < 0 ? MS_OTHER_WAIT : model_state_of_syscall(s->syscall);
+		break;
+	case GB_ST_GIL:
+		st = MS_GIL_WAIT;
+		break;
+	case GB_ST_EXIT:
+		c->states++;
+		return model_thread_exit(c->m, s->pid, s->tid, s->ts);
+	case GB_ST_WOKEN:
+		c->states++;
+		return model_thread_woken(c->m, s->pid, s->tid, s->ts);
+	default:
+		return -EINVAL;
+	}
+	ret = model_thread_state(c->m, s->pid, s->tid, s->ts, st,
+				 s->syscall < 0 || s->syscall > INT16_MAX ? -1 : s->syscall,
+				 st == MS_GIL_WAIT ? s->holder : 0);
+	if (ret)
+		return ret;
+	c->states++;
+	ret = first_sighting(c, s->tid);
+	return ret > 0 ? name_thread(c, s->pid, s->tid, NULL) : ret;
+}
+
+static int on_sample(struct collector *c, const struct gb_sample *s)
+{
+	int ret = model_add_sample(c->m, s->ts, s->pid, s->tid, s->cpu, s->pystack);
+
+	if (ret)
+		return ret;
+	c->samples++;
+	ret = first_sighting(c, s->tid);
+	return ret > 0 ? name_thread(c, s->pid, s->tid, NULL) : ret;
+}
+
+int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts)
+{
+	const struct model_thread *t;
+	enum model_state st;
+	pid_t *tids = NULL;
+	int n, ret = 0;
+	char state;
+	long nr;
+
+	n = proc_list_threads(pid, &tids);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && !ret; i++) {
+		t = model_find_thread(c->m, pid, tids[i]);
+		if ((t && t->open_state) || proc_thread_wait(pid, tids[i], &state, &nr))
+			continue;
+		if (state == 'R')
+			st = MS_RUNNING;        /* or runnable: its next switch says */
+		else
+			st = nr < 0 ? MS_OTHER_WAIT : model_state_of_syscall(nr);
+		ret = model_thread_state(c->m, pid, tids[i], ts, st,
+					 st == MS_RUNNING || nr > INT16_MAX ? -1 : nr, 0);
+		if (!ret && (ret = first_sighting(c, tids[i])) > 0)
+			ret = name_thread(c, pid, tids[i], NULL);
+	}
+	free(tids);
+	return ret < 0 ? ret : 0;
+}
+
+void collector_end(struct collector *c, uint64_t ts)
+{
+	model_states_end(c->m, ts);
 }
 
 static int on_call(struct collector *c, const struct gb_call *r)
@@ -561,6 +644,14 @@ int collector_record(struct collector *c, const void *data, size_t size)
 	case GB_REC_EXIT:
 		if (size >= sizeof(struct gb_exit))
 			ret = on_exit_rec(c, data);
+		break;
+	case GB_REC_STATE:
+		if (size >= sizeof(struct gb_state))
+			ret = on_state(c, data);
+		break;
+	case GB_REC_SAMPLE:
+		if (size >= sizeof(struct gb_sample))
+			ret = on_sample(c, data);
 		break;
 	case GB_REC_CORR:
 		if (size >= sizeof(struct gb_corr)) {

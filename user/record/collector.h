@@ -34,8 +34,12 @@ struct collector {
 	struct collector_py *py;
 	size_t npy;
 	uint64_t py_unresolved; /* frames that could not be named */
+	uint64_t py_unresolved_sampled; /* of stacks walked for samples: their process
+				   may exit before it is read (not a warning) */
 	struct nsym *nsym;      /* names native frames as stacks arrive */
 	uint64_t native_unnamed; /* native frames no symbol named */
+	uint64_t states;        /* thread state changes */
+	uint64_t samples;       /* CPU-clock samples */
 };
 
 /* Python stacks of pid are walked with layout cfg: resolve them with it. 0 or -ENOMEM. */
@@ -48,6 +52,14 @@ void collector_release(struct collector *c);
  * unknown type or wrong size (counted in c->bad), -ENOMEM.
  */
 int collector_record(struct collector *c, const void *data, size_t size);
+/*
+ * The threads of pid, traced from ts on, start in the state /proc says
+ * they are in (those the ring buffer has already placed keep theirs):
+ * a thread blocked all along a recording is not missing.  0 or -errno.
+ */
+int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts);
+/* The recording ends at ts: every thread's state lasts until then. */
+void collector_end(struct collector *c, uint64_t ts);
 /*
  * Fill ev from a call record using the call table: the pure part of
  * decoding, without naming.  Returns 0 or -EINVAL (unknown call id).

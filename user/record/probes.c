@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <linux/perf_event.h>
 #include "cuda.skel.h"
 #include "lib/array.h"
 #include "model/cuda_calls.h"
@@ -73,6 +74,40 @@ static uint64_t pow2_at_least(uint64_t v)
 	return p;
 }
 
+/* One CPU-clock perf event per online CPU, each running gb_sample hz times a second. */
+static int attach_samplers(struct probes *p, uint32_t hz)
+{
+	struct perf_event_attr attr = {
+		.type = PERF_TYPE_SOFTWARE,
+		.size = sizeof(attr),
+		.config = PERF_COUNT_SW_CPU_CLOCK,
+		.sample_period = 1000000000ULL / hz,    /* cpu-clock counts ns */
+	};
+	int ncpu = libbpf_num_possible_cpus(), fd;
+	struct bpf_link *l;
+
+	if (ncpu <= 0)
+		return ncpu ? ncpu : -ENODEV;
+	p->samplers = calloc(ncpu, sizeof(*p->samplers));
+	if (!p->samplers)
+		return -ENOMEM;
+	for (int cpu = 0; cpu < ncpu; cpu++) {
+		fd = syscall(__NR_perf_event_open, &attr, -1, cpu, -1, PERF_FLAG_FD_CLOEXEC);
+		if (fd < 0) {
+			if (errno == ENODEV)    /* possible, not online */
+				continue;
+			return -errno;
+		}
+		l = bpf_program__attach_perf_event(p->skel->progs.gb_sample, fd);
+		if (!l) {
+			close(fd);
+			return -errno;
+		}
+		p->samplers[p->nsamplers++] = l;
+	}
+	return 0;
+}
+
 int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t errlen)
 {
 	int ret;
@@ -114,6 +149,10 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_mmap, p->hold);
+		bpf_program__set_autoload(p->skel->progs.gb_switch, o->states);
+		bpf_program__set_autoload(p->skel->progs.gb_wakeup, o->states);
+		bpf_program__set_autoload(p->skel->progs.gb_wakeup_new, o->states);
+		bpf_program__set_autoload(p->skel->progs.gb_sample, o->sample_hz > 0);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
 						      ATTACH_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,
@@ -144,7 +183,14 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);
 	ret = cuda_bpf__attach(p->skel);
 	if (ret) {
-		snprintf(err, errlen, "cannot attach the fork and exit tracepoints: %s", strerror(-ret));
+		snprintf(err, errlen, "cannot attach the fork, exit and scheduler tracepoints: %s",
+			 strerror(-ret));
+		probes_close(p);
+		return ret;
+	}
+	ret = o->sample_hz ? attach_samplers(p, o->sample_hz) : 0;
+	if (ret) {
+		snprintf(err, errlen, "cannot start the CPU-clock sampler: %s", strerror(-ret));
 		probes_close(p);
 		return ret;
 	}
@@ -537,6 +583,9 @@ uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pi
 void probes_close(struct probes *p)
 {
 	probes_release_maps(p);
+	for (int i = 0; i < p->nsamplers; i++)
+		bpf_link__destroy(p->samplers[i]);     /* closes the perf event too */
+	free(p->samplers);
 	for (size_t i = 0; i < p->ntargets; i++) {
 		detach(&p->targets[i]);
 		free(p->targets[i].path);

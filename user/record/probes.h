@@ -23,6 +23,8 @@ struct probes_opts {
 	int no_hold;            /* do not load the mmap hook (as on a kernel without it) */
 	int hold_each;          /* hold every process that maps libcuda, once (see
 				   probes_hold_maps), not only for a new library */
+	int states;             /* thread states from the scheduler (struct gb_state) */
+	uint32_t sample_hz;     /* CPU-clock samples per second per CPU; 0: none */
 };
 
 /* One library attached for one pid (-1: every process). */
@@ -44,6 +46,8 @@ struct probes {
 	int multi;              /* the kernel has uprobe_multi links */
 	int hold;               /* the mmap hook (gb_mmap) loaded */
 	struct bpf_link *hold_link; /* and attached */
+	struct bpf_link **samplers; /* one CPU-clock perf event per CPU */
+	int nsamplers;
 };
 
 /*

@@ -160,6 +160,7 @@ void record_loop(struct record *r)
 	}
 	record_unhold(r);
 	ring_buffer__consume(r->rb);
+	collector_end(&r->coll, now_ns(CLOCK_MONOTONIC));
 	if (tty)
 		progress(r, start, 1);
 	r->model.dropped_total = probes_dropped(&r->probes, add_drops, r);

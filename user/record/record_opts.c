@@ -14,6 +14,8 @@
 
 #define DEFAULT_RINGBUF (16ULL << 20)
 #define DEFAULT_STACK_DEPTH 64
+#define DEFAULT_SAMPLE_HZ 1000
+#define MAX_SAMPLE_HZ 100000
 
 static const char usage[] =
 "usage: gpubpf record [options] -p PID[,PID...]\n"
@@ -47,6 +49,10 @@ static const char usage[] =
 "                         frame pointers); python,native: both; none\n"
 "      --stack-depth N    Python frames per stack, 1 to 256 (default 64);\n"
 "                         deeper stacks are cut and flagged\n"
+"      --sample-hz N      sample the stacks of traced threads on a CPU N\n"
+"                         times a second (default 1000; 0: off)\n"
+"      --no-states        no thread states (running, runnable, waiting for\n"
+"                         the GIL, a lock, I/O, a sleep) from the scheduler\n"
 "      --sample-rate N    device memory counter tracks: a sample every N\n"
 "                         allocations/frees (default 0: every change)\n"
 "  -q, --quiet            no report at the end (see 'gpubpf report')\n"
@@ -71,6 +77,8 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		{ "no-inject", no_argument, NULL, 'I' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "sample-rate", required_argument, NULL, 'M' },
+		{ "sample-hz", required_argument, NULL, 'H' },
+		{ "no-states", no_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -83,6 +91,8 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 	o->inject = 1;
 	o->stacks = 1;
 	o->stack_depth = DEFAULT_STACK_DEPTH;
+	o->states = 1;
+	o->sample_hz = DEFAULT_SAMPLE_HZ;
 	optind = 1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, "+:p:ad:o:qvh", opts, NULL)) != -1) {
@@ -179,6 +189,21 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			o->export.mem_sample_rate = v;
 			break;
 		}
+		case 'H': {
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 10);
+
+			if (!*optarg || *end || *optarg == '-' || v > MAX_SAMPLE_HZ) {
+				fprintf(stderr, "gpubpf: invalid --sample-hz '%s' (0 to %d)\n", optarg,
+					MAX_SAMPLE_HZ);
+				return -EINVAL;
+			}
+			o->sample_hz = v;
+			break;
+		}
+		case 'T':
+			o->states = 0;
+			break;
 		case 'q':
 			o->quiet = 1;
 			break;

@@ -31,6 +31,8 @@ struct record_opts {
 	int stacks;             /* walk Python stacks */
 	int native;             /* capture native stacks */
 	uint32_t stack_depth;
+	int states;             /* thread states from the scheduler */
+	uint32_t sample_hz;     /* CPU-clock samples per second, 0: none */
 	struct export_opts export;
 };
 

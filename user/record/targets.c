@@ -189,6 +189,9 @@ static void scan_libs(struct record *r)
 	for (int i = 0; i < n; i++) {
 		int cuda = !proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path)), have;
 
+		/* -a: its threads' states and samples too */
+		if (cuda && r->o->mode == MODE_ALL)
+			probes_trace_pid(&r->probes, pids[i]);
 		if (cuda && !probes_attached(&r->probes, path, -1) && attach_lib(r, path, -1) > 0 &&
 		    r->collecting)
 			targets_mark_missed(r, pids[i], "its libcuda was probed only after it was loaded");
@@ -223,6 +226,8 @@ int targets_setup_pids(struct record *r)
 		}
 		if (probes_trace_pid(&r->probes, t->pid))
 			return -ENOMEM;
+		if (r->o->states)
+			collector_seed_states(&r->coll, t->pid, now_ns(CLOCK_MONOTONIC));
 		pystacks_try(r, t->pid);
 		if (!proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
 			t->seen_libcuda = 1;

@@ -38,6 +38,7 @@ static const struct py_table tables[] = {
 		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,
 		.frame_code = 32, .frame_prev = 24, .frame_instr = 96,
 		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64,
+		.gil = 352, .gil_holder = 8, .tstate_native_tid = N,
 	}, {
 		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,
 		.linetable = 120, .str_length = 16, .str_state = 32,
@@ -48,6 +49,7 @@ static const struct py_table tables[] = {
 		.tstate_thread_id = 152, .tstate_frame = 56, .cframe_frame = 8,
 		.frame_code = 32, .frame_prev = 48, .frame_instr = 56,
 		.frame_owner = 69, .code_adaptive = 184, .code_ident = 136 + 8 - 64,
+		.gil = 360, .gil_holder = 8, .tstate_native_tid = 160,
 	}, {
 		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 72,
 		.linetable = 136, .str_length = 16, .str_state = 32,
@@ -58,6 +60,7 @@ static const struct py_table tables[] = {
 		.tstate_thread_id = 136, .tstate_frame = 56, .cframe_frame = 0,
 		.frame_code = 0, .frame_prev = 8, .frame_instr = 56,
 		.frame_owner = 70, .code_adaptive = 192, .code_ident = 136 + 8 - 64,
+		.gil = 1040, .gil_in_interp = 1, .gil_holder = 8, .tstate_native_tid = 144,
 	}, {
 		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 68,
 		.linetable = 136, .str_length = 16, .str_state = 32,
@@ -146,6 +149,7 @@ struct dbg {
 	      co_firstlineno, co_code_adaptive;
 	__u64 bytes_ob_size, bytes_ob_sval;
 	__u64 str_state, str_length, str_ascii_size;
+	__u64 ts_native_thread_id, gil_runtime_state, gil_holder;
 };
 
 static void whyf(char *why, size_t len, const char *fmt, ...)
@@ -354,6 +358,9 @@ static int minor_from_name(const char *path)
 		o.bytes_object.ob_size, o.bytes_object.ob_sval,		\
 		o.unicode_object.state, o.unicode_object.length,	\
 		o.unicode_object.asciiobject_size,			\
+		o.thread_state.native_thread_id,			\
+		o.interpreter_state.gil_runtime_state,			\
+		o.interpreter_state.gil_holder,				\
 	};								\
 } while (0)
 
@@ -393,6 +400,13 @@ static void from_dbg(const struct dbg *d, unsigned minor, struct gb_py_config *c
 	cfg->code_adaptive = d->co_code_adaptive;
 	cfg->code_ident = d->co_linetable + 8 - GB_PY_IDENT_LEN;
 	cfg->exec_tag_mask = minor >= 14 ? 3 : 0;
+	cfg->tstate_native_tid = d->ts_native_thread_id + 4 <= d->ts_size ?
+				 d->ts_native_thread_id : N;
+	/* the GIL inside the interpreter, gil_holder its last_holder there */
+	cfg->gil_in_interp = 1;
+	cfg->gil = d->gil_holder > d->gil_runtime_state &&
+		   d->gil_holder - d->gil_runtime_state < GB_PY_GIL_SIZE ? d->gil_runtime_state : 0;
+	cfg->gil_holder = cfg->gil ? d->gil_holder - d->gil_runtime_state : 0;
 	if (!code)
 		return;
 	*code = (struct py_code_layout){

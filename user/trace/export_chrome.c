@@ -25,6 +25,14 @@
  * there too.  CUPTI memory records are instants (cat "gpu_memory") on
  * "GPU <device> / memory".
  *
+ * Each host thread with thread states has a track right under its own,
+ * "<thread> state" (tid TS_STATE_TID_BASE + tid): slices (cat
+ * "thread_state") "Running", "Runnable", "GIL wait (held by <tid>)", the
+ * syscall a thread blocked in ("futex", "read"...), "sleep", tiling the
+ * thread's time; CPU samples are instants there (cat "sample"), named by
+ * their innermost Python function, with their stack in args.  They are
+ * on their own track so that the thread's calls and scopes nest as before.
+ *
  * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns)
  * after "ts_base_ns" (in the "gpubpf" object): small numbers, so that a
  * reader's doubles keep their nanoseconds at any uptime (absolute ones
@@ -68,6 +76,17 @@ static void write_u32x3(struct jw *jw, const char *key, const uint32_t v[3])
 	jw_arr_begin(jw);
 	for (int i = 0; i < 3; i++)
 		jw_uint(jw, v[i]);
+	jw_arr_end(jw);
+}
+
+/* A stack as key: its frames, innermost first. */
+static void write_frames(struct jw *jw, const struct model *m, const char *key,
+			 const struct model_stack *st)
+{
+	jw_key(jw, key);
+	jw_arr_begin(jw);
+	for (uint32_t i = 0; i < st->n; i++)
+		jw_str(jw, str(m, m->frames[st->first + i]));
 	jw_arr_end(jw);
 }
 
@@ -140,11 +159,7 @@ static void write_call_args(struct jw *jw, const struct model *m,
 	if (ev->stack) {
 		const struct model_stack *st = &m->stacks[ev->stack - 1];
 
-		jw_key(jw, TS_ARG_STACK);
-		jw_arr_begin(jw);
-		for (uint32_t i = 0; i < st->n; i++)
-			jw_str(jw, str(m, m->frames[st->first + i]));
-		jw_arr_end(jw);
+		write_frames(jw, m, TS_ARG_STACK, st);
 		if (st->truncated) {
 			jw_key(jw, TS_ARG_STACK_TRUNCATED);
 			jw_bool(jw, true);
@@ -153,11 +168,7 @@ static void write_call_args(struct jw *jw, const struct model *m,
 	if (ev->native) {
 		const struct model_stack *st = &m->stacks[ev->native - 1];
 
-		jw_key(jw, TS_ARG_NATIVE_STACK);
-		jw_arr_begin(jw);
-		for (uint32_t i = 0; i < st->n; i++)
-			jw_str(jw, str(m, m->frames[st->first + i]));
-		jw_arr_end(jw);
+		write_frames(jw, m, TS_ARG_NATIVE_STACK, st);
 	}
 	jw_obj_end(jw);
 }
@@ -481,6 +492,26 @@ static int write_metadata(struct jw *jw, const struct model *m)
 	return jw_obj_end(jw);
 }
 
+/* {"ph":"M","name":"thread_sort_index","pid":pid,"tid":tid,"args":{"sort_index":index}} */
+static int write_sort_index(struct jw *jw, uint32_t pid, uint32_t tid, uint64_t index)
+{
+	jw_obj_begin(jw);
+	jw_key(jw, TS_KEY_PH);
+	jw_str(jw, TS_PH_META);
+	jw_key(jw, TS_KEY_NAME);
+	jw_str(jw, TS_META_THREAD_SORT);
+	jw_key(jw, TS_KEY_PID);
+	jw_uint(jw, pid);
+	jw_key(jw, TS_KEY_TID);
+	jw_uint(jw, tid);
+	jw_key(jw, TS_KEY_ARGS);
+	jw_obj_begin(jw);
+	jw_key(jw, TS_META_SORT_INDEX);
+	jw_uint(jw, index);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
 /* Name each GPU track once: "GPU 0 / stream 7", sorted after the host threads. */
 static int write_gpu_tracks(struct jw *jw, const struct model *m)
 {
@@ -505,25 +536,187 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 		else
 			snprintf(name, sizeof(name), TS_TRACK_STREAM, ev->device, ev->gpu_stream);
 		write_name_meta(jw, TS_META_THREAD_NAME, ev->pid, gpu_tid(ev), name);
-		jw_obj_begin(jw);
-		jw_key(jw, TS_KEY_PH);
-		jw_str(jw, TS_PH_META);
-		jw_key(jw, TS_KEY_NAME);
-		jw_str(jw, TS_META_THREAD_SORT);
-		jw_key(jw, TS_KEY_PID);
-		jw_uint(jw, ev->pid);
-		jw_key(jw, TS_KEY_TID);
-		jw_uint(jw, gpu_tid(ev));
-		jw_key(jw, TS_KEY_ARGS);
-		jw_obj_begin(jw);
-		jw_key(jw, TS_META_SORT_INDEX);
-		jw_uint(jw, TS_GPU_SORT_BASE + (ev->device << 16) +
-			    (ev->kind == EV_MEMORY ? 0xffff : ev->gpu_stream & 0xffff));
-		jw_obj_end(jw);
-		jw_obj_end(jw);
+		write_sort_index(jw, ev->pid, gpu_tid(ev), TS_GPU_SORT_BASE + (ev->device << 16) +
+				 (ev->kind == EV_MEMORY ? 0xffff : ev->gpu_stream & 0xffff));
 	}
 	hashmap_release(&seen);
 	return 0;
+}
+
+
+/*
+ * Name the state track of each thread with states, "<thread> state", and
+ * sort it right under its thread (threads in model order).
+ */
+static int write_state_tracks(struct jw *jw, const struct model *m)
+{
+	char name[128];
+
+	for (size_t i = 0, k = 0; i < m->nstates; k++) {
+		const struct model_state_span *s = &m->states[i];
+		const struct model_thread *t = model_find_thread(m, s->pid, s->tid);
+
+		if (t && t->name)
+			snprintf(name, sizeof(name), TS_TRACK_STATE, str(m, t->name));
+		else
+			snprintf(name, sizeof(name), "%u state", s->tid);
+		write_name_meta(jw, TS_META_THREAD_NAME, s->pid, TS_STATE_TID_BASE + s->tid, name);
+		write_sort_index(jw, s->pid, s->tid, 2 * k);
+		write_sort_index(jw, s->pid, TS_STATE_TID_BASE + s->tid, 2 * k + 1);
+		while (i < m->nstates && m->states[i].pid == s->pid && m->states[i].tid == s->tid)
+			i++;
+	}
+	return 0;
+}
+
+/* A state span's slice name: "Running", "GIL wait (held by 12)", "read"... */
+static void state_label(const struct model_state_span *s, char *buf, size_t len)
+{
+	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
+
+	switch (s->state) {
+	case MS_RUNNING:
+		snprintf(buf, len, "Running");
+		break;
+	case MS_RUNNABLE:
+		snprintf(buf, len, "Runnable");
+		break;
+	case MS_GIL_WAIT:
+		if (s->holder)
+			snprintf(buf, len, "GIL wait (held by %u)", s->holder);
+		else
+			snprintf(buf, len, "GIL wait");
+		break;
+	case MS_SLEEP:
+		snprintf(buf, len, "sleep");
+		break;
+	default:
+		if (sc)
+			snprintf(buf, len, "%s", sc);
+		else if (s->syscall >= 0)
+			snprintf(buf, len, "syscall %d", s->syscall);
+		else
+			snprintf(buf, len, "blocked");
+		break;
+	}
+}
+
+/* chrome://tracing's reserved colours of thread states (Perfetto picks its own) */
+static const char *const state_colours[MS_COUNT] = {
+	[MS_RUNNING] = "thread_state_running", [MS_RUNNABLE] = "thread_state_runnable",
+	[MS_GIL_WAIT] = "thread_state_uninterruptible", [MS_LOCK_WAIT] = "thread_state_sleeping",
+	[MS_IO] = "thread_state_iowait", [MS_SLEEP] = "thread_state_sleeping",
+	[MS_OTHER_WAIT] = "thread_state_unknown",
+};
+
+static int write_state(struct jw *jw, const struct model *m, const struct model_state_span *s)
+{
+	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
+	char name[64];
+
+	state_label(s, name, sizeof(name));
+	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_STATE, name, strlen(name), s->pid,
+		   TS_STATE_TID_BASE + s->tid, s->ts, s->dur);
+	if (s->state < MS_COUNT) {
+		jw_key(jw, TS_KEY_CNAME);
+		jw_str(jw, state_colours[s->state]);
+	}
+	jw_key(jw, TS_KEY_ARGS);
+	jw_obj_begin(jw);
+	jw_key(jw, TS_ARG_STATE);
+	jw_str(jw, model_state_name(s->state));
+	if (s->syscall >= 0) {
+		jw_key(jw, TS_ARG_SYSCALL);
+		if (sc)
+			jw_str(jw, sc);
+		else
+			jw_int(jw, s->syscall);
+	}
+	if (s->holder) {
+		jw_key(jw, TS_ARG_HOLDER_TID);
+		jw_uint(jw, s->holder);
+	}
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/* A CPU sample: an instant on its thread's state track, named by its innermost function. */
+static int write_sample(struct jw *jw, const struct model *m, const struct model_sample *s)
+{
+	const struct model_stack *st = s->stack ? &m->stacks[s->stack - 1] : NULL;
+	const char *name = st && st->n ? str(m, m->frames[st->first]) : "sample";
+	const char *paren = strstr(name, " (");
+
+	event_head(jw, m, TS_PH_INSTANT, TS_CAT_SAMPLE, name, paren ? (size_t)(paren - name) : strlen(name),
+		   s->pid, TS_STATE_TID_BASE + s->tid, s->ts, 0);
+	jw_key(jw, TS_KEY_SCOPE);
+	jw_str(jw, TS_SCOPE_THREAD);
+	jw_key(jw, TS_KEY_ARGS);
+	jw_obj_begin(jw);
+	jw_key(jw, TS_ARG_CPU);
+	jw_uint(jw, s->cpu);
+	if (st)
+		write_frames(jw, m, TS_ARG_STACK, st);
+	jw_obj_end(jw);
+	return jw_obj_end(jw);
+}
+
+/*
+ * States and samples go out in time order among the other events (a
+ * merge reads its inputs as time-ordered streams): the states, kept by
+ * thread in the model, by start time here.
+ */
+struct sched_cursor {
+	struct { uint64_t ts; size_t idx; } *order;
+	size_t nstates, nsamples;       /* written so far */
+};
+
+static int cmp_ts(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;  /* ts leads each order entry */
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+static int sched_cursor_init(struct sched_cursor *c, const struct model *m)
+{
+	memset(c, 0, sizeof(*c));
+	if (!m->nstates)
+		return 0;
+	c->order = malloc(m->nstates * sizeof(*c->order));
+	if (!c->order)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nstates; i++) {
+		c->order[i].ts = m->states[i].ts;
+		c->order[i].idx = i;
+	}
+	qsort(c->order, m->nstates, sizeof(*c->order), cmp_ts);
+	return 0;
+}
+
+/* Write the states and samples that start at or before ts. */
+static int write_sched_until(struct jw *jw, const struct model *m, struct sched_cursor *c,
+			     uint64_t ts)
+{
+	int ret = 0;
+
+	while (!ret) {
+		const struct model_state_span *st = c->nstates < m->nstates ?
+			&m->states[c->order[c->nstates].idx] : NULL;
+		const struct model_sample *sm = c->nsamples < m->nsamples ?
+			&m->samples[c->nsamples] : NULL;
+
+		if (st && st->ts <= ts && (!sm || st->ts <= sm->ts)) {
+			ret = write_state(jw, m, st);
+			c->nstates++;
+		} else if (sm && sm->ts <= ts) {
+			ret = write_sample(jw, m, sm);
+			c->nsamples++;
+		} else {
+			break;
+		}
+	}
+	return ret;
 }
 
 /* Device memory in use: a counter track per process and device. */
@@ -554,6 +747,7 @@ static int write_mem_counter(struct jw *jw, const struct model *m, const struct 
 static int chrome_write(const struct model *m, const struct export_opts *opts,
 			struct sink *out)
 {
+	struct sched_cursor sc = { 0 };
 	struct mem_sample *ms = NULL;
 	size_t nms = 0, k = 0;
 	uint8_t *caused_work;
@@ -589,15 +783,24 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 	}
 	ret = write_gpu_tracks(&jw, m);
 	if (!ret)
+		ret = write_state_tracks(&jw, m);
+	if (!ret)
 		ret = memory_counters(m, opts->mem_sample_rate, &ms, &nms);
+	if (!ret)
+		ret = sched_cursor_init(&sc, m);
 	for (size_t i = 0; i < m->nev && !ret; i++) {
 		for (; k < nms && ms[k].ts <= m->ev[i].ts; k++)
 			write_mem_counter(&jw, m, &ms[k]);
-		ret = write_event(&jw, m, i, caused_work);
+		ret = write_sched_until(&jw, m, &sc, m->ev[i].ts);
+		if (!ret)
+			ret = write_event(&jw, m, i, caused_work);
 	}
 	for (; k < nms && !ret; k++)
 		write_mem_counter(&jw, m, &ms[k]);
+	if (!ret)
+		ret = write_sched_until(&jw, m, &sc, UINT64_MAX);
 	free(ms);
+	free(sc.order);
 	if (ret)
 		goto cleanup;
 	jw_arr_end(&jw);

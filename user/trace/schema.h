@@ -150,6 +150,21 @@
 /* thread_sort_index of GPU tracks: after the host threads */
 #define TS_GPU_SORT_BASE        1000000u
 
+/*
+ * Thread states and CPU samples: a track right under each host thread,
+ * tid TS_STATE_TID_BASE + tid (below the GPU tracks, above any real tid),
+ * "<thread> state".
+ */
+#define TS_STATE_TID_BASE       0x20000000u
+#define TS_TRACK_STATE          "%s state"
+#define TS_CAT_STATE            "thread_state"  /* a slice: what the thread was doing */
+#define TS_CAT_SAMPLE           "sample"        /* an instant: a CPU sample's stack */
+#define TS_ARG_STATE            "state"
+#define TS_ARG_SYSCALL          "syscall"
+#define TS_ARG_HOLDER_TID       "holder_tid"    /* a GIL wait: the thread holding it */
+#define TS_ARG_CPU              "cpu"
+#define TS_KEY_CNAME            "cname"         /* chrome://tracing's reserved colour */
+
 static inline uint32_t ts_gpu_tid(uint32_t device, uint32_t lane)
 {
 	return TS_GPU_TID_BASE + (device << 20) + (lane & TS_GPU_MEMORY_LANE);

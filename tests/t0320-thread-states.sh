@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Thread states and CPU samples: a thread that runs pure Python, waits for
+# the GIL held by a busy thread, blocks reading a pipe, sleeps, and shares
+# its CPU with a busy process spends most of each phase in the right state
+# (tests/check_states.py), its GIL waits name the holder, its samples land
+# in the busy function, each thread's states tile its time, and Perfetto
+# imports the trace.  200 threads, -p attach mid-run, --sample-hz 0 and
+# --no-states work too.
+. "$(dirname "$0")/lib.sh"
+test_description "thread states and samples from the scheduler"
+require_bpf
+require_sim
+require_cmd taskset
+export LD_LIBRARY_PATH="$SIMLIB"
+W="$GPUBPF_ROOT/tests/py/thread_states.py"
+
+# the newest CPython here: GIL holders need 3.11+ (native_thread_id)
+py=
+for v in 3.13 3.12 3.11; do
+	for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v /usr/bin/python$v; do
+		[[ -z "$py" && -x "$p" ]] && py=$p
+	done
+done
+[[ -n "$py" ]] || skip_all "no CPython 3.11+ found"
+
+if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -- "$py" "$W" "$TMPD/truth.json"; then
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/s.json" "$TMPD/truth.json"
+	perfetto_ok "$TMPD/s.json" --no-flows
+fi
+
+# 3.10 keeps no native thread id: its GIL waits are told apart, unnamed
+old=$(ls -d "$HOME"/.pyenv/versions/3.10.*/bin/python3.10 2>/dev/null | head -1)
+if [[ -n "$old" ]] && check "CPython 3.10: record" "$GPUBPF" record --quiet -o "$TMPD/o.json" -- \
+	"$old" "$W" "$TMPD/otruth.json" --phase-s 0.3; then
+	json_query "$TMPD/o.json" 'sum(e["dur"] for e in ev if e.get("cat") == "thread_state" and e["args"]["state"] == "gil_wait")' >"$TMPD/gil"
+	cmp_ok "CPython 3.10: GIL waits are seen" "$(cut -d. -f1 "$TMPD/gil")" -gt 50000
+fi
+
+# many threads, each with its own state track
+if check "200 threads: record" "$GPUBPF" record --quiet -o "$TMPD/m.json" -- "$py" "$W" --threads 200 --run-s 1.5; then
+	cmp_ok "200 threads: each has a state track" "$(json_query "$TMPD/m.json" \
+		'len({e["tid"] for e in ev if e.get("cat") == "thread_state"})')" -ge 201
+	# the workers exit before the process: their states end there, not at the recording's end
+	cmp_ok "200 threads: the states of threads that exited end at their exit" "$(json_query "$TMPD/m.json" '
+[end := {}, [end.__setitem__(e["tid"], max(end.get(e["tid"], 0), e["ts"] + e["dur"]))
+             for e in ev if e.get("cat") == "thread_state"],
+ len([v for v in end.values() if v < max(end.values()) - 1000])][-1]')" -ge 200
+	cmp_ok "200 threads: samples" "$(json_query "$TMPD/m.json" \
+		'len([e for e in ev if e.get("cat") == "sample"])')" -gt 20
+fi
+
+# -p: a process already running, attached for one second
+"$py" "$W" --threads 20 --run-s 6 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+if check "-p: record" "$GPUBPF" record --quiet -p "$w" -d 1s -o "$TMPD/p.json"; then
+	cmp_ok "-p: the threads have state tracks" "$(json_query "$TMPD/p.json" \
+		'len({e["tid"] for e in ev if e.get("cat") == "thread_state"})')" -ge 22
+	# blocked before the recording and all through it: its state comes from /proc
+	is "-p: a thread blocked all along is seen reading" "$(json_query "$TMPD/p.json" '
+[tids := collections.defaultdict(set), [tids[e["tid"]].add(e["name"]) for e in ev if e.get("cat") == "thread_state"],
+ len([t for t, names in tids.items() if names == {"read"}])][-1]')" 1
+	cmp_ok "-p: samples" "$(json_query "$TMPD/p.json" \
+		'len([e for e in ev if e.get("cat") == "sample" and "stack" in e["args"]])')" -gt 5
+fi
+kill "$w" 2>/dev/null
+wait "$w" 2>/dev/null
+
+check "--sample-hz 0 --no-states: record" "$GPUBPF" record --quiet --sample-hz 0 --no-states \
+	-o "$TMPD/n.json" -- "$py" "$W" --threads 2 --run-s 0.3
+is "--sample-hz 0 --no-states: neither states nor samples" "$(json_query "$TMPD/n.json" \
+	'len([e for e in ev if e.get("cat") in ("thread_state", "sample")])')" 0
+check_fails "--sample-hz: a bad rate is refused" "$GPUBPF" record --sample-hz -5 -- true
+done_testing

@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* Thread states and CPU samples in the model; see thread_state.h. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "lib/array.h"
+#include "model/model.h"
+#include "model/thread_state.h"
+
+static const char *const state_names[MS_COUNT] = {
+	[MS_RUNNING] = "running", [MS_RUNNABLE] = "runnable", [MS_GIL_WAIT] = "gil_wait",
+	[MS_LOCK_WAIT] = "lock_wait", [MS_IO] = "io", [MS_SLEEP] = "sleep",
+	[MS_OTHER_WAIT] = "other_wait",
+};
+
+const char *model_state_name(unsigned state)
+{
+	return state < MS_COUNT ? state_names[state] : "unknown";
+}
+
+/* x86-64 syscalls a thread commonly blocks in, and what waiting in them is. */
+static const struct {
+	short nr;
+	uint8_t state;
+	const char *name;
+} syscalls[] = {
+	{ 0, MS_IO, "read" }, { 1, MS_IO, "write" }, { 2, MS_IO, "open" },
+	{ 7, MS_IO, "poll" }, { 17, MS_IO, "pread64" }, { 18, MS_IO, "pwrite64" },
+	{ 19, MS_IO, "readv" }, { 20, MS_IO, "writev" }, { 23, MS_IO, "select" },
+	{ 34, MS_SLEEP, "pause" }, { 35, MS_SLEEP, "nanosleep" }, { 42, MS_IO, "connect" },
+	{ 43, MS_IO, "accept" }, { 44, MS_IO, "sendto" }, { 45, MS_IO, "recvfrom" },
+	{ 46, MS_IO, "sendmsg" }, { 47, MS_IO, "recvmsg" }, { 61, MS_OTHER_WAIT, "wait4" },
+	{ 74, MS_IO, "fsync" }, { 75, MS_IO, "fdatasync" }, { 202, MS_LOCK_WAIT, "futex" },
+	{ 230, MS_SLEEP, "clock_nanosleep" }, { 232, MS_IO, "epoll_wait" },
+	{ 247, MS_OTHER_WAIT, "waitid" }, { 257, MS_IO, "openat" }, { 270, MS_IO, "pselect6" },
+	{ 271, MS_IO, "ppoll" }, { 281, MS_IO, "epoll_pwait" }, { 288, MS_IO, "accept4" },
+	{ 295, MS_IO, "preadv" }, { 296, MS_IO, "pwritev" }, { 299, MS_IO, "recvmmsg" },
+	{ 307, MS_IO, "sendmmsg" }, { 441, MS_IO, "epoll_pwait2" },
+	{ 449, MS_LOCK_WAIT, "futex_waitv" },
+};
+
+static int syscall_index(long nr)
+{
+	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
+		if (syscalls[i].nr == nr)
+			return i;
+	return -1;
+}
+
+enum model_state model_state_of_syscall(long nr)
+{
+	int i = syscall_index(nr);
+
+	return i < 0 ? MS_OTHER_WAIT : syscalls[i].state;
+}
+
+const char *model_syscall_name(long nr)
+{
+	int i = syscall_index(nr);
+
+	return i < 0 ? NULL : syscalls[i].name;
+}
+
+/* End t's open span, if any, at ts. */
+static void end_open(struct model *m, struct model_thread *t, uint64_t ts)
+{
+	struct model_state_span *s;
+
+	if (!t->open_state)
+		return;
+	s = &m->states[t->open_state - 1];
+	t->open_state = 0;
+	s->dur = ts > s->ts ? ts - s->ts : 0;
+}
+
+int model_thread_state(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts,
+		       enum model_state state, int syscall, uint32_t holder)
+{
+	struct model_thread *t = model_thread(m, pid, tid, NULL);
+	struct model_state_span *s;
+
+	if (!t)
+		return -ENOMEM;
+	if (t->open_state) {
+		s = &m->states[t->open_state - 1];
+		if (s->state == state && s->syscall == syscall && s->holder == holder)
+			return 0;
+		if (ts < s->ts)
+			ts = s->ts;
+		end_open(m, t, ts);
+	}
+	if (array_grow(&m->states, &m->cap_states, m->nstates + 1))
+		return -ENOMEM;
+	m->states[m->nstates] = (struct model_state_span){
+		.ts = ts, .pid = pid, .tid = tid, .state = state,
+		.syscall = syscall, .holder = holder,
+	};
+	t->open_state = ++m->nstates;
+	return 0;
+}
+
+int model_thread_woken(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	const struct model_thread *t = model_find_thread(m, pid, tid);
+
+	if (t && t->open_state && m->states[t->open_state - 1].state == MS_RUNNING)
+		return 0;
+	return model_thread_state(m, pid, tid, ts, MS_RUNNABLE, -1, 0);
+}
+
+int model_thread_exit(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	struct model_thread *t = model_thread(m, pid, tid, NULL);
+
+	if (!t)
+		return -ENOMEM;
+	end_open(m, t, ts);
+	return 0;
+}
+
+void model_states_end(struct model *m, uint64_t ts)
+{
+	for (size_t i = 0; i < m->nthreads; i++)
+		end_open(m, &m->threads[i], ts);
+}
+
+int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
+		     uint64_t pystack)
+{
+	if (array_grow(&m->samples, &m->cap_samples, m->nsamples + 1))
+		return -ENOMEM;
+	m->samples[m->nsamples++] = (struct model_sample){
+		.ts = ts, .pid = pid, .tid = tid, .cpu = cpu, .pystack = pystack,
+	};
+	return 0;
+}
+
+uint64_t model_states_first(const struct model *m)
+{
+	uint64_t first = UINT64_MAX;
+
+	for (size_t i = 0; i < m->nstates; i++)
+		if (m->states[i].ts < first)
+			first = m->states[i].ts;
+	for (size_t i = 0; i < m->nsamples; i++)
+		if (m->samples[i].ts < first)
+			first = m->samples[i].ts;
+	return first;
+}
+
+static int cmp_span(const void *a, const void *b)
+{
+	const struct model_state_span *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return x->ts < y->ts ? -1 : x->ts > y->ts;
+}
+
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct model_sample *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
+int model_states_finish(struct model *m)
+{
+	const struct model_stack *st;
+
+	/* spans still open (no model_states_end): end where they began */
+	for (size_t i = 0; i < m->nthreads; i++)
+		end_open(m, &m->threads[i], 0);
+	if (m->nstates)
+		qsort(m->states, m->nstates, sizeof(*m->states), cmp_span);
+	if (m->nsamples)
+		qsort(m->samples, m->nsamples, sizeof(*m->samples), cmp_sample);
+	for (size_t i = 0; i < m->nsamples; i++) {
+		struct model_sample *s = &m->samples[i];
+
+		st = s->pystack ? model_find_stack(m, s->pid, s->pystack) : NULL;
+		s->stack = st ? st - m->stacks + 1 : 0;
+	}
+	return 0;
+}
+
+void model_states_release(struct model *m)
+{
+	free(m->states);
+	free(m->samples);
+}

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Thread states and CPU samples in the model: what each traced thread was
+ * doing over the recording (running, waiting for a CPU, for the GIL, a
+ * lock, I/O, a sleep...), and where its CPU time went (sampled stacks).
+ *
+ * Per thread, states tile time: from the thread's first record to its exit
+ * or the end of the recording, each instant is in exactly one span.  After
+ * model_finish(), m->states is sorted by (pid, tid, ts): each thread's
+ * spans are consecutive and in time order; m->samples by ts.
+ */
+#ifndef GPUBPF_THREAD_STATE_H
+#define GPUBPF_THREAD_STATE_H
+
+#include <stdint.h>
+
+struct model;
+
+enum model_state {
+	MS_RUNNING = 0,         /* on a CPU */
+	MS_RUNNABLE,            /* preempted or woken: waiting for a CPU */
+	MS_GIL_WAIT,            /* blocked on the interpreter's GIL (holder) */
+	MS_LOCK_WAIT,           /* blocked on another futex: a lock, a condition */
+	MS_IO,                  /* blocked reading, writing, polling */
+	MS_SLEEP,               /* in nanosleep, clock_nanosleep, pause... */
+	MS_OTHER_WAIT,          /* blocked elsewhere: a page fault, other syscalls */
+	MS_COUNT
+};
+
+struct model_state_span {
+	uint64_t ts, dur;       /* ns, CLOCK_MONOTONIC; dur 0 while open */
+	uint32_t pid, tid;
+	uint8_t state;          /* enum model_state */
+	int16_t syscall;        /* the syscall it blocked in, -1 none */
+	uint32_t holder;        /* MS_GIL_WAIT: the GIL holder's tid, 0 unknown */
+};
+
+struct model_sample {
+	uint64_t ts;
+	uint32_t pid, tid;
+	uint32_t cpu;
+	uint32_t stack;         /* after model_finish: index + 1 of its Python stack
+				   in m->stacks, 0 none */
+	uint64_t pystack;       /* the stack's id as the walker sent it, 0 none */
+};
+
+/* "running", "runnable", "gil_wait", "lock_wait", "io", "sleep", "other_wait". */
+const char *model_state_name(unsigned state);
+/* The state a thread blocked in syscall nr is in (-1: none). */
+enum model_state model_state_of_syscall(long nr);
+/* The syscall's name ("read", "futex"...), NULL for those not known. */
+const char *model_syscall_name(long nr);
+
+/*
+ * Thread tid of pid entered state at ts (blocked in syscall, holding for
+ * holder): end its open span there and open one for the new state.
+ * Records of one thread come in time order; a record earlier than the
+ * open span's start is taken at that start.  0 or -ENOMEM.
+ */
+int model_thread_state(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts,
+		       enum model_state state, int syscall, uint32_t holder);
+/* The thread is woken at ts: runnable, unless it has not left its CPU yet. */
+int model_thread_woken(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts);
+/* The thread exits at ts: end its open span and open none. */
+int model_thread_exit(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts);
+/* End every open span at ts (the end of the recording). */
+void model_states_end(struct model *m, uint64_t ts);
+
+/* Thread tid of pid, NULL if the model has none. */
+
+/* Add a sample; 0 or -ENOMEM. */
+int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
+		     uint64_t pystack);
+
+/* The first instant of a state or a sample, UINT64_MAX if none. */
+uint64_t model_states_first(const struct model *m);
+/* From model_finish(): sort; give samples their stacks.  0 or -ENOMEM. */
+int model_states_finish(struct model *m);
+void model_states_release(struct model *m);
+
+#endif
