@@ -661,64 +661,6 @@ static int write_sample(struct jw *jw, const struct model *m, const struct model
 	return jw_obj_end(jw);
 }
 
-/*
- * States and samples go out in time order among the other events (a
- * merge reads its inputs as time-ordered streams): the states, kept by
- * thread in the model, by start time here.
- */
-struct sched_cursor {
-	struct { uint64_t ts; size_t idx; } *order;
-	size_t nstates, nsamples;       /* written so far */
-};
-
-static int cmp_ts(const void *a, const void *b)
-{
-	const uint64_t *x = a, *y = b;  /* ts leads each order entry */
-
-	return *x < *y ? -1 : *x > *y;
-}
-
-static int sched_cursor_init(struct sched_cursor *c, const struct model *m)
-{
-	memset(c, 0, sizeof(*c));
-	if (!m->nstates)
-		return 0;
-	c->order = malloc(m->nstates * sizeof(*c->order));
-	if (!c->order)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->nstates; i++) {
-		c->order[i].ts = m->states[i].ts;
-		c->order[i].idx = i;
-	}
-	qsort(c->order, m->nstates, sizeof(*c->order), cmp_ts);
-	return 0;
-}
-
-/* Write the states and samples that start at or before ts. */
-static int write_sched_until(struct jw *jw, const struct model *m, struct sched_cursor *c,
-			     uint64_t ts)
-{
-	int ret = 0;
-
-	while (!ret) {
-		const struct model_state_span *st = c->nstates < m->nstates ?
-			&m->states[c->order[c->nstates].idx] : NULL;
-		const struct model_sample *sm = c->nsamples < m->nsamples ?
-			&m->samples[c->nsamples] : NULL;
-
-		if (st && st->ts <= ts && (!sm || st->ts <= sm->ts)) {
-			ret = write_state(jw, m, st);
-			c->nstates++;
-		} else if (sm && sm->ts <= ts) {
-			ret = write_sample(jw, m, sm);
-			c->nsamples++;
-		} else {
-			break;
-		}
-	}
-	return ret;
-}
-
 /* Device memory in use: a counter track per process and device. */
 static int write_mem_counter(struct jw *jw, const struct model *m, const struct mem_sample *s)
 {
@@ -744,12 +686,80 @@ static int write_mem_counter(struct jw *jw, const struct model *m, const struct 
 	return jw_obj_end(jw);
 }
 
+/*
+ * States, samples and memory counters go out in time order among the
+ * other events (a merge reads its inputs as time-ordered streams): the
+ * states, kept by thread in the model, by start time here.
+ */
+struct side_cursor {
+	struct { uint64_t ts; size_t idx; } *order;
+	size_t nstates, nsamples;       /* written so far */
+	struct mem_sample *ms;          /* memory counter samples, by time */
+	size_t nms, k;
+};
+
+static int cmp_ts(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;  /* ts leads each order entry */
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+static int side_cursor_init(struct side_cursor *c, const struct model *m,
+			    const struct export_opts *opts)
+{
+	int ret;
+
+	memset(c, 0, sizeof(*c));
+	ret = memory_counters(m, opts->mem_sample_rate, &c->ms, &c->nms);
+	if (ret || !m->nstates)
+		return ret;
+	c->order = malloc(m->nstates * sizeof(*c->order));
+	if (!c->order)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nstates; i++) {
+		c->order[i].ts = m->states[i].ts;
+		c->order[i].idx = i;
+	}
+	qsort(c->order, m->nstates, sizeof(*c->order), cmp_ts);
+	return 0;
+}
+
+/* Write the states, samples and counters at or before ts, earliest first. */
+static int write_side_until(struct jw *jw, const struct model *m, struct side_cursor *c,
+			    uint64_t ts)
+{
+	int ret = 0;
+
+	while (!ret) {
+		const struct model_state_span *st = c->nstates < m->nstates ?
+			&m->states[c->order[c->nstates].idx] : NULL;
+		const struct model_sample *sm = c->nsamples < m->nsamples ?
+			&m->samples[c->nsamples] : NULL;
+		const struct mem_sample *mc = c->k < c->nms ? &c->ms[c->k] : NULL;
+		uint64_t t_st = st ? st->ts : UINT64_MAX, t_sm = sm ? sm->ts : UINT64_MAX;
+		uint64_t t_mc = mc ? mc->ts : UINT64_MAX;
+
+		if (mc && t_mc <= ts && t_mc <= t_st && t_mc <= t_sm) {
+			ret = write_mem_counter(jw, m, mc);
+			c->k++;
+		} else if (st && t_st <= ts && t_st <= t_sm) {
+			ret = write_state(jw, m, st);
+			c->nstates++;
+		} else if (sm && t_sm <= ts) {
+			ret = write_sample(jw, m, sm);
+			c->nsamples++;
+		} else {
+			break;
+		}
+	}
+	return ret;
+}
+
 static int chrome_write(const struct model *m, const struct export_opts *opts,
 			struct sink *out)
 {
-	struct sched_cursor sc = { 0 };
-	struct mem_sample *ms = NULL;
-	size_t nms = 0, k = 0;
+	struct side_cursor sc = { 0 };
 	uint8_t *caused_work;
 	struct jw jw;
 	int ret;
@@ -785,21 +795,15 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 	if (!ret)
 		ret = write_state_tracks(&jw, m);
 	if (!ret)
-		ret = memory_counters(m, opts->mem_sample_rate, &ms, &nms);
-	if (!ret)
-		ret = sched_cursor_init(&sc, m);
+		ret = side_cursor_init(&sc, m, opts);
 	for (size_t i = 0; i < m->nev && !ret; i++) {
-		for (; k < nms && ms[k].ts <= m->ev[i].ts; k++)
-			write_mem_counter(&jw, m, &ms[k]);
-		ret = write_sched_until(&jw, m, &sc, m->ev[i].ts);
+		ret = write_side_until(&jw, m, &sc, m->ev[i].ts);
 		if (!ret)
 			ret = write_event(&jw, m, i, caused_work);
 	}
-	for (; k < nms && !ret; k++)
-		write_mem_counter(&jw, m, &ms[k]);
 	if (!ret)
-		ret = write_sched_until(&jw, m, &sc, UINT64_MAX);
-	free(ms);
+		ret = write_side_until(&jw, m, &sc, UINT64_MAX);
+	free(sc.ms);
 	free(sc.order);
 	if (ret)
 		goto cleanup;
