@@ -61,7 +61,9 @@ static struct model_event *add_gpu(struct model *m, int kind, uint64_t ts, uint6
  * Process 100 "python3", thread 100: train_step (a Python frame) around a
  * launch (correlation 11, kernel gemm, 1 kernel) and a graph launch
  * (correlation 12, 2 kernels); a memcpy on thread 101, no stack, no GPU
- * record; an allocation record on GPU 0.
+ * record; an allocation record on GPU 0.  Thread 101's states: running,
+ * waiting for the GIL held by 100 (futex), reading; a CPU sample of it in
+ * train_step while running.
  */
 static void build_model(struct model *m)
 {
@@ -107,6 +109,12 @@ static void build_model(struct model *m)
 	e->copy_kind = 3;       /* device */
 	e->ptr = 0x7f00;
 	e->bytes = 8192;
+
+	model_thread_state(m, 100, 101, T0 + 1000, MS_RUNNING, -1, 0);
+	model_thread_state(m, 100, 101, T0 + 3000, MS_GIL_WAIT, 202, 100);
+	model_thread_state(m, 100, 101, T0 + 4000, MS_IO, 0, 0);
+	model_states_end(m, T0 + 6000);
+	model_add_sample(m, T0 + 2000, 100, 101, 1, 0x51);
 	model_finish(m);
 }
 
@@ -239,20 +247,31 @@ static const TrackEvent *event(const Packet *p)
 										  NULL;
 }
 
-/* The first slice begin or instant named name; its packet in *pp. */
-static const TrackEvent *find(struct trace *t, const char *name, const Packet **pp)
+/*
+ * The first slice begin or instant named name, of category cat unless
+ * NULL; its packet in *pp.
+ */
+static const TrackEvent *find_cat(struct trace *t, const char *cat, const char *name,
+				  const Packet **pp)
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const TrackEvent *e = event(t->p[i]);
 
 		if (e && e->name_field_case == PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID &&
-		    !strcmp(lookup(t, t->names, e->name_iid), name)) {
+		    !strcmp(lookup(t, t->names, e->name_iid), name) &&
+		    (!cat || (e->n_category_iids == 1 &&
+			      !strcmp(lookup(t, t->cats, e->category_iids[0]), cat)))) {
 			*pp = t->p[i];
 			return e;
 		}
 	}
 	*pp = NULL;
 	return NULL;
+}
+
+static const TrackEvent *find(struct trace *t, const char *name, const Packet **pp)
+{
+	return find_cat(t, NULL, name, pp);
 }
 
 static size_t index_of(struct trace *t, const Packet *p)
@@ -336,12 +355,12 @@ static void check_packets(struct trace *t)
 		counters += e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER;
 	}
 	is_int(flags_ok, t->n, "every packet on sequence 1, only the first with flags");
-	/* process, 2 threads, GPU 0 / stream 7, GPU 0 / memory, its counter */
-	is_int(descs, 6, "six track descriptors");
-	/* 3 calls, 1 Python scope (train_step; <module> too), 3 kernels */
-	is_int(begins, 8, "eight slices: 3 calls, 2 Python scopes, 3 kernels");
+	/* process, 2 threads, loader state, GPU 0 / stream 7, GPU 0 / memory, its counter */
+	is_int(descs, 7, "seven track descriptors");
+	/* 3 calls, 1 Python scope (train_step; <module> too), 3 kernels, 3 states */
+	is_int(begins, 11, "eleven slices: 3 calls, 2 Python scopes, 3 kernels, 3 states");
 	is_int(ends, begins, "each slice ended");
-	is_int(instants, 2, "two instants: gpubpf metadata, the allocation");
+	is_int(instants, 3, "three instants: gpubpf metadata, the allocation, the sample");
 	ok(counters >= 1, "memory counter values (%zu)", counters);
 	is_int(t->redefined, 0, "each interned iid defined once");
 	ok(inorder, "events in time order, as deltas");
@@ -358,6 +377,63 @@ static void check_tracks(struct trace *t)
 	ok(track_named(t, "device memory GPU 0", &cparent) && cparent == proc,
 	   "counter track device memory GPU 0 under its process");
 	ok(track_named(t, "loader", NULL), "thread 101 named");
+	ok(track_named(t, "loader state", &parent) && parent == proc &&
+	   track_named(t, "loader state", NULL) == track_named(t, "loader", NULL) + 1,
+	   "loader state under its process, right after its thread");
+}
+
+/* Is e on track, with category cat, at ts in the packet p? */
+static int placed(struct trace *t, const TrackEvent *e, const Packet *p, uint64_t track,
+		  const char *cat, uint64_t ts)
+{
+	return e && e->has_track_uuid && e->track_uuid == track && e->n_category_iids == 1 &&
+	       !strcmp(lookup(t, t->cats, e->category_iids[0]), cat) &&
+	       t->ts[index_of(t, p)] == ts;
+}
+
+/* Thread 101's states and sample, as the JSON's. */
+static void check_states(struct trace *t)
+{
+	uint64_t track = track_named(t, "loader state", NULL);
+	const Packet *rp, *gp, *ip, *sp, *cp;
+	const TrackEvent *run = find(t, "Running", &rp);
+	const TrackEvent *gil = find(t, "GIL wait (held by 100)", &gp);
+	const TrackEvent *io = find(t, "read", &ip);
+	const TrackEvent *smp = find_cat(t, "sample", "train_step", &sp);
+	const TrackEvent *call = find(t, "cuLaunchKernel", &cp);
+	const Annotation *holder = annotation(t, gil, "holder_tid");
+	const Annotation *cpu = annotation(t, smp, "cpu");
+	size_t end_at = 0;
+
+	ok(placed(t, run, rp, track, "thread_state", T0 + 1000) &&
+	   !strcmp(string_arg(t, annotation(t, run, "state")), "running") &&
+	   run->n_debug_annotations == 1, "Running at its ns, args: state running only");
+	ok(placed(t, gil, gp, track, "thread_state", T0 + 3000) &&
+	   !strcmp(string_arg(t, annotation(t, gil, "state")), "gil_wait") &&
+	   !strcmp(string_arg(t, annotation(t, gil, "syscall")), "futex") &&
+	   holder && holder->uint_value == 100,
+	   "GIL wait (held by 100): state gil_wait, syscall futex, holder_tid 100");
+	ok(placed(t, io, ip, track, "thread_state", T0 + 4000) &&
+	   !strcmp(string_arg(t, annotation(t, io, "state")), "io") &&
+	   !strcmp(string_arg(t, annotation(t, io, "syscall")), "read") &&
+	   !annotation(t, io, "holder_tid"), "read: state io, syscall read");
+	for (size_t i = 0; i < t->n; i++) {
+		const TrackEvent *e = event(t->p[i]);
+
+		end_at += e && e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END &&
+			  e->track_uuid == track && t->ts[i] == T0 + 6000;
+	}
+	is_int(end_at, 1, "the last state ends at the end of the recording");
+	ok(placed(t, smp, sp, track, "sample", T0 + 2000) &&
+	   smp->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT &&
+	   cpu && cpu->uint_value == 1,
+	   "the sample: an instant train_step at its ns on the state track, args: cpu 1");
+	ok(annotation(t, smp, "stack") && annotation(t, call, "stack") &&
+	   annotation(t, smp, "stack")->string_value_iid ==
+	   annotation(t, call, "stack")->string_value_iid,
+	   "its stack the call's interned string");
+	ok(index_of(t, rp) < index_of(t, sp) && index_of(t, sp) < index_of(t, gp) &&
+	   index_of(t, gp) < index_of(t, ip), "states and the sample in time order");
 }
 
 static void check_call(struct trace *t)
@@ -463,6 +539,7 @@ int main(void)
 	check_call(&t);
 	check_graph(&t);
 	check_ends(&t);
+	check_states(&t);
 	release(&t);
 	unlink(path);
 	model_release(&m);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Thread states and CPU samples in the model; see thread_state.h. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "lib/array.h"
@@ -59,6 +60,76 @@ const char *model_syscall_name(long nr)
 	int i = syscall_index(nr);
 
 	return i < 0 ? NULL : syscalls[i].name;
+}
+
+/* A state span's slice name: "Running", "GIL wait (held by 12)", "read"... */
+void model_state_label(const struct model_state_span *s, char *buf, size_t len)
+{
+	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
+
+	switch (s->state) {
+	case MS_RUNNING:
+		snprintf(buf, len, "Running");
+		break;
+	case MS_RUNNABLE:
+		snprintf(buf, len, "Runnable");
+		break;
+	case MS_GIL_WAIT:
+		if (s->holder)
+			snprintf(buf, len, "GIL wait (held by %u)", s->holder);
+		else
+			snprintf(buf, len, "GIL wait");
+		break;
+	case MS_SLEEP:
+		snprintf(buf, len, "sleep");
+		break;
+	default:
+		if (sc)
+			snprintf(buf, len, "%s", sc);
+		else if (s->syscall >= 0)
+			snprintf(buf, len, "syscall %d", s->syscall);
+		else
+			snprintf(buf, len, "blocked");
+		break;
+	}
+}
+
+struct by_time {
+	uint64_t ts;
+	size_t idx;
+};
+
+static int cmp_by_time(const void *a, const void *b)
+{
+	const struct by_time *x = a, *y = b;
+
+	if (x->ts != y->ts)
+		return x->ts < y->ts ? -1 : 1;
+	return x->idx < y->idx ? -1 : x->idx > y->idx;
+}
+
+int model_states_by_time(const struct model *m, size_t **order)
+{
+	struct by_time *bt;
+
+	*order = NULL;
+	if (!m->nstates)
+		return 0;
+	bt = malloc(m->nstates * sizeof(*bt));
+	*order = malloc(m->nstates * sizeof(**order));
+	if (!bt || !*order) {
+		free(bt);
+		free(*order);
+		*order = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->nstates; i++)
+		bt[i] = (struct by_time){ m->states[i].ts, i };
+	qsort(bt, m->nstates, sizeof(*bt), cmp_by_time);
+	for (size_t i = 0; i < m->nstates; i++)
+		(*order)[i] = bt[i].idx;
+	free(bt);
+	return 0;
 }
 
 /* End t's open span, if any, at ts. */

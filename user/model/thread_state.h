@@ -12,6 +12,7 @@
 #ifndef GPUBPF_THREAD_STATE_H
 #define GPUBPF_THREAD_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct model;
@@ -50,6 +51,8 @@ const char *model_state_name(unsigned state);
 enum model_state model_state_of_syscall(long nr);
 /* The syscall's name ("read", "futex"...), NULL for those not known. */
 const char *model_syscall_name(long nr);
+/* A span's name in a trace: "Running", "GIL wait (held by 12)", "read"... */
+void model_state_label(const struct model_state_span *s, char *buf, size_t len);
 
 /*
  * Thread tid of pid entered state at ts (blocked in syscall, holding for
@@ -74,6 +77,12 @@ int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, u
 
 /* The first instant of a state or a sample, UINT64_MAX if none. */
 uint64_t model_states_first(const struct model *m);
+/*
+ * The indexes of m->states by start time (then model order), for writers
+ * that merge them with the other events; *order NULL when there are none.
+ * 0 or -ENOMEM; the caller frees *order.
+ */
+int model_states_by_time(const struct model *m, size_t **order);
 /* From model_finish(): sort; give samples their stacks.  0 or -ENOMEM. */
 int model_states_finish(struct model *m);
 void model_states_release(struct model *m);

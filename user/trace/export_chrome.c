@@ -569,38 +569,6 @@ static int write_state_tracks(struct jw *jw, const struct model *m)
 	return 0;
 }
 
-/* A state span's slice name: "Running", "GIL wait (held by 12)", "read"... */
-static void state_label(const struct model_state_span *s, char *buf, size_t len)
-{
-	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
-
-	switch (s->state) {
-	case MS_RUNNING:
-		snprintf(buf, len, "Running");
-		break;
-	case MS_RUNNABLE:
-		snprintf(buf, len, "Runnable");
-		break;
-	case MS_GIL_WAIT:
-		if (s->holder)
-			snprintf(buf, len, "GIL wait (held by %u)", s->holder);
-		else
-			snprintf(buf, len, "GIL wait");
-		break;
-	case MS_SLEEP:
-		snprintf(buf, len, "sleep");
-		break;
-	default:
-		if (sc)
-			snprintf(buf, len, "%s", sc);
-		else if (s->syscall >= 0)
-			snprintf(buf, len, "syscall %d", s->syscall);
-		else
-			snprintf(buf, len, "blocked");
-		break;
-	}
-}
-
 /* chrome://tracing's reserved colours of thread states (Perfetto picks its own) */
 static const char *const state_colours[MS_COUNT] = {
 	[MS_RUNNING] = "thread_state_running", [MS_RUNNABLE] = "thread_state_runnable",
@@ -614,7 +582,7 @@ static int write_state(struct jw *jw, const struct model *m, const struct model_
 	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
 	char name[64];
 
-	state_label(s, name, sizeof(name));
+	model_state_label(s, name, sizeof(name));
 	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_STATE, name, strlen(name), s->pid,
 		   TS_STATE_TID_BASE + s->tid, s->ts, s->dur);
 	if (s->state < MS_COUNT) {
@@ -692,37 +660,18 @@ static int write_mem_counter(struct jw *jw, const struct model *m, const struct 
  * states, kept by thread in the model, by start time here.
  */
 struct side_cursor {
-	struct { uint64_t ts; size_t idx; } *order;
+	size_t *order;                  /* m->states by start time */
 	size_t nstates, nsamples;       /* written so far */
 	struct mem_sample *ms;          /* memory counter samples, by time */
 	size_t nms, k;
 };
 
-static int cmp_ts(const void *a, const void *b)
-{
-	const uint64_t *x = a, *y = b;  /* ts leads each order entry */
-
-	return *x < *y ? -1 : *x > *y;
-}
-
 static int side_cursor_init(struct side_cursor *c, const struct model *m,
 			    const struct export_opts *opts)
 {
-	int ret;
-
 	memset(c, 0, sizeof(*c));
-	ret = memory_counters(m, opts->mem_sample_rate, &c->ms, &c->nms);
-	if (ret || !m->nstates)
-		return ret;
-	c->order = malloc(m->nstates * sizeof(*c->order));
-	if (!c->order)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->nstates; i++) {
-		c->order[i].ts = m->states[i].ts;
-		c->order[i].idx = i;
-	}
-	qsort(c->order, m->nstates, sizeof(*c->order), cmp_ts);
-	return 0;
+	return memory_counters(m, opts->mem_sample_rate, &c->ms, &c->nms) ?:
+	       model_states_by_time(m, &c->order);
 }
 
 /* Write the states, samples and counters at or before ts, earliest first. */
@@ -733,7 +682,7 @@ static int write_side_until(struct jw *jw, const struct model *m, struct side_cu
 
 	while (!ret) {
 		const struct model_state_span *st = c->nstates < m->nstates ?
-			&m->states[c->order[c->nstates].idx] : NULL;
+			&m->states[c->order[c->nstates]] : NULL;
 		const struct model_sample *sm = c->nsamples < m->nsamples ?
 			&m->samples[c->nsamples] : NULL;
 		const struct mem_sample *mc = c->k < c->nms ? &c->ms[c->k] : NULL;

@@ -9,15 +9,18 @@
  * a quarter more export CPU time).  One packet sequence:
  *
  *	ClockSnapshot         CLOCK_MONOTONIC is the trace's clock
- *	TrackDescriptors      a track per process, thread, GPU stream
- *	                      ("GPU 0 / stream 7", "GPU 0 / memory", under
- *	                      their process) and memory counter
- *	                      ("device memory GPU 0", under its process)
+ *	TrackDescriptors      a track per process, thread, thread's states
+ *	                      ("python3 state", under the process, after
+ *	                      its thread), GPU stream ("GPU 0 / stream 7",
+ *	                      "GPU 0 / memory", under their process) and
+ *	                      memory counter ("device memory GPU 0", under
+ *	                      its process)
  *	"gpubpf" instant      the trace metadata of the JSON's "gpubpf"
  *	                      object, as nested debug annotations
  *	TrackEvents by time   slices (SLICE_BEGIN/END) of calls, Python
- *	                      scopes, GPU work and waits; memory instants;
- *	                      counter values
+ *	                      scopes, GPU work and waits, thread states;
+ *	                      memory and CPU sample instants; counter
+ *	                      values
  *
  * Categories, names and arguments are those of the Chrome JSON exporter
  * (export_chrome.c), arguments as debug annotations; hexadecimal values
@@ -81,17 +84,18 @@ typedef Perfetto__Protos__InternedData InternedData;
 
 enum {
 	CAT_CUDA_API, CAT_PYTHON, CAT_KERNEL, CAT_NCCL, CAT_MEMCPY, CAT_MEMSET, CAT_SYNC,
-	CAT_MEMORY, CAT_GPUBPF, NCATS,
+	CAT_MEMORY, CAT_GPUBPF, CAT_STATE, CAT_SAMPLE, NCATS,
 };
 
 static const char *const cat_names[NCATS] = {
 	TS_CAT_API, TS_CAT_PYTHON, TS_CAT_KERNEL, TS_CAT_NCCL, TS_CAT_MEMCPY, TS_CAT_MEMSET,
-	TS_CAT_SYNC, TS_CAT_MEMORY, TS_META,
+	TS_CAT_SYNC, TS_CAT_MEMORY, TS_META, TS_CAT_STATE, TS_CAT_SAMPLE,
 };
 
 struct track {
-	uint32_t pid, tid;      /* tid: PROCESS_TID, a thread, GPU lane or counter */
-	uint32_t name;          /* model strtab id of a process or thread name */
+	uint32_t pid, tid;      /* tid: PROCESS_TID, a thread, its states, GPU lane or counter */
+	uint32_t name;          /* model strtab id of a process or thread name (states: their
+				   thread's) */
 	uint32_t device, stream;
 	uint64_t *open;         /* end times of the open slices, innermost last */
 	size_t nopen, cap;
@@ -158,13 +162,22 @@ static uint32_t track_tid(const struct model_event *ev)
 
 /* Tracks ------------------------------------------------------------------ */
 
+/* A track key's rank in its process: a thread's states right after it. */
+static uint64_t track_rank(uint32_t tid)
+{
+	if (tid >= TS_STATE_TID_BASE && tid < TS_GPU_TID_BASE)
+		return (uint64_t)(tid - TS_STATE_TID_BASE) << 1 | 1;
+	return (uint64_t)tid << 1;
+}
+
 static int track_cmp(const void *a, const void *b)
 {
 	const struct track *x = a, *y = b;
+	uint64_t rx = track_rank(x->tid), ry = track_rank(y->tid);
 
 	if (x->pid != y->pid)
 		return x->pid < y->pid ? -1 : 1;
-	return x->tid < y->tid ? -1 : x->tid > y->tid;
+	return rx < ry ? -1 : rx > ry;
 }
 
 /* A track's uuid: its index + 1 in the sorted table (0 when absent). */
@@ -212,8 +225,9 @@ static int add_track(struct track_set *s, uint32_t pid, uint32_t tid, uint32_t d
 }
 
 /*
- * Every track: processes, threads (named or with events), GPU lanes and
- * memory counters, sorted by (pid, key) and unique.
+ * Every track: processes, threads (named or with events), their states
+ * (with states or samples), GPU lanes and memory counters, sorted by
+ * (pid, rank) and unique.
  */
 static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
 {
@@ -234,6 +248,10 @@ static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
 		if (!ret)
 			ret = add_track(&s, ev->pid, track_tid(ev), ev->device, ev->gpu_stream);
 	}
+	for (size_t i = 0; i < m->nstates && !ret; i++)
+		ret = add_track(&s, m->states[i].pid, TS_STATE_TID_BASE + m->states[i].tid, 0, 0);
+	for (size_t i = 0; i < m->nsamples && !ret; i++)
+		ret = add_track(&s, m->samples[i].pid, TS_STATE_TID_BASE + m->samples[i].tid, 0, 0);
 	for (size_t i = 0; i < nms && !ret; i++)
 		ret = add_track(&s, ms[i].pid, COUNTER_BASE + ms[i].device, ms[i].device, 0);
 	if (ret) {
@@ -245,8 +263,14 @@ static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
 	w->ntracks = s.n;
 	for (size_t i = 0; i < m->nprocs; i++)
 		find_track(w, m->procs[i].pid, PROCESS_TID)->name = m->procs[i].name;
-	for (size_t i = 0; i < m->nthreads; i++)
-		find_track(w, m->threads[i].pid, m->threads[i].tid)->name = m->threads[i].name;
+	for (size_t i = 0; i < m->nthreads; i++) {
+		const struct model_thread *t = &m->threads[i];
+		uint64_t states = track_uuid(w, t->pid, TS_STATE_TID_BASE + t->tid);
+
+		find_track(w, t->pid, t->tid)->name = t->name;
+		if (states)
+			w->tracks[states - 1].name = t->name;
+	}
 	return 0;
 }
 
@@ -266,6 +290,10 @@ static int busiest_track(struct pf *w)
 		if (ev->kind == EV_API || ev->kind == EV_SCOPE || gpu_has_track(ev))
 			n[track_uuid(w, ev->pid, track_tid(ev)) - 1]++;
 	}
+	for (size_t i = 0; i < w->m->nstates; i++)
+		n[track_uuid(w, w->m->states[i].pid, TS_STATE_TID_BASE + w->m->states[i].tid) - 1]++;
+	for (size_t i = 0; i < w->m->nsamples; i++)
+		n[track_uuid(w, w->m->samples[i].pid, TS_STATE_TID_BASE + w->m->samples[i].tid) - 1]++;
 	for (size_t i = 1; i < w->ntracks; i++)
 		if (n[i] > n[best])
 			best = i;
@@ -794,16 +822,16 @@ static int close_slices(struct pf *w, struct track *t, uint64_t ts, uint64_t end
 }
 
 /*
- * Open a slice [ts, ts + dur) on the event's track, nested in the open
- * ones (ending those it is not inside): call before collecting its
- * arguments, then emit_begin().  Returns the track's uuid, 0 on error.
+ * Open a slice [ts, end) on track (pid, tid), nested in the open ones
+ * (ending those it is not inside): call before collecting its arguments,
+ * then emit its begin.  Returns the track's uuid, 0 on error.
  */
-static uint64_t open_slice(struct pf *w, const struct model_event *ev)
+static uint64_t open_slice_at(struct pf *w, uint32_t pid, uint32_t tid, uint64_t ts,
+			      uint64_t end)
 {
-	struct track *t = find_track(w, ev->pid, track_tid(ev));
-	uint64_t end = ev->ts + ev->dur;
+	struct track *t = find_track(w, pid, tid);
 
-	if (close_slices(w, t, ev->ts, end))
+	if (close_slices(w, t, ts, end))
 		return 0;
 	if (array_grow_bytes((void **)&t->open, &t->cap, t->nopen + 1, sizeof(*t->open))) {
 		w->err = -ENOMEM;
@@ -814,12 +842,24 @@ static uint64_t open_slice(struct pf *w, const struct model_event *ev)
 	return (uint64_t)(t - w->tracks) + 1;
 }
 
-static int emit_begin(struct pf *w, const struct model_event *ev, uint64_t track,
-		      TrackEvent *te, int cat, const char *name)
+/* open_slice_at() for an event's slice on its track. */
+static uint64_t open_slice(struct pf *w, const struct model_event *ev)
+{
+	return open_slice_at(w, ev->pid, track_tid(ev), ev->ts, ev->ts + ev->dur);
+}
+
+static int emit_begin_at(struct pf *w, uint64_t ts, uint64_t track, TrackEvent *te, int cat,
+			 const char *name)
 {
 	te->has_type = 1;
 	te->type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN;
-	return emit_event(w, te, ev->ts, track, cat, name);
+	return emit_event(w, te, ts, track, cat, name);
+}
+
+static int emit_begin(struct pf *w, const struct model_event *ev, uint64_t track,
+		      TrackEvent *te, int cat, const char *name)
+{
+	return emit_begin_at(w, ev->ts, track, te, cat, name);
 }
 
 /* The arguments of a driver call, as export_chrome.c's write_call_args. */
@@ -899,12 +939,20 @@ static int write_call(struct pf *w, const struct model_event *ev, const uint32_t
 	return ret;
 }
 
+/* A frame's function without its place: "step" of "step (train.py:12)"; NULL: no memory. */
+static char *func_name(const char *frame)
+{
+	const char *paren = strstr(frame, " (");
+
+	return strndup(frame, paren ? (size_t)(paren - frame) : strlen(frame));
+}
+
 static int write_scope(struct pf *w, const struct model_event *ev)
 {
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	const char *func = str(w->m, ev->name), *paren = strstr(func, " (");
+	const char *func = str(w->m, ev->name);
 	uint64_t track = open_slice(w, ev);
-	char *name = strndup(func, paren ? (size_t)(paren - func) : strlen(func));
+	char *name = func_name(func);
 	int ret;
 
 	if (!name)
@@ -1014,6 +1062,57 @@ static int write_counter(struct pf *w, const struct mem_sample *s)
 			  NULL);
 }
 
+/* A thread state span: a slice on its thread's state track. */
+static int write_state(struct pf *w, const struct model_state_span *s)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
+	uint64_t track = open_slice_at(w, s->pid, TS_STATE_TID_BASE + s->tid, s->ts,
+				       s->ts + s->dur);
+	char name[64];
+
+	model_state_label(s, name, sizeof(name));
+	arg_string(w, TS_ARG_STATE, model_state_name(s->state));
+	if (sc)
+		arg_string(w, TS_ARG_SYSCALL, sc);
+	else if (s->syscall >= 0)
+		arg_int(w, TS_ARG_SYSCALL, s->syscall);
+	if (s->holder)
+		arg_uint(w, TS_ARG_HOLDER_TID, s->holder);
+	return emit_begin_at(w, s->ts, track, &te, CAT_STATE, name);
+}
+
+/* A CPU sample: an instant on its thread's state track, named by its innermost function. */
+static int write_sample(struct pf *w, const struct model_sample *s)
+{
+	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	const struct model_stack *st = s->stack ? &w->m->stacks[s->stack - 1] : NULL;
+	char *name = func_name(st && st->n ? str(w->m, w->m->frames[st->first]) : "sample");
+	int ret;
+
+	if (!name)
+		return w->err = -ENOMEM;
+	arg_uint(w, TS_ARG_CPU, s->cpu);
+	if (st)
+		arg_stack(w, TS_ARG_STACK, s->stack);
+	te.has_type = 1;
+	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
+	ret = emit_event(w, &te, s->ts, track_uuid(w, s->pid, TS_STATE_TID_BASE + s->tid),
+			 CAT_SAMPLE, name);
+	free(name);
+	return ret;
+}
+
+/* The first instant of an event, a state or a sample; 0 if none. */
+static uint64_t first_ts(const struct model *m)
+{
+	uint64_t ts = model_states_first(m);
+
+	if (m->nev && m->ev[0].ts < ts)
+		ts = m->ev[0].ts;
+	return ts == UINT64_MAX ? 0 : ts;
+}
+
 /* Track descriptors --------------------------------------------------------- */
 
 static int write_track(struct pf *w, const struct track *t)
@@ -1023,7 +1122,7 @@ static int write_track(struct pf *w, const struct track *t)
 	Perfetto__Protos__CounterDescriptor cd = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
 	TrackDescriptor d = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	char name[64];
+	char name[128];
 
 	d.has_uuid = 1;
 	d.uuid = (uint64_t)(t - w->tracks) + 1;
@@ -1032,14 +1131,18 @@ static int write_track(struct pf *w, const struct track *t)
 		pd.pid = t->pid;
 		pd.process_name = t->name ? (char *)str(w->m, t->name) : NULL;
 		d.process = &pd;
-	} else if (t->tid < TS_GPU_TID_BASE) {
+	} else if (t->tid < TS_STATE_TID_BASE) {
 		td.has_pid = td.has_tid = 1;
 		td.pid = t->pid;
 		td.tid = t->tid;
 		td.thread_name = t->name ? (char *)str(w->m, t->name) : NULL;
 		d.thread = &td;
 	} else {
-		if (t->tid >= COUNTER_BASE) {
+		if (t->tid < TS_GPU_TID_BASE && t->name) {
+			snprintf(name, sizeof(name), TS_TRACK_STATE, str(w->m, t->name));
+		} else if (t->tid < TS_GPU_TID_BASE) {
+			snprintf(name, sizeof(name), "%u state", t->tid - TS_STATE_TID_BASE);
+		} else if (t->tid >= COUNTER_BASE) {
 			snprintf(name, sizeof(name), "device memory GPU %u", t->device);
 			cd.has_unit = 1;
 			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
@@ -1071,7 +1174,7 @@ static int write_clock(struct pf *w)
 	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
 	Perfetto__Protos__ClockSnapshot__Clock c[4], *cp[4];
 	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	uint64_t ts = w->m->nev ? w->m->ev[0].ts : 0;
+	uint64_t ts = first_ts(w->m);
 	static const uint32_t ids[4] = { CLOCK_MONOTONIC_ID, CLOCK_REALTIME_ID, CLOCK_BOOTTIME_ID,
 					 CLOCK_DELTA_ID };
 
@@ -1180,9 +1283,10 @@ static void v_inject_tid(struct pf *w, const struct model_process *p, Annotation
 
 /*
  * The JSON's "gpubpf" object as an instant "gpubpf" (category "gpubpf") on
- * the global track at the first event: the same keys as annotations, the
- * GPU ones under "gpu.", times in µs; late_attach as "gpu.late_attach_us"
- * (pid: stall) and "gpu.late_attach_thread" (pid: thread).
+ * the global track at the first event, state or sample: the same keys as
+ * annotations, the GPU ones under "gpu.", times in µs; late_attach as
+ * "gpu.late_attach_us" (pid: stall) and "gpu.late_attach_thread" (pid:
+ * thread).
  */
 static int write_metadata(struct pf *w)
 {
@@ -1226,7 +1330,7 @@ static int write_metadata(struct pf *w)
 	arg_double(w, TS_META_GPU "." TS_GPU_MAX_SKEW, m->max_skew_ns / 1e3);
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
-	emit_event(w, &te, m->nev ? m->ev[0].ts : 0, 0, CAT_GPUBPF, "gpubpf");
+	emit_event(w, &te, first_ts(m), 0, CAT_GPUBPF, "gpubpf");
 cleanup:
 	free(pp.e);
 	free(pp.ep);
@@ -1274,23 +1378,54 @@ static void pf_release(struct pf *w)
 	free(w->zbuf);
 }
 
+/* Counter values, states and samples merged with the events, by time. */
+struct others {
+	const struct mem_sample *ms;
+	size_t nms, k;          /* counter values, written */
+	size_t *order;          /* m->states by start time */
+	size_t nstates, nsamples;       /* written */
+};
+
+/* Write the counter values, states and samples at or before ts, earliest first. */
+static int write_others(struct pf *w, struct others *o, uint64_t ts)
+{
+	const struct model *m = w->m;
+
+	while (!w->err) {
+		uint64_t c = o->k < o->nms ? o->ms[o->k].ts : UINT64_MAX;
+		uint64_t st = o->nstates < m->nstates ? m->states[o->order[o->nstates]].ts : UINT64_MAX;
+		uint64_t sm = o->nsamples < m->nsamples ? m->samples[o->nsamples].ts : UINT64_MAX;
+		uint64_t next = c < st ? c : st;
+
+		next = next < sm ? next : sm;
+		if (next > ts || next == UINT64_MAX || end_before(w, next))
+			break;
+		if (c == next)
+			write_counter(w, &o->ms[o->k++]);
+		else if (st == next)
+			write_state(w, &m->states[o->order[o->nstates++]]);
+		else
+			write_sample(w, &m->samples[o->nsamples++]);
+	}
+	return w->err;
+}
+
 static int write_events(struct pf *w, const struct mem_sample *ms, size_t nms)
 {
 	const struct model *m = w->m;
 	uint32_t *first = NULL, *gpu_next = NULL;
-	size_t k = 0;
+	struct others o = { .ms = ms, .nms = nms };
 
 	w->heap = calloc(w->ntracks + 1, sizeof(*w->heap));
 	w->err = w->heap ? link_gpu(m, &first, &gpu_next) : -ENOMEM;
-	for (size_t i = 0; i < m->nev && !w->err; i++) {
-		for (; k < nms && ms[k].ts <= m->ev[i].ts && !end_before(w, ms[k].ts); k++)
-			write_counter(w, &ms[k]);
-		if (!end_before(w, m->ev[i].ts))
+	if (!w->err)
+		w->err = model_states_by_time(m, &o.order);
+	for (size_t i = 0; i < m->nev && !w->err; i++)
+		if (!write_others(w, &o, m->ev[i].ts) && !end_before(w, m->ev[i].ts))
 			write_event(w, i, gpu_next, first);
-	}
-	for (; k < nms && !end_before(w, ms[k].ts); k++)
-		write_counter(w, &ms[k]);
+	write_others(w, &o, UINT64_MAX);
 	end_before(w, UINT64_MAX);
+	free(o.order);
 	free(first);
 	free(gpu_next);
 	return w->err;
