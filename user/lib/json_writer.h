@@ -86,6 +86,61 @@ int jw_null(struct jw *jw);
 int jw_hex(struct jw *jw, uint64_t v);
 
 /*
+ * A key and its value in one call, for objects written member by member:
+ * jw_kv_uint(jw, "bytes", n) is jw_key(jw, "bytes") then jw_uint(jw, n).
+ * Each returns the first error, as the calls it makes.
+ */
+static inline int jw_kv_str(struct jw *jw, const char *key, const char *s)
+{
+	return jw_key(jw, key) ?: jw_str(jw, s);
+}
+
+static inline int jw_kv_strn(struct jw *jw, const char *key, const char *s, size_t len)
+{
+	return jw_key(jw, key) ?: jw_strn(jw, s, len);
+}
+
+static inline int jw_kv_int(struct jw *jw, const char *key, int64_t v)
+{
+	return jw_key(jw, key) ?: jw_int(jw, v);
+}
+
+static inline int jw_kv_uint(struct jw *jw, const char *key, uint64_t v)
+{
+	return jw_key(jw, key) ?: jw_uint(jw, v);
+}
+
+static inline int jw_kv_double(struct jw *jw, const char *key, double v)
+{
+	return jw_key(jw, key) ?: jw_double(jw, v);
+}
+
+static inline int jw_kv_us(struct jw *jw, const char *key, uint64_t ns)
+{
+	return jw_key(jw, key) ?: jw_us(jw, ns);
+}
+
+static inline int jw_kv_ms(struct jw *jw, const char *key, uint64_t ns)
+{
+	return jw_key(jw, key) ?: jw_ms(jw, ns);
+}
+
+static inline int jw_kv_bool(struct jw *jw, const char *key, bool v)
+{
+	return jw_key(jw, key) ?: jw_bool(jw, v);
+}
+
+static inline int jw_kv_null(struct jw *jw, const char *key)
+{
+	return jw_key(jw, key) ?: jw_null(jw);
+}
+
+static inline int jw_kv_hex(struct jw *jw, const char *key, uint64_t v)
+{
+	return jw_key(jw, key) ?: jw_hex(jw, v);
+}
+
+/*
  * Length of the well-formed UTF-8 sequence at s (a byte >= 0x80, n bytes
  * available): 2..4, or 0 when it is not one; then *bad is the length of
  * its maximal valid prefix (at least 1), which is replaced by one U+FFFD

@@ -78,17 +78,12 @@ int merge_write_header(struct merge *m)
 		dropped += m->in[i].r.dropped_total;
 	}
 	jw_obj_begin(&jw);
-	jw_key(&jw, TS_META_VERSION);
-	jw_str(&jw, GPUBPF_VERSION);
-	jw_key(&jw, TS_META_CLOCK);
-	jw_str(&jw, "CLOCK_MONOTONIC");
-	jw_key(&jw, TS_META_CLOCK_HOST);
-	jw_str(&jw, m->in[0].label);
-	jw_key(&jw, TS_META_REALTIME);
-	jw_int(&jw, m->in[0].r.realtime_offset_ns);
+	jw_kv_str(&jw, TS_META_VERSION, GPUBPF_VERSION);
+	jw_kv_str(&jw, TS_META_CLOCK, "CLOCK_MONOTONIC");
+	jw_kv_str(&jw, TS_META_CLOCK_HOST, m->in[0].label);
+	jw_kv_int(&jw, TS_META_REALTIME, m->in[0].r.realtime_offset_ns);
 	m->ts_base_ns = merged_base(m);
-	jw_key(&jw, TS_META_TS_BASE);
-	jw_int(&jw, m->ts_base_ns);
+	jw_kv_int(&jw, TS_META_TS_BASE, m->ts_base_ns);
 	jw_key(&jw, TS_META_HOST);
 	{
 		char *hosts = NULL;
@@ -123,53 +118,37 @@ int merge_write_header(struct merge *m)
 		}
 	}
 	jw_obj_end(&jw);
-	jw_key(&jw, TS_META_DROPPED_TOTAL);
-	jw_uint(&jw, dropped);
+	jw_kv_uint(&jw, TS_META_DROPPED_TOTAL, dropped);
 	jw_key(&jw, TS_META_EVENTS);          /* the inputs' own counts, summed */
 	jw_uint(&jw, events);
 	jw_key(&jw, TS_META_MERGE);
 	jw_obj_begin(&jw);
-	jw_key(&jw, TS_MERGE_REFERENCE);
-	jw_str(&jw, m->in[0].label);
-	jw_key(&jw, TS_MERGE_ALIGNED);
-	jw_bool(&jw, m->o->align);
-	jw_key(&jw, TS_MERGE_PID_STRIDE);
-	jw_int(&jw, PID_STRIDE);
+	jw_kv_str(&jw, TS_MERGE_REFERENCE, m->in[0].label);
+	jw_kv_bool(&jw, TS_MERGE_ALIGNED, m->o->align);
+	jw_kv_int(&jw, TS_MERGE_PID_STRIDE, PID_STRIDE);
 	jw_key(&jw, TS_MERGE_HOSTS);
 	jw_arr_begin(&jw);
 	for (int i = 0; i < m->nin; i++) {
 		const struct input *in = &m->in[i];
 
 		jw_obj_begin(&jw);
-		jw_key(&jw, TS_META_HOST);
-		jw_str(&jw, in->label);
-		jw_key(&jw, TS_MERGE_TRACE_HOST);
-		jw_str(&jw, in->r.host);
-		jw_key(&jw, TS_MERGE_FILE);
-		jw_str(&jw, in->path);
-		jw_key(&jw, TS_META_VERSION);
-		jw_str(&jw, in->r.version);
-		jw_key(&jw, TS_META_REALTIME);
-		jw_int(&jw, in->r.realtime_offset_ns);
-		jw_key(&jw, TS_MERGE_CLOCK_SHIFT);
-		jw_int(&jw, in->clock_shift_ns);
+		jw_kv_str(&jw, TS_META_HOST, in->label);
+		jw_kv_str(&jw, TS_MERGE_TRACE_HOST, in->r.host);
+		jw_kv_str(&jw, TS_MERGE_FILE, in->path);
+		jw_kv_str(&jw, TS_META_VERSION, in->r.version);
+		jw_kv_int(&jw, TS_META_REALTIME, in->r.realtime_offset_ns);
+		jw_kv_int(&jw, TS_MERGE_CLOCK_SHIFT, in->clock_shift_ns);
 		jw_key(&jw, TS_MERGE_SKEW);
 		if (m->o->align && (in->align.matched || i == 0))
 			jw_int(&jw, in->align.skew_ns);
 		else
 			jw_null(&jw);
-		jw_key(&jw, TS_MERGE_SKEW_SPREAD);
-		jw_int(&jw, in->align.spread_ns);
-		jw_key(&jw, TS_MERGE_MATCHED);
-		jw_uint(&jw, in->align.matched);
-		jw_key(&jw, TS_MERGE_SHIFT);
-		jw_int(&jw, in->shift_ns);
-		jw_key(&jw, TS_MERGE_PID_BASE);
-		jw_int(&jw, i * PID_STRIDE);
-		jw_key(&jw, TS_META_EVENTS);
-		jw_uint(&jw, in->r.events);
-		jw_key(&jw, TS_META_DROPPED_TOTAL);
-		jw_uint(&jw, in->r.dropped_total);
+		jw_kv_int(&jw, TS_MERGE_SKEW_SPREAD, in->align.spread_ns);
+		jw_kv_uint(&jw, TS_MERGE_MATCHED, in->align.matched);
+		jw_kv_int(&jw, TS_MERGE_SHIFT, in->shift_ns);
+		jw_kv_int(&jw, TS_MERGE_PID_BASE, i * PID_STRIDE);
+		jw_kv_uint(&jw, TS_META_EVENTS, in->r.events);
+		jw_kv_uint(&jw, TS_META_DROPPED_TOTAL, in->r.dropped_total);
 		write_other_meta(&jw, in->r.meta);
 		jw_obj_end(&jw);
 	}

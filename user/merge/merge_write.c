@@ -191,17 +191,14 @@ static int write_name_args(struct merge *m, const struct input *in,
 				jw_release(&jw);
 				goto cleanup;
 			}
-			jw_key(&jw, "name");
-			jw_str(&jw, name);
+			jw_kv_str(&jw, "name", name);
 		} else if (strcmp(c->string, "host") && strcmp(c->string, "host_pid")) {
 			jw_key(&jw, c->string);
 			jw_cjson(&jw, c);
 		}
 	}
-	jw_key(&jw, "host");
-	jw_str(&jw, in->label);
-	jw_key(&jw, "host_pid");
-	jw_int(&jw, host_pid);
+	jw_kv_str(&jw, "host", in->label);
+	jw_kv_int(&jw, "host_pid", host_pid);
 	jw_obj_end(&jw);
 	ret = jw_finish(&jw);
 	jw_release(&jw);
@@ -316,22 +313,15 @@ int merge_write_missing_names(struct merge *m)
 		if (ret)
 			return ret;
 		jw_obj_begin(&jw);
-		jw_key(&jw, "ph");
-		jw_str(&jw, "M");
-		jw_key(&jw, "name");
-		jw_str(&jw, "process_name");
-		jw_key(&jw, "pid");
-		jw_int(&jw, e->nv);
-		jw_key(&jw, "tid");
-		jw_int(&jw, e->nv);
+		jw_kv_str(&jw, "ph", "M");
+		jw_kv_str(&jw, "name", "process_name");
+		jw_kv_int(&jw, "pid", e->nv);
+		jw_kv_int(&jw, "tid", e->nv);
 		jw_key(&jw, "args");
 		jw_obj_begin(&jw);
-		jw_key(&jw, "name");
-		jw_str(&jw, name);
-		jw_key(&jw, "host");
-		jw_str(&jw, m->in[e->host].label);
-		jw_key(&jw, "host_pid");
-		jw_int(&jw, e->v);
+		jw_kv_str(&jw, "name", name);
+		jw_kv_str(&jw, "host", m->in[e->host].label);
+		jw_kv_int(&jw, "host_pid", e->v);
 		jw_obj_end(&jw);
 		jw_obj_end(&jw);
 		ret = jw_finish(&jw);

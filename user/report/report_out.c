@@ -294,32 +294,27 @@ int report_text(const struct rt_table *t, const struct report *r, FILE *f)
 /* Members of the JSON report, through the streaming writer. */
 static void kstr(struct jw *jw, const char *key, const char *v)
 {
-	jw_key(jw, key);
-	jw_str(jw, v);
+	jw_kv_str(jw, key, v);
 }
 
 static void kuint(struct jw *jw, const char *key, uint64_t v)
 {
-	jw_key(jw, key);
-	jw_uint(jw, v);
+	jw_kv_uint(jw, key, v);
 }
 
 static void knum(struct jw *jw, const char *key, double v)
 {
-	jw_key(jw, key);
-	jw_double(jw, v);
+	jw_kv_double(jw, key, v);
 }
 
 static void kms(struct jw *jw, const char *key, uint64_t ns)
 {
-	jw_key(jw, key);
-	jw_ms(jw, ns);
+	jw_kv_ms(jw, key, ns);
 }
 
 static void kbool(struct jw *jw, const char *key, bool v)
 {
-	jw_key(jw, key);
-	jw_bool(jw, v);
+	jw_kv_bool(jw, key, v);
 }
 
 /* A call site as "file:line" and its function, null when unknown. */
@@ -509,8 +504,7 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 
 		jw_obj_begin(jw);
 		kstr(jw, "name", rt_str(t, x->name));
-		jw_key(jw, "ret");
-		jw_int(jw, x->ret);
+		jw_kv_int(jw, "ret", x->ret);
 		if (cuda_result_name(x->ret))
 			kstr(jw, "error", cuda_result_name(x->ret));
 		kuint(jw, "count", x->count);

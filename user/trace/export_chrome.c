@@ -109,38 +109,22 @@ static void write_call_args(struct jw *jw, const struct model *m,
 		write_u32x3(jw, TS_ARG_GRID, ev->grid);
 	if (f & MF_BLOCK)
 		write_u32x3(jw, TS_ARG_BLOCK, ev->block);
-	if (f & MF_SHMEM) {
-		jw_key(jw, TS_ARG_SHMEM);
-		jw_uint(jw, ev->shared_mem);
-	}
-	if (f & MF_STREAM) {
-		jw_key(jw, TS_ARG_STREAM);
-		jw_hex(jw, ev->stream);
-	}
-	if (f & MF_BYTES) {
-		jw_key(jw, TS_ARG_BYTES);
-		jw_uint(jw, ev->bytes);
-	}
-	if (f & MF_KIND) {
-		jw_key(jw, TS_ARG_KIND);
-		jw_str(jw, cuda_copy_kind_name(ev->copy_kind));
-	}
-	if (f & MF_PTR) {
-		jw_key(jw, TS_ARG_PTR);
-		jw_hex(jw, ev->ptr);
-	}
-	if (f & MF_COUNT) {
-		jw_key(jw, TS_ARG_COUNT);
-		jw_uint(jw, ev->count);
-	}
-	if (f & MF_HANDLE) {
-		jw_key(jw, TS_ARG_HANDLE);
-		jw_hex(jw, ev->handle);
-	}
-	if (f & MF_RET) {
-		jw_key(jw, TS_ARG_RET);
-		jw_int(jw, ev->ret);
-	}
+	if (f & MF_SHMEM)
+		jw_kv_uint(jw, TS_ARG_SHMEM, ev->shared_mem);
+	if (f & MF_STREAM)
+		jw_kv_hex(jw, TS_ARG_STREAM, ev->stream);
+	if (f & MF_BYTES)
+		jw_kv_uint(jw, TS_ARG_BYTES, ev->bytes);
+	if (f & MF_KIND)
+		jw_kv_str(jw, TS_ARG_KIND, cuda_copy_kind_name(ev->copy_kind));
+	if (f & MF_PTR)
+		jw_kv_hex(jw, TS_ARG_PTR, ev->ptr);
+	if (f & MF_COUNT)
+		jw_kv_uint(jw, TS_ARG_COUNT, ev->count);
+	if (f & MF_HANDLE)
+		jw_kv_hex(jw, TS_ARG_HANDLE, ev->handle);
+	if (f & MF_RET)
+		jw_kv_int(jw, TS_ARG_RET, ev->ret);
 	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {   /* a failed call: what a user hunts */
 		const char *err = cuda_result_name(ev->ret);
 		char buf[32];
@@ -149,21 +133,16 @@ static void write_call_args(struct jw *jw, const struct model *m,
 			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
 			err = buf;
 		}
-		jw_key(jw, TS_ARG_ERROR);
-		jw_str(jw, err);
+		jw_kv_str(jw, TS_ARG_ERROR, err);
 	}
-	if (ev->correlation) {
-		jw_key(jw, TS_ARG_CORRELATION);
-		jw_uint(jw, ev->correlation);
-	}
+	if (ev->correlation)
+		jw_kv_uint(jw, TS_ARG_CORRELATION, ev->correlation);
 	if (ev->stack) {
 		const struct model_stack *st = &m->stacks[ev->stack - 1];
 
 		write_frames(jw, m, TS_ARG_STACK, st);
-		if (st->truncated) {
-			jw_key(jw, TS_ARG_STACK_TRUNCATED);
-			jw_bool(jw, true);
-		}
+		if (st->truncated)
+			jw_kv_bool(jw, TS_ARG_STACK_TRUNCATED, true);
 	}
 	if (ev->native) {
 		const struct model_stack *st = &m->stacks[ev->native - 1];
@@ -184,31 +163,21 @@ static void event_head(struct jw *jw, const struct model *m, const char *ph, con
 		       uint64_t dur)
 {
 	jw_obj_begin(jw);
-	jw_key(jw, TS_KEY_PH);
-	jw_str(jw, ph);
-	jw_key(jw, TS_KEY_CAT);
-	jw_str(jw, cat);
-	jw_key(jw, TS_KEY_NAME);
-	jw_strn(jw, name, namelen);
-	jw_key(jw, TS_KEY_PID);
-	jw_uint(jw, pid);
-	jw_key(jw, TS_KEY_TID);
-	jw_uint(jw, tid);
-	jw_key(jw, TS_KEY_TS);
-	jw_us(jw, ts - m->ts_base_ns);
-	if (ph[0] == 'X') {
-		jw_key(jw, TS_KEY_DUR);
-		jw_us(jw, dur);
-	}
+	jw_kv_str(jw, TS_KEY_PH, ph);
+	jw_kv_str(jw, TS_KEY_CAT, cat);
+	jw_kv_strn(jw, TS_KEY_NAME, name, namelen);
+	jw_kv_uint(jw, TS_KEY_PID, pid);
+	jw_kv_uint(jw, TS_KEY_TID, tid);
+	jw_kv_us(jw, TS_KEY_TS, ts - m->ts_base_ns);
+	if (ph[0] == 'X')
+		jw_kv_us(jw, TS_KEY_DUR, dur);
 }
 
 /* One end of the arrows of call number idx (see the top of this file). */
 static void write_flow_end(struct jw *jw, size_t idx, const char *end)
 {
-	jw_key(jw, TS_KEY_BIND_ID);
-	jw_uint(jw, idx + 1);
-	jw_key(jw, end);
-	jw_bool(jw, true);
+	jw_kv_uint(jw, TS_KEY_BIND_ID, idx + 1);
+	jw_kv_bool(jw, end, true);
 }
 
 /* A host-side driver call: a complete event on the calling thread. */
@@ -227,12 +196,9 @@ static int write_api_call(struct jw *jw, const struct model *m, size_t idx, bool
 /* Where GPU work ran and the call it came from, in its args. */
 static void write_where(struct jw *jw, const struct model_event *ev)
 {
-	jw_key(jw, TS_ARG_DEVICE);
-	jw_uint(jw, ev->device);
-	jw_key(jw, TS_ARG_STREAM);
-	jw_uint(jw, ev->gpu_stream);
-	jw_key(jw, TS_ARG_CORRELATION);
-	jw_uint(jw, ev->correlation);
+	jw_kv_uint(jw, TS_ARG_DEVICE, ev->device);
+	jw_kv_uint(jw, TS_ARG_STREAM, ev->gpu_stream);
+	jw_kv_uint(jw, TS_ARG_CORRELATION, ev->correlation);
 }
 
 /* Kernels, copies and memsets: complete events on their stream's track. */
@@ -261,26 +227,18 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 	if (ev->kind == EV_KERNEL) {
 		write_u32x3(jw, TS_ARG_GRID, ev->grid);
 		write_u32x3(jw, TS_ARG_BLOCK, ev->block);
-		jw_key(jw, TS_ARG_REGISTERS);
-		jw_uint(jw, ev->registers);
-		jw_key(jw, TS_ARG_SHMEM);
-		jw_uint(jw, ev->shared_mem);
-		jw_key(jw, TS_ARG_STATIC_SHMEM);
-		jw_uint(jw, ev->static_shmem);
+		jw_kv_uint(jw, TS_ARG_REGISTERS, ev->registers);
+		jw_kv_uint(jw, TS_ARG_SHMEM, ev->shared_mem);
+		jw_kv_uint(jw, TS_ARG_STATIC_SHMEM, ev->static_shmem);
 	} else {
-		jw_key(jw, TS_ARG_BYTES);
-		jw_uint(jw, ev->bytes);
+		jw_kv_uint(jw, TS_ARG_BYTES, ev->bytes);
 	}
 	if (ev->kind == EV_MEMCPY) {
-		jw_key(jw, TS_ARG_KIND);
-		jw_str(jw, ts_copy_kind_name(ev->gpu_kind));
-		jw_key(jw, TS_ARG_GBPS);
-		jw_double(jw, ev->dur ? (double)ev->bytes / ev->dur : 0);
+		jw_kv_str(jw, TS_ARG_KIND, ts_copy_kind_name(ev->gpu_kind));
+		jw_kv_double(jw, TS_ARG_GBPS, ev->dur ? (double)ev->bytes / ev->dur : 0);
 	}
-	if (ev->graph_node) {
-		jw_key(jw, TS_ARG_GRAPH_NODE);
-		jw_uint(jw, ev->graph_node);
-	}
+	if (ev->graph_node)
+		jw_kv_uint(jw, TS_ARG_GRAPH_NODE, ev->graph_node);
 	write_where(jw, ev);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
@@ -296,8 +254,7 @@ static int write_gpu_wait(struct jw *jw, const struct model *m, const struct mod
 		   ev->ts, ev->dur);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_ARG_EVENT);
-	jw_uint(jw, ev->handle);
+	jw_kv_uint(jw, TS_ARG_EVENT, ev->handle);
 	write_where(jw, ev);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
@@ -308,28 +265,18 @@ static int write_gpu_wait(struct jw *jw, const struct model *m, const struct mod
 static int write_gpu_memory(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
 	jw_obj_begin(jw);
-	jw_key(jw, TS_KEY_PH);
-	jw_str(jw, TS_PH_INSTANT);
-	jw_key(jw, TS_KEY_SCOPE);
-	jw_str(jw, TS_SCOPE_THREAD);
-	jw_key(jw, TS_KEY_CAT);
-	jw_str(jw, TS_CAT_MEMORY);
-	jw_key(jw, TS_KEY_NAME);
-	jw_str(jw, ev->gpu_kind == 1 ? TS_NAME_ALLOC : ev->gpu_kind == 2 ? TS_NAME_FREE : TS_NAME_MEMORY);
-	jw_key(jw, TS_KEY_PID);
-	jw_uint(jw, ev->pid);
-	jw_key(jw, TS_KEY_TID);
-	jw_uint(jw, gpu_tid(ev));
-	jw_key(jw, TS_KEY_TS);
-	jw_us(jw, ev->ts - m->ts_base_ns);
+	jw_kv_str(jw, TS_KEY_PH, TS_PH_INSTANT);
+	jw_kv_str(jw, TS_KEY_SCOPE, TS_SCOPE_THREAD);
+	jw_kv_str(jw, TS_KEY_CAT, TS_CAT_MEMORY);
+	jw_kv_str(jw, TS_KEY_NAME, ev->gpu_kind == 1 ? TS_NAME_ALLOC : ev->gpu_kind == 2 ? TS_NAME_FREE : TS_NAME_MEMORY);
+	jw_kv_uint(jw, TS_KEY_PID, ev->pid);
+	jw_kv_uint(jw, TS_KEY_TID, gpu_tid(ev));
+	jw_kv_us(jw, TS_KEY_TS, ev->ts - m->ts_base_ns);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_ARG_ADDRESS);
-	jw_hex(jw, ev->ptr);
-	jw_key(jw, TS_ARG_BYTES);
-	jw_uint(jw, ev->bytes);
-	jw_key(jw, TS_ARG_MEMORY_KIND);
-	jw_str(jw, mem_kind_name(ev->copy_kind));
+	jw_kv_hex(jw, TS_ARG_ADDRESS, ev->ptr);
+	jw_kv_uint(jw, TS_ARG_BYTES, ev->bytes);
+	jw_kv_str(jw, TS_ARG_MEMORY_KIND, mem_kind_name(ev->copy_kind));
 	write_where(jw, ev);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
@@ -347,10 +294,8 @@ static int write_scope(struct jw *jw, const struct model *m, const struct model_
 		   ev->tid, ev->ts, ev->dur);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_ARG_FUNCTION);
-	jw_str(jw, func);
-	jw_key(jw, TS_ARG_FIRST_FRAME);
-	jw_str(jw, str(m, ev->stack));
+	jw_kv_str(jw, TS_ARG_FUNCTION, func);
+	jw_kv_str(jw, TS_ARG_FIRST_FRAME, str(m, ev->stack));
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -379,18 +324,13 @@ static int write_name_meta(struct jw *jw, const char *what, uint32_t pid,
 			   uint32_t tid, const char *name)
 {
 	jw_obj_begin(jw);
-	jw_key(jw, TS_KEY_PH);
-	jw_str(jw, TS_PH_META);
-	jw_key(jw, TS_KEY_NAME);
-	jw_str(jw, what);
-	jw_key(jw, TS_KEY_PID);
-	jw_uint(jw, pid);
-	jw_key(jw, TS_KEY_TID);
-	jw_uint(jw, tid);
+	jw_kv_str(jw, TS_KEY_PH, TS_PH_META);
+	jw_kv_str(jw, TS_KEY_NAME, what);
+	jw_kv_uint(jw, TS_KEY_PID, pid);
+	jw_kv_uint(jw, TS_KEY_TID, tid);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_ARG_NAME);
-	jw_str(jw, name);
+	jw_kv_str(jw, TS_ARG_NAME, name);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -401,26 +341,20 @@ static int write_metadata(struct jw *jw, const struct model *m)
 
 	jw_key(jw, TS_META);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_META_VERSION);
-	jw_str(jw, GPUBPF_VERSION);
-	jw_key(jw, TS_META_CLOCK);
-	jw_str(jw, TS_CLOCK);
-	jw_key(jw, TS_META_REALTIME);
-	jw_int(jw, m->realtime_offset_ns);
-	jw_key(jw, TS_META_TS_BASE);
-	jw_uint(jw, m->ts_base_ns);
+	jw_kv_str(jw, TS_META_VERSION, GPUBPF_VERSION);
+	jw_kv_str(jw, TS_META_CLOCK, TS_CLOCK);
+	jw_kv_int(jw, TS_META_REALTIME, m->realtime_offset_ns);
+	jw_kv_uint(jw, TS_META_TS_BASE, m->ts_base_ns);
 	jw_key(jw, TS_META_HOST);
 	jw_strn(jw, m->host, strnlen(m->host, sizeof(m->host)));
 	jw_key(jw, TS_META_DROPPED);
 	jw_obj_begin(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
-		jw_key(jw, pid);
-		jw_uint(jw, m->procs[i].dropped);
+		jw_kv_uint(jw, pid, m->procs[i].dropped);
 	}
 	jw_obj_end(jw);
-	jw_key(jw, TS_META_DROPPED_TOTAL);
-	jw_uint(jw, m->dropped_total);
+	jw_kv_uint(jw, TS_META_DROPPED_TOTAL, m->dropped_total);
 	/* pid -> why calls of that process may be missing (not counted in drops) */
 	jw_key(jw, TS_META_MISSING);
 	jw_obj_begin(jw);
@@ -428,12 +362,10 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		if (!m->procs[i].missed)
 			continue;
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
-		jw_key(jw, pid);
-		jw_str(jw, str(m, m->procs[i].missed));
+		jw_kv_str(jw, pid, str(m, m->procs[i].missed));
 	}
 	jw_obj_end(jw);
-	jw_key(jw, TS_META_EVENTS);
-	jw_uint(jw, m->nev);
+	jw_kv_uint(jw, TS_META_EVENTS, m->nev);
 	jw_key(jw, TS_META_GPU);
 	jw_obj_begin(jw);
 	jw_key(jw, TS_GPU_DROPPED);
@@ -442,8 +374,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		if (!m->procs[i].gpu_dropped)
 			continue;
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
-		jw_key(jw, pid);
-		jw_uint(jw, m->procs[i].gpu_dropped);
+		jw_kv_uint(jw, pid, m->procs[i].gpu_dropped);
 	}
 	jw_obj_end(jw);
 	jw_key(jw, TS_GPU_ERRORS);
@@ -452,8 +383,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		if (!m->procs[i].gpu_error)
 			continue;
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
-		jw_key(jw, pid);
-		jw_str(jw, str(m, m->procs[i].gpu_error));
+		jw_kv_str(jw, pid, str(m, m->procs[i].gpu_error));
 	}
 	jw_obj_end(jw);
 	/* when each process's GPU collection started (after ts_base_ns, as "ts"):
@@ -464,8 +394,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		if (!m->procs[i].gpu_window_ns)
 			continue;
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
-		jw_key(jw, pid);
-		jw_us(jw, m->procs[i].gpu_window_ns - m->ts_base_ns);
+		jw_kv_us(jw, pid, m->procs[i].gpu_window_ns - m->ts_base_ns);
 	}
 	jw_obj_end(jw);
 	/* processes the library was loaded into by late attach, and their stall */
@@ -477,17 +406,13 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		snprintf(pid, sizeof(pid), "%u", m->procs[i].pid);
 		jw_key(jw, pid);
 		jw_obj_begin(jw);
-		jw_key(jw, TS_GPU_LATE_THREAD);
-		jw_uint(jw, m->procs[i].inject_tid);
-		jw_key(jw, TS_GPU_LATE_STALL);
-		jw_us(jw, m->procs[i].inject_stall_ns);
+		jw_kv_uint(jw, TS_GPU_LATE_THREAD, m->procs[i].inject_tid);
+		jw_kv_us(jw, TS_GPU_LATE_STALL, m->procs[i].inject_stall_ns);
 		jw_obj_end(jw);
 	}
 	jw_obj_end(jw);
-	jw_key(jw, TS_GPU_SKEWED);
-	jw_uint(jw, m->skewed);
-	jw_key(jw, TS_GPU_MAX_SKEW);
-	jw_us(jw, m->max_skew_ns);
+	jw_kv_uint(jw, TS_GPU_SKEWED, m->skewed);
+	jw_kv_us(jw, TS_GPU_MAX_SKEW, m->max_skew_ns);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -496,18 +421,13 @@ static int write_metadata(struct jw *jw, const struct model *m)
 static int write_sort_index(struct jw *jw, uint32_t pid, uint32_t tid, uint64_t index)
 {
 	jw_obj_begin(jw);
-	jw_key(jw, TS_KEY_PH);
-	jw_str(jw, TS_PH_META);
-	jw_key(jw, TS_KEY_NAME);
-	jw_str(jw, TS_META_THREAD_SORT);
-	jw_key(jw, TS_KEY_PID);
-	jw_uint(jw, pid);
-	jw_key(jw, TS_KEY_TID);
-	jw_uint(jw, tid);
+	jw_kv_str(jw, TS_KEY_PH, TS_PH_META);
+	jw_kv_str(jw, TS_KEY_NAME, TS_META_THREAD_SORT);
+	jw_kv_uint(jw, TS_KEY_PID, pid);
+	jw_kv_uint(jw, TS_KEY_TID, tid);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_META_SORT_INDEX);
-	jw_uint(jw, index);
+	jw_kv_uint(jw, TS_META_SORT_INDEX, index);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -585,14 +505,11 @@ static int write_state(struct jw *jw, const struct model *m, const struct model_
 	model_state_label(s, name, sizeof(name));
 	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_STATE, name, strlen(name), s->pid,
 		   TS_STATE_TID_BASE + s->tid, s->ts, s->dur);
-	if (s->state < MS_COUNT) {
-		jw_key(jw, TS_KEY_CNAME);
-		jw_str(jw, state_colours[s->state]);
-	}
+	if (s->state < MS_COUNT)
+		jw_kv_str(jw, TS_KEY_CNAME, state_colours[s->state]);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_ARG_STATE);
-	jw_str(jw, model_state_name(s->state));
+	jw_kv_str(jw, TS_ARG_STATE, model_state_name(s->state));
 	if (s->syscall >= 0) {
 		jw_key(jw, TS_ARG_SYSCALL);
 		if (sc)
@@ -600,10 +517,8 @@ static int write_state(struct jw *jw, const struct model *m, const struct model_
 		else
 			jw_int(jw, s->syscall);
 	}
-	if (s->holder) {
-		jw_key(jw, TS_ARG_HOLDER_TID);
-		jw_uint(jw, s->holder);
-	}
+	if (s->holder)
+		jw_kv_uint(jw, TS_ARG_HOLDER_TID, s->holder);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -617,12 +532,10 @@ static int write_sample(struct jw *jw, const struct model *m, const struct model
 
 	event_head(jw, m, TS_PH_INSTANT, TS_CAT_SAMPLE, name, paren ? (size_t)(paren - name) : strlen(name),
 		   s->pid, TS_STATE_TID_BASE + s->tid, s->ts, 0);
-	jw_key(jw, TS_KEY_SCOPE);
-	jw_str(jw, TS_SCOPE_THREAD);
+	jw_kv_str(jw, TS_KEY_SCOPE, TS_SCOPE_THREAD);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_ARG_CPU);
-	jw_uint(jw, s->cpu);
+	jw_kv_uint(jw, TS_ARG_CPU, s->cpu);
 	if (st)
 		write_frames(jw, m, TS_ARG_STACK, st);
 	jw_obj_end(jw);
@@ -636,20 +549,14 @@ static int write_mem_counter(struct jw *jw, const struct model *m, const struct 
 
 	snprintf(name, sizeof(name), TS_NAME_COUNTER, s->device);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_KEY_PH);
-	jw_str(jw, TS_PH_COUNTER);
-	jw_key(jw, TS_KEY_NAME);
-	jw_str(jw, name);
-	jw_key(jw, TS_KEY_PID);
-	jw_uint(jw, s->pid);
-	jw_key(jw, TS_KEY_TID);
-	jw_uint(jw, s->pid);
-	jw_key(jw, TS_KEY_TS);
-	jw_us(jw, s->ts - m->ts_base_ns);
+	jw_kv_str(jw, TS_KEY_PH, TS_PH_COUNTER);
+	jw_kv_str(jw, TS_KEY_NAME, name);
+	jw_kv_uint(jw, TS_KEY_PID, s->pid);
+	jw_kv_uint(jw, TS_KEY_TID, s->pid);
+	jw_kv_us(jw, TS_KEY_TS, s->ts - m->ts_base_ns);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
-	jw_key(jw, TS_ARG_BYTES);
-	jw_uint(jw, s->bytes);
+	jw_kv_uint(jw, TS_ARG_BYTES, s->bytes);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
