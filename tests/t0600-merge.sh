@@ -119,9 +119,11 @@ PYEOF
 		real.json real2.json
 	is "-o .pftrace: no temporary file left" "$(ls -A | grep -c '^\.merge-')" 0
 	if tp=$(trace_processor); then
+		# thread states and samples are left out: merge renumbers their
+		# tracks, and the importer cannot tell whose they are (README)
 		is "-o .pftrace: the same slices per category as the .json merge" \
-			"$(echo "select category, count(*) from slice where category != 'gpubpf' group by 1 order by 1" | "$tp" query real-m.pftrace 2>/dev/null)" \
-			"$(echo "select category, count(*) from slice group by 1 order by 1" | "$tp" query real-m.json 2>/dev/null)"
+			"$(echo "select category, count(*) from slice where category not in ('gpubpf', 'thread_state', 'sample') group by 1 order by 1" | "$tp" query real-m.pftrace 2>/dev/null)" \
+			"$(echo "select category, count(*) from slice where category not in ('thread_state', 'sample') group by 1 order by 1" | "$tp" query real-m.json 2>/dev/null)"
 	else
 		skip "Perfetto's trace_processor_shell not found" 1
 	fi

@@ -2,7 +2,8 @@
 /*
  * Unit tests for the trace importer: a model exported, imported and
  * finished exports to the same bytes; the fields, stacks, links and
- * metadata it reads back; the streaming API; bad files.
+ * metadata it reads back; thread states and CPU samples; the streaming
+ * API; bad files.
  *
  *	test_trace_import [TRACE...]
  *
@@ -21,7 +22,9 @@
 #include "model/cuda_calls.h"
 #include "model/memory.h"
 #include "model/model.h"
+#include "model/thread_state.h"
 #include "trace/export.h"
+#include "trace/schema.h"
 #include "trace/trace_import.h"
 #include "tap.h"
 
@@ -378,6 +381,94 @@ static void test_round_trip(void)
 	model_release(&m);
 }
 
+/* Two threads' states (a GIL wait, syscalls by name and by number) and samples. */
+static void build_states(struct model *m)
+{
+	static const char *const frames[] = { "step (/t.py:4)", "<module> (/t.py:9)" };
+	static const char *const funcs[] = { "step (/t.py)", "<module> (/t.py)" };
+
+	model_init(m);
+	model_process(m, 300, "python3");
+	model_thread(m, 300, 301, "main");
+	add_stack(m, 300, 9, 0, frames, funcs, 2);
+	call(m, T0 + 1200, 300, 300, 301, "cuCtxSynchronize");
+	model_thread_state(m, 300, 301, T0, MS_RUNNING, -1, 0);
+	model_thread_state(m, 300, 302, T0 + 500, MS_RUNNING, -1, 0);
+	model_thread_state(m, 300, 301, T0 + 1000, MS_GIL_WAIT, 202, 302);
+	model_thread_state(m, 300, 302, T0 + 1500, MS_OTHER_WAIT, 999, 0);
+	model_thread_state(m, 300, 301, T0 + 2000, MS_RUNNING, -1, 0);
+	model_thread_woken(m, 300, 302, T0 + 2500);
+	model_thread_state(m, 300, 302, T0 + 2600, MS_RUNNING, -1, 0);
+	model_thread_state(m, 300, 301, T0 + 3000, MS_IO, 0, 0);
+	model_thread_state(m, 300, 301, T0 + 4000, MS_RUNNING, -1, 0);
+	model_thread_exit(m, 300, 302, T0 + 5000);
+	model_states_end(m, T0 + 6000);
+	model_add_sample(m, T0 + 600, 300, 302, 1, 9);
+	model_add_sample(m, T0 + 100, 300, 301, 3, 9);
+	model_add_sample(m, T0 + 700, 300, 302, 1, 0);
+}
+
+static bool same_span(const struct model_state_span *a, const struct model_state_span *b)
+{
+	return a->ts == b->ts && a->dur == b->dur && a->pid == b->pid && a->tid == b->tid &&
+	       a->state == b->state && a->syscall == b->syscall && a->holder == b->holder;
+}
+
+static void check_states(const struct model *m, const struct model *back)
+{
+	const struct model_state_span *gil = &back->states[1], *other = &back->states[6];
+	size_t same = 0;
+
+	is_int(back->nstates, m->nstates, "as many state spans");
+	for (size_t i = 0; i < m->nstates && i < back->nstates; i++)
+		same += same_span(&m->states[i], &back->states[i]);
+	is_int(same, m->nstates, "every span as recorded");
+	if (back->nstates != 9)
+		return;
+	ok(gil->tid == 301 && gil->state == MS_GIL_WAIT && gil->holder == 302 &&
+	   gil->syscall == 202 && gil->ts == T0 + 1000 && gil->dur == 1000, "GIL wait and holder");
+	ok(back->states[3].state == MS_IO && back->states[3].syscall == 0, "read by its name");
+	ok(other->tid == 302 && other->state == MS_OTHER_WAIT && other->syscall == 999 &&
+	   other->dur == 1000, "a syscall by its number");
+	ok(back->states[8].state == MS_RUNNING && back->states[8].dur == 2400, "exit ends a span");
+	is_int(back->nsamples, 3, "three samples");
+	if (back->nsamples != 3)
+		return;
+	ok(back->samples[0].ts == T0 + 100 && back->samples[0].tid == 301 &&
+	   back->samples[0].cpu == 3 && back->samples[0].stack, "sample fields");
+	if (back->samples[0].stack)
+		is_str(frame(back, back->samples[0].stack, 1), "<module> (/t.py:9)", "its stack");
+	ok(back->samples[1].stack == back->samples[0].stack, "one stack for both samples");
+	ok(!back->samples[2].stack && !back->samples[2].pystack, "a sample without a stack");
+	ok(model_find_thread(back, 300, 302) &&
+	   !model_find_thread(back, 300, TS_STATE_TID_BASE + 301), "state tracks are not threads");
+}
+
+static void test_states(void)
+{
+	const char *a = in_dir("s.json"), *b = in_dir("s2.json");
+	struct model m, back;
+	char err[700], *ta = NULL, *tb = NULL;
+	size_t na = 0, nb = 0;
+
+	build_states(&m);
+	is_int(model_finish(&m), 0, "model_finish, states");
+	is_int(write_trace(&m, a), 0, "export states");
+	model_init(&back);
+	is_int(trace_import_file(&back, a, err, sizeof(err)), 0, "import states");
+	is_int(write_trace(&back, b), 0, "export states again");
+	ta = slurp(a, &na);
+	tb = slurp(b, &nb);
+	ok(ta && tb && na == nb && !memcmp(ta, tb, na), "states: the two traces are byte-identical");
+	check_states(&m, &back);
+	free(ta);
+	free(tb);
+	unlink(a);
+	unlink(b);
+	model_release(&back);
+	model_release(&m);
+}
+
 /* Streaming: events one by one, stacks set, derived ones skipped. */
 static void test_stream(void)
 {
@@ -511,6 +602,7 @@ int main(int argc, char **argv)
 		return done_testing();
 	}
 	test_round_trip();
+	test_states();
 	test_stream();
 	test_handwritten();
 	test_bad();

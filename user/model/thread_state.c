@@ -19,6 +19,15 @@ const char *model_state_name(unsigned state)
 	return state < MS_COUNT ? state_names[state] : "unknown";
 }
 
+enum model_state model_state_of_name(const char *name)
+{
+	unsigned state = 0;
+
+	while (state < MS_COUNT && strcmp(state_names[state], name))
+		state++;
+	return state;
+}
+
 /* x86-64 syscalls a thread commonly blocks in, and what waiting in them is. */
 static const struct {
 	short nr;
@@ -132,6 +141,14 @@ int model_states_by_time(const struct model *m, size_t **order)
 	return 0;
 }
 
+int model_syscall_nr(const char *name)
+{
+	for (size_t i = 0; i < sizeof(syscalls) / sizeof(syscalls[0]); i++)
+		if (!strcmp(syscalls[i].name, name))
+			return syscalls[i].nr;
+	return -1;
+}
+
 /* End t's open span, if any, at ts. */
 static void end_open(struct model *m, struct model_thread *t, uint64_t ts)
 {
@@ -193,6 +210,15 @@ void model_states_end(struct model *m, uint64_t ts)
 {
 	for (size_t i = 0; i < m->nthreads; i++)
 		end_open(m, &m->threads[i], ts);
+}
+
+int model_add_state(struct model *m, const struct model_state_span *span)
+{
+	if (!model_thread(m, span->pid, span->tid, NULL) ||
+	    array_grow(&m->states, &m->cap_states, m->nstates + 1))
+		return -ENOMEM;
+	m->states[m->nstates++] = *span;
+	return 0;
 }
 
 int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,

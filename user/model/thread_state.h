@@ -53,6 +53,10 @@ enum model_state model_state_of_syscall(long nr);
 const char *model_syscall_name(long nr);
 /* A span's name in a trace: "Running", "GIL wait (held by 12)", "read"... */
 void model_state_label(const struct model_state_span *s, char *buf, size_t len);
+/* The number of the syscall named name, -1 for those not known. */
+int model_syscall_nr(const char *name);
+/* The state named name (model_state_name()), MS_COUNT if none. */
+enum model_state model_state_of_name(const char *name);
 
 /*
  * Thread tid of pid entered state at ts (blocked in syscall, holding for
@@ -69,7 +73,8 @@ int model_thread_exit(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts);
 /* End every open span at ts (the end of the recording). */
 void model_states_end(struct model *m, uint64_t ts);
 
-/* Thread tid of pid, NULL if the model has none. */
+/* Add a span already ended (a trace read back), and its thread; 0 or -ENOMEM. */
+int model_add_state(struct model *m, const struct model_state_span *span);
 
 /* Add a sample; 0 or -ENOMEM. */
 int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,

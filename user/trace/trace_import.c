@@ -16,6 +16,7 @@
 #include "gpu_activity.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
+#include "model/thread_state.h"
 #include "trace/schema.h"
 #include "trace/trace_import.h"
 
@@ -24,6 +25,7 @@ enum {
 	A_NAME, A_KERNEL, A_GRID, A_BLOCK, A_SHMEM, A_STATIC_SHMEM, A_REGISTERS, A_STREAM,
 	A_BYTES, A_KIND, A_PTR, A_COUNT, A_HANDLE, A_RET, A_CORR, A_STACK, A_STACK_TRUNCATED,
 	A_NATIVE_STACK, A_GRAPH_NODE, A_DEVICE, A_EVENT, A_ADDRESS, A_MEMORY_KIND,
+	A_STATE, A_SYSCALL, A_HOLDER, A_CPU,
 	A_N
 };
 
@@ -37,6 +39,8 @@ static const char *const arg_keys[A_N] = {
 	[A_STACK_TRUNCATED] = TS_ARG_STACK_TRUNCATED, [A_NATIVE_STACK] = TS_ARG_NATIVE_STACK,
 	[A_GRAPH_NODE] = TS_ARG_GRAPH_NODE, [A_DEVICE] = TS_ARG_DEVICE, [A_EVENT] = TS_ARG_EVENT,
 	[A_ADDRESS] = TS_ARG_ADDRESS, [A_MEMORY_KIND] = TS_ARG_MEMORY_KIND,
+	[A_STATE] = TS_ARG_STATE, [A_SYSCALL] = TS_ARG_SYSCALL, [A_HOLDER] = TS_ARG_HOLDER_TID,
+	[A_CPU] = TS_ARG_CPU,
 };
 
 /* A JSON value's text; p NULL when absent. */
@@ -504,7 +508,7 @@ static void read_gpu(struct trace_import *ti, const struct val *a, struct model_
 	}
 }
 
-/* "process_name" and "thread_name" (of real threads: GPU tracks are derived). */
+/* "process_name" and "thread_name" (of real threads: GPU and state tracks are derived). */
 static int read_meta_event(struct trace_import *ti, const struct tr_event *te, uint32_t pid)
 {
 	struct val args = member_val(te, te->key[TRK_ARGS]), a[A_N];
@@ -518,9 +522,63 @@ static int read_meta_event(struct trace_import *ti, const struct tr_event *te, u
 	if (tr_event_str_is(te, name, TS_META_PROCESS_NAME))
 		return model_process(ti->m, pid, s) ? 0 : -ENOMEM;
 	if (tr_event_str_is(te, name, TS_META_THREAD_NAME) &&
-	    !member_int(te, te->key[TRK_TID], &tid) && tid >= 0 && tid < TS_GPU_TID_BASE)
+	    !member_int(te, te->key[TRK_TID], &tid) && tid >= 0 && tid < TS_STATE_TID_BASE)
 		return model_thread(ti->m, pid, tid, s) ? 0 : -ENOMEM;
 	return 0;
+}
+
+/* A thread state slice: the span it was written from. */
+static int read_state(struct trace_import *ti, const struct tr_event *te, const struct val *a,
+		      uint32_t pid, uint32_t tid)
+{
+	struct model_state_span span = {
+		.ts = te->ts_ns, .dur = te->has_dur && te->dur_ns > 0 ? te->dur_ns : 0,
+		.pid = pid, .tid = tid, .syscall = -1, .holder = int_val(&a[A_HOLDER]),
+	};
+	const char *s = str_val(ti, &a[A_STATE]);
+
+	if (!s || (span.state = model_state_of_name(s)) == MS_COUNT)
+		return 0;
+	if (a[A_SYSCALL].p && *a[A_SYSCALL].p != '"')
+		span.syscall = int_val(&a[A_SYSCALL]);
+	else if ((s = str_val(ti, &a[A_SYSCALL])))
+		span.syscall = model_syscall_nr(s);
+	return model_add_state(ti->m, &span);
+}
+
+/* A CPU sample: its stack read as a call's, found again by model_finish(). */
+static int read_sample(struct trace_import *ti, const struct tr_event *te, const struct val *a,
+		       uint32_t pid, uint32_t tid)
+{
+	uint64_t id = 0;
+
+	if (a[A_STACK].p)
+		read_stack(ti, &a[A_STACK], pid, false, false, &id);
+	return model_add_sample(ti->m, te->ts_ns, pid, tid, int_val(&a[A_CPU]), id);
+}
+
+/*
+ * Thread states and samples, on the state tracks, go into the model (the
+ * tracks' names and sort indexes are derived).  0 or -ENOMEM; 1 if te is
+ * neither.
+ */
+static int read_sched(struct trace_import *ti, const struct tr_event *te, uint32_t pid)
+{
+	int ph = te->key[TRK_PH], cat = te->key[TRK_CAT];
+	bool state = tr_event_str_is(te, ph, TS_PH_COMPLETE) && tr_event_str_is(te, cat, TS_CAT_STATE);
+	struct val args, a[A_N];
+	int64_t tid;
+
+	if (!state && !(tr_event_str_is(te, ph, TS_PH_INSTANT) &&
+			tr_event_str_is(te, cat, TS_CAT_SAMPLE)))
+		return 1;
+	if (!te->has_ts || member_int(te, te->key[TRK_TID], &tid) ||
+	    tid < TS_STATE_TID_BASE || tid >= TS_GPU_TID_BASE)
+		return 0;
+	args = member_val(te, te->key[TRK_ARGS]);
+	scan_args(&args, a);
+	tid -= TS_STATE_TID_BASE;
+	return state ? read_state(ti, te, a, pid, tid) : read_sample(ti, te, a, pid, tid);
 }
 
 /* The model kind of an event by its phase and category, -1: none (derived, foreign). */
@@ -551,12 +609,14 @@ static int import_event(struct trace_import *ti, const struct tr_event *te,
 {
 	struct val args, name, a[A_N];
 	int64_t pid, tid;
-	int kind;
+	int kind, ret;
 
 	if (member_int(te, te->key[TRK_PID], &pid) || pid < 0 || pid > UINT32_MAX)
 		return 0;
 	if (tr_event_str_is(te, te->key[TRK_PH], TS_PH_META))
 		return read_meta_event(ti, te, pid);
+	if ((ret = read_sched(ti, te, pid)) <= 0)
+		return ret;
 	kind = event_kind(te);
 	if (kind < 0 || !te->has_ts || te->key[TRK_NAME] < 0)
 		return 0;

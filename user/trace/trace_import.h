@@ -3,16 +3,17 @@
  * A gpubpf trace read back into the model: each event of a Chrome trace
  * JSON file (read by trace_reader, see trace_reader.h) becomes the
  * struct model_event the exporter wrote it from, its names interned in
- * the model's strtab; process and thread names, Python and native stacks
- * and the "gpubpf" metadata (host, clock offset, drops, per-process GPU
- * errors, windows and late attach) go into the model itself.  What the
- * exporter derives from the model (Python scopes, flows, memory
- * counters, GPU track names, ts_base_ns, clock skew) is skipped:
- * model_finish() derives it again.
+ * the model's strtab; process and thread names, Python and native
+ * stacks, thread states, CPU samples and the "gpubpf" metadata (host,
+ * clock offset, drops, per-process GPU errors, windows and late attach)
+ * go into the model itself.  What the exporter derives from the model
+ * (Python scopes, flows, memory counters, GPU and state track names and
+ * sort indexes, ts_base_ns, clock skew) is skipped: model_finish()
+ * derives it again.
  *
  * Streaming, for readers that keep their own compact view (the report):
  * one event at a time into the caller's model_event, the model holding
- * only strings, processes, threads and stacks:
+ * only strings, processes, threads, stacks, states and samples:
  *
  *	struct trace_import ti;
  *	struct model_event ev;
