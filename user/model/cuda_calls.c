@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The table of probed libcuda entry points; see cuda_calls.h. */
+#include <stdio.h>
 #include <string.h>
 #include "gpubpf.h"
 #include "model/cuda_calls.h"
@@ -370,6 +371,16 @@ static const struct { int code; const char *name; } results[] = {
 int cuda_result_failed(int result)
 {
 	return result != 0 && result != CUDA_RESULT_NOT_READY;
+}
+
+const char *cuda_result_label(int result, char *buf, size_t len)
+{
+	const char *name = cuda_result_name(result);
+
+	if (name)
+		return name;
+	snprintf(buf, len, "CUresult %d", result);
+	return buf;
 }
 
 const char *cuda_result_name(int result)

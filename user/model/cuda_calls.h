@@ -81,6 +81,8 @@ const char *cuda_family_name(unsigned family);
 int cuda_result_failed(int result);
 /* The name of a CUresult ("CUDA_ERROR_INVALID_VALUE"), NULL if unknown. */
 const char *cuda_result_name(int result);
+/* Its name, else "CUresult <n>" written in buf (len >= 24). */
+const char *cuda_result_label(int result, char *buf, size_t len);
 const char *cuda_copy_kind_name(unsigned kind);
 /* Index of the named entry point, or -1. */
 int cuda_call_find(const char *name);

@@ -242,14 +242,10 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 			"count", "call", "error");
 		for (size_t k = 0; k < rp->nerrors && k < TEXT_TOP; k++) {
 			const struct rep_err *x = &rp->errors[k];
-			const char *err = cuda_result_name(x->ret);
+			char buf[32];
 
-			if (err)
-				fprintf(f, "    %8" PRIu64 "  %-40s %s\n", x->count,
-					rt_str(t, x->name), err);
-			else
-				fprintf(f, "    %8" PRIu64 "  %-40s CUresult %d\n", x->count,
-					rt_str(t, x->name), x->ret);
+			fprintf(f, "    %8" PRIu64 "  %-40s %s\n", x->count, rt_str(t, x->name),
+				cuda_result_label(x->ret, buf, sizeof(buf)));
 		}
 	}
 	if (rp->ncalls) {
@@ -292,31 +288,6 @@ int report_text(const struct rt_table *t, const struct report *r, FILE *f)
 /* ---------------------------------------------------------------- json */
 
 /* Members of the JSON report, through the streaming writer. */
-static void kstr(struct jw *jw, const char *key, const char *v)
-{
-	jw_kv_str(jw, key, v);
-}
-
-static void kuint(struct jw *jw, const char *key, uint64_t v)
-{
-	jw_kv_uint(jw, key, v);
-}
-
-static void knum(struct jw *jw, const char *key, double v)
-{
-	jw_kv_double(jw, key, v);
-}
-
-static void kms(struct jw *jw, const char *key, uint64_t ns)
-{
-	jw_kv_ms(jw, key, ns);
-}
-
-static void kbool(struct jw *jw, const char *key, bool v)
-{
-	jw_kv_bool(jw, key, v);
-}
-
 /* A call site as "file:line" and its function, null when unknown. */
 static void ksite(struct jw *jw, const struct rt_table *t, uint32_t site, const char *key_site,
 		  const char *key_func)
@@ -347,16 +318,16 @@ static void json_findings(const struct rt_table *t, const struct rep_proc *rp, s
 		const struct rep_finding *x = &rp->findings[k];
 
 		jw_obj_begin(jw);
-		kstr(jw, "kind", report_finding_kind(x));
-		kms(jw, "cost_ms", x->cost_ns);
+		jw_kv_str(jw, "kind", report_finding_kind(x));
+		jw_kv_ms(jw, "cost_ms", x->cost_ns);
 		jw_key(jw, "site");
 		if (x->site)
 			jw_str(jw, rt_str(t, x->site));
 		else
 			jw_null(jw);
 		report_finding_detail(t, rp, x, detail, sizeof(detail));
-		kstr(jw, "detail", detail);
-		kuint(jw, "count", x->count);
+		jw_kv_str(jw, "detail", detail);
+		jw_kv_uint(jw, "count", x->count);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
@@ -379,7 +350,7 @@ static void json_anatomy(const struct rt_table *t, const struct rep_iter *it, st
 		const struct rep_phase *x = &it->phases[k];
 
 		jw_obj_begin(jw);
-		kstr(jw, "phase", phase_name(t, x, name, sizeof(name)));
+		jw_kv_str(jw, "phase", phase_name(t, x, name, sizeof(name)));
 		jw_key(jw, "site");
 		if (x->site)
 			jw_str(jw, rt_str(t, x->site));
@@ -387,11 +358,11 @@ static void json_anatomy(const struct rt_table *t, const struct rep_iter *it, st
 			jw_null(jw);
 		for (int s = 0; s < 3; s++) {
 			snprintf(key, sizeof(key), "gpu_ms_%s", stat[s]);
-			kms(jw, key, x->gpu_ns[s]);
+			jw_kv_ms(jw, key, x->gpu_ns[s]);
 			snprintf(key, sizeof(key), "host_ms_%s", stat[s]);
-			kms(jw, key, x->host_ns[s]);
+			jw_kv_ms(jw, key, x->host_ns[s]);
 		}
-		kuint(jw, "launches_median", x->launches[0]);
+		jw_kv_uint(jw, "launches_median", x->launches[0]);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
@@ -400,10 +371,10 @@ static void json_anatomy(const struct rt_table *t, const struct rep_iter *it, st
 static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
 {
 	jw_obj_begin(jw);
-	kuint(jw, "pid", rp->pid);
-	kstr(jw, "name", rp->name ? rt_str(t, rp->name) : "");
-	kuint(jw, "host_calls", rp->napi);
-	kuint(jw, "gpu_activities", rp->ngpu);
+	jw_kv_uint(jw, "pid", rp->pid);
+	jw_kv_str(jw, "name", rp->name ? rt_str(t, rp->name) : "");
+	jw_kv_uint(jw, "host_calls", rp->napi);
+	jw_kv_uint(jw, "gpu_activities", rp->ngpu);
 	json_findings(t, rp, jw);
 	jw_key(jw, "devices");
 	jw_arr_begin(jw);
@@ -411,17 +382,17 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		const struct rep_device *v = &rp->devs[d];
 
 		jw_obj_begin(jw);
-		kuint(jw, "device", v->device);
-		knum(jw, "gpu_usage_ratio", v->span_ns ? (double)v->busy_ns / v->span_ns : 0);
-		kms(jw, "busy_ms", v->busy_ns);
-		kms(jw, "span_ms", v->span_ns);
+		jw_kv_uint(jw, "device", v->device);
+		jw_kv_double(jw, "gpu_usage_ratio", v->span_ns ? (double)v->busy_ns / v->span_ns : 0);
+		jw_kv_ms(jw, "busy_ms", v->busy_ns);
+		jw_kv_ms(jw, "span_ms", v->span_ns);
 		jw_key(jw, "idle");
 		jw_obj_begin(jw);
-		kms(jw, "host_bound_ms", v->host_bound_ns);
-		kms(jw, "sync_bound_ms", v->sync_bound_ns);
-		kms(jw, "other_ms", v->other_ns);
+		jw_kv_ms(jw, "host_bound_ms", v->host_bound_ns);
+		jw_kv_ms(jw, "sync_bound_ms", v->sync_bound_ns);
+		jw_kv_ms(jw, "other_ms", v->other_ns);
 		jw_obj_end(jw);
-		kuint(jw, "activities", v->nwork);
+		jw_kv_uint(jw, "activities", v->nwork);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
@@ -432,10 +403,10 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 
 		jw_obj_begin(jw);
 		ksite(jw, t, h->site, "site", "function");
-		kstr(jw, "call", rt_str(t, h->call));
-		kuint(jw, "count", h->count);
-		kms(jw, "blocked_ms", h->blocked_ns);
-		kms(jw, "gpu_idle_ms", h->gpu_idle_ns);
+		jw_kv_str(jw, "call", rt_str(t, h->call));
+		jw_kv_uint(jw, "count", h->count);
+		jw_kv_ms(jw, "blocked_ms", h->blocked_ns);
+		jw_kv_ms(jw, "gpu_idle_ms", h->gpu_idle_ns);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
@@ -445,14 +416,14 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		const struct rep_comm *c = &rp->comm[k];
 
 		jw_obj_begin(jw);
-		kstr(jw, "kernel", rt_str(t, c->kernel));
-		kuint(jw, "device", c->device);
-		kuint(jw, "stream", c->stream);
-		kbool(jw, "same_stream_as_compute", c->same_stream_as_compute);
-		kuint(jw, "count", c->count);
-		kms(jw, "total_ms", c->total_ns);
-		kms(jw, "exposed_ms", c->exposed_ns);
-		knum(jw, "exposed_fraction", c->total_ns ? (double)c->exposed_ns / c->total_ns : 0);
+		jw_kv_str(jw, "kernel", rt_str(t, c->kernel));
+		jw_kv_uint(jw, "device", c->device);
+		jw_kv_uint(jw, "stream", c->stream);
+		jw_kv_bool(jw, "same_stream_as_compute", c->same_stream_as_compute);
+		jw_kv_uint(jw, "count", c->count);
+		jw_kv_ms(jw, "total_ms", c->total_ns);
+		jw_kv_ms(jw, "exposed_ms", c->exposed_ns);
+		jw_kv_double(jw, "exposed_fraction", c->total_ns ? (double)c->exposed_ns / c->total_ns : 0);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
@@ -462,15 +433,15 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		const struct rep_stream *st = &rp->streams[k];
 
 		jw_obj_begin(jw);
-		kuint(jw, "device", st->device);
-		kuint(jw, "stream", st->stream);
-		kuint(jw, "kernels", st->kernels);
-		knum(jw, "median_kernel_us", st->median_kernel_ns / 1e3);
-		knum(jw, "median_gap_us", st->median_gap_ns / 1e3);
-		knum(jw, "late_launch_fraction", st->late_fraction);
-		knum(jw, "launch_rate_per_s", st->launch_rate);
-		knum(jw, "host_us_per_launch", st->host_per_launch_ns / 1e3);
-		kbool(jw, "launch_bound", st->launch_bound);
+		jw_kv_uint(jw, "device", st->device);
+		jw_kv_uint(jw, "stream", st->stream);
+		jw_kv_uint(jw, "kernels", st->kernels);
+		jw_kv_double(jw, "median_kernel_us", st->median_kernel_ns / 1e3);
+		jw_kv_double(jw, "median_gap_us", st->median_gap_ns / 1e3);
+		jw_kv_double(jw, "late_launch_fraction", st->late_fraction);
+		jw_kv_double(jw, "launch_rate_per_s", st->launch_rate);
+		jw_kv_double(jw, "host_us_per_launch", st->host_per_launch_ns / 1e3);
+		jw_kv_bool(jw, "launch_bound", st->launch_bound);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
@@ -484,52 +455,52 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 			const struct rep_top *x = &top[k];
 
 			jw_obj_begin(jw);
-			kstr(jw, "name", rt_str(t, x->name));
-			kuint(jw, "count", x->count);
-			kms(jw, "total_ms", x->total_ns);
-			knum(jw, "mean_us", x->count ? x->total_ns / 1e3 / x->count : 0);
+			jw_kv_str(jw, "name", rt_str(t, x->name));
+			jw_kv_uint(jw, "count", x->count);
+			jw_kv_ms(jw, "total_ms", x->total_ns);
+			jw_kv_double(jw, "mean_us", x->count ? x->total_ns / 1e3 / x->count : 0);
 			if (calls)
-				knum(jw, "max_us", x->max_ns / 1e3);
+				jw_kv_double(jw, "max_us", x->max_ns / 1e3);
 			else
-				knum(jw, "share_of_busy", x->share);
+				jw_kv_double(jw, "share_of_busy", x->share);
 			jw_obj_end(jw);
 		}
 		jw_arr_end(jw);
 	}
-	kuint(jw, "failed_calls", rp->nfailed);
+	jw_kv_uint(jw, "failed_calls", rp->nfailed);
 	jw_key(jw, "errors");
 	jw_arr_begin(jw);
 	for (size_t k = 0; k < rp->nerrors; k++) {
 		const struct rep_err *x = &rp->errors[k];
 
 		jw_obj_begin(jw);
-		kstr(jw, "name", rt_str(t, x->name));
+		jw_kv_str(jw, "name", rt_str(t, x->name));
 		jw_kv_int(jw, "ret", x->ret);
 		if (cuda_result_name(x->ret))
-			kstr(jw, "error", cuda_result_name(x->ret));
-		kuint(jw, "count", x->count);
+			jw_kv_str(jw, "error", cuda_result_name(x->ret));
+		jw_kv_uint(jw, "count", x->count);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
 	jw_key(jw, "iterations");
 	jw_obj_begin(jw);
-	kbool(jw, "detected", rp->iter.found);
-	kstr(jw, "source", rp->iter.from_stacks ? "python_stack" : "launch_sequence");
-	kuint(jw, "thread", rp->iter.tid);
+	jw_kv_bool(jw, "detected", rp->iter.found);
+	jw_kv_str(jw, "source", rp->iter.from_stacks ? "python_stack" : "launch_sequence");
+	jw_kv_uint(jw, "thread", rp->iter.tid);
 	if (rp->iter.found) {
 		const struct rep_iter *it = &rp->iter;
 
-		kstr(jw, "anchor_kernel", rt_str(t, it->anchor));
+		jw_kv_str(jw, "anchor_kernel", rt_str(t, it->anchor));
 		ksite(jw, t, it->anchor_site, "anchor_site", "anchor_function");
-		kuint(jw, "steps", it->steps);
-		kuint(jw, "kernels_per_step", it->kernels_per_step);
+		jw_kv_uint(jw, "steps", it->steps);
+		jw_kv_uint(jw, "kernels_per_step", it->kernels_per_step);
 		jw_key(jw, "step_ms");
 		jw_obj_begin(jw);
-		kms(jw, "mean", it->mean_ns);
-		kms(jw, "median", it->median_ns);
-		kms(jw, "min", it->min_ns);
-		kms(jw, "max", it->max_ns);
-		kms(jw, "stddev", it->stddev_ns);
+		jw_kv_ms(jw, "mean", it->mean_ns);
+		jw_kv_ms(jw, "median", it->median_ns);
+		jw_kv_ms(jw, "min", it->min_ns);
+		jw_kv_ms(jw, "max", it->max_ns);
+		jw_kv_ms(jw, "stddev", it->stddev_ns);
 		jw_obj_end(jw);
 		json_anatomy(t, it, jw);
 	}
@@ -540,15 +511,15 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		const struct rep_mem_dev *m = &rp->mem[k];
 
 		jw_obj_begin(jw);
-		kuint(jw, "device", m->device);
-		kuint(jw, "allocs", m->allocs);
-		kuint(jw, "frees", m->frees);
-		kuint(jw, "peak_bytes", m->peak_bytes);
-		kms(jw, "peak_ms", m->peak_ts - t->t_first);
+		jw_kv_uint(jw, "device", m->device);
+		jw_kv_uint(jw, "allocs", m->allocs);
+		jw_kv_uint(jw, "frees", m->frees);
+		jw_kv_uint(jw, "peak_bytes", m->peak_bytes);
+		jw_kv_ms(jw, "peak_ms", m->peak_ts - t->t_first);
 		ksite(jw, t, m->peak_site, "peak_site", "peak_function");
-		kstr(jw, "peak_call", rt_str(t, m->peak_call));
-		kuint(jw, "peak_alloc_bytes", m->peak_alloc_bytes);
-		kuint(jw, "end_bytes", m->end_bytes);
+		jw_kv_str(jw, "peak_call", rt_str(t, m->peak_call));
+		jw_kv_uint(jw, "peak_alloc_bytes", m->peak_alloc_bytes);
+		jw_kv_uint(jw, "end_bytes", m->end_bytes);
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);
@@ -563,18 +534,18 @@ int report_json(const struct rt_table *t, const struct report *r, FILE *f)
 	if (ret)
 		return ret;
 	jw_obj_begin(&jw);
-	kstr(&jw, "trace", t->path);
-	kuint(&jw, "events", t->nev);
-	kbool(&jw, "gpu_activity", r->any_gpu);
-	kbool(&jw, "stacks", r->any_stacks);
-	kuint(&jw, "dropped_events", t->dropped);
+	jw_kv_str(&jw, "trace", t->path);
+	jw_kv_uint(&jw, "events", t->nev);
+	jw_kv_bool(&jw, "gpu_activity", r->any_gpu);
+	jw_kv_bool(&jw, "stacks", r->any_stacks);
+	jw_kv_uint(&jw, "dropped_events", t->dropped);
 	jw_key(&jw, "calls_may_be_missing");
 	jw_obj_begin(&jw);
 	for (size_t i = 0; i < t->nmissed; i++) {
 		char pid[16];
 
 		snprintf(pid, sizeof(pid), "%u", t->missed[2 * i]);
-		kstr(&jw, pid, rt_str(t, t->missed[2 * i + 1]));
+		jw_kv_str(&jw, pid, rt_str(t, t->missed[2 * i + 1]));
 	}
 	jw_obj_end(&jw);
 	jw_key(&jw, "processes");

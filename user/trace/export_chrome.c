@@ -126,14 +126,9 @@ static void write_call_args(struct jw *jw, const struct model *m,
 	if (f & MF_RET)
 		jw_kv_int(jw, TS_ARG_RET, ev->ret);
 	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {   /* a failed call: what a user hunts */
-		const char *err = cuda_result_name(ev->ret);
 		char buf[32];
 
-		if (!err) {
-			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
-			err = buf;
-		}
-		jw_kv_str(jw, TS_ARG_ERROR, err);
+		jw_kv_str(jw, TS_ARG_ERROR, cuda_result_label(ev->ret, buf, sizeof(buf)));
 	}
 	if (ev->correlation)
 		jw_kv_uint(jw, TS_ARG_CORRELATION, ev->correlation);

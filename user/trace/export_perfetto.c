@@ -893,14 +893,9 @@ static void call_args(struct pf *w, const struct model_event *ev)
 	if (f & MF_RET)
 		arg_int(w, TS_ARG_RET, ev->ret);
 	if ((f & MF_RET) && cuda_result_failed(ev->ret)) {
-		const char *err = cuda_result_name(ev->ret);
 		char buf[32];
 
-		if (!err) {
-			snprintf(buf, sizeof(buf), "CUresult %d", ev->ret);
-			err = buf;
-		}
-		arg_string(w, TS_ARG_ERROR, err);
+		arg_string(w, TS_ARG_ERROR, cuda_result_label(ev->ret, buf, sizeof(buf)));
 	}
 	if (ev->correlation)
 		arg_uint(w, TS_ARG_CORRELATION, ev->correlation);
