@@ -15,28 +15,18 @@
 #include "trace/export.h"
 #include "model/model.h"
 #include "lib/sink.h"
+#include "model_util.h"
 #include "tap.h"
 
 #ifndef GPUBPF_VERSION
 #define GPUBPF_VERSION "unknown"
 #endif
 
-static char dir[] = "/tmp/gpubpf-export-XXXXXX";
-
-static char *in_dir(const char *name)
-{
-	static char buf[4][512];
-	static int k;
-	char *p = buf[k++ % 4];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
-	return p;
-}
 
 /* Entries in the test directory (temporaries included). */
 static int count_entries(void)
 {
-	DIR *d = opendir(dir);
+	DIR *d = opendir(unit_dir);
 	struct dirent *e;
 	int n = 0;
 
@@ -49,46 +39,13 @@ static int count_entries(void)
 	return n;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-	gzFile f = gzopen(path, "rb");     /* reads plain files as they are */
-	char *buf = NULL;
-	size_t n = 0, cap = 0;
-	int r;
-
-	if (!f)
-		return NULL;
-	do {
-		if (cap - n < 65536) {
-			cap = cap ? cap * 2 : 65536;
-			buf = realloc(buf, cap + 1);
-		}
-		r = gzread(f, buf + n, (unsigned)(cap - n));
-		if (r > 0)
-			n += r;
-	} while (r > 0);
-	gzclose(f);
-	buf[n] = '\0';
-	if (len)
-		*len = n;
-	return buf;
-}
 
 static struct model_event *add(struct model *m, uint64_t ts, uint64_t dur,
 			       uint32_t pid, uint32_t tid, const char *name,
 			       unsigned family)
 {
-	struct model_event *e = model_add_event(m);
+	struct model_event *e = unit_event(m, ts, dur, pid, tid, name);
 
-	if (!e) {
-		printf("Bail out! model_add_event\n");
-		exit(1);
-	}
-	e->ts = ts;
-	e->dur = dur;
-	e->pid = pid;
-	e->tid = tid;
-	e->name = strtab_intern(&m->strs, name);
 	e->family = family;
 	return e;
 }
@@ -697,7 +654,7 @@ static void test_sink(void)
 		char *got;
 		size_t n;
 
-		snprintf(plain, sizeof(plain), "%s/plain.txt", dir);
+		snprintf(plain, sizeof(plain), "%s/plain.txt", unit_dir);
 		is_int(sink_check_path_plain(plain, err, sizeof(err)), 0,
 		       "check plain: any extension accepted");
 		is_int(sink_check_path_plain("/nonexistent-gpubpf-dir/r.txt", err, sizeof(err)),
@@ -792,7 +749,7 @@ static void test_sink(void)
 
 int main(void)
 {
-	if (!mkdtemp(dir)) {
+	if (unit_mkdtemp("export")) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
 	}
@@ -801,6 +758,6 @@ int main(void)
 	test_flows();
 	test_states();
 	test_sink();
-	rmdir(dir);
+	rmdir(unit_dir);
 	return done_testing();
 }

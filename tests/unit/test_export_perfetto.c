@@ -13,6 +13,7 @@
 #include "lib/sink.h"
 #include "model/cuda_calls.h"
 #include "model/model.h"
+#include "model_util.h"
 #include "tap.h"
 #include "trace/export.h"
 #include "trace/perfetto_trace.pb-c.h"
@@ -26,17 +27,8 @@ typedef Perfetto__Protos__DebugAnnotation Annotation;
 static struct model_event *add(struct model *m, uint64_t ts, uint64_t dur, uint32_t tid,
 			       const char *name, unsigned family)
 {
-	struct model_event *e = model_add_event(m);
+	struct model_event *e = unit_event(m, ts, dur, 100, tid, name);
 
-	if (!e) {
-		printf("Bail out! model_add_event\n");
-		exit(1);
-	}
-	e->ts = ts;
-	e->dur = dur;
-	e->pid = 100;
-	e->tid = tid;
-	e->name = strtab_intern(&m->strs, name);
 	e->family = family;
 	return e;
 }

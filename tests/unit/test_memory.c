@@ -10,22 +10,14 @@
 
 #include "model/memory.h"
 #include "model/model.h"
+#include "model_util.h"
 #include "tap.h"
 
 static struct model_event *ev(struct model *m, uint64_t ts, uint64_t dur, uint32_t pid,
 			      const char *name)
 {
-	struct model_event *e = model_add_event(m);
+	struct model_event *e = unit_event(m, ts, dur, pid, pid, name);
 
-	if (!e) {
-		printf("Bail out! model_add_event\n");
-		exit(1);
-	}
-	e->ts = ts;
-	e->dur = dur;
-	e->pid = pid;
-	e->tid = pid;
-	e->name = strtab_intern(&m->strs, name);
 	e->link = MODEL_NO_LINK;
 	return e;
 }

@@ -26,39 +26,10 @@
 #include "trace/export.h"
 #include "trace/schema.h"
 #include "trace/trace_import.h"
+#include "model_util.h"
 #include "tap.h"
 
-static char dir[] = "/tmp/gpubpf-import-XXXXXX";
 
-static char *in_dir(const char *name)
-{
-	static char buf[4][512];
-	static int k;
-	char *p = buf[k++ % 4];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
-	return p;
-}
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) >= 0 && !fseek(f, 0, SEEK_SET) &&
-	    (buf = malloc(n + 1)) && fread(buf, 1, n, f) == (size_t)n) {
-		buf[n] = 0;
-		*len = n;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(f);
-	return buf;
-}
 
 static void spew(const char *path, const char *text, size_t len)
 {
@@ -91,18 +62,13 @@ static int write_trace(const struct model *m, const char *path)
 static struct model_event *call(struct model *m, uint64_t ts, uint64_t dur, uint32_t pid,
 				uint32_t tid, const char *name)
 {
-	struct model_event *e = model_add_event(m);
+	struct model_event *e = unit_event(m, ts, dur, pid, tid, name);
 	int id = cuda_call_find(name);
 
-	if (!e || id < 0) {
+	if (id < 0) {
 		printf("Bail out! call %s\n", name);
 		exit(1);
 	}
-	e->ts = ts;
-	e->dur = dur;
-	e->pid = pid;
-	e->tid = tid;
-	e->name = strtab_intern(&m->strs, name);
 	e->call_id = id;
 	e->family = cuda_calls[id].family;
 	return e;
@@ -591,14 +557,14 @@ static void test_file(const char *path)
 
 int main(int argc, char **argv)
 {
-	if (!mkdtemp(dir)) {
+	if (unit_mkdtemp("import")) {
 		printf("Bail out! mkdtemp\n");
 		return 1;
 	}
 	if (argc > 1) {
 		for (int i = 1; i < argc; i++)
 			test_file(argv[i]);
-		rmdir(dir);
+		rmdir(unit_dir);
 		return done_testing();
 	}
 	test_round_trip();
@@ -609,6 +575,6 @@ int main(int argc, char **argv)
 	unlink(in_dir("a.json"));
 	unlink(in_dir("b.json"));
 	unlink(in_dir("hand.json"));
-	rmdir(dir);
+	rmdir(unit_dir);
 	return done_testing();
 }
