@@ -139,7 +139,7 @@
 
 /*
  * GPU tracks are threads of the process with synthetic tids above any
- * real one (pid_max is at most 2^22): GPU_TID_BASE + (device << 20) +
+ * real one (pid_max is at most 2^22): TS_GPU_TID_BASE + (device << 20) +
  * lane, the lane being the stream (its low 20 bits) or, for the device's
  * memory records, TS_GPU_MEMORY_LANE.
  */
