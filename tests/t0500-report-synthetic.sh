@@ -78,7 +78,7 @@ is "states: the causes sum to host_bound_ms" "$(json_query "$TMPD/s.rep.json" \
 	'[0.675, 0.675]'
 is "states: host_bound findings name the dominant cause" "$(json_query "$TMPD/s.rep.json" \
 	'[(f["site"], round(f["cost_ms"], 6), f["detail"].split("; ")[1]) for f in d["processes"][0]["findings"]]')" \
-	'[["step (/home/u/train.py:41)", 0.29, "the launching thread was mostly waiting for the GIL (gil_wait, 38% of that time)"], ["step (/home/u/train.py:43)", 0.195, "the launching thread was mostly in another wait, or not traced (other, 92% of that time)"], ["step (/home/u/train.py:42)", 0.19, "the launching thread was mostly running on a CPU (running, 47% of that time)"]]'
+	'[["step (/home/u/train.py:41)", 0.29, "the launching thread was most often waiting for the GIL (gil_wait, 38% of that time)"], ["step (/home/u/train.py:43)", 0.195, "the launching thread was most often in another wait, or not traced (other, 92% of that time)"], ["step (/home/u/train.py:42)", 0.19, "the launching thread was most often running on a CPU (running, 47% of that time)"]]'
 "$GPUBPF" report "$TMPD/s.json" >"$TMPD/s.txt"
 like "states: text block under the idle line, costliest first" "$(cat "$TMPD/s.txt")" \
 	"host-bound 0.675 ms .*

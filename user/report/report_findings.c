@@ -288,7 +288,7 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 	case RF_HOST_BOUND:
 		dominant_cause(rp, f, &cause, &share);
 		snprintf(buf, len, "the GPU ran dry %" PRIu64 " times waiting for the host to launch "
-			 "from here; the launching thread was mostly %s (%s, %.0f%% of that time)",
+			 "from here; the launching thread was most often %s (%s, %.0f%% of that time)",
 			 f->count, doing[cause], report_cause_name(cause), 100 * share);
 		break;
 	}
