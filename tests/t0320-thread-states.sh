@@ -4,7 +4,9 @@
 # its CPU with a busy process spends most of each phase in the right state
 # (tests/check_states.py), its GIL waits name the holder, its samples land
 # in the busy function, each thread's states tile its time, and Perfetto
-# imports the trace.  200 threads, -p attach mid-run, --sample-hz 0 and
+# imports the trace; the report puts the GPU idle time each phase causes
+# (a kernel is launched after each) on the right state (tests/check_causes.py).
+# 200 threads, -p attach mid-run, --sample-hz 0 and
 # --no-states work too.
 . "$(dirname "$0")/lib.sh"
 test_description "thread states and samples from the scheduler"
@@ -25,7 +27,9 @@ done
 
 if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -- "$py" "$W" "$TMPD/truth.json"; then
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/s.json" "$TMPD/truth.json"
-	perfetto_ok "$TMPD/s.json" --no-flows
+	perfetto_ok "$TMPD/s.json"
+	check "phases: report" "$GPUBPF" report --format json -o "$TMPD/s.rep.json" "$TMPD/s.json" &&
+		tap_from "$PY" "$GPUBPF_ROOT/tests/check_causes.py" "$TMPD/s.rep.json" "$TMPD/truth.json"
 fi
 
 # 3.10 keeps no native thread id: its GIL waits are told apart, unnamed

@@ -66,6 +66,29 @@ like "svg: blocks, peak and legend" "$(cat "$TMPD/k.svg")" "<svg .*<rect .*peak 
 is "svg: one block per device allocation" "$(grep -c '<title>' "$TMPD/k.svg")" 4
 check "svg is well-formed XML" "$PY" -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$TMPD/k.svg"
 
+# host-bound gaps by the launching thread's state (gen_report_trace.py states)
+"$PY" "$gen" states "$TMPD/s.json" || bail_out "cannot generate the states trace"
+check "report the states trace" "$GPUBPF" report --format json -o "$TMPD/s.rep.json" "$TMPD/s.json"
+CAUSES='[(c["cause"], c["site"], round(c["ms"], 6)) for c in d["processes"][0]["devices"][0]["idle"]["host_bound_causes"]]'
+SCAUSES='[["other", "step (/home/u/train.py:43)", 0.18], ["running", "collate (/home/u/data.py:7)", 0.135], ["gil_wait", "step (/home/u/train.py:41)", 0.11], ["lock_wait", "step (/home/u/train.py:42)", 0.05], ["sleep", "step (/home/u/train.py:42)", 0.05], ["running", "log_metrics (/home/u/train.py:30)", 0.045], ["runnable", "step (/home/u/train.py:41)", 0.04], ["io", "step (/home/u/train.py:41)", 0.04], ["running", "step (/home/u/train.py:43)", 0.015], ["running", "step (/home/u/train.py:41)", 0.01]]'
+is "states: host-bound causes, costliest first; running at its samples' sites" \
+	"$(json_query "$TMPD/s.rep.json" "$CAUSES")" "$SCAUSES"
+is "states: the causes sum to host_bound_ms" "$(json_query "$TMPD/s.rep.json" \
+	'(lambda i: [round(sum(c["ms"] for c in i["host_bound_causes"]), 6), i["host_bound_ms"]])(d["processes"][0]["devices"][0]["idle"])')" \
+	'[0.675, 0.675]'
+is "states: host_bound findings name the dominant cause" "$(json_query "$TMPD/s.rep.json" \
+	'[(f["site"], round(f["cost_ms"], 6), f["detail"].split("; ")[1]) for f in d["processes"][0]["findings"]]')" \
+	'[["step (/home/u/train.py:41)", 0.29, "the launching thread was most often waiting for the GIL (gil_wait, 38% of that time)"], ["step (/home/u/train.py:43)", 0.195, "the launching thread was most often in another wait, or not traced (other, 92% of that time)"], ["step (/home/u/train.py:42)", 0.19, "the launching thread was most often running on a CPU (running, 47% of that time)"]]'
+"$GPUBPF" report "$TMPD/s.json" >"$TMPD/s.txt"
+like "states: text block under the idle line, costliest first" "$(cat "$TMPD/s.txt")" \
+	"host-bound 0.675 ms .*
+      host-bound, by what the launching thread was doing:
+ +0.180 ms \( 27%\)  other +step \(/home/u/train.py:43\)
+ +0.135 ms \( 20%\)  running +collate \(/home/u/data.py:7\)"
+is "no states in the trace: host-bound time is all other, at the launch sites" \
+	"$(q "[(c['cause'], c['site'], round(c['ms'], 6)) for c in $P1['devices'][0]['idle']['host_bound_causes']]")" \
+	'[["other", "step (/home/u/train.py:41)", 0.155]]'
+
 # a loop's anatomy: steps from the loop frame train(), phases by its lines (gen_report_trace.py loop)
 "$PY" "$gen" loop "$TMPD/l.json" || bail_out "cannot generate the loop trace"
 check "report the loop" "$GPUBPF" report --format json -o "$TMPD/l.rep.json" "$TMPD/l.json"

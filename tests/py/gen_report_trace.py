@@ -3,6 +3,8 @@
 
     gen_report_trace.py known OUT.json     the schedule below (exact figures)
     gen_report_trace.py loop OUT.json      a training loop's anatomy (see loop())
+    gen_report_trace.py states OUT.json    host-bound gaps and the launching
+                                           thread's states (see states())
     gen_report_trace.py big OUT.json N     about N events of a steady training
                                            loop with stacks (benchmark)
 
@@ -193,6 +195,50 @@ def nested_loop():
     return ev
 
 
+def state(pid, tid, name, ts, dur, **args):
+    a = dict(args, state=name)
+    return {"ph": "X", "cat": "thread_state", "name": name, "pid": pid, "tid": 0x20000000 + tid,
+            "ts": ts, "dur": dur, "args": a}
+
+
+def sample(pid, tid, ts, site):
+    return {"ph": "i", "cat": "sample", "name": site.split(" (")[0], "pid": pid,
+            "tid": 0x20000000 + tid, "ts": ts, "s": "t", "args": {"cpu": 0, "stack": stack(site)}}
+
+
+def states():
+    """pid 400, thread 400 launches gemm at 0 (runs 10-110), 400 (410-510),
+    700 (705-805) and 1000 (1000-1100), from step (/home/u/train.py:40..43):
+    host-bound gaps [110, 400), [510, 700), [805, 1000): 675 us.  Thread
+    400: running 0-200 (samples: collate at 120, log_metrics at 180),
+    gil_wait 200-310 (held by 401), io (read) 310-350, runnable 350-390,
+    running 390-600 (sample: collate at 550), sleep 600-650, lock_wait
+    (futex) 650-700, running 700-820, nothing 820-900, other_wait 900-1100.
+    Thread 401 runs throughout, sampled at 560.  So, costliest first (us):
+    other :43 180 (80 with no state), running collate 135 (45 + 90),
+    gil_wait :41 110, lock_wait :42 50, sleep :42 50, running log_metrics
+    45, runnable :41 40, io :41 40, running :43 15, running :41 10."""
+    p = 400
+    ev = [meta(p, "states")]
+    for corr, lts, start in ((1, 0, 10), (2, 400, 410), (3, 700, 705), (4, 1000, 1000)):
+        ev.append(api(p, "cuLaunchKernel", lts, kernel="gemm", correlation=corr,
+                      stack=stack("step (/home/u/train.py:%d)" % (39 + corr))))
+        ev.append(gpu(p, "kernel", "gemm", start, 100, 7, corr))
+    for name, ts, end, args in (("running", 0, 200, {}), ("gil_wait", 200, 310, {"holder_tid": 401}),
+                                ("io", 310, 350, {"syscall": "read"}), ("runnable", 350, 390, {}),
+                                ("running", 390, 600, {}), ("sleep", 600, 650, {"syscall": "nanosleep"}),
+                                ("lock_wait", 650, 700, {"syscall": "futex"}),
+                                ("running", 700, 820, {}), ("other_wait", 900, 1100, {})):
+        ev.append(state(p, p, name, ts, end - ts, **args))
+    ev.append(state(p, 401, "running", 0, 1100))
+    ev += [sample(p, p, 120, "collate (/home/u/data.py:7)"),
+           sample(p, p, 180, "log_metrics (/home/u/train.py:30)"),
+           sample(p, p, 550, "collate (/home/u/data.py:7)"),
+           sample(p, 401, 560, "busy (/home/u/worker.py:3)")]
+    ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
 def big(n):
     ev = [meta(300, "big")]
     corr = 0
@@ -234,5 +280,7 @@ if __name__ == "__main__":
         write(sys.argv[2], known())
     elif sys.argv[1] == "loop":
         write(sys.argv[2], loop())
+    elif sys.argv[1] == "states":
+        write(sys.argv[2], states())
     else:
         write(sys.argv[2], big(int(sys.argv[3])))

@@ -3,9 +3,11 @@
 usage: thread_states.py TRUTH.json [--phase-s S]
        thread_states.py --threads N --run-s S
 
-Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH) and calls cuInit, then
-runs, on its main thread, one phase after another, each S seconds (default
-0.5), each in its own function:
+Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH), launches a 100 us
+kernel (sim/train.py's Driver), then runs, on its main thread, one phase
+after another, each S seconds (default 0.5), each in its own function and
+followed by another such launch, so that the GPU runs dry over each phase
+(host-bound idle time caused by the phase):
   busy      busy_loop(): pure Python
   gil       gil_wait(): time.sleep(0) in a loop while the thread "hog" runs
             pure Python: the main thread waits for the GIL that hog holds
@@ -28,6 +30,9 @@ import subprocess
 import sys
 import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim"))
+import train  # noqa: E402
 
 lib = ctypes.CDLL("libcuda.so.1")
 
@@ -63,13 +68,16 @@ def shared_cpu(until):
 def phases(truth_path, phase_s):
     ns = int(phase_s * 1e9)
     truth = {"pid": os.getpid(), "main": gettid(), "phases": []}
-    lib.cuInit(0)
+    drv = train.Driver(None, False)
+    drv.init()
+    kernel = train.Kernel(drv, drv.load_module(), "compute")
+    drv.launch(kernel, 100)
 
     def phase(name, fn):
         start = time.monotonic_ns()
         fn(start + ns)
         truth["phases"].append({"name": name, "start": start, "end": time.monotonic_ns()})
-        lib.cuInit(0)
+        drv.launch(kernel, 100)
 
     phase("busy", busy_loop)
 

@@ -83,6 +83,8 @@ void report_release(struct report *r)
 
 		free(rp->findings);
 		free(rp->late);
+		for (size_t d = 0; d < rp->ndevs; d++)
+			free(rp->devs[d].causes);
 		free(rp->devs);
 		free(rp->hot);
 		free(rp->streams);

@@ -3,12 +3,13 @@
  * `gpubpf report`: diagnoses from the model of a trace.  Its events are
  * kept as a compact table (report_table.h), one 48-byte row per host call
  * or GPU activity, filled from the model record built or from a trace file
- * streamed through the importer; the analyses (report_gpu.c, report_top.c,
- * report_iter.c with report_phase.c, report_memory.c; report.c runs them)
- * read the table, report_findings.c ranks what they found, and all of
- * them fill a struct report, which report_out.c prints as text or JSON
- * and report_svg.c draws.  Data flows one way: model -> table -> results ->
- * output; cmd_report.c ties them together.
+ * streamed through the importer; the analyses (report_gpu.c with
+ * report_cause.c, report_top.c, report_iter.c with report_phase.c,
+ * report_memory.c; report.c runs them) read the table, report_findings.c
+ * ranks what they found, and all of them fill a struct report, which
+ * report_out.c prints as text or JSON and report_svg.c draws.  Data flows
+ * one way: model -> table -> results -> output; cmd_report.c ties them
+ * together.
  *
  *	struct rt_table t;
  *	struct report rep;
@@ -29,11 +30,24 @@
 
 /* --- results --------------------------------------------------------- */
 
+/*
+ * Host-bound idle time by what the launching thread was doing
+ * (report_cause.c): cause an enum model_state, MS_OTHER_WAIT also where no
+ * state was recorded; site the innermost user frame (its samples' when
+ * running, else the launch's), 0 unknown.
+ */
+struct rep_cause {
+	uint32_t cause, site;
+	uint64_t ns;
+};
+
 struct rep_device {
 	uint32_t device;
 	uint64_t busy_ns, span_ns, first_ns, last_ns;
 	uint64_t host_bound_ns, sync_bound_ns, other_ns;
 	uint64_t nwork;
+	struct rep_cause *causes;       /* summing to host_bound_ns, costliest first */
+	size_t ncauses, capcauses;
 };
 
 struct rep_hotspot {
@@ -61,13 +75,13 @@ struct rep_comm {
 
 /*
  * Host-bound idle time that ended with a launch from one site onto one
- * stream: the GPU ran dry until the host launched from there.  (Why the
- * host was late -- the launching thread's state in the gap -- belongs
- * here too once the trace has it.)
+ * stream: the GPU ran dry until the host launched from there; cause_ns
+ * splits it by the launching thread's state (rep_cause).
  */
 struct rep_late {
 	uint32_t site, device, stream;
 	uint64_t count, idle_ns;
+	uint64_t cause_ns[MS_COUNT];
 };
 
 /* One finding: a problem, its cost and where to change it (report_findings.c). */
@@ -181,6 +195,18 @@ struct mem_tracker;
  * both.  0 or -ENOMEM. */
 int report_mem_track(const struct rt_table *t, uint32_t proc, uint32_t device,
 		     struct mem_tracker *mt);
+
+/*
+ * Attribute host-bound idle time [a, b), ended by a launch l, to the
+ * state of l's thread over it: into d->causes and x->cause_ns.  0 or
+ * -ENOMEM.
+ */
+int report_causes_add(const struct rt_table *t, struct rep_device *d, struct rep_late *x,
+		      const struct rt_event *l, int64_t a, int64_t b);
+/* d->causes costliest first. */
+void report_causes_sort(struct rep_device *d);
+/* "running", "runnable", "gil_wait", "lock_wait", "io", "sleep", "other". */
+const char *report_cause_name(unsigned cause);
 
 /* The kind of finding f as the JSON names it, and one line of its evidence. */
 const char *report_finding_kind(const struct rep_finding *f);

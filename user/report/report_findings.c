@@ -13,7 +13,9 @@
  *                  that ended with a kernel of that stream; site the
  *                  launch site that ended most of it
  *  host_bound      the rest of the host-bound idle time, by the site of
- *                  the launch that ended each gap
+ *                  the launch that ended each gap; its detail names what
+ *                  the launching thread was doing most of it
+ *                  (report_cause.c)
  *  wasted_work     a phase of the loop body (report_phase.c) after the
  *                  optimizer step, or the calls outside any phase, that
  *                  start GPU work in every step: cost that GPU time, all
@@ -129,6 +131,30 @@ static int host_bound(struct flist *l)
 	return 0;
 }
 
+/* What the launching thread did most in the gaps of host_bound finding f. */
+static void dominant_cause(const struct rep_proc *rp, const struct rep_finding *f,
+			   unsigned *cause, double *share)
+{
+	uint64_t ns[MS_COUNT] = { 0 }, all = 0;
+
+	for (size_t i = 0; i < rp->nlate; i++) {
+		const struct rep_late *x = &rp->late[i];
+		const struct rep_stream *s = stream_of(rp, x->device, x->stream);
+
+		if (x->site != f->site || (s && s->launch_bound))
+			continue;
+		for (unsigned c = 0; c < MS_COUNT; c++)
+			ns[c] += x->cause_ns[c];
+	}
+	*cause = 0;
+	for (unsigned c = 0; c < MS_COUNT; c++) {
+		all += ns[c];
+		if (ns[c] > ns[*cause])
+			*cause = c;
+	}
+	*share = all ? (double)ns[*cause] / all : 0;
+}
+
 /* Does phase x call a function named name, or ending in .name? */
 static bool calls(const struct rt_table *t, const struct rep_phase *x, const char *name,
 		  const char **site)
@@ -221,6 +247,17 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 	const struct rep_comm *c;
 	const struct rep_stream *s;
 	const struct rep_phase *x;
+	static const char *const doing[MS_COUNT] = {
+		[MS_RUNNING] = "running on a CPU",
+		[MS_RUNNABLE] = "runnable, waiting for a CPU",
+		[MS_GIL_WAIT] = "waiting for the GIL",
+		[MS_LOCK_WAIT] = "waiting on a lock",
+		[MS_IO] = "blocked in I/O",
+		[MS_SLEEP] = "sleeping",
+		[MS_OTHER_WAIT] = "in another wait, or not traced",
+	};
+	unsigned cause;
+	double share;
 
 	switch (f->kind) {
 	case RF_SYNC:
@@ -249,8 +286,10 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 			 x->site ? "after the optimizer step" : "outside any phase of the loop");
 		break;
 	case RF_HOST_BOUND:
+		dominant_cause(rp, f, &cause, &share);
 		snprintf(buf, len, "the GPU ran dry %" PRIu64 " times waiting for the host to launch "
-			 "from here", f->count);
+			 "from here; the launching thread was most often %s (%s, %.0f%% of that time)",
+			 f->count, doing[cause], report_cause_name(cause), 100 * share);
 		break;
 	}
 }

@@ -23,7 +23,8 @@
  *    and the rest, [L, g1) (launch latency), is "other".
  *  - W without a known launch call: "other".
  * host_bound + sync_bound + other = span - busy.  Host-bound time is also
- * kept by the site and stream of W's launch (rep_late), for the findings.
+ * kept by the site and stream of W's launch (rep_late), for the findings,
+ * and split by what the launching thread was doing (report_cause.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -139,8 +140,8 @@ struct late_map {
 	size_t cap;
 };
 
-/* Add host-bound idle ns ended by e, launched by l. */
-static int late_add(const struct rt_table *t, struct late_map *lm, struct rep_proc *rp,
+/* Add host-bound idle ns ended by e, launched by l: its entry, NULL without memory. */
+static struct rep_late *late_add(const struct rt_table *t, struct late_map *lm, struct rep_proc *rp,
 		    const struct rt_event *l, const struct rt_event *e, uint64_t ns)
 {
 	uint32_t site = rt_site(t, l);
@@ -155,13 +156,13 @@ static int late_add(const struct rt_table *t, struct late_map *lm, struct rep_pr
 	if (!x) {
 		if (array_grow(&rp->late, &lm->cap, rp->nlate + 1) ||
 		    hashmap_add(&lm->map, h, rp->nlate))
-			return -ENOMEM;
+			return NULL;
 		x = &rp->late[rp->nlate++];
 		*x = (struct rep_late){ .site = site, .device = e->device, .stream = e->tid };
 	}
 	x->count++;
 	x->idle_ns += ns;
-	return 0;
+	return x;
 }
 
 static int device_usage(const struct rt_table *t, const struct hashmap *cm, struct late_map *lm,
@@ -185,6 +186,7 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 	for (size_t i = 1; i < n; i++) {
 		const struct rt_event *e = &t->ev[g[i]];
 		const struct rt_event *l;
+		struct rep_late *x;
 		int64_t g0 = end, g1 = e->ts, wait;
 		long s;
 
@@ -212,12 +214,14 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 			sync_idle[s] += wait;
 		} else {
 			d->host_bound_ns += wait;
-			if (late_add(t, lm, rp, l, e, wait))
+			x = late_add(t, lm, rp, l, e, wait);
+			if (!x || report_causes_add(t, d, x, l, g0, g0 + wait))
 				return -ENOMEM;
 		}
 	}
 	d->last_ns = end;
 	d->span_ns = end - d->first_ns;
+	report_causes_sort(d);
 	return 0;
 }
 

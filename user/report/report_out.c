@@ -139,6 +139,21 @@ static void text_anatomy(const struct rt_table *t, const struct rep_iter *it, FI
 	}
 }
 
+/* Host-bound idle time by the launching thread's state, costliest first. */
+static void text_causes(const struct rt_table *t, const struct rep_device *v, FILE *f)
+{
+	if (!v->ncauses)
+		return;
+	fprintf(f, "      host-bound, by what the launching thread was doing:\n");
+	for (size_t k = 0; k < v->ncauses && k < TEXT_TOP; k++) {
+		const struct rep_cause *c = &v->causes[k];
+
+		fprintf(f, "        %10.3f ms (%3.0f%%)  %-9s  %s\n", ms(c->ns),
+			pct(c->ns, v->host_bound_ns), report_cause_name(c->cause),
+			c->site ? rt_str(t, c->site) : "site unknown");
+	}
+}
+
 static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE *f)
 {
 	char file[512], func[512], b1[32], b2[32], b3[32];
@@ -158,6 +173,7 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 			"other %.3f ms (%.0f%%)\n", ms(idle), ms(v->host_bound_ns),
 			pct(v->host_bound_ns, idle), ms(v->sync_bound_ns), pct(v->sync_bound_ns, idle),
 			ms(v->other_ns), pct(v->other_ns, idle));
+		text_causes(t, v, f);
 	}
 	if (rp->nhot) {
 		fprintf(f, "  sync hotspots (blocking syncs by innermost user Python frame, costliest first):\n");
@@ -307,6 +323,32 @@ static void ksite(struct jw *jw, const struct rt_table *t, uint32_t site, const 
 		jw_null(jw);
 }
 
+/* "site": the whole frame "function (file:line)", null when unknown. */
+static void frame_site(struct jw *jw, const struct rt_table *t, uint32_t site)
+{
+	if (site)
+		jw_kv_str(jw, "site", rt_str(t, site));
+	else
+		jw_kv_null(jw, "site");
+}
+
+/* A device's host-bound causes, each site the whole frame, null when unknown. */
+static void json_causes(struct jw *jw, const struct rt_table *t, const struct rep_device *v)
+{
+	jw_key(jw, "host_bound_causes");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < v->ncauses; k++) {
+		const struct rep_cause *c = &v->causes[k];
+
+		jw_obj_begin(jw);
+		jw_kv_str(jw, "cause", report_cause_name(c->cause));
+		frame_site(jw, t, c->site);
+		jw_kv_ms(jw, "ms", c->ns);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+}
+
 /* The findings, each site the whole frame "function (file:line)", null when unknown. */
 static void json_findings(const struct rt_table *t, const struct rep_proc *rp, struct jw *jw)
 {
@@ -320,11 +362,7 @@ static void json_findings(const struct rt_table *t, const struct rep_proc *rp, s
 		jw_obj_begin(jw);
 		jw_kv_str(jw, "kind", report_finding_kind(x));
 		jw_kv_ms(jw, "cost_ms", x->cost_ns);
-		jw_key(jw, "site");
-		if (x->site)
-			jw_str(jw, rt_str(t, x->site));
-		else
-			jw_null(jw);
+		frame_site(jw, t, x->site);
 		report_finding_detail(t, rp, x, detail, sizeof(detail));
 		jw_kv_str(jw, "detail", detail);
 		jw_kv_uint(jw, "count", x->count);
@@ -351,11 +389,7 @@ static void json_anatomy(const struct rt_table *t, const struct rep_iter *it, st
 
 		jw_obj_begin(jw);
 		jw_kv_str(jw, "phase", phase_name(t, x, name, sizeof(name)));
-		jw_key(jw, "site");
-		if (x->site)
-			jw_str(jw, rt_str(t, x->site));
-		else
-			jw_null(jw);
+		frame_site(jw, t, x->site);
 		for (int s = 0; s < 3; s++) {
 			snprintf(key, sizeof(key), "gpu_ms_%s", stat[s]);
 			jw_kv_ms(jw, key, x->gpu_ns[s]);
@@ -391,6 +425,7 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		jw_kv_ms(jw, "host_bound_ms", v->host_bound_ns);
 		jw_kv_ms(jw, "sync_bound_ms", v->sync_bound_ns);
 		jw_kv_ms(jw, "other_ms", v->other_ns);
+		json_causes(jw, t, v);
 		jw_obj_end(jw);
 		jw_kv_uint(jw, "activities", v->nwork);
 		jw_obj_end(jw);

@@ -14,6 +14,7 @@
 #include "lib/json_writer.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
+#include "model/thread_state.h"
 #include "report/report_table.h"
 #include "trace/schema.h"
 #include "trace/trace_import.h"
@@ -467,6 +468,43 @@ static int finish_procs(struct rt_table *t, const struct model *m)
 	return 0;
 }
 
+static int cmp_sample(const void *a, const void *b)
+{
+	const struct rt_sample *x = a, *y = b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	if (x->tid != y->tid)
+		return x->tid < y->tid ? -1 : 1;
+	return (x->ts > y->ts) - (x->ts < y->ts);
+}
+
+/* m's thread states (already by pid, tid, ts) and samples, with their sites. */
+static int copy_states(struct rt_table *t, const struct model *m)
+{
+	t->states = calloc(m->nstates + 1, sizeof(*t->states));
+	t->samples = calloc(m->nsamples + 1, sizeof(*t->samples));
+	if (!t->states || !t->samples)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nstates; i++) {
+		const struct model_state_span *s = &m->states[i];
+
+		t->states[t->nstates++] = (struct rt_state){ .ts = s->ts, .dur = s->dur, .pid = s->pid,
+							     .tid = s->tid, .state = s->state };
+	}
+	for (size_t i = 0; i < m->nsamples; i++) {
+		const struct model_sample *s = &m->samples[i];
+		uint32_t k = s->stack ? table_stack(t, m, s->stack) : 0;
+
+		t->samples[t->nsamples++] = (struct rt_sample){ .ts = s->ts, .pid = s->pid,
+								.tid = s->tid,
+								.site = k ? t->stacks[k - 1].site : 0 };
+	}
+	if (t->nsamples)
+		qsort(t->samples, t->nsamples, sizeof(*t->samples), cmp_sample);
+	return 0;
+}
+
 int rt_finish(struct rt_table *t, const struct model *m)
 {
 	bool sorted = true;
@@ -475,6 +513,8 @@ int rt_finish(struct rt_table *t, const struct model *m)
 	if (!t->seeded && seed_procs(t, m))
 		return -ENOMEM;
 	ret = finish_procs(t, m);
+	if (!ret)
+		ret = copy_states(t, m);
 	if (ret || t->nomem)
 		return ret ? ret : -ENOMEM;
 	for (size_t i = 1; i < t->nev && sorted; i++)
@@ -522,7 +562,7 @@ int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
 	else
 		ret = load_events(t, &ti, &m, err, errlen);
 	trace_import_close(&ti);
-	if (!ret && (ret = rt_finish(t, &m)))
+	if (!ret && ((ret = model_states_finish(&m)) || (ret = rt_finish(t, &m))))
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 	model_release(&m);
 	return ret;
@@ -539,6 +579,8 @@ void rt_release(struct rt_table *t)
 	free(t->stacks);
 	free(t->frames);
 	free(t->callees);
+	free(t->states);
+	free(t->samples);
 	free(t->ids);
 	free(t->cls);
 	free(t->stkmap);

@@ -76,6 +76,20 @@ struct rt_stack {
 	uint32_t first, n;
 };
 
+/* A thread state span (thread_state.h), for the host-bound causes. */
+struct rt_state {
+	int64_t ts, dur;        /* ns */
+	uint32_t pid, tid;
+	uint32_t state;         /* enum model_state */
+};
+
+/* A CPU sample: its thread and the innermost user frame of its stack. */
+struct rt_sample {
+	int64_t ts;
+	uint32_t pid, tid;
+	uint32_t site;          /* table string id, 0 no user frame */
+};
+
 struct rt_proc {
 	uint32_t pid;
 	uint32_t name;          /* strtab id */
@@ -95,6 +109,10 @@ struct rt_table {
 	uint32_t *frames, *callees;     /* table string ids, see rt_stack */
 	size_t nframes, capframes, capcallees;
 	uint64_t nstacks;       /* host calls with a Python stack */
+	struct rt_state *states;        /* both by (pid, tid, ts) */
+	size_t nstates;
+	struct rt_sample *samples;
+	size_t nsamples;
 	uint64_t dropped;       /* the model's dropped_total */
 	uint32_t *missed;       /* processes whose calls may be missing: pid, strtab id
 				   of why; pairs */
@@ -121,7 +139,11 @@ void rt_init(struct rt_table *t, const char *path);
  * model_finish() sets it.  0 or -ENOMEM.
  */
 int rt_add(struct rt_table *t, const struct model *m, const struct model_event *ev);
-/* After the last event: processes, drops and missing calls from m; 0 or -ENOMEM. */
+/*
+ * After the last event: processes, drops and missing calls, thread states
+ * and samples from m (its states finished: model_states_finish()); 0 or
+ * -ENOMEM.
+ */
 int rt_finish(struct rt_table *t, const struct model *m);
 /*
  * The table of the trace file at path, streamed through trace_import; 0,
