@@ -14,6 +14,9 @@ check "scripts/demo.sh exits 0" bash -c "bash '$GPUBPF_ROOT/scripts/demo.sh' >'$
 diag <"$TMPD/out"
 like "it says where the trace is" "$(cat "$TMPD/out")" "the timeline is $trace"
 like "it prints the report" "$(cat "$TMPD/out")" "GPU 0: busy"
+# named as it runs, not as it was before its exec (the scheduler sees it first)
+is "the process is named python3" "$(json_query "$trace" \
+	'[e["args"]["name"] for e in ev if e.get("name") == "process_name"]')" '["python3"]'
 is "the trace has kernels on stream tracks" "$(json_query "$trace" \
 	'len([e for e in ev if e.get("cat") == "kernel"]) > 100')" true
 # 30 steps, an .item() every 5th: one step per pass of the loop, 29 between

@@ -759,9 +759,22 @@ static void test_states(void)
 	is_int(state_rec(&c, P1, 960, 99, -1, 0), -EINVAL, "an unknown state is refused");
 	is_int(collector_record(&c, &smp, sizeof(smp) - 1), -EINVAL, "a short sample is refused");
 	is_int(collector_record(&c, &smp, sizeof(smp)), 0, "a sample");
+	/* the job made a call; a helper process it ran (pid P1 + 7) made none */
+	{
+		struct gb_state helper = {
+			.type = GB_REC_STATE, .pid = P1 + 7, .tid = P1 + 7,
+			.state = GB_ST_RUNNING, .ts = 150, .syscall = -1,
+		};
+		struct model_event *e = model_add_event(&m);
+
+		is_int(collector_record(&c, &helper, sizeof(helper)), 0, "a helper's state");
+		e->pid = P1;
+		e->tid = P1;
+		e->ts = 500;
+	}
 	collector_end(&c, 1000);
 	is_int(model_finish(&m), 0, "model_finish");
-	is_int(c.states, 17, "state records counted");
+	is_int(c.states, 18, "state records counted");
 	is_int(c.bad, 2, "bad records counted");
 	is_int(m.nstates, 12 + 3, "spans");
 	for (size_t i = 0; i < 12 && m.nstates >= 15; i++) {

@@ -185,6 +185,14 @@ struct model_process *model_process(struct model *m, uint32_t pid, const char *n
 	return p;
 }
 
+int model_event_pids(const struct model *m, struct hashmap *pids)
+{
+	for (size_t i = 0; i < m->nev; i++)
+		if (!hashmap_put(pids, m->ev[i].pid, NULL))
+			return -ENOMEM;
+	return 0;
+}
+
 const struct model_thread *model_find_thread(const struct model *m, uint32_t pid, uint32_t tid)
 {
 	const struct hashmap_slot *s = hashmap_find(&m->thread_index, (uint64_t)pid << 32 | tid);

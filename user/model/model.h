@@ -185,6 +185,8 @@ struct model_event *model_add_event(struct model *m);
 /* Find or add; the name is set (or replaced when non-empty). */
 struct model_process *model_process(struct model *m, uint32_t pid, const char *name);
 struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, const char *name);
+/* The pids of m's events (calls or GPU work) into pids (initialised); 0 or -ENOMEM. */
+int model_event_pids(const struct model *m, struct hashmap *pids);
 /* The thread, NULL if none was added. */
 const struct model_thread *model_find_thread(const struct model *m, uint32_t pid, uint32_t tid);
 int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name);

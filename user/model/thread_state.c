@@ -265,6 +265,23 @@ static int cmp_sample(const void *a, const void *b)
 	return x->tid < y->tid ? -1 : x->tid > y->tid;
 }
 
+void model_states_keep(struct model *m, const struct hashmap *pids)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < m->nthreads; i++)
+		end_open(m, &m->threads[i], 0);
+	for (size_t i = 0; i < m->nstates; i++)
+		if (hashmap_find(pids, m->states[i].pid))
+			m->states[n++] = m->states[i];
+	m->nstates = n;
+	n = 0;
+	for (size_t i = 0; i < m->nsamples; i++)
+		if (hashmap_find(pids, m->samples[i].pid))
+			m->samples[n++] = m->samples[i];
+	m->nsamples = n;
+}
+
 int model_states_finish(struct model *m)
 {
 	const struct model_stack *st;

@@ -88,6 +88,14 @@ uint64_t model_states_first(const struct model *m);
  * 0 or -ENOMEM; the caller frees *order.
  */
 int model_states_by_time(const struct model *m, size_t **order);
+/*
+ * Keep the states and samples of the processes in pids only (open spans
+ * end where they began): record keeps those of processes with events, as
+ * the shells and helpers a traced command runs first (a pyenv shim,
+ * readlink...) are no part of the job.
+ */
+struct hashmap;
+void model_states_keep(struct model *m, const struct hashmap *pids);
 /* From model_finish(): sort; give samples their stacks.  0 or -ENOMEM. */
 int model_states_finish(struct model *m);
 void model_states_release(struct model *m);

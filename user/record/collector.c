@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The collector; see collector.h. */
 #include <errno.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -298,12 +299,21 @@ static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const ch
 	return p ? 0 : -ENOMEM;
 }
 
+/* The model knows pid: it made calls or ran GPU work (not a helper a job ran). */
+static bool known_process(const struct collector *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->m->nprocs; i++)
+		if (c->m->procs[i].pid == pid)
+			return true;
+	return false;
+}
+
 /* A traced thread exits: name it if it was gone before it could be. */
 static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 {
 	char comm[GB_COMM_LEN + 1];
 
-	if (!hashmap_find(&c->seen, e->tid))
+	if (!hashmap_find(&c->seen, e->tid) || !known_process(c, e->pid))
 		return 0;
 	memcpy(comm, e->comm, GB_COMM_LEN);
 	comm[GB_COMM_LEN] = 0;
@@ -344,8 +354,9 @@ static int on_state(struct collector *c, const struct gb_state *s)
 	if (ret)
 		return ret;
 	c->states++;
+	/* named later: a state may come before the thread's exec */
 	ret = first_sighting(c, s->tid);
-	return ret > 0 ? name_thread(c, s->pid, s->tid, NULL) : ret;
+	return ret < 0 ? ret : 0;
 }
 
 static int on_sample(struct collector *c, const struct gb_sample *s)
@@ -356,7 +367,7 @@ static int on_sample(struct collector *c, const struct gb_sample *s)
 		return ret;
 	c->samples++;
 	ret = first_sighting(c, s->tid);
-	return ret > 0 ? name_thread(c, s->pid, s->tid, NULL) : ret;
+	return ret < 0 ? ret : 0;
 }
 
 int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts)
@@ -390,7 +401,20 @@ int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts)
 
 void collector_end(struct collector *c, uint64_t ts)
 {
+	struct hashmap pids;
+
 	model_states_end(c->m, ts);
+	/* the states and samples of the job's processes (with events) only;
+	 * its threads seen only by the scheduler or the sampler named as they
+	 * are now (an exec renames; those gone were named as they exited) */
+	hashmap_init(&pids);
+	if (!model_event_pids(c->m, &pids)) {
+		model_states_keep(c->m, &pids);
+		for (size_t i = 0; i < c->m->nthreads; i++)
+			if (!c->m->threads[i].name && hashmap_find(&pids, c->m->threads[i].pid))
+				name_thread(c, c->m->threads[i].pid, c->m->threads[i].tid, NULL);
+	}
+	hashmap_release(&pids);
 }
 
 static int on_call(struct collector *c, const struct gb_call *r)

@@ -58,7 +58,8 @@ int collector_record(struct collector *c, const void *data, size_t size);
  * a thread blocked all along a recording is not missing.  0 or -errno.
  */
 int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts);
-/* The recording ends at ts: every thread's state lasts until then. */
+/* The recording ends at ts: every thread's state lasts until then; threads
+ * not named yet are named from /proc. */
 void collector_end(struct collector *c, uint64_t ts);
 /*
  * Fill ev from a call record using the call table: the pure part of
