@@ -166,13 +166,18 @@ struct model_event *model_add_event(struct model *m)
 	return e;
 }
 
-struct model_process *model_process(struct model *m, uint32_t pid, const char *name)
+const struct model_process *model_find_process(const struct model *m, uint32_t pid)
 {
-	struct model_process *p = NULL;
-
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].pid == pid)
-			p = &m->procs[i];
+			return &m->procs[i];
+	return NULL;
+}
+
+struct model_process *model_process(struct model *m, uint32_t pid, const char *name)
+{
+	struct model_process *p = (struct model_process *)model_find_process(m, pid);
+
 	if (!p) {
 		if (array_grow(&m->procs, &m->cap_procs, m->nprocs + 1))
 			return NULL;

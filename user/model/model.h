@@ -187,6 +187,8 @@ struct model_process *model_process(struct model *m, uint32_t pid, const char *n
 struct model_thread *model_thread(struct model *m, uint32_t pid, uint32_t tid, const char *name);
 /* The pids of m's events (calls or GPU work) into pids (initialised); 0 or -ENOMEM. */
 int model_event_pids(const struct model *m, struct hashmap *pids);
+/* The process, NULL if none was added. */
+const struct model_process *model_find_process(const struct model *m, uint32_t pid);
 /* The thread, NULL if none was added. */
 const struct model_thread *model_find_thread(const struct model *m, uint32_t pid, uint32_t tid);
 int model_set_kernel_name(struct model *m, uint32_t pid, uint64_t handle, const char *name);

@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The collector; see collector.h. */
 #include <errno.h>
-#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -299,21 +298,13 @@ static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const ch
 	return p ? 0 : -ENOMEM;
 }
 
-/* The model knows pid: it made calls or ran GPU work (not a helper a job ran). */
-static bool known_process(const struct collector *c, uint32_t pid)
-{
-	for (size_t i = 0; i < c->m->nprocs; i++)
-		if (c->m->procs[i].pid == pid)
-			return true;
-	return false;
-}
-
 /* A traced thread exits: name it if it was gone before it could be. */
 static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 {
 	char comm[GB_COMM_LEN + 1];
 
-	if (!hashmap_find(&c->seen, e->tid) || !known_process(c, e->pid))
+	/* a process the model knows made calls or ran GPU work: not a helper the job ran */
+	if (!hashmap_find(&c->seen, e->tid) || !model_find_process(c->m, e->pid))
 		return 0;
 	memcpy(comm, e->comm, GB_COMM_LEN);
 	comm[GB_COMM_LEN] = 0;
