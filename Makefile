@@ -158,6 +158,11 @@ $(BUILD)/tests/test_cupti_records: tests/unit/test_cupti_records.c $(BUILD)/cupt
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $(filter %.c %.o,$^) -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
 
+$(BUILD)/tests/test_cupti_pick: tests/unit/test_cupti_pick.c $(BUILD)/cupti/cupti_pick.o
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^)
+
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)

@@ -11,10 +11,11 @@
  * typed with the prototypes of the headers we build against.
  *
  * Fail soft: a CUPTI error in enable() (another profiler subscribed, a
- * libcupti of another major version, no driver) is published, printed once
+ * libcupti other than CUPTI 12 or 13, no driver) is published, printed once
  * with a `gpubpf:` prefix, and undone; the program runs on untouched.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
@@ -26,6 +27,7 @@
 #include <cupti.h>
 #include "backend.h"
 #include "cupti_convert.h"
+#include "cupti_pick.h"
 #include "publish.h"
 
 /* 4 MiB buffers: about 20000 kernel records, a few per second at most. */
@@ -40,7 +42,6 @@
 	X(cuptiUnsubscribe)				\
 	X(cuptiGetCallbackName)				\
 	X(cuptiEnableCallback)				\
-	X(cuptiActivityRegisterTimestampCallback)	\
 	X(cuptiSetThreadIdType)				\
 	X(cuptiActivityRegisterCallbacks)		\
 	X(cuptiActivityEnable)				\
@@ -49,9 +50,14 @@
 	X(cuptiActivityGetNextRecord)			\
 	X(cuptiActivityGetNumDroppedRecords)
 
+/* Used where present: without it, CUPTI's own clock is converted (clock_offset_ns). */
+#define CUPTI_OPTIONAL_FUNCS(X)				\
+	X(cuptiActivityRegisterTimestampCallback)
+
 static struct {
 #define X(f) __typeof__(f) *f;
 	CUPTI_FUNCS(X)
+	CUPTI_OPTIONAL_FUNCS(X)
 #undef X
 } fn;
 
@@ -100,24 +106,66 @@ static void *check_cupti(void *h, const char *name, int from_env)
 	return NULL;
 }
 
+/* The objects loaded in this process (their paths), and a libcupti among them. */
+struct loaded {
+	const char *path[512];
+	size_t n;
+	const char *cupti;
+};
+
+static int collect_loaded(struct dl_phdr_info *info, size_t size, void *arg)
+{
+	struct loaded *l = arg;
+	const char *name = info->dlpi_name, *slash;
+
+	(void)size;
+	if (!name || !*name)
+		return 0;
+	slash = strrchr(name, '/');
+	if (!l->cupti && !strncmp(slash ? slash + 1 : name, "libcupti.so", 11))
+		l->cupti = name;
+	if (l->n < sizeof(l->path) / sizeof(l->path[0]))
+		l->path[l->n++] = name;
+	return 0;
+}
+
+/* The CUDA major of the driver this process uses; 0 unknown. */
+static int driver_major(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	CUresult (*get)(int *);
+	int v = 0;
+
+	if (!h)
+		return 0;
+	get = (CUresult (*)(int *))dlsym(h, "cuDriverGetVersion");
+	if (!get || get(&v) != CUDA_SUCCESS)
+		v = 0;
+	dlclose(h);
+	return v / 1000;
+}
+
 /*
- * GPUBPF_CUPTI_LIB, then the libcupti the loader finds, then the toolkit's.
- * A candidate that is not libcupti is skipped, the first reason kept.
+ * The libcupti already in the process, else GPUBPF_CUPTI_LIB, else the
+ * first of cupti_pick()'s candidates that loads.  A candidate that is not
+ * libcupti is skipped, the first reason kept.
  */
 static void *open_cupti(void)
 {
-	static const char *const names[] = { "libcupti.so.13", "libcupti.so" };
-	static const char *const dirs[] = { "extras/CUPTI/lib64", "lib64" };
-	const char *env, *home;
-	char path[PATH_MAX];
+	/* static: ~100 KiB, and probe() runs once at a time (inject.c's lock) */
+	static struct loaded objs;
+	static struct cupti_pick pick;
+	const char *env;
 	unsigned i;
+	int major;
 	void *h;
 
 	why_not[0] = 0;
-	/* already in the process (a framework's own CUPTI): never load a second copy */
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if ((h = dlopen(names[i], RTLD_NOW | RTLD_NOLOAD)))
-			return h;
+	memset(&objs, 0, sizeof(objs));
+	dl_iterate_phdr(collect_loaded, &objs);
+	/* a framework's own CUPTI: never load a second copy */
+	if (objs.cupti && (h = dlopen(objs.cupti, RTLD_NOW | RTLD_NOLOAD)))
+		return h;
 	env = getenv("GPUBPF_CUPTI_LIB");
 	if (env && *env) {
 		h = dlopen(env, RTLD_NOW | RTLD_LOCAL);
@@ -126,22 +174,19 @@ static void *open_cupti(void)
 		else if ((h = check_cupti(h, env, 1)))
 			return h;
 	}
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if ((h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL)) && (h = check_cupti(h, names[i], 0)))
+	major = driver_major();
+	cupti_pick(&pick, major, objs.path, objs.n, getenv("CUDA_HOME"));
+	for (i = 0; i < pick.n; i++)
+		if ((h = dlopen(pick.path[i], RTLD_NOW | RTLD_LOCAL)) &&
+		    (h = check_cupti(h, pick.path[i], 0)))
 			goto found;
-	home = getenv("CUDA_HOME");
-	if (!home || !*home)
-		home = "/usr/local/cuda";
-	for (i = 0; i < sizeof(dirs) / sizeof(dirs[0]); i++) {
-		if (snprintf(path, sizeof(path), "%s/%s/libcupti.so.13", home, dirs[i]) >=
-		    (int)sizeof(path))
-			continue;
-		if ((h = dlopen(path, RTLD_NOW | RTLD_LOCAL)) && (h = check_cupti(h, path, 0)))
-			goto found;
-	}
-	if (!why_not[0])
-		snprintf(why_not, sizeof(why_not), "libcupti not found (set GPUBPF_CUPTI_LIB to "
-			 "its path)");
+	if (!pick.majors[0])
+		snprintf(why_not, sizeof(why_not), "the driver is CUDA %d; gpubpf reads CUPTI "
+			 "%d and %d", major, CUPTI_OLDEST_MAJOR, CUPTI_NEWEST_MAJOR);
+	else if (!why_not[0])
+		snprintf(why_not, sizeof(why_not), "no libcupti.so.%d%s found (set "
+			 "GPUBPF_CUPTI_LIB to its path)", pick.majors[0],
+			 pick.majors[1] ? " or .12" : "");
 	else if (env && *env)
 		snprintf(why_not + strlen(why_not), sizeof(why_not) - strlen(why_not),
 			 ", and no libcupti is installed");
@@ -166,6 +211,9 @@ static int cupti_probe(void)
 		goto fail;
 	CUPTI_FUNCS(X)
 #undef X
+#define X(f) fn.f = (__typeof__(fn.f))dlsym(lib, #f);
+	CUPTI_OPTIONAL_FUNCS(X)
+#undef X
 	return 1;
 fail:
 	memset(&fn, 0, sizeof(fn));
@@ -179,13 +227,27 @@ static const char *cupti_why_not(void)
 	return why_not;
 }
 
-/* The clock of bpf_ktime_get_ns, so GPU and host events share a timeline. */
-static uint64_t CUPTIAPI monotonic_ns(void)
+static uint64_t clock_ns(clockid_t clock)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
+	clock_gettime(clock, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* The clock of bpf_ktime_get_ns, so GPU and host events share a timeline. */
+static uint64_t CUPTIAPI monotonic_ns(void)
+{
+	return clock_ns(CLOCK_MONOTONIC);
+}
+
+/* CLOCK_REALTIME - CLOCK_MONOTONIC, read between two monotonic reads. */
+static int64_t realtime_minus_monotonic_ns(void)
+{
+	uint64_t a = clock_ns(CLOCK_MONOTONIC), r = clock_ns(CLOCK_REALTIME);
+	uint64_t b = clock_ns(CLOCK_MONOTONIC);
+
+	return (int64_t)(r - (a + (b - a) / 2));
 }
 
 /*
@@ -352,6 +414,7 @@ static int cupti_enable(void)
 {
 	const char *what;
 	uint32_t version = 0;
+	int64_t clock_offset;
 	CUptiResult st;
 	unsigned i, n;
 	int ret;
@@ -363,10 +426,12 @@ static int cupti_enable(void)
 	what = "cuptiGetVersion";
 	if ((st = fn.cuptiGetVersion(&version)) != CUPTI_SUCCESS)
 		goto fail;
-	/* record layouts (Kernel10, Memcpy6, ...) hold within one major version */
-	if (version / 10000 != CUPTI_API_VERSION / 10000) {
-		say_off("cupti: libcupti API version %u, gpubpf is built for %u",
-			version, CUPTI_API_VERSION);
+	/* the records read are those of CUPTI 12 and 13 (cupti_convert.h) */
+	if (cupti_api_major(version) < CUPTI_OLDEST_MAJOR ||
+	    cupti_api_major(version) > CUPTI_NEWEST_MAJOR) {
+		say_off("cupti: libcupti API version %u (CUDA %d); gpubpf reads CUPTI %d and %d",
+			version, cupti_api_major(version), CUPTI_OLDEST_MAJOR,
+			CUPTI_NEWEST_MAJOR);
 		return -ENOTSUP;
 	}
 	/*
@@ -380,10 +445,20 @@ static int cupti_enable(void)
 		subscriber = NULL;
 		goto fail;
 	}
-	/* before any activity is enabled, or records mix clocks */
-	what = "cuptiActivityRegisterTimestampCallback";
-	if ((st = fn.cuptiActivityRegisterTimestampCallback(monotonic_ns)) != CUPTI_SUCCESS)
-		goto fail;
+	/*
+	 * Before any activity is enabled, or records mix clocks.  Where CUPTI
+	 * lacks the callback or refuses it, its timestamps are CLOCK_REALTIME:
+	 * converted with the offset of now (a clock step while recording
+	 * shifts GPU work against the calls, which the collector's skew check
+	 * then counts).
+	 */
+	clock_offset = 0;
+	if (!fn.cuptiActivityRegisterTimestampCallback ||
+	    fn.cuptiActivityRegisterTimestampCallback(monotonic_ns) != CUPTI_SUCCESS)
+		clock_offset = realtime_minus_monotonic_ns();
+	pthread_mutex_lock(&conv_lock);
+	conv.clock_offset_ns = clock_offset;
+	pthread_mutex_unlock(&conv_lock);
 	what = "cuptiSetThreadIdType";
 	if ((st = fn.cuptiSetThreadIdType(CUPTI_ACTIVITY_THREAD_ID_TYPE_SYSTEM)) !=
 	    CUPTI_SUCCESS)

@@ -5,14 +5,50 @@
  * each CUDA release, the ga_* records are what the collector decodes.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include "cupti_convert.h"
+
+/*
+ * One reader for CUPTI 12 and 13: each record version keeps the fields read
+ * here where its predecessor had them and appends its new ones.  CUDA
+ * 12.6 emits Kernel9, Memcpy5, Synchronization and Memory4 (the versions
+ * its header defines) where 13.0 emits Kernel10, Memcpy6, Synchronization2
+ * and Memory4 (PtoP4 and Memset4 in both); earlier 12.x releases emit these
+ * or older ones (Kernel8, Memory3).  The 13.0 headers still declare the
+ * older structs, so the compiler checks every offset read.
+ */
+#define SAME_AT(a, b, f) _Static_assert(offsetof(a, f) == offsetof(b, f), #a "." #f " moved")
+#define KERNEL_FIELDS(X, a, b) X(a, b, start); X(a, b, end); X(a, b, deviceId);		\
+	X(a, b, contextId); X(a, b, streamId); X(a, b, correlationId); X(a, b, gridX);	\
+	X(a, b, gridY); X(a, b, gridZ); X(a, b, blockX); X(a, b, blockY); X(a, b, blockZ);	\
+	X(a, b, registersPerThread); X(a, b, staticSharedMemory);			\
+	X(a, b, dynamicSharedMemory); X(a, b, name); X(a, b, graphNodeId); X(a, b, graphId)
+#define COPY_FIELDS(X, a, b) X(a, b, copyKind); X(a, b, bytes); X(a, b, start);		\
+	X(a, b, end); X(a, b, deviceId); X(a, b, contextId); X(a, b, streamId);		\
+	X(a, b, correlationId); X(a, b, graphNodeId)
+#define SYNC_FIELDS(X, a, b) X(a, b, type); X(a, b, start); X(a, b, end);		\
+	X(a, b, correlationId); X(a, b, contextId); X(a, b, streamId); X(a, b, cudaEventId)
+#define MEMORY_FIELDS(X, a, b) X(a, b, memoryOperationType); X(a, b, memoryKind);	\
+	X(a, b, correlationId); X(a, b, address); X(a, b, bytes); X(a, b, timestamp);	\
+	X(a, b, deviceId); X(a, b, contextId); X(a, b, streamId)
+KERNEL_FIELDS(SAME_AT, CUpti_ActivityKernel10, CUpti_ActivityKernel9);
+KERNEL_FIELDS(SAME_AT, CUpti_ActivityKernel10, CUpti_ActivityKernel8);
+COPY_FIELDS(SAME_AT, CUpti_ActivityMemcpy6, CUpti_ActivityMemcpy5);
+SYNC_FIELDS(SAME_AT, CUpti_ActivitySynchronization2, CUpti_ActivitySynchronization);
+MEMORY_FIELDS(SAME_AT, CUpti_ActivityMemory4, CUpti_ActivityMemory3);
 
 void cupti_conv_init(struct cupti_conv *c, cupti_name_fn name, void *name_arg)
 {
 	memset(c, 0, sizeof(*c));
 	c->name = name;
 	c->name_arg = name_arg;
+}
+
+/* A CUPTI timestamp on the host's CLOCK_MONOTONIC; 0 (unknown) stays 0. */
+static uint64_t mono(const struct cupti_conv *c, uint64_t ts)
+{
+	return ts ? ts - (uint64_t)c->clock_offset_ns : 0;
 }
 
 /* Remember which device a context belongs to, for sync records. */
@@ -57,8 +93,8 @@ static int kernel(struct cupti_conv *c, const CUpti_ActivityKernel10 *k,
 	r->h.size = sizeof(*r);
 	r->h.correlation = k->correlationId;
 	set_where(c, &r->w, k->deviceId, k->contextId, k->streamId);
-	r->start = k->start;
-	r->end = k->end;
+	r->start = mono(c, k->start);
+	r->end = mono(c, k->end);
 	/* the name is CUPTI's until the buffer is freed: intern it now */
 	r->name_id = c->name ? c->name(k->name ? k->name : "", c->name_arg) : 0;
 	r->grid[0] = (uint32_t)k->gridX;
@@ -82,8 +118,8 @@ static int memcpy_rec(struct cupti_conv *c, const CUpti_ActivityMemcpy6 *m,
 	r->h.size = sizeof(*r);
 	r->h.correlation = m->correlationId;
 	set_where(c, &r->w, m->deviceId, m->contextId, m->streamId);
-	r->start = m->start;
-	r->end = m->end;
+	r->start = mono(c, m->start);
+	r->end = mono(c, m->end);
 	r->bytes = m->bytes;
 	r->kind = m->copyKind;
 	/* not a peer copy: the only device involved is the one that copied */
@@ -100,8 +136,8 @@ static int peer_copy(struct cupti_conv *c, const CUpti_ActivityMemcpyPtoP4 *m,
 	r->h.correlation = m->correlationId;
 	/* deviceId is the device doing the copy, usually the source */
 	set_where(c, &r->w, m->deviceId, m->contextId, m->streamId);
-	r->start = m->start;
-	r->end = m->end;
+	r->start = mono(c, m->start);
+	r->end = mono(c, m->end);
 	r->bytes = m->bytes;
 	r->kind = m->copyKind;
 	r->dst_device = m->dstDeviceId;
@@ -116,8 +152,8 @@ static int memset_rec(struct cupti_conv *c, const CUpti_ActivityMemset4 *m,
 	r->h.size = sizeof(*r);
 	r->h.correlation = m->correlationId;
 	set_where(c, &r->w, m->deviceId, m->contextId, m->streamId);
-	r->start = m->start;
-	r->end = m->end;
+	r->start = mono(c, m->start);
+	r->end = mono(c, m->end);
 	r->bytes = m->bytes;
 	r->value = m->value;
 	r->graph_node = m->graphNodeId;
@@ -138,8 +174,8 @@ static int sync_rec(struct cupti_conv *c, const CUpti_ActivitySynchronization2 *
 	r->w.device = context_device(c, s->contextId);
 	r->w.context = s->contextId;
 	r->w.stream = s->streamId;
-	r->start = s->start;
-	r->end = s->end;
+	r->start = mono(c, s->start);
+	r->end = mono(c, s->end);
 	r->kind = (uint32_t)s->type;
 	r->event = s->cudaEventId;
 	return r->h.size;
@@ -152,7 +188,7 @@ static int memory_rec(struct cupti_conv *c, const CUpti_ActivityMemory4 *m,
 	r->h.size = sizeof(*r);
 	r->h.correlation = m->correlationId;
 	set_where(c, &r->w, m->deviceId, m->contextId, m->streamId);
-	r->ts = m->timestamp;
+	r->ts = mono(c, m->timestamp);
 	r->address = m->address;
 	r->bytes = m->bytes;
 	r->op = (uint32_t)m->memoryOperationType;

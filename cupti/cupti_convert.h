@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
- * CUPTI activity records (CUDA 13.0 layouts) to gpu_activity.h records.
+ * CUPTI activity records (CUPTI 12 and 13 layouts) to gpu_activity.h records.
  * Pure: no libcupti calls, no publishing, so the unit test can feed it
  * records from hand-filled buffers.  Needs -I$(CUDA_HOME)/include.
  *
@@ -11,7 +11,9 @@
  *	MEMSET                     CUpti_ActivityMemset4         -> ga_memset
  *	SYNCHRONIZATION            CUpti_ActivitySynchronization2 -> ga_sync
  *	MEMORY2                    CUpti_ActivityMemory4         -> ga_memory
- * Other kinds are skipped and counted.
+ * Other kinds are skipped and counted.  CUPTI 12's versions of these
+ * structs (Kernel8/9, Memcpy5, Synchronization, Memory3) hold every field
+ * read at the same offset: cupti_convert.c checks it at compile time.
  */
 #ifndef GPUBPF_CUPTI_CONVERT_H
 #define GPUBPF_CUPTI_CONVERT_H
@@ -52,6 +54,12 @@ struct cupti_conv {
 		uint32_t context, device;
 	} ctx_dev[CUPTI_CONV_CONTEXTS];
 	unsigned n_ctx;
+	/*
+	 * CUPTI's clock minus CLOCK_MONOTONIC: 0 when CUPTI takes its
+	 * timestamps from our callback, else (CUPTI's own CLOCK_REALTIME) the
+	 * offset measured when collection started.
+	 */
+	int64_t clock_offset_ns;
 };
 
 void cupti_conv_init(struct cupti_conv *c, cupti_name_fn name, void *name_arg);

@@ -12,7 +12,9 @@
  * Contract (what tests rely on):
  *  - cuInit(0) is the only set-up a program needs: device 0 and one implicit
  *    context.  Any other call before cuInit returns CUDA_ERROR_NOT_INITIALIZED
- *    (cuDriverGetVersion and cuGetError* work before it).
+ *    (cuDriverGetVersion and cuGetError* work before it).  The driver
+ *    version is 13.0, or $SIMCUDA_DRIVER_VERSION (as cuDriverGetVersion
+ *    gives it: 12080 is 12.8).
  *  - Streams are FIFO queues, each served by its own worker thread (started on
  *    first use; workers sleep on condition variables when idle).  Handles 0,
  *    CU_STREAM_LEGACY and CU_STREAM_PER_THREAD, with or without _ptsz/_ptds,
@@ -2548,7 +2550,9 @@ CUresult cuDriverGetVersion(int *driverVersion)
 {
 	if (!driverVersion)
 		return CUDA_ERROR_INVALID_VALUE;
-	*driverVersion = SIM_DRIVER_VERSION;
+	/* tests of version-dependent choices make it another driver */
+	*driverVersion = getenv("SIMCUDA_DRIVER_VERSION") ? atoi(getenv("SIMCUDA_DRIVER_VERSION")) :
+							    SIM_DRIVER_VERSION;
 	return CUDA_SUCCESS;
 }
 

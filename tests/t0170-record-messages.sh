@@ -46,6 +46,52 @@ else
 	skip "no libcupti installed where the injection library finds it" 4
 fi
 
+# Which libcupti the library loads into a process without one
+# (cupti/cupti_pick.h), as the driver would load it: the simulated driver
+# reports the CUDA version asked, the job's wheel is a fake site-packages
+# whose directory a loaded library (a copy of libz) lies under.
+cuptilib=$(ls "${CUDA_HOME:-/usr/local/cuda}"/lib64/libcupti.so.13 \
+	"${CUDA_HOME:-/usr/local/cuda}"/extras/CUPTI/lib64/libcupti.so.13 2>/dev/null | head -1)
+libz=$(ls /lib/x86_64-linux-gnu/libz.so.1 /usr/lib/x86_64-linux-gnu/libz.so.1 2>/dev/null | head -1)
+pick='import ctypes, sys
+ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)
+for lib in sys.argv[3:]:
+    ctypes.CDLL(lib)
+r = ctypes.CDLL(sys.argv[2]).InitializeInjection()
+print(r, " ".join(sorted({l.split()[-1] for l in open("/proc/self/maps") if "libcupti" in l})))'
+sp="$TMPD/venv/lib/python3.12/site-packages"
+mkdir -p "$sp/pkg"
+cp "$libz" "$sp/pkg/libz.so.1"
+SIMCUDA_DRIVER_VERSION=12080 CUDA_HOME=/nonexistent "$PY" -c "$pick" "$SIMLIB/libcuda.so.1" \
+	"$injlib" "$sp/pkg/libz.so.1" >"$TMPD/o" 2>"$TMPD/e"
+is "driver 12.8, no CUPTI 12 anywhere: GPU timing off" "$(cat "$TMPD/o")" "0 "
+is "and why, in one line (CUPTI 13 is newer than the driver: not tried)" "$(cat "$TMPD/e")" \
+	"gpubpf: GPU timing off: no libcupti.so.12 found (set GPUBPF_CUPTI_LIB to its path)"
+SIMCUDA_DRIVER_VERSION=11080 "$PY" -c "$pick" "$SIMLIB/libcuda.so.1" "$injlib" \
+	>"$TMPD/o" 2>"$TMPD/e"
+is "driver 11.8: GPU timing off, nothing loaded" "$(cat "$TMPD/o")" "0 "
+is "and why" "$(cat "$TMPD/e")" \
+	"gpubpf: GPU timing off: the driver is CUDA 11; gpubpf reads CUPTI 12 and 13"
+if [[ -n "$cuptilib" ]]; then
+	# stand-ins: libcupti 13 under the wheels' names (only the path is checked)
+	mkdir -p "$sp/nvidia/cuda_cupti/lib" "$sp/nvidia/cu13/lib"
+	cp "$cuptilib" "$sp/nvidia/cuda_cupti/lib/libcupti.so.12"
+	cp "$cuptilib" "$sp/nvidia/cu13/lib/libcupti.so.13"
+	SIMCUDA_DRIVER_VERSION=12080 "$PY" -c "$pick" "$SIMLIB/libcuda.so.1" "$injlib" \
+		"$sp/pkg/libz.so.1" >"$TMPD/o" 2>"$TMPD/e"
+	is "driver 12.8: the job's CUDA 12 wheel copy is loaded" "$(cat "$TMPD/o")" \
+		"1 $sp/nvidia/cuda_cupti/lib/libcupti.so.12"
+	"$PY" -c "$pick" "$SIMLIB/libcuda.so.1" "$injlib" "$sp/pkg/libz.so.1" >"$TMPD/o" 2>"$TMPD/e"
+	is "driver 13.0: the CUDA 13 wheel copy, before the toolkit's" "$(cat "$TMPD/o")" \
+		"1 $sp/nvidia/cu13/lib/libcupti.so.13"
+	"$PY" -c "$pick" "$SIMLIB/libcuda.so.1" "$injlib" "$sp/nvidia/cuda_cupti/lib/libcupti.so.12" \
+		"$sp/pkg/libz.so.1" >"$TMPD/o" 2>"$TMPD/e"
+	is "a libcupti already loaded is the one used (no second copy)" "$(cat "$TMPD/o")" \
+		"1 $sp/nvidia/cuda_cupti/lib/libcupti.so.12"
+else
+	skip "no libcupti 13 in the toolkit to stand in for the wheels' copies" 3
+fi
+
 # GPUBPF_INJECTION_LIB naming no file: said, then host calls only
 GPUBPF_INJECTION_LIB=/nonexistent/libgpubpf_cupti.so "$GPUBPF" record -q -o "$out/n.json" -- true \
 	>/dev/null 2>"$TMPD/e"

@@ -3,7 +3,8 @@
  * Unit tests for the CUPTI record conversion (cupti/cupti_convert.c): an
  * activity buffer filled by hand with CUDA 13.0 records, one after the
  * other as CUPTI lays them out, read back with libcupti's own iterator
- * (which works without a GPU or driver) and converted field by field.
+ * (which works without a GPU or driver) and converted field by field; then
+ * the same values in CUPTI 12's record versions.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -45,101 +46,134 @@ static uint32_t name_id(const char *name, void *arg)
 	return 100 + n_names++;
 }
 
+/*
+ * The first records, as macros so that CUPTI 12's struct versions get the
+ * very same values (test_cupti12): fields read by the converter first,
+ * then some it does not read, set anyway.
+ */
+#define FILL_KERNEL(k) do {						\
+	(k)->start = 1000000001ull;					\
+	(k)->end = 1000005002ull;					\
+	(k)->deviceId = 1;						\
+	(k)->contextId = 7;						\
+	(k)->streamId = 13;						\
+	(k)->correlationId = 4242;					\
+	(k)->gridX = 65535;						\
+	(k)->gridY = 3;							\
+	(k)->gridZ = 2;							\
+	(k)->blockX = 256;						\
+	(k)->blockY = 4;						\
+	(k)->blockZ = 1;						\
+	(k)->registersPerThread = 168;					\
+	(k)->staticSharedMemory = 49152;				\
+	(k)->dynamicSharedMemory = 65536;				\
+	(k)->name = KERNEL_NAME;					\
+	(k)->graphNodeId = 0;						\
+	(k)->graphId = 0;						\
+	(k)->completed = 1000005003ull;					\
+	(k)->localMemoryPerThread = 99;					\
+} while (0)
+
+#define FILL_MEMCPY(m) do {						\
+	(m)->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;		\
+	(m)->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;		\
+	(m)->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;		\
+	(m)->bytes = 3ull << 30;	/* more than 32 bits */		\
+	(m)->start = 2000000000ull;					\
+	(m)->end = 2000400000ull;					\
+	(m)->deviceId = 1;						\
+	(m)->contextId = 7;						\
+	(m)->streamId = 14;						\
+	(m)->correlationId = 4243;					\
+	(m)->runtimeCorrelationId = 77;					\
+	(m)->graphNodeId = 0x1122334455667788ull;			\
+} while (0)
+
+#define FILL_PEER(p) do {						\
+	(p)->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;		\
+	(p)->bytes = 1ull << 26;					\
+	(p)->start = 3000000000ull;					\
+	(p)->end = 3000100000ull;					\
+	(p)->deviceId = 2;						\
+	(p)->contextId = 9;						\
+	(p)->streamId = 21;						\
+	(p)->srcDeviceId = 2;						\
+	(p)->srcContextId = 9;						\
+	(p)->dstDeviceId = 3;						\
+	(p)->dstContextId = 11;						\
+	(p)->correlationId = 4244;					\
+	(p)->graphNodeId = 5;						\
+} while (0)
+
+#define FILL_MEMSET(s) do {						\
+	(s)->value = 0xdeadbeef;					\
+	(s)->bytes = 4096;						\
+	(s)->start = 4000000000ull;					\
+	(s)->end = 4000000500ull;					\
+	(s)->deviceId = 1;						\
+	(s)->contextId = 7;						\
+	(s)->streamId = 15;						\
+	(s)->correlationId = 4245;					\
+	(s)->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;		\
+	(s)->graphNodeId = 6;						\
+} while (0)
+
+/* a stream sync in context 7, seen above on device 1 */
+#define FILL_SYNC(y) do {						\
+	(y)->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE; \
+	(y)->start = 5000000000ull;					\
+	(y)->end = 5000700000ull;					\
+	(y)->correlationId = 4246;					\
+	(y)->contextId = 7;						\
+	(y)->streamId = 13;						\
+	(y)->cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;		\
+} while (0)
+
+#define FILL_ALLOC(mem) do {						\
+	(mem)->memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION; \
+	(mem)->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;		\
+	(mem)->correlationId = 4247;					\
+	(mem)->address = 0x7f0000200000ull;				\
+	(mem)->bytes = 2ull << 30;					\
+	(mem)->timestamp = 6000000000ull;				\
+	(mem)->PC = 0x1234;						\
+	(mem)->processId = 555;						\
+	(mem)->deviceId = 1;						\
+	(mem)->contextId = 7;						\
+	(mem)->streamId = 13;						\
+} while (0)
+
+/* The records FILL_* make, in CUDA 13.0's struct versions (CUpti_Activity##v). */
+#define FILL_FIRST(kernel_t, memcpy_t, sync_t, memory_t) do {			\
+	kernel_t *k_ = add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(kernel_t)); \
+	memcpy_t *m_;								\
+	CUpti_ActivityMemcpyPtoP4 *p_;						\
+	CUpti_ActivityMemset4 *s_;						\
+	sync_t *y_;								\
+	memory_t *a_;								\
+										\
+	FILL_KERNEL(k_);							\
+	m_ = add(CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(memcpy_t));			\
+	FILL_MEMCPY(m_);							\
+	p_ = add(CUPTI_ACTIVITY_KIND_MEMCPY2, sizeof(*p_));			\
+	FILL_PEER(p_);								\
+	s_ = add(CUPTI_ACTIVITY_KIND_MEMSET, sizeof(*s_));			\
+	FILL_MEMSET(s_);							\
+	y_ = add(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(sync_t));		\
+	FILL_SYNC(y_);								\
+	a_ = add(CUPTI_ACTIVITY_KIND_MEMORY2, sizeof(memory_t));		\
+	FILL_ALLOC(a_);								\
+} while (0)
+
 static void fill(void)
 {
 	CUpti_ActivityKernel10 *k;
-	CUpti_ActivityMemcpy6 *m;
-	CUpti_ActivityMemcpyPtoP4 *p;
-	CUpti_ActivityMemset4 *s;
 	CUpti_ActivitySynchronization2 *y;
 	CUpti_ActivityMemory4 *mem;
 	CUpti_ActivityAPI *api;
 
-	k = add(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, sizeof(*k));
-	k->start = 1000000001ull;
-	k->end = 1000005002ull;
-	k->deviceId = 1;
-	k->contextId = 7;
-	k->streamId = 13;
-	k->correlationId = 4242;
-	k->gridX = 65535;
-	k->gridY = 3;
-	k->gridZ = 2;
-	k->blockX = 256;
-	k->blockY = 4;
-	k->blockZ = 1;
-	k->registersPerThread = 168;
-	k->staticSharedMemory = 49152;
-	k->dynamicSharedMemory = 65536;
-	k->name = KERNEL_NAME;
-	k->graphNodeId = 0;
-	k->graphId = 0;
-	k->completed = 1000005003ull;       /* fields not converted, set anyway */
-	k->localMemoryPerThread = 99;
-
-	m = add(CUPTI_ACTIVITY_KIND_MEMCPY, sizeof(*m));
-	m->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_HTOD;
-	m->srcKind = CUPTI_ACTIVITY_MEMORY_KIND_PINNED;
-	m->dstKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-	m->bytes = 3ull << 30;             /* more than 32 bits */
-	m->start = 2000000000ull;
-	m->end = 2000400000ull;
-	m->deviceId = 1;
-	m->contextId = 7;
-	m->streamId = 14;
-	m->correlationId = 4243;
-	m->runtimeCorrelationId = 77;
-	m->graphNodeId = 0x1122334455667788ull;
-
-	p = add(CUPTI_ACTIVITY_KIND_MEMCPY2, sizeof(*p));
-	p->copyKind = CUPTI_ACTIVITY_MEMCPY_KIND_PTOP;
-	p->bytes = 1ull << 26;
-	p->start = 3000000000ull;
-	p->end = 3000100000ull;
-	p->deviceId = 2;
-	p->contextId = 9;
-	p->streamId = 21;
-	p->srcDeviceId = 2;
-	p->srcContextId = 9;
-	p->dstDeviceId = 3;
-	p->dstContextId = 11;
-	p->correlationId = 4244;
-	p->graphNodeId = 5;
-
-	s = add(CUPTI_ACTIVITY_KIND_MEMSET, sizeof(*s));
-	s->value = 0xdeadbeef;
-	s->bytes = 4096;
-	s->start = 4000000000ull;
-	s->end = 4000000500ull;
-	s->deviceId = 1;
-	s->contextId = 7;
-	s->streamId = 15;
-	s->correlationId = 4245;
-	s->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-	s->graphNodeId = 6;
-
-	/* a stream sync in context 7, seen above on device 1 */
-	y = add(CUPTI_ACTIVITY_KIND_SYNCHRONIZATION, sizeof(*y));
-	y->type = CUPTI_ACTIVITY_SYNCHRONIZATION_TYPE_STREAM_SYNCHRONIZE;
-	y->start = 5000000000ull;
-	y->end = 5000700000ull;
-	y->correlationId = 4246;
-	y->contextId = 7;
-	y->streamId = 13;
-	y->cudaEventId = CUPTI_SYNCHRONIZATION_INVALID_VALUE;
-
-	mem = add(CUPTI_ACTIVITY_KIND_MEMORY2, sizeof(*mem));
-	mem->memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_ALLOCATION;
-	mem->memoryKind = CUPTI_ACTIVITY_MEMORY_KIND_DEVICE;
-	mem->correlationId = 4247;
-	mem->address = 0x7f0000200000ull;
-	mem->bytes = 2ull << 30;
-	mem->timestamp = 6000000000ull;
-	mem->PC = 0x1234;
-	mem->processId = 555;
-	mem->deviceId = 1;
-	mem->contextId = 7;
-	mem->streamId = 13;
+	FILL_FIRST(CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivitySynchronization2,
+		   CUpti_ActivityMemory4);
 
 	mem = add(CUPTI_ACTIVITY_KIND_MEMORY2, sizeof(*mem));
 	mem->memoryOperationType = CUPTI_ACTIVITY_MEMORY_OPERATION_TYPE_RELEASE;
@@ -415,6 +449,75 @@ static void test_unknown_kind(struct cupti_conv *c)
 	       CUPTI_ERROR_INVALID_KIND, "unknown kind: libcupti's iterator stops");
 }
 
+static uint32_t name_100(const char *name, void *arg)
+{
+	(void)name;
+	(void)arg;
+	return 100;
+}
+
+/*
+ * CUPTI 12's records (12.6's versions, then the older Kernel8 and
+ * Memory3): the same values convert to the very same bytes as CUDA 13.0's
+ * (out[0..5]).  libcupti 13's iterator steps by 13.0's sizes, so the
+ * records are walked by their own.
+ */
+#define CHECK_CUPTI12(label, kernel_t, memcpy_t, sync_t, memory_t) do {		\
+	const size_t sizes[] = { sizeof(kernel_t), sizeof(memcpy_t),			\
+		sizeof(CUpti_ActivityMemcpyPtoP4), sizeof(CUpti_ActivityMemset4),	\
+		sizeof(sync_t), sizeof(memory_t) };					\
+	struct cupti_conv c12;								\
+	size_t at = 0;									\
+	unsigned i;									\
+											\
+	used = 0;									\
+	FILL_FIRST(kernel_t, memcpy_t, sync_t, memory_t);				\
+	cupti_conv_init(&c12, name_100, NULL);						\
+	for (i = 0; i < 6; i++) {							\
+		union ga_record r;							\
+		int n = cupti_convert(&c12, (const CUpti_Activity *)(buf + at), &r);	\
+											\
+		ok(n == ret[i] && !memcmp(&r, &out[i], sizeof(r)),			\
+		   "%s: record %u (kind %d) converts as CUDA 13.0's", label, i,		\
+		   (int)((const CUpti_Activity *)(buf + at))->kind);			\
+		at += sizes[i];								\
+	}										\
+} while (0)
+
+static void test_cupti12(void)
+{
+	CHECK_CUPTI12("CUPTI 12.6", CUpti_ActivityKernel9, CUpti_ActivityMemcpy5,
+		      CUpti_ActivitySynchronization, CUpti_ActivityMemory4);
+	CHECK_CUPTI12("CUPTI 12.0", CUpti_ActivityKernel8, CUpti_ActivityMemcpy5,
+		      CUpti_ActivitySynchronization, CUpti_ActivityMemory3);
+}
+
+/* CUPTI's own clock (CLOCK_REALTIME) is moved onto CLOCK_MONOTONIC. */
+static void test_clock_offset(void)
+{
+	CUpti_ActivityKernel10 k __attribute__((aligned(8)));
+	CUpti_ActivityMemory4 m __attribute__((aligned(8)));
+	struct cupti_conv c;
+	union ga_record r;
+
+	cupti_conv_init(&c, name_100, NULL);
+	c.clock_offset_ns = 1000000000;
+	memset(&k, 0, sizeof(k));
+	k.kind = CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL;
+	FILL_KERNEL(&k);
+	cupti_convert(&c, (const CUpti_Activity *)&k, &r);
+	is_int(r.kernel.start, 1, "clock offset: kernel start moved");
+	is_int(r.kernel.end, 5002, "clock offset: kernel end moved");
+	k.start = k.end = 0;
+	cupti_convert(&c, (const CUpti_Activity *)&k, &r);
+	is_int(r.kernel.start + r.kernel.end, 0, "clock offset: unknown (0) times stay 0");
+	memset(&m, 0, sizeof(m));
+	m.kind = CUPTI_ACTIVITY_KIND_MEMORY2;
+	FILL_ALLOC(&m);
+	cupti_convert(&c, (const CUpti_Activity *)&m, &r);
+	is_int(r.memory.ts, 5000000000ull, "clock offset: memory timestamp moved");
+}
+
 int main(void)
 {
 	struct cupti_conv c;
@@ -433,5 +536,7 @@ int main(void)
 	test_sizes();
 	test_bad_args(&c);
 	test_unknown_kind(&c);
+	test_cupti12();
+	test_clock_offset();
 	return done_testing();
 }

@@ -397,35 +397,50 @@ static void exits_midway(void)
 	       "returned (%d saw it gone)", gone);
 }
 
-/* A process with another CUPTI major loaded gets no second CUPTI. */
-static void other_cupti(void)
+/*
+ * A process with a libcupti of another major than 12 or 13 loaded gets no
+ * second CUPTI; one with CUPTI 12 loaded (a CUDA 12 PyTorch wheel's) gets
+ * the library, which uses that CUPTI.
+ */
+static void cupti_loaded(int major, int refused)
 {
 	char fake[] = "/tmp/gpubpf-cupti.XXXXXX", lib[64], cmd[256], buf[4096], why[256];
+	char name[32];
 	struct inject_stats st;
 	struct tgt t;
 	int ret, rc;
 
 	if (!mkdtemp(fake))
 		return;
-	snprintf(lib, sizeof(lib), "%s/libcupti.so.12", fake);
+	snprintf(name, sizeof(name), "libcupti.so.%d", major);
+	snprintf(lib, sizeof(lib), "%s/%s", fake, name);
 	snprintf(cmd, sizeof(cmd), "cp " SIMCUDA " %s", lib);
 	if (system(cmd)) {
-		ok(0, "libcupti.so.12: set up");
+		ok(0, "%s: set up", name);
 		return;
 	}
 	{
 		char *argv[] = { TARGET, "nanosleep", "400", lib, NULL };
 
 		if (start(&t, argv) || wait_ready(&t, buf, sizeof(buf))) {
-			ok(0, "libcupti.so.12: target started");
+			ok(0, "%s: target started", name);
 			return;
 		}
 	}
+	why[0] = 0;
 	ret = inject_library(t.inner, LIB, 100, &st, why, sizeof(why));
-	ok(ret && strstr(why, "already has libcupti.so.12 loaded") && !mapped(t.inner),
-	   "libcupti.so.12 loaded: refused: %s", why);
+	if (refused) {
+		char want[96];
+
+		snprintf(want, sizeof(want), "already has %s loaded", name);
+		ok(ret && strstr(why, want) && !mapped(t.inner), "%s loaded: refused: %s", name,
+		   why);
+	} else {
+		ok(!ret && mapped(t.inner), "%s loaded: injected (%d%s%s)", name, ret,
+		   why[0] ? ": " : "", why);
+	}
 	rc = finish(&t, buf, sizeof(buf));
-	ok(rc == 42 && strstr(buf, "unexpected=0"), "libcupti.so.12 loaded: the target ran on");
+	ok(rc == 42 && strstr(buf, "unexpected=0"), "%s loaded: the target ran on", name);
 	unlink(lib);
 	rmdir(fake);
 }
@@ -489,7 +504,8 @@ int main(void)
 	signals_during();
 	no_ptrace_cap();
 	namespaced();
-	other_cupti();
+	cupti_loaded(11, 1);
+	cupti_loaded(12, 0);
 	exits_midway();
 	hundred();
 	return done_testing();

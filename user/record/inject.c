@@ -50,6 +50,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "sym/elf_syms.h"
+#include "cupti_pick.h"
 #include "record/inject.h"
 
 #define ENTRY "gpubpf_late_attach"
@@ -57,12 +58,6 @@
 #define SYSCALL_TIMEOUT_MS 2000
 #define PENDING_WAIT_MS 1000    /* threads that did not stop in time */
 #define SEARCH_MS 1000          /* how long to look for a thread at a safe point */
-/*
- * The CUPTI major whose record layouts the injection library reads
- * (cupti/cupti_convert.h).  A process that already has another major's
- * libcupti loaded (a CUDA 12 PyTorch wheel) must not get a second CUPTI.
- */
-#define CUPTI_MAJOR 13
 #define MAX_CANDIDATES 4096
 
 /* -ERESTART* codes (include/linux/errno.h, not exported to user space). */
@@ -420,7 +415,13 @@ static int match_cupti(const struct mapping *m, void *arg)
 	struct cupti_seen *cs = arg;
 	const char *slash = strrchr(m->path, '/'), *name = slash ? slash + 1 : "";
 
-	if (strncmp(name, "libcupti.so.", 12) || atoi(name + 12) == CUPTI_MAJOR)
+	/*
+	 * The library uses a libcupti the process has (cupti/backend_cupti.c),
+	 * and reads CUPTI 12 and 13 records: another major must not get a
+	 * second CUPTI.
+	 */
+	if (strncmp(name, "libcupti.so.", 12) || (atoi(name + 12) >= CUPTI_OLDEST_MAJOR &&
+						    atoi(name + 12) <= CUPTI_NEWEST_MAJOR))
 		return 0;
 	snprintf(cs->name, sizeof(cs->name), "%.*s", (int)strcspn(name, " "), name);
 	return 1;
@@ -1129,7 +1130,8 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 
 		if (each_mapping(pid, match_cupti, &cs) > 0) {
 			snprintf(why, whylen, "the process already has %s loaded (the library reads "
-				 "CUPTI %d records only)", cs.name, CUPTI_MAJOR);
+				 "CUPTI %d and %d records only)", cs.name, CUPTI_OLDEST_MAJOR,
+				 CUPTI_NEWEST_MAJOR);
 			close(memfd);
 			return -EPROTONOSUPPORT;
 		}
