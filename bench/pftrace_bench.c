@@ -13,8 +13,10 @@
  * records, 5% stream syncs; each launch, copy and memset has its GPU
  * record on stream 7 (linked by correlation id).  Prints one line per
  * repetition and a "median" line of key=value pairs; bytes per event are
- * per model event (calls, GPU records, Python scopes).  Each file is
- * removed once written.
+ * per model event (calls, GPU records, Python scopes).  The last
+ * repetition's files are then read back REPS times each, as `gpubpf
+ * report` reads them (trace_import.h: every event, one at a time), timed
+ * the same way ("read_s"); each file is removed once done with.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,6 +29,7 @@
 #include "model/cuda_calls.h"
 #include "model/model.h"
 #include "trace/export.h"
+#include "trace/trace_import.h"
 
 #define PID 4242
 #define NSITES 400              /* call sites (distinct stacks) per step */
@@ -269,6 +272,31 @@ static double export_to(const struct model *m, const struct exporter *e, const c
 	return (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
 }
 
+/* Read path back event by event as report does: wall seconds, *cpu its CPU time. */
+static double read_back(const char *path, double *cpu, size_t *nev)
+{
+	uint64_t t0 = now_ns(CLOCK_MONOTONIC), c0 = now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	struct trace_import ti;
+	struct model_event ev;
+	struct model m;
+	int ret;
+
+	model_init(&m);
+	*nev = 0;
+	ret = trace_import_open(&ti, path, &m);
+	if (!ret)
+		while ((ret = trace_import_next(&ti, &ev)) > 0)
+			++*nev;
+	if (ret < 0) {
+		fprintf(stderr, "pftrace_bench: %s\n", trace_import_errmsg(&ti));
+		exit(1);
+	}
+	trace_import_close(&ti);
+	model_release(&m);
+	*cpu = (now_ns(CLOCK_PROCESS_CPUTIME_ID) - c0) / 1e9;
+	return (now_ns(CLOCK_MONOTONIC) - t0) / 1e9;
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: pftrace_bench [-s SECONDS] [-c CALLS_PER_S] [-k DEPTH] [-r REPS] "
@@ -321,19 +349,42 @@ int main(int argc, char **argv)
 	       build_s);
 	for (unsigned r = 0; r < b.reps; r++) {
 		js[r] = export_to(&m, &export_chrome, pjson, &jc[r], &jbytes);
-		unlink(pjson);
+		if (r + 1 < b.reps)
+			unlink(pjson);
 		ps[r] = export_to(&m, &export_perfetto, ppf, &pc[r], &pbytes);
-		unlink(ppf);
+		if (r + 1 < b.reps)
+			unlink(ppf);
 		printf("rep=%u json_s=%.2f json_cpu_s=%.2f json_bytes=%llu pftrace_s=%.2f "
 		       "pftrace_cpu_s=%.2f pftrace_bytes=%llu\n", r, js[r], jc[r], jbytes, ps[r], pc[r],
 		       pbytes);
 		fflush(stdout);
 	}
+	/* export medians, before their arrays hold the reads */
 	printf("median events=%zu calls=%zu gpu=%zu scopes=%zu json_bytes=%llu json_b_ev=%.1f "
 	       "json_s=%.2f json_cpu_s=%.2f pftrace_bytes=%llu pftrace_b_ev=%.1f pftrace_s=%.2f "
 	       "pftrace_cpu_s=%.2f\n", m.nev, calls, gpu, scopes, jbytes, (double)jbytes / m.nev,
 	       median(js, b.reps), median(jc, b.reps), pbytes, (double)pbytes / m.nev,
 	       median(ps, b.reps), median(pc, b.reps));
+	fflush(stdout);
+	{
+		size_t nj = 0, np = 0;
+
+		for (unsigned r = 0; r < b.reps; r++) {
+			js[r] = read_back(pjson, &jc[r], &nj);
+			ps[r] = read_back(ppf, &pc[r], &np);
+			printf("rep=%u json_read_s=%.2f json_read_cpu_s=%.2f pftrace_read_s=%.2f "
+			       "pftrace_read_cpu_s=%.2f events_read=%zu/%zu\n", r, js[r], jc[r], ps[r],
+			       pc[r], nj, np);
+			fflush(stdout);
+		}
+		unlink(pjson);
+		unlink(ppf);
+		if (nj != np)
+			die("the two files read back differently");
+		printf("median read events=%zu json_read_s=%.2f json_read_cpu_s=%.2f "
+		       "pftrace_read_s=%.2f pftrace_read_cpu_s=%.2f\n", nj, median(js, b.reps),
+		       median(jc, b.reps), median(ps, b.reps), median(pc, b.reps));
+	}
 	model_release(&m);
 	free(js);
 	free(ps);

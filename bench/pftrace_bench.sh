@@ -22,7 +22,8 @@ trap 'rm -rf "$T"' EXIT
 
 start=$(date +%s)
 "$BIN" -s "$SECS" -c "$RATE" -k "$DEPTH" -r "$REPS" -d "$T" | tee "$T/out"
-kv() { sed -n "s/^median .*\\b$1=\\([^ ]*\\).*/\\1/p" "$T/out"; }
+kv() { sed -n "/^median read/!s/^median .*\\b$1=\\([^ ]*\\).*/\\1/p" "$T/out"; }
+rkv() { sed -n "s/^median read .*\\b$1=\\([^ ]*\\).*/\\1/p" "$T/out"; }
 model=$(sed -n 's/^model: //p' "$T/out")
 
 demo=
@@ -57,6 +58,14 @@ block() {
 		printf "| synthetic (%d s, %d calls/s, %d frames) | %.0f | %.0f | %.0f | %.0f | %.1f | %.1fx | %.2f (%.2f) | %.2f (%.2f) |\n",
 			secs, rate, d, e, jb, jb / e, pb, pb / e, jb / pb, js, jc, ps, pc }'
 	[[ -n $demo ]] && echo "$demo"
+	echo
+	echo "Read back as \`gpubpf report\` reads a trace (trace_import: every event, one at a time; medians of $REPS):"
+	echo
+	echo "| trace | events read | JSON s (CPU) | .pftrace s (CPU) |"
+	echo "|---|---:|---:|---:|"
+	awk -v e="$(rkv events)" -v js="$(rkv json_read_s)" -v jc="$(rkv json_read_cpu_s)" \
+		-v ps="$(rkv pftrace_read_s)" -v pc="$(rkv pftrace_read_cpu_s)" 'BEGIN {
+		printf "| synthetic | %.0f | %.2f (%.2f) | %.2f (%.2f) |\n", e, js, jc, ps, pc }'
 	echo
 	echo "<!-- pftrace-bench:end -->"
 }

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# gpubpf convert IN OUT: a JSON trace read back into the model and written
-# in the format OUT names gives the very files record writes from the
-# model itself; bad input is one line and no output.
+# gpubpf convert IN OUT: a JSON or .pftrace trace read back into the model
+# and written in the format OUT names gives the very files record writes
+# from the model itself; report reads a .pftrace as its JSON; bad input is
+# one line and no output.
 . "$(dirname "$0")/lib.sh"
-test_description "convert: .json -> .pftrace/.json.gz/.json exactly as record writes them; bad input"
+test_description "convert: .json/.pftrace -> .pftrace/.json.gz/.json exactly as record writes them; bad input"
 require_bpf
 require_sim
 export LD_LIBRARY_PATH="$SIMLIB"
@@ -15,6 +16,12 @@ check "the same bytes as record's .pftrace" cmp "$TMPD/a.pftrace" "$TMPD/b.pftra
 check "convert .json -> .json.gz" "$GPUBPF" convert "$TMPD/a.json" "$TMPD/b.json.gz"
 check "convert .json.gz -> .json" "$GPUBPF" convert "$TMPD/b.json.gz" "$TMPD/c.json"
 check "the round trip gives record's .json back" cmp "$TMPD/a.json" "$TMPD/c.json"
+check "convert .pftrace -> .json" "$GPUBPF" convert "$TMPD/a.pftrace" "$TMPD/d.json"
+check "record's .json, byte for byte" cmp "$TMPD/a.json" "$TMPD/d.json"
+"$GPUBPF" report "$TMPD/a.json" 2>&1 | tail -n +2 >"$TMPD/r.json.txt"
+"$GPUBPF" report "$TMPD/a.pftrace" 2>&1 | tail -n +2 >"$TMPD/r.pf.txt"
+ok "report reads the .pftrace as the .json (all but the line naming the file)" \
+	test -s "$TMPD/r.pf.txt" -a "$(cat "$TMPD/r.json.txt")" = "$(cat "$TMPD/r.pf.txt")"
 
 # bad input: one line naming what is wrong, exit 1, no output file
 bad() {
@@ -27,10 +34,17 @@ bad() {
 }
 printf '{"traceEvents":[]}\n' >"$TMPD/foreign.json"
 head -c 2000 "$TMPD/a.json" >"$TMPD/cut.json"
+head -c 3000 "$TMPD/a.pftrace" >"$TMPD/cut.pftrace"
+# a Perfetto trace of another tool: one track descriptor (uuid 1, name "x")
+printf '\x0a\x08\xe2\x03\x05\x08\x01\x12\x01x' >"$TMPD/foreign.pftrace"
+printf '\x0a\x05hello' >"$TMPD/junk.pftrace"
 bad "no such file" "gpubpf: $TMPD/none.json: " "$TMPD/none.json" "$TMPD/x.pftrace"
 bad "another tool's trace" "not a gpubpf trace" "$TMPD/foreign.json" "$TMPD/x.pftrace"
 bad "a truncated trace" "truncated" "$TMPD/cut.json" "$TMPD/x.pftrace"
-bad "a .pftrace input" "convert reads .json and .json.gz" "$TMPD/a.pftrace" "$TMPD/x.json"
+bad "a truncated .pftrace" "truncated" "$TMPD/cut.pftrace" "$TMPD/x.json"
+bad "another tool's Perfetto trace" "not a gpubpf trace .a Perfetto trace without gpubpf's metadata.$" \
+	"$TMPD/foreign.pftrace" "$TMPD/x.json"
+bad "bytes that are no Perfetto trace" "not a Perfetto trace" "$TMPD/junk.pftrace" "$TMPD/x.json"
 bad "an unknown output format" "unsupported output format" "$TMPD/a.json" "$TMPD/x.txt"
 bad "an unwritable output" "/nonexistent-dir" "$TMPD/a.json" /nonexistent-dir/x.pftrace
 ok "no output was left behind" test ! -e "$TMPD/x.pftrace" -a ! -e "$TMPD/x.json"

@@ -115,6 +115,11 @@ PYEOF
 	perfetto_ok real-m.json
 	is "no displayTimeUnit (Perfetto 4-21 would show the trace 1000x short)" \
 		"$(json_query real-m.json '"displayTimeUnit" in d')" false
+	check "a .pftrace input: the twin converted" "$GPUBPF" convert real2.json real2.pftrace
+	check "a .pftrace input merges" "$GPUBPF" merge -o real-mp.json real.json real2.pftrace
+	is "a .pftrace input: the same events as its JSON's merge" \
+		"$("$PY" -c 'import json, sys; a, b = (json.load(open(f))["traceEvents"] for f in sys.argv[1:]); print(a == b, len(a))' real-m.json real-mp.json)" \
+		"True $(json_query real-m.json 'len(ev)')"
 	check "-o .pftrace: the same merge in Perfetto's format" "$GPUBPF" merge -o real-m.pftrace \
 		real.json real2.json
 	is "-o .pftrace: no temporary file left" "$(ls -A | grep -c '^\.merge-')" 0

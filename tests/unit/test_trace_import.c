@@ -8,7 +8,9 @@
  *	test_trace_import [TRACE...]
  *
  * With traces (written by this version of record), checks instead that
- * each one imported and exported again is the same file.
+ * each one imported and exported again is the same file, and so is it
+ * once written as .pftrace and read back.  The unit models make that trip
+ * too.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -42,7 +44,7 @@ static void spew(const char *path, const char *text, size_t len)
 	fclose(f);
 }
 
-static int write_trace(const struct model *m, const char *path)
+static int write_as(const struct exporter *e, const struct model *m, const char *path)
 {
 	struct sink s;
 	int ret = sink_open(&s, path);
@@ -51,12 +53,45 @@ static int write_trace(const struct model *m, const char *path)
 		diag("sink_open: %s", sink_errmsg(&s));
 		return ret;
 	}
-	ret = export_chrome.write(m, &(struct export_opts){ 0 }, &s);
+	ret = e->write(m, &(struct export_opts){ 0 }, &s);
 	if (ret) {
 		sink_abort(&s);
 		return ret;
 	}
 	return sink_commit(&s);
+}
+
+static int write_trace(const struct model *m, const char *path)
+{
+	return write_as(&export_chrome, m, path);
+}
+
+/*
+ * m written as .pftrace, read back (trace_reader's .pftrace path) and
+ * written as JSON: the same bytes as the JSON in json.
+ */
+static void pftrace_round_trip(const struct model *m, const char *json, const char *what)
+{
+	const char *pf = in_dir("rt.pftrace"), *back = in_dir("rt.json");
+	char err[700], *ta, *tb;
+	size_t na = 0, nb = 0;
+	struct model m2;
+	int ret;
+
+	model_init(&m2);
+	ret = write_as(&export_perfetto, m, pf) ?: trace_import_file(&m2, pf, err, sizeof(err));
+	if (ret)
+		diag("%s", err);
+	ok(!ret && !write_trace(&m2, back), "%s: written as .pftrace, read back, written as JSON",
+	   what);
+	ta = slurp(json, &na);
+	tb = slurp(back, &nb);
+	ok(ta && tb && na == nb && !memcmp(ta, tb, na), "%s: the same bytes as its JSON", what);
+	free(ta);
+	free(tb);
+	unlink(pf);
+	unlink(back);
+	model_release(&m2);
 }
 
 static struct model_event *call(struct model *m, uint64_t ts, uint64_t dur, uint32_t pid,
@@ -341,6 +376,7 @@ static void test_round_trip(void)
 	tb = slurp(b, &nb);
 	ok(ta && tb && na == nb && !memcmp(ta, tb, na), "the two traces are byte-identical");
 	check_model(&back);
+	pftrace_round_trip(&m, a, "calls, GPU work, stacks");
 	free(ta);
 	free(tb);
 	model_release(&back);
@@ -427,6 +463,7 @@ static void test_states(void)
 	tb = slurp(b, &nb);
 	ok(ta && tb && na == nb && !memcmp(ta, tb, na), "states: the two traces are byte-identical");
 	check_states(&m, &back);
+	pftrace_round_trip(&m, a, "states and samples");
 	free(ta);
 	free(tb);
 	unlink(a);
@@ -552,6 +589,7 @@ static void test_file(const char *path)
 	free(ta);
 	free(tb);
 	unlink(b);
+	pftrace_round_trip(&m, path, path);
 	model_release(&m);
 }
 

@@ -35,9 +35,7 @@
 #include "commands.h"
 #include "lib/sink.h"
 #include "merge/merge.h"
-#include "model/model.h"
 #include "trace/export.h"
-#include "trace/trace_import.h"
 
 static int alloc_inputs(struct merge *m)
 {
@@ -51,48 +49,6 @@ static int alloc_inputs(struct merge *m)
 	for (int i = 0; i < m->nin; i++)
 		m->in[i].path = m->o->paths[i];
 	return 0;
-}
-
-/*
- * -o X.pftrace: the merge is written as JSON under a temporary name
- * beside X, then read back into the model and exported (the model of the
- * whole merge is held in memory for that).  The name, made and empty, in
- * tmp; 0 or -errno, said.
- */
-static int json_beside(const char *out, char *tmp, size_t len)
-{
-	const char *slash = strrchr(out, '/');
-	int dir = slash ? (int)(slash - out) + 1 : 0, fd;
-
-	if ((size_t)snprintf(tmp, len, "%.*s.merge-XXXXXX.json", dir, out) >= len) {
-		fprintf(stderr, "gpubpf: %s: name too long\n", out);
-		tmp[0] = 0;
-		return -ENAMETOOLONG;
-	}
-	fd = mkstemps(tmp, 5);
-	if (fd < 0) {
-		fprintf(stderr, "gpubpf: cannot write beside '%s': %s\n", out, strerror(errno));
-		tmp[0] = 0;
-		return -errno;
-	}
-	close(fd);
-	return 0;
-}
-
-static int convert_json(const char *json, const char *out)
-{
-	struct export_opts opts = { 0 };
-	char err[600];
-	struct model mod;
-	int ret;
-
-	model_init(&mod);
-	ret = trace_import_file(&mod, json, err, sizeof(err)) ?:
-	      export_file(&mod, &opts, out, err, sizeof(err));
-	if (ret)
-		fprintf(stderr, "gpubpf: %s\n", err);
-	model_release(&mod);
-	return ret;
 }
 
 int cmd_merge(int argc, char **argv)
@@ -111,7 +67,12 @@ int cmd_merge(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		goto cleanup;
 	}
-	if (sink_format(o.output) == SINK_PFTRACE && json_beside(o.output, tmp, sizeof(tmp)))
+	/*
+	 * -o X.pftrace: the merge is written as JSON under a temporary name
+	 * beside X, then read back into the model and exported (the model of
+	 * the whole merge is held in memory for that).
+	 */
+	if (sink_format(o.output) == SINK_PFTRACE && merge_temp_json(o.output, tmp, sizeof(tmp)))
 		goto cleanup;
 	for (int i = 0; i < m.nin; i++)
 		for (int j = 0; j < i; j++)
@@ -149,8 +110,10 @@ int cmd_merge(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&m.sink));
 		goto cleanup;
 	}
-	if (tmp[0] && convert_json(tmp, o.output))
+	if (tmp[0] && export_convert(tmp, &(struct export_opts){ 0 }, o.output, err, sizeof(err))) {
+		fprintf(stderr, "gpubpf: %s\n", err);
 		goto cleanup;
+	}
 	if (!o.quiet) {
 		fprintf(stderr, "gpubpf: merged %d traces (", m.nin);
 		for (int i = 0; i < m.nin; i++)

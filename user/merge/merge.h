@@ -99,6 +99,12 @@ static inline int shift_ts(int64_t ts, int64_t shift, int64_t *out)
 /* --- merge_inputs.c ----------------------------------------------------- */
 
 /*
+ * A temporary JSON file beside out (".merge-XXXXXX.json" in its
+ * directory), made and empty, its name in tmp; 0 or -errno, said.
+ */
+int merge_temp_json(const char *out, char *tmp, size_t len);
+
+/*
  * Open every input, check their versions agree, label them by host and
  * shift their clocks onto the first one's.  0 or -EINVAL, said on stderr.
  */

@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * gpubpf merge's inputs: opened, checked to come from one gpubpf
+ * gpubpf merge's inputs: opened (a .pftrace through a temporary JSON
+ * copy, see open_input()), checked to come from one gpubpf
  * major.minor, labelled by host, and their clocks shifted onto the first
  * trace's by the realtime offsets, then with --align-collectives by the
  * skew the NCCL kernels show (see merge_align.h).
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "merge/merge.h"
+#include "trace/export.h"
 
 #define MAX_SHIFT_NS (1LL << 62)
 
@@ -48,6 +52,55 @@ static void make_labels(struct merge *m)
 	}
 }
 
+int merge_temp_json(const char *out, char *tmp, size_t len)
+{
+	const char *slash = strrchr(out, '/');
+	int dir = slash ? (int)(slash - out) + 1 : 0, fd;
+
+	if ((size_t)snprintf(tmp, len, "%.*s.merge-XXXXXX.json", dir, out) >= len) {
+		fprintf(stderr, "gpubpf: %s: name too long\n", out);
+		tmp[0] = 0;
+		return -ENAMETOOLONG;
+	}
+	fd = mkstemps(tmp, 5);
+	if (fd < 0) {
+		fprintf(stderr, "gpubpf: cannot write beside '%s': %s\n", out, strerror(errno));
+		tmp[0] = 0;
+		return -errno;
+	}
+	close(fd);
+	return 0;
+}
+
+/*
+ * Open in's trace.  A .pftrace's events lack what the JSON exporter
+ * derives (flows, scopes, track names) and merge copies events as they
+ * are: it is converted to JSON first, beside the output (its model held
+ * in memory meanwhile), and that copy read, unlinked once open.
+ */
+static int open_input(struct merge *m, struct input *in)
+{
+	char tmp[PATH_MAX], err[600];
+	int ret;
+
+	if (trace_reader_open(&in->r, in->path) < 0) {
+		fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
+		return -EINVAL;
+	}
+	if (!in->r.pf)
+		return 0;
+	trace_reader_close(&in->r);
+	if (merge_temp_json(m->o->output, tmp, sizeof(tmp)))
+		return -EINVAL;
+	ret = export_convert(in->path, &(struct export_opts){ 0 }, tmp, err, sizeof(err));
+	if (ret)
+		fprintf(stderr, "gpubpf: %s\n", err);
+	else if (trace_reader_open(&in->r, tmp) < 0)
+		fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
+	unlink(tmp);
+	return ret || trace_reader_errmsg(&in->r)[0] ? -EINVAL : 0;
+}
+
 int merge_open_inputs(struct merge *m)
 {
 	long maj0 = 0, min0 = 0;
@@ -56,10 +109,8 @@ int merge_open_inputs(struct merge *m)
 		struct input *in = &m->in[i];
 		long maj, min;
 
-		if (trace_reader_open(&in->r, in->path) < 0) {
-			fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
+		if (open_input(m, in))
 			return -EINVAL;
-		}
 		if (major_minor(in->r.version, &maj, &min)) {
 			fprintf(stderr, "gpubpf: %s: unknown gpubpf version '%s'\n",
 				in->path, in->r.version);

@@ -14,7 +14,8 @@
 static const char usage[] =
 "usage: gpubpf merge [options] TRACE...\n"
 "\n"
-"Merge traces recorded on several hosts (gpubpf record, .json or .json.gz)\n"
+"Merge traces recorded on several hosts (gpubpf record, .json, .json.gz or\n"
+".pftrace; a .pftrace is converted to JSON beside the output first)\n"
 "into one timeline: each host its own group of processes (\"node1: python3\"),\n"
 "pids kept apart, clocks aligned with each trace's realtime offset; the\n"
 "merged clock is the first trace's.\n"

@@ -19,7 +19,7 @@
 static const char usage[] =
 	"usage: gpubpf report TRACE [--format text|json] [-o FILE] [--memory-svg FILE]\n"
 	"\n"
-	"Diagnose a trace written by 'gpubpf record' (.json or .json.gz): GPU usage\n"
+	"Diagnose a trace written by 'gpubpf record' (.json, .json.gz or .pftrace): GPU usage\n"
 	"and why the GPU idled (host-bound, sync-bound, other), sync hotspots by\n"
 	"Python line, launch-bound streams, communication overlap, top kernels and\n"
 	"driver calls, iterations, device memory and its peak.\n"

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * gpubpf convert IN OUT: a trace into another format.  IN (a gpubpf
- * trace, .json or .json.gz) is read back into the model (trace_import.h),
+ * trace, .json, .json.gz or .pftrace) is read back into the model (trace_import.h),
  * which is then exported as OUT's extension says (.json, .json.gz,
  * .pftrace), written atomically: on any error OUT is not written.
  */
@@ -10,23 +10,19 @@
 
 #include "commands.h"
 #include "lib/sink.h"
-#include "model/model.h"
 #include "trace/export.h"
-#include "trace/trace_import.h"
 
 static const char usage[] =
 	"usage: gpubpf convert IN OUT\n"
 	"\n"
-	"Convert a trace written by 'gpubpf record' or 'gpubpf merge' (IN: .json or\n"
-	".json.gz) into the format OUT's name says: .json, .json.gz, or .pftrace\n"
+	"Convert a trace written by 'gpubpf record' or 'gpubpf merge' (IN: .json,\n"
+	".json.gz or .pftrace) into the format OUT's name says: .json, .json.gz, or .pftrace\n"
 	"(Perfetto's protobuf: a fraction of the size, opens in ui.perfetto.dev).\n";
 
 int cmd_convert(int argc, char **argv)
 {
 	struct export_opts opts = { 0 };
 	char err[600];
-	struct model m;
-	int ret;
 
 	if (argc == 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		fputs(usage, stdout);
@@ -36,19 +32,13 @@ int cmd_convert(int argc, char **argv)
 		fputs(usage, stderr);
 		return 1;
 	}
-	if (sink_format(argv[1]) == SINK_PFTRACE) {
-		fprintf(stderr, "gpubpf: %s: convert reads .json and .json.gz traces\n", argv[1]);
-		return 1;
-	}
 	if (sink_check_path(argv[2], err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		return 1;
 	}
-	model_init(&m);
-	ret = trace_import_file(&m, argv[1], err, sizeof(err)) ?:
-	      export_file(&m, &opts, argv[2], err, sizeof(err));
-	if (ret)
+	if (export_convert(argv[1], &opts, argv[2], err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
-	model_release(&m);
-	return ret ? 1 : 0;
+		return 1;
+	}
+	return 0;
 }

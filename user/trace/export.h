@@ -58,4 +58,12 @@ const struct exporter *export_for(const char *path);
 int export_file(const struct model *m, const struct export_opts *opts, const char *path,
 		char *err, size_t errlen);
 
+/*
+ * The gpubpf trace in (.json, .json.gz or .pftrace) read back into a
+ * model (trace_import.h, held whole in memory) and written into out as
+ * export_file() does.  0, or -errno with a one-line message in err.
+ */
+int export_convert(const char *in, const struct export_opts *opts, const char *out, char *err,
+		   size_t errlen);
+
 #endif

@@ -1256,10 +1256,11 @@ static void set_us(Annotation *e, uint64_t ns)
 	e->double_value = ns / 1e3;
 }
 
+/* After ts_base_ns, as in the JSON: exact µs (absolute ones overflow a double's ns). */
 static void v_window(struct pf *w, const struct model_process *p, Annotation *e)
 {
 	if (p->gpu_window_ns)
-		set_us(e, p->gpu_window_ns);
+		set_us(e, p->gpu_window_ns - w->m->ts_base_ns);
 }
 
 static void v_stall(struct pf *w, const struct model_process *p, Annotation *e)
@@ -1279,7 +1280,9 @@ static void v_inject_tid(struct pf *w, const struct model_process *p, Annotation
 /*
  * The JSON's "gpubpf" object as an instant "gpubpf" (category "gpubpf") on
  * the global track at the first event, state or sample: the same keys as
- * annotations, the GPU ones under "gpu.", times in µs; late_attach as
+ * annotations (ts_base_ns too: the window's time is after it, as in the
+ * JSON, though the events' are absolute), the GPU ones under "gpu.",
+ * times in µs; late_attach as
  * "gpu.late_attach_us" (pid: stall) and "gpu.late_attach_thread" (pid:
  * thread).
  */
@@ -1304,6 +1307,7 @@ static int write_metadata(struct pf *w)
 	arg_string(w, TS_META_VERSION, GPUBPF_VERSION);
 	arg_string(w, TS_META_CLOCK, "CLOCK_MONOTONIC");
 	arg_int(w, TS_META_REALTIME, m->realtime_offset_ns);
+	arg_uint(w, TS_META_TS_BASE, m->ts_base_ns);
 	arg_string(w, TS_META_HOST, host);
 	if ((a = arg(w, TS_META_DROPPED)))
 		pid_dict(w, a, &pp, true, v_dropped);

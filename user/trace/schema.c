@@ -27,3 +27,8 @@ const char *ts_kernel_cat(const char *name)
 {
 	return strstr(name, "nccl") ? TS_CAT_NCCL : TS_CAT_KERNEL;
 }
+
+bool ts_arg_is_stack(const char *key)
+{
+	return !strcmp(key, TS_ARG_STACK) || !strcmp(key, TS_ARG_NATIVE_STACK);
+}

@@ -9,6 +9,7 @@
 #ifndef GPUBPF_TRACE_SCHEMA_H
 #define GPUBPF_TRACE_SCHEMA_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 /* Members of a Chrome trace event. */
@@ -169,6 +170,9 @@ static inline uint32_t ts_gpu_tid(uint32_t device, uint32_t lane)
 {
 	return TS_GPU_TID_BASE + (device << 20) + (lane & TS_GPU_MEMORY_LANE);
 }
+
+/* Whether an argument holds a stack (an array of frames, innermost first). */
+bool ts_arg_is_stack(const char *key);
 
 /* A kernel's category: TS_CAT_NCCL for NCCL's (ncclKernel_..., ncclDevKernel_...). */
 const char *ts_kernel_cat(const char *name);

@@ -19,6 +19,7 @@
 #include "lib/array.h"
 #include "lib/json_writer.h"
 #include "trace/schema.h"
+#include "trace/pftrace_reader.h"
 #include "trace/trace_reader.h"
 
 #define TR_BUFSZ (1u << 20)
@@ -950,11 +951,101 @@ static int read_time(struct trace_reader *r, const struct tr_event *ev, int key,
 	return 0;
 }
 
+/*
+ * The event of text (len bytes: one JSON object whose nm members scan_*()
+ * left in r->mtmp; bad_utf8: it has invalid UTF-8 to repair), first read
+ * at line.  0 or -errno with the message set.
+ */
+static int make_event(struct trace_reader *r, const char *text, size_t len, uint32_t nm,
+		      bool bad_utf8, bool ws, uint64_t line, struct tr_event **evp)
+{
+	size_t tlen = bad_utf8 ? utf8_fixed_len(text, len) : len;
+	struct tr_event *ev;
+	int ret;
+
+	if (tlen > TR_MAX_VALUE)
+		return too_big(r);
+	ev = malloc(sizeof(*ev) + nm * sizeof(*ev->m) + tlen + 1);
+	if (!ev)
+		return set_msg(r, -ENOMEM, "out of memory");
+	ev->m = (struct tr_member *)(ev + 1);
+	ev->text = (char *)(ev->m + nm);
+	if (bad_utf8) {
+		/* the members move: find them again in the repaired text */
+		struct scan s2 = { .p = ev->text, .end = ev->text + tlen };
+		uint32_t nm2 = 0;
+
+		utf8_fix(ev->text, text, len);
+		ev->text[tlen] = '\0';
+		if (scan_object(&s2, r, ev->text, &nm2) != SC_OK || nm2 != nm) {
+			free(ev);
+			return set_msg(r, -EINVAL, "cannot repair the UTF-8 of the event at line %llu",
+				       (unsigned long long)line);
+		}
+	} else {
+		memcpy(ev->text, text, len);
+		ev->text[len] = '\0';
+	}
+	ev->len = tlen;
+	ev->nmembers = nm;
+	ev->ws = ws;
+	ev->line = line;
+	ev->has_ts = ev->has_dur = false;
+	ev->ts_ns = ev->dur_ns = 0;
+	if (nm)         /* an empty object: no members, and mtmp may be NULL */
+		memcpy(ev->m, r->mtmp, nm * sizeof(*ev->m));
+	for (int k = 0; k < TRK_NKEYS; k++)
+		ev->key[k] = -1;
+	for (uint32_t i = 0; i < nm; i++) {
+		int k = key_index(ev->text + ev->m[i].key.off, ev->m[i].key.len);
+
+		if (k >= 0 && ev->key[k] < 0 && i < INT16_MAX)
+			ev->key[k] = i;
+	}
+	ret = read_time(r, ev, TRK_TS, "ts", &ev->has_ts, &ev->ts_ns) ?:
+	      read_time(r, ev, TRK_DUR, "dur", &ev->has_dur, &ev->dur_ns);
+	if (!ret && ev->has_ts && (__builtin_add_overflow(ev->ts_ns, r->ts_base_ns, &ev->ts_ns) ||
+				   ev->ts_ns > TR_MAX_TS_NS))
+		ret = set_msg(r, -EINVAL, "\"ts\" of the event at line %llu is out of range "
+			      "once ts_base_ns is added", (unsigned long long)line);
+	if (ret) {
+		free(ev);
+		return ret;
+	}
+	*evp = ev;
+	return 0;
+}
+
+/* The next event of a .pftrace, as JSON (pftrace_reader.h); "line" is its packet. */
+static int next_pftrace_event(struct trace_reader *r, struct tr_event **evp)
+{
+	const char *text;
+	struct scan s;
+	uint32_t nm = 0;
+	size_t len;
+	int ret = pf_reader_next(r->pf, &text, &len);
+
+	if (ret < 0)
+		return set_msg(r, ret, "%s", r->pfmsg);
+	if (!ret) {
+		r->state = TR_DONE;
+		return 0;
+	}
+	s = (struct scan){ .p = text, .end = text + len };
+	if (scan_object(&s, r, text, &nm) != SC_OK)
+		return set_msg(r, -EINVAL, "cannot read packet %llu back",
+			       (unsigned long long)pf_reader_packets(r->pf));
+	ret = make_event(r, text, len, nm, false, false, pf_reader_packets(r->pf), evp);
+	if (ret)
+		return ret;
+	r->nevents++;
+	return 1;
+}
+
 int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 {
-	struct tr_event *ev;
 	uint64_t line;
-	size_t off, len, tlen;
+	size_t off, len;
 	uint32_t nm = 0;
 	struct scan sc;
 	int c, ret;
@@ -964,6 +1055,8 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 		return 0;
 	if (r->state != TR_EVENTS)
 		return set_msg(r, -EINVAL, "reader not at the events");
+	if (r->pf)
+		return next_pftrace_event(r, evp);
 	c = peek(r);
 	if (c < -1)
 		return c;
@@ -991,60 +1084,30 @@ int trace_reader_next(struct trace_reader *r, struct tr_event **evp)
 	ret = scan_at(r, true, &nm, &sc, &off, &len);
 	if (ret)
 		return ret;
-	tlen = sc.bad_utf8 ? utf8_fixed_len(r->buf + off, len) : len;
-	if (tlen > TR_MAX_VALUE)
-		return too_big(r);
-	ev = malloc(sizeof(*ev) + nm * sizeof(*ev->m) + tlen + 1);
-	if (!ev)
-		return set_msg(r, -ENOMEM, "out of memory");
-	ev->m = (struct tr_member *)(ev + 1);
-	ev->text = (char *)(ev->m + nm);
-	if (sc.bad_utf8) {
-		/* the members move: find them again in the repaired text */
-		struct scan s2 = { .p = ev->text, .end = ev->text + tlen };
-		uint32_t nm2 = 0;
-
-		utf8_fix(ev->text, r->buf + off, len);
-		ev->text[tlen] = '\0';
-		if (scan_object(&s2, r, ev->text, &nm2) != SC_OK || nm2 != nm) {
-			free(ev);
-			return set_msg(r, -EINVAL, "cannot repair the UTF-8 of the event at line %llu",
-				       (unsigned long long)line);
-		}
-	} else {
-		memcpy(ev->text, r->buf + off, len);
-		ev->text[len] = '\0';
-	}
-	ev->len = tlen;
-	ev->nmembers = nm;
-	ev->ws = sc.ws;
-	ev->line = line;
-	ev->has_ts = ev->has_dur = false;
-	ev->ts_ns = ev->dur_ns = 0;
-	if (nm)         /* an empty object: no members, and mtmp may be NULL */
-		memcpy(ev->m, r->mtmp, nm * sizeof(*ev->m));
-	for (int k = 0; k < TRK_NKEYS; k++)
-		ev->key[k] = -1;
-	for (uint32_t i = 0; i < nm; i++) {
-		int k = key_index(ev->text + ev->m[i].key.off, ev->m[i].key.len);
-
-		if (k >= 0 && ev->key[k] < 0 && i < INT16_MAX)
-			ev->key[k] = i;
-	}
-	ret = read_time(r, ev, TRK_TS, "ts", &ev->has_ts, &ev->ts_ns) ?:
-	      read_time(r, ev, TRK_DUR, "dur", &ev->has_dur, &ev->dur_ns);
-	if (!ret && ev->has_ts && (__builtin_add_overflow(ev->ts_ns, r->ts_base_ns, &ev->ts_ns) ||
-				   ev->ts_ns > TR_MAX_TS_NS))
-		ret = set_msg(r, -EINVAL, "\"ts\" of the event at line %llu is out of range "
-			      "once ts_base_ns is added", (unsigned long long)line);
-	if (ret) {
-		free(ev);
+	ret = make_event(r, r->buf + off, len, nm, sc.bad_utf8, sc.ws, line, evp);
+	if (ret)
 		return ret;
-	}
 	consume(r, r->buf + off + len);
 	r->nevents++;
-	*evp = ev;
 	return 1;
+}
+
+/* A .pftrace from its start: its metadata read, at the events. */
+static int open_pftrace(struct trace_reader *r)
+{
+	const char *meta;
+	size_t len;
+	int ret;
+
+	ret = pf_reader_open(&r->pf, r->gz, r->pfmsg, sizeof(r->pfmsg));
+	if (ret)
+		return set_msg(r, ret, "%s", r->pfmsg);
+	meta = pf_reader_meta(r->pf, &len);
+	ret = parse_meta(r, meta, len);
+	if (ret)
+		return ret;
+	r->state = TR_EVENTS;
+	return 0;
 }
 
 static int restart(struct trace_reader *r)
@@ -1056,6 +1119,13 @@ static int restart(struct trace_reader *r)
 	r->line = 1;
 	r->state = TR_HEADER;
 	r->nevents = 0;
+	if (r->pf) {
+		pf_reader_close(r->pf);
+		r->pf = NULL;
+		cJSON_Delete(r->meta);
+		r->meta = NULL;
+		return open_pftrace(r);
+	}
 	return read_header(r);
 }
 
@@ -1077,6 +1147,15 @@ int trace_reader_open(struct trace_reader *r, const char *path)
 		return set_msg(r, ret, "cannot open: %s", strerror(-ret));
 	}
 	gzbuffer(r->gz, 256 * 1024);
+	ret = fill(r);
+	if (ret < 0)
+		return ret;
+	if (pf_sniff((const unsigned char *)r->buf, r->end)) {
+		if (gzrewind(r->gz) < 0)
+			return set_msg(r, -EIO, "cannot rewind");
+		r->start = r->end = 0;
+		return open_pftrace(r);
+	}
 	ret = read_header(r);
 	if (ret)
 		return ret;
@@ -1101,6 +1180,8 @@ void trace_reader_close(struct trace_reader *r)
 {
 	if (!r)
 		return;
+	pf_reader_close(r->pf);
+	r->pf = NULL;
 	if (r->gz)
 		gzclose(r->gz);
 	r->gz = NULL;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * A streaming reader of gpubpf traces (Chrome trace JSON, .json or
- * .json.gz, read through zlib which also reads plain files).  The file is
+ * .json.gz, read through zlib which also reads plain files; and gpubpf's
+ * .pftrace, whose events come back as the JSON ones, see
+ * pftrace_reader.h: a file is one or the other by its first bytes).  The file is
  * never held in memory: the header (the "gpubpf" object) is read when the
  * reader is opened, then trace_reader_next() returns one element of
  * "traceEvents" at a time.
@@ -41,6 +43,7 @@
 #include <stdint.h>
 
 struct cJSON;
+struct pf_reader;
 
 /* A byte range inside an event's text. */
 struct tr_span {
@@ -99,6 +102,8 @@ struct trace_reader {
 	uint64_t events;                /* "events", 0 if absent */
 	uint64_t dropped_total;
 
+	struct pf_reader *pf;           /* a .pftrace's (pftrace_reader.h), else NULL */
+	char pfmsg[400];                /* its errors */
 	char msg[512];                  /* "FILE: what is wrong" */
 };
 
