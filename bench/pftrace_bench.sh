@@ -16,7 +16,7 @@ DEPTH=${DEPTH:-30}
 REPS=${REPS:-3}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 BIN=build/bench/pftrace_bench
-[[ -x $BIN ]] || make -s "$BIN"
+make -s all "$BIN"     # up to date: a stale binary would measure old code
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 

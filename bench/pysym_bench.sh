@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 K=${1:-20000}
 BIN=build/bench/pysym_bench
-[[ -x $BIN ]] || make -s "$BIN"
+make -s "$BIN"     # up to date: a stale binary would measure old code
 pythons=()
 for v in 3.10 3.11 3.12 3.13; do
 	for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v; do
