@@ -1041,6 +1041,18 @@ static __always_inline void emit_state(__u32 tgid, __u32 tid, __u32 state, __u64
 	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
 }
 
+/* The address of a process's GIL (struct _gil_runtime_state), 0 if unknown. */
+static __always_inline __u64 gil_addr(const struct gb_py_config *cfg)
+{
+	__u64 base = cfg->runtime;
+
+	if (!cfg->gil)
+		return 0;
+	if (cfg->gil_in_interp)
+		base = read_u64(cfg->runtime + cfg->interp_head);
+	return base ? base + cfg->gil : 0;
+}
+
 /*
  * The GIL's holder when the current thread's futex at uaddr lies in its
  * process's GIL: the holder's tid, or 0 when the interpreter does not say
@@ -1052,15 +1064,10 @@ static __always_inline long gil_holder(__u32 tgid, __u64 uaddr)
 	__u64 gil, holder;
 	__u32 tid = 0;
 
-	if (!cfg || !cfg->gil)
+	if (!cfg)
 		return -1;
-	gil = cfg->runtime;
-	if (cfg->gil_in_interp)
-		gil = read_u64(cfg->runtime + cfg->interp_head);
-	if (!gil)
-		return -1;
-	gil += cfg->gil;
-	if (uaddr < gil || uaddr >= gil + GB_PY_GIL_SIZE)
+	gil = gil_addr(cfg);
+	if (!gil || uaddr < gil || uaddr >= gil + GB_PY_GIL_SIZE)
 		return -1;
 	holder = read_u64(gil + cfg->gil_holder);
 	if (holder && cfg->tstate_native_tid != GB_PY_NONE)
@@ -1135,9 +1142,37 @@ int BPF_PROG(gb_wakeup_new, struct task_struct *p)
 }
 
 /*
+ * GB_SAMPLE_GC when the current thread, of Python process tgid, runs the
+ * garbage collector: its interpreter's gc.collecting is set and the thread
+ * holds the GIL (is its last holder: the collector runs with the GIL, and
+ * other threads may run C code meanwhile).  After py_stack(), which found
+ * the thread's PyThreadState.
+ */
+static __always_inline __u32 sample_flags(__u32 tgid)
+{
+	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_thread *t;
+	__u64 interp, gil;
+	__u32 collecting = 0;
+
+	if (!cfg || cfg->gc_collecting == GB_PY_NONE)
+		return 0;
+	interp = read_u64(cfg->runtime + cfg->interp_head);
+	if (!interp ||
+	    bpf_probe_read_user(&collecting, sizeof(collecting), (void *)(interp + cfg->gc_collecting)) ||
+	    !collecting)
+		return 0;
+	t = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), NULL, 0);
+	gil = gil_addr(cfg);
+	if (!t || !t->tstate || !gil)
+		return 0;
+	return read_u64(gil + cfg->gil_holder) == t->tstate ? GB_SAMPLE_GC : 0;
+}
+
+/*
  * CPU-clock samples (struct gb_sample), one perf event per CPU at record
  * --sample-hz: a thread of a traced process on the CPU, with its Python
- * stack.
+ * stack and whether it runs the garbage collector.
  */
 SEC("perf_event")
 int gb_sample(struct bpf_perf_event_data *ctx)
@@ -1145,11 +1180,15 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct gb_sample *s;
-	__u64 stack;
+	__u64 stack = 0;
+	__u32 flags = 0;
 
 	if (!state_traced(tgid))
 		return 0;
-	stack = pid_flags(tgid) & GB_PID_PYTHON ? py_stack(tgid, 1) : 0;
+	if (pid_flags(tgid) & GB_PID_PYTHON) {
+		stack = py_stack(tgid, 1);
+		flags = sample_flags(tgid);
+	}
 	s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
 	if (!s) {
 		count_drop(tgid);
@@ -1161,6 +1200,8 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->ts = bpf_ktime_get_ns();
 	s->pystack = stack;
+	s->flags = flags;
+	s->pad = 0;
 	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
 	return 0;
 }

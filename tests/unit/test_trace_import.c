@@ -369,9 +369,9 @@ static void build_states(struct model *m)
 	model_thread_state(m, 300, 301, T0 + 4000, MS_RUNNING, -1, 0);
 	model_thread_exit(m, 300, 302, T0 + 5000);
 	model_states_end(m, T0 + 6000);
-	model_add_sample(m, T0 + 600, 300, 302, 1, 9);
-	model_add_sample(m, T0 + 100, 300, 301, 3, 9);
-	model_add_sample(m, T0 + 700, 300, 302, 1, 0);
+	model_add_sample(m, T0 + 600, 300, 302, 1, 9, 0);
+	model_add_sample(m, T0 + 100, 300, 301, 3, 9, 0);
+	model_add_sample(m, T0 + 700, 300, 302, 1, 0, MODEL_SAMPLE_GC);
 }
 
 static bool same_span(const struct model_state_span *a, const struct model_state_span *b)
@@ -406,6 +406,8 @@ static void check_states(const struct model *m, const struct model *back)
 		is_str(frame(back, back->samples[0].stack, 1), "<module> (/t.py:9)", "its stack");
 	ok(back->samples[1].stack == back->samples[0].stack, "one stack for both samples");
 	ok(!back->samples[2].stack && !back->samples[2].pystack, "a sample without a stack");
+	ok(back->samples[2].flags == MODEL_SAMPLE_GC && !back->samples[0].flags &&
+	   !back->samples[1].flags, "the sample in the garbage collector, and only it, says so");
 	ok(model_find_thread(back, 300, 302) &&
 	   !model_find_thread(back, 300, TS_STATE_TID_BASE + 301), "state tracks are not threads");
 }

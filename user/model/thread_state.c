@@ -222,12 +222,13 @@ int model_add_state(struct model *m, const struct model_state_span *span)
 }
 
 int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
-		     uint64_t pystack)
+		     uint64_t pystack, uint32_t flags)
 {
 	if (array_grow(&m->samples, &m->cap_samples, m->nsamples + 1))
 		return -ENOMEM;
 	m->samples[m->nsamples++] = (struct model_sample){
 		.ts = ts, .pid = pid, .tid = tid, .cpu = cpu, .pystack = pystack,
+		.flags = flags,
 	};
 	return 0;
 }

@@ -43,7 +43,10 @@ struct model_sample {
 	uint32_t stack;         /* after model_finish: index + 1 of its Python stack
 				   in m->stacks, 0 none */
 	uint64_t pystack;       /* the stack's id as the walker sent it, 0 none */
+	uint32_t flags;         /* MODEL_SAMPLE_* */
 };
+
+#define MODEL_SAMPLE_GC 1       /* the thread was running the garbage collector */
 
 /* "running", "runnable", "gil_wait", "lock_wait", "io", "sleep", "other_wait". */
 const char *model_state_name(unsigned state);
@@ -76,9 +79,9 @@ void model_states_end(struct model *m, uint64_t ts);
 /* Add a span already ended (a trace read back), and its thread; 0 or -ENOMEM. */
 int model_add_state(struct model *m, const struct model_state_span *span);
 
-/* Add a sample; 0 or -ENOMEM. */
+/* Add a sample (flags: MODEL_SAMPLE_*); 0 or -ENOMEM. */
 int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
-		     uint64_t pystack);
+		     uint64_t pystack, uint32_t flags);
 
 /* The first instant of a state or a sample, UINT64_MAX if none. */
 uint64_t model_states_first(const struct model *m);

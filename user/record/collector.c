@@ -352,7 +352,8 @@ static int on_state(struct collector *c, const struct gb_state *s)
 
 static int on_sample(struct collector *c, const struct gb_sample *s)
 {
-	int ret = model_add_sample(c->m, s->ts, s->pid, s->tid, s->cpu, s->pystack);
+	int ret = model_add_sample(c->m, s->ts, s->pid, s->tid, s->cpu, s->pystack,
+				   s->flags & GB_SAMPLE_GC ? MODEL_SAMPLE_GC : 0);
 
 	if (ret)
 		return ret;

@@ -531,6 +531,8 @@ static int write_sample(struct jw *jw, const struct model *m, const struct model
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
 	jw_kv_uint(jw, TS_ARG_CPU, s->cpu);
+	if (s->flags & MODEL_SAMPLE_GC)
+		jw_kv_bool(jw, TS_ARG_GC, true);
 	if (st)
 		write_frames(jw, m, TS_ARG_STACK, st);
 	jw_obj_end(jw);

@@ -1088,6 +1088,8 @@ static int write_sample(struct pf *w, const struct model_sample *s)
 	if (!name)
 		return w->err = -ENOMEM;
 	arg_uint(w, TS_ARG_CPU, s->cpu);
+	if (s->flags & MODEL_SAMPLE_GC)
+		arg_bool(w, TS_ARG_GC, true);
 	if (st)
 		arg_stack(w, TS_ARG_STACK, s->stack);
 	te.has_type = 1;
