@@ -1054,11 +1054,13 @@ static __always_inline __u64 gil_addr(const struct gb_py_config *cfg)
 }
 
 /*
- * The GIL's holder when the current thread's futex at uaddr lies in its
- * process's GIL: the holder's tid, or 0 when the interpreter does not say
- * (3.10 keeps no native thread id); -1 when uaddr is not the GIL.
+ * The GIL's holder when the current thread, self, blocks on a futex at
+ * uaddr in its process's GIL: the holder's tid, or 0 when the interpreter
+ * does not say (3.10 keeps no native thread id), or names self (the
+ * thread that took the GIL has not yet recorded itself as its last
+ * holder); -1 when uaddr is not the GIL.
  */
-static __always_inline long gil_holder(__u32 tgid, __u64 uaddr)
+static __always_inline long gil_holder(__u32 tgid, __u32 self, __u64 uaddr)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	__u64 gil, holder;
@@ -1072,7 +1074,7 @@ static __always_inline long gil_holder(__u32 tgid, __u64 uaddr)
 	holder = read_u64(gil + cfg->gil_holder);
 	if (holder && cfg->tstate_native_tid != GB_PY_NONE)
 		bpf_probe_read_user(&tid, sizeof(tid), (void *)(holder + cfg->tstate_native_tid));
-	return tid;
+	return tid == self ? 0 : tid;
 }
 
 /* The current thread, prev, leaves its CPU: why. */
@@ -1094,7 +1096,7 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tgid,
 	if (regs && (long)BPF_CORE_READ(regs, ax) == -GB_ENOSYS)
 		nr = BPF_CORE_READ(regs, orig_ax);
 	if (nr == GB_NR_FUTEX && (pid_flags(tgid) & GB_PID_PYTHON)) {
-		holder = gil_holder(tgid, BPF_CORE_READ(regs, di));
+		holder = gil_holder(tgid, prev->pid, BPF_CORE_READ(regs, di));
 		if (holder >= 0) {
 			emit_state(tgid, prev->pid, GB_ST_GIL, now, nr, holder);
 			return;

@@ -5,7 +5,9 @@
 # (tests/check_states.py), its GIL waits name the holder, its samples land
 # in the busy function, each thread's states tile its time, and Perfetto
 # imports the trace; the report puts the GPU idle time each phase causes
-# (a kernel is launched after each) on the right state (tests/check_causes.py).
+# (a kernel is launched after each) on the right state (tests/check_causes.py);
+# each GIL wait is linked to its holder's state by a flow, in JSON and
+# .pftrace (tests/check_gil_flows.py).
 # 200 threads, -p attach mid-run, --sample-hz 0 and
 # --no-states work too.
 . "$(dirname "$0")/lib.sh"
@@ -25,9 +27,11 @@ for v in 3.13 3.12 3.11; do
 done
 [[ -n "$py" ]] || skip_all "no CPython 3.11+ found"
 
-if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -- "$py" "$W" "$TMPD/truth.json"; then
+if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -o "$TMPD/s.pftrace" -- \
+	"$py" "$W" "$TMPD/truth.json"; then
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/s.json" "$TMPD/truth.json"
 	perfetto_ok "$TMPD/s.json"
+	gil_flows_ok "$TMPD/s.json" "$TMPD/s.pftrace"
 	check "phases: report" "$GPUBPF" report --format json -o "$TMPD/s.rep.json" "$TMPD/s.json" &&
 		tap_from "$PY" "$GPUBPF_ROOT/tests/check_causes.py" "$TMPD/s.rep.json" "$TMPD/truth.json"
 fi

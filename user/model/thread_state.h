@@ -86,11 +86,22 @@ int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, u
 /* The first instant of a state or a sample, UINT64_MAX if none. */
 uint64_t model_states_first(const struct model *m);
 /*
- * The indexes of m->states by start time (then model order), for writers
- * that merge them with the other events; *order NULL when there are none.
+ * The indexes of m->states by start time (then the GIL waits after the
+ * others, then model order), for writers that merge them with the other
+ * events; *order NULL when there are none.
  * 0 or -ENOMEM; the caller frees *order.
  */
 int model_states_by_time(const struct model *m, size_t **order);
+/*
+ * The thread each GIL wait waited for, at that instant: for each span of
+ * m->states (after model_finish()), 1 + the index of the span its GIL
+ * holder was in as the wait began, 0 if none (not a GIL wait, the holder
+ * unknown or with no span then, or itself in a GIL wait).  Spans that
+ * begin together are ordered by model_states_by_time() with the GIL waits
+ * last, so a holder's span always comes before the waits linked to it.
+ * 0 or -ENOMEM; *links NULL when there are no states; the caller frees it.
+ */
+int model_gil_links(const struct model *m, size_t **links);
 /*
  * Keep the states and samples of the processes in pids only (open spans
  * end where they began): record keeps those of processes with events, as
