@@ -148,6 +148,25 @@ struct {
 	__type(value, struct py_scratch);
 } py_scratch SEC(".maps");
 
+/*
+ * CPython 3.10's thread states name their thread by pthread_self() only
+ * (thread_id, the fsbase on x86-64), not by tid: the tid of each thread of
+ * a 3.10 process by its fsbase, as the scheduler and the sampler see them
+ * run, so that a GIL wait can name its holder.
+ */
+struct fsbase_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 fsbase;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fsbase_key);
+	__type(value, __u32);           /* tid */
+} py_fsbase SEC(".maps");
+
 /* Native stacks: the stacks sent, and the one being captured. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1072,9 +1091,39 @@ static __always_inline long gil_holder(__u32 tgid, __u32 self, __u64 uaddr)
 	if (!gil || uaddr < gil || uaddr >= gil + GB_PY_GIL_SIZE)
 		return -1;
 	holder = read_u64(gil + cfg->gil_holder);
-	if (holder && cfg->tstate_native_tid != GB_PY_NONE)
+	if (holder && cfg->tstate_native_tid != GB_PY_NONE) {
 		bpf_probe_read_user(&tid, sizeof(tid), (void *)(holder + cfg->tstate_native_tid));
+	} else if (holder) {
+		/* 3.10: the holder's pthread_self(), to its tid */
+		struct fsbase_key key = { .tgid = tgid };
+		__u32 *t;
+
+		key.fsbase = read_u64(holder + cfg->tstate_thread_id);
+		t = key.fsbase ? bpf_map_lookup_elem(&py_fsbase, &key) : NULL;
+		tid = t ? *t : 0;
+	}
 	return tid == self ? 0 : tid;
+}
+
+/*
+ * Thread task of Python process tgid runs: remember its tid by its fsbase
+ * where the interpreter names threads by that only (3.10; py_fsbase).
+ */
+static __always_inline void note_fsbase(struct task_struct *task, __u32 tgid)
+{
+	struct fsbase_key key = { .tgid = tgid };
+	struct gb_py_config *cfg;
+	__u32 tid = task->pid, *known;
+
+	if (!(pid_flags(tgid) & GB_PID_PYTHON))
+		return;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!cfg || cfg->tstate_native_tid != GB_PY_NONE)
+		return;
+	key.fsbase = BPF_CORE_READ(task, thread.fsbase);
+	known = bpf_map_lookup_elem(&py_fsbase, &key);
+	if (!known || *known != tid)
+		bpf_map_update_elem(&py_fsbase, &key, &tid, BPF_ANY);
 }
 
 /* The current thread, prev, leaves its CPU: why. */
@@ -1117,8 +1166,10 @@ int BPF_PROG(gb_switch, bool preempt, struct task_struct *prev, struct task_stru
 	now = bpf_ktime_get_ns();
 	if (state_traced(ptgid))
 		switched_out(prev, ptgid, prev_state, now);
-	if (state_traced(ntgid))
+	if (state_traced(ntgid)) {
 		emit_state(ntgid, next->pid, GB_ST_RUNNING, now, -1, 0);
+		note_fsbase(next, ntgid);
+	}
 	return 0;
 }
 
@@ -1190,6 +1241,7 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	if (pid_flags(tgid) & GB_PID_PYTHON) {
 		stack = py_stack(tgid, 1);
 		flags = sample_flags(tgid);
+		note_fsbase(bpf_get_current_task_btf(), tgid);
 	}
 	s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
 	if (!s) {
