@@ -557,9 +557,10 @@ static __noinline __u64 py_stack(__u32 tgid, int sampled)
 /*
  * The calling thread's user-space stack, unwound by the kernel through
  * frame pointers; sent if this process has not been sent it yet.  Returns
- * its id, 0 when none could be read.
+ * its id, 0 when none could be read.  at_entry: ctx is a uprobe's at a
+ * function's first instruction (else a CPU-clock sample's, anywhere).
  */
-static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
+static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid, int at_entry)
 {
 	struct py_seen_key key = { .tgid = tgid };
 	__u64 h = 0x84222325cbf29ce4ULL, ret_addr = 0;
@@ -580,7 +581,8 @@ static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
 	 * chain: the caller's return address is at sp.  The kernel adds it
 	 * only when the probed instruction is push %rbp or endbr64.
 	 */
-	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)PT_REGS_SP(ctx));
+	if (at_entry)
+		bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)PT_REGS_SP(ctx));
 	s->st.addrs[0] = s->raw[0];
 	if (ret_addr && (n < 2 || s->raw[1] != ret_addr)) {
 		s->st.addrs[1] = ret_addr;
@@ -640,7 +642,7 @@ static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_reg
 	c->arg[4] = PT_REGS_PARM5(ctx);
 	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
 	c->pystack = python ? py_stack(c->pid, 0) : 0;
-	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
+	c->nstack = native_stacks ? native_stack(ctx, c->pid, 1) : 0;
 	if (n < GB_CALL_STK)
 		return;
 	if (!(ck & GB_CK_STACK) ||
@@ -1225,7 +1227,8 @@ static __always_inline __u32 sample_flags(__u32 tgid)
 /*
  * CPU-clock samples (struct gb_sample), one perf event per CPU at record
  * --sample-hz: a thread of a traced process on the CPU, with its Python
- * stack and whether it runs the garbage collector.
+ * stack, its native stack (--stack native) and whether it runs the garbage
+ * collector.
  */
 SEC("perf_event")
 int gb_sample(struct bpf_perf_event_data *ctx)
@@ -1233,7 +1236,7 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct gb_sample *s;
-	__u64 stack = 0;
+	__u64 stack = 0, nstack = 0;
 	__u32 flags = 0;
 
 	if (!state_traced(tgid))
@@ -1243,6 +1246,8 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 		flags = sample_flags(tgid);
 		note_fsbase(bpf_get_current_task_btf(), tgid);
 	}
+	if (native_stacks)
+		nstack = native_stack((struct pt_regs *)ctx, tgid, 0);
 	s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
 	if (!s) {
 		count_drop(tgid);
@@ -1254,6 +1259,7 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->ts = bpf_ktime_get_ns();
 	s->pystack = stack;
+	s->nstack = nstack;
 	s->flags = flags;
 	s->pad = 0;
 	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));

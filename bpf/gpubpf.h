@@ -180,8 +180,8 @@ struct gb_state {
 
 /*
  * A CPU-clock sample (record --sample-hz) of a thread of a traced process
- * that was on a CPU: its Python stack (as in gb_call), 0 if none, and
- * what it was doing (GB_SAMPLE_*).
+ * that was on a CPU: its Python stack and its native stack (as in gb_call),
+ * 0 if none, and what it was doing (GB_SAMPLE_*).
  */
 #define GB_SAMPLE_GC 1          /* the thread runs the interpreter's garbage
 				   collector: collecting is set and it holds the GIL */
@@ -193,6 +193,7 @@ struct gb_sample {
 	__u32 cpu;
 	__u64 ts;
 	__u64 pystack;
+	__u64 nstack;           /* record --stack native */
 	__u32 flags;            /* GB_SAMPLE_* */
 	__u32 pad;
 };

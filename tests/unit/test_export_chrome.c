@@ -570,7 +570,8 @@ static void test_states(void)
 	model_thread_state(&m, 500, 501, 3000, MS_GIL_WAIT, 202, 502);
 	model_thread_state(&m, 500, 501, 4000, MS_IO, 0, 0);
 	model_states_end(&m, 6000);
-	model_add_sample(&m, 2000, 500, 501, 1, 0x51, 0);
+	model_add_sample(&m, &(struct model_sample){ .ts = 2000, .pid = 500, .tid = 501, .cpu = 1,
+				      .pystack = 0x51, .flags = 0 });
 	model_finish(&m);
 	is_int(write_trace(&m, pj), 0, "states: export");
 	text = slurp(pj, NULL);

@@ -106,7 +106,8 @@ static void build_model(struct model *m)
 	model_thread_state(m, 100, 101, T0 + 3000, MS_GIL_WAIT, 202, 100);
 	model_thread_state(m, 100, 101, T0 + 4000, MS_IO, 0, 0);
 	model_states_end(m, T0 + 6000);
-	model_add_sample(m, T0 + 2000, 100, 101, 1, 0x51, 0);
+	model_add_sample(m, &(struct model_sample){ .ts = T0 + 2000, .pid = 100, .tid = 101, .cpu = 1,
+				      .pystack = 0x51, .flags = 0 });
 	model_finish(m);
 }
 

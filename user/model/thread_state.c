@@ -268,15 +268,13 @@ int model_add_state(struct model *m, const struct model_state_span *span)
 	return 0;
 }
 
-int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
-		     uint64_t pystack, uint32_t flags)
+int model_add_sample(struct model *m, const struct model_sample *s)
 {
 	if (array_grow(&m->samples, &m->cap_samples, m->nsamples + 1))
 		return -ENOMEM;
-	m->samples[m->nsamples++] = (struct model_sample){
-		.ts = ts, .pid = pid, .tid = tid, .cpu = cpu, .pystack = pystack,
-		.flags = flags,
-	};
+	m->samples[m->nsamples] = *s;
+	m->samples[m->nsamples].stack = 0;
+	m->samples[m->nsamples++].native = 0;
 	return 0;
 }
 
@@ -346,6 +344,8 @@ int model_states_finish(struct model *m)
 
 		st = s->pystack ? model_find_stack(m, s->pid, s->pystack) : NULL;
 		s->stack = st ? st - m->stacks + 1 : 0;
+		st = s->nstack ? model_find_native_stack(m, s->pid, s->nstack) : NULL;
+		s->native = st ? st - m->stacks + 1 : 0;
 	}
 	return 0;
 }

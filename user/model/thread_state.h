@@ -43,6 +43,8 @@ struct model_sample {
 	uint32_t stack;         /* after model_finish: index + 1 of its Python stack
 				   in m->stacks, 0 none */
 	uint64_t pystack;       /* the stack's id as the walker sent it, 0 none */
+	uint64_t nstack;        /* its native stack's id, 0 none */
+	uint32_t native;        /* after model_finish: index + 1 of its native stack */
 	uint32_t flags;         /* MODEL_SAMPLE_* */
 };
 
@@ -79,9 +81,8 @@ void model_states_end(struct model *m, uint64_t ts);
 /* Add a span already ended (a trace read back), and its thread; 0 or -ENOMEM. */
 int model_add_state(struct model *m, const struct model_state_span *span);
 
-/* Add a sample (flags: MODEL_SAMPLE_*); 0 or -ENOMEM. */
-int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
-		     uint64_t pystack, uint32_t flags);
+/* Add sample s (its stack and native left for model_finish()); 0 or -ENOMEM. */
+int model_add_sample(struct model *m, const struct model_sample *s);
 
 /* The first instant of a state or a sample, UINT64_MAX if none. */
 uint64_t model_states_first(const struct model *m);

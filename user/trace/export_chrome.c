@@ -606,6 +606,8 @@ static int write_sample(struct jw *jw, const struct model *m, const struct model
 		jw_kv_bool(jw, TS_ARG_GC, true);
 	if (st)
 		write_frames(jw, m, TS_ARG_STACK, st);
+	if (s->native)
+		write_frames(jw, m, TS_ARG_NATIVE_STACK, &m->stacks[s->native - 1]);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }

@@ -1151,6 +1151,8 @@ static int write_sample(struct pf *w, const struct model_sample *s)
 		arg_bool(w, TS_ARG_GC, true);
 	if (st)
 		arg_stack(w, TS_ARG_STACK, s->stack);
+	if (s->native)
+		arg_stack(w, TS_ARG_NATIVE_STACK, s->native);
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 	ret = emit_event(w, &te, s->ts, track_uuid(w, s->pid, TS_STATE_TID_BASE + s->tid),

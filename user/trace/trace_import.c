@@ -550,12 +550,16 @@ static int read_state(struct trace_import *ti, const struct tr_event *te, const 
 static int read_sample(struct trace_import *ti, const struct tr_event *te, const struct val *a,
 		       uint32_t pid, uint32_t tid)
 {
-	uint64_t id = 0;
+	struct model_sample s = {
+		.ts = te->ts_ns, .pid = pid, .tid = tid, .cpu = int_val(&a[A_CPU]),
+		.flags = a[A_GC].p && *a[A_GC].p == 't' ? MODEL_SAMPLE_GC : 0,
+	};
 
 	if (a[A_STACK].p)
-		read_stack(ti, &a[A_STACK], pid, false, false, &id);
-	return model_add_sample(ti->m, te->ts_ns, pid, tid, int_val(&a[A_CPU]), id,
-				a[A_GC].p && *a[A_GC].p == 't' ? MODEL_SAMPLE_GC : 0);
+		read_stack(ti, &a[A_STACK], pid, false, false, &s.pystack);
+	if (a[A_NATIVE_STACK].p)
+		read_stack(ti, &a[A_NATIVE_STACK], pid, true, false, &s.nstack);
+	return model_add_sample(ti->m, &s);
 }
 
 /*
