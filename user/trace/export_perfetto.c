@@ -31,10 +31,10 @@
  * record.  A GIL holder's state span starts one flow per GIL wait linked
  * to it (model_gil_links(); flow id: the number of events + 1 + the
  * wait's index), ended by that wait (Perfetto draws it from the slice
- * that starts first).  Timestamps are CLOCK_MONOTONIC ns, the trace's own clock (the
- * clock snapshot says so: Perfetto shows the JSON's times), written as
- * deltas from the previous packet's (an incremental clock of the
- * sequence, its default, set in its first packet).  Events on the track
+ * that starts first).  Timestamps are CLOCK_MONOTONIC ns, the trace's own
+ * clock (the clock snapshot says so: Perfetto shows the JSON's times),
+ * written as deltas from the previous packet's (an incremental clock of
+ * the sequence, its default, set in its first packet).  Events on the track
  * with the most of them (the sequence's default track) name no track.
  *
  * Packets go in time order.  Slices of a track are ended in nesting order:
