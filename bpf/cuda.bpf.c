@@ -1128,6 +1128,34 @@ static __always_inline void note_fsbase(struct task_struct *task, __u32 tgid)
 		bpf_map_update_elem(&py_fsbase, &key, &tid, BPF_ANY);
 }
 
+/*
+ * GB_SAMPLE_GC when the current thread, of Python process tgid, runs the
+ * garbage collector: its interpreter's gc.collecting is set and the thread
+ * holds the GIL (is its last holder: the collector runs with the GIL, and
+ * other threads may run C code meanwhile).  After py_stack(), which found
+ * the thread's PyThreadState.
+ */
+static __always_inline __u32 sample_flags(__u32 tgid)
+{
+	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_thread *t;
+	__u64 interp, gil;
+	__u32 collecting = 0;
+
+	if (!cfg || cfg->gc_collecting == GB_PY_NONE)
+		return 0;
+	interp = read_u64(cfg->runtime + cfg->interp_head);
+	if (!interp ||
+	    bpf_probe_read_user(&collecting, sizeof(collecting), (void *)(interp + cfg->gc_collecting)) ||
+	    !collecting)
+		return 0;
+	t = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), NULL, 0);
+	gil = gil_addr(cfg);
+	if (!t || !t->tstate || !gil)
+		return 0;
+	return read_u64(gil + cfg->gil_holder) == t->tstate ? GB_SAMPLE_GC : 0;
+}
+
 /* The current thread, prev, leaves its CPU: why. */
 static __always_inline void switched_out(struct task_struct *prev, __u32 tgid,
 					 unsigned int prev_state, __u64 now)
@@ -1194,34 +1222,6 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(gb_wakeup_new, struct task_struct *p)
 {
 	return woken(p);
-}
-
-/*
- * GB_SAMPLE_GC when the current thread, of Python process tgid, runs the
- * garbage collector: its interpreter's gc.collecting is set and the thread
- * holds the GIL (is its last holder: the collector runs with the GIL, and
- * other threads may run C code meanwhile).  After py_stack(), which found
- * the thread's PyThreadState.
- */
-static __always_inline __u32 sample_flags(__u32 tgid)
-{
-	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
-	struct py_thread *t;
-	__u64 interp, gil;
-	__u32 collecting = 0;
-
-	if (!cfg || cfg->gc_collecting == GB_PY_NONE)
-		return 0;
-	interp = read_u64(cfg->runtime + cfg->interp_head);
-	if (!interp ||
-	    bpf_probe_read_user(&collecting, sizeof(collecting), (void *)(interp + cfg->gc_collecting)) ||
-	    !collecting)
-		return 0;
-	t = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), NULL, 0);
-	gil = gil_addr(cfg);
-	if (!t || !t->tstate || !gil)
-		return 0;
-	return read_u64(gil + cfg->gil_holder) == t->tstate ? GB_SAMPLE_GC : 0;
 }
 
 /*

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""GPU idle time spent collecting garbage, for t0330 (simulated driver).
+"""GPU idle time spent collecting garbage, for t0325 (simulated driver).
 
 usage: LD_LIBRARY_PATH=build/sim gc_workload.py [--steps N] [--cycles N]
 
