@@ -167,6 +167,9 @@ struct {
 	__type(value, __u32);           /* tid */
 } py_fsbase SEC(".maps");
 
+/* set by user space once a traced process needs py_fsbase (runs 3.10) */
+__u8 py_fsbase_on;
+
 /* Native stacks: the stacks sent, and the one being captured. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -1117,7 +1120,7 @@ static __always_inline void note_fsbase(struct task_struct *task, __u32 tgid)
 	struct gb_py_config *cfg;
 	__u32 tid = task->pid, *known;
 
-	if (!(pid_flags(tgid) & GB_PID_PYTHON))
+	if (!py_fsbase_on || !(pid_flags(tgid) & GB_PID_PYTHON))
 		return;
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!cfg || cfg->tstate_native_tid != GB_PY_NONE)
