@@ -148,6 +148,28 @@ struct {
 	__type(value, struct py_scratch);
 } py_scratch SEC(".maps");
 
+/*
+ * CPython 3.10's thread states name their thread by pthread_self() only
+ * (thread_id, the fsbase on x86-64), not by tid: the tid of each thread of
+ * a 3.10 process by its fsbase, as the scheduler and the sampler see them
+ * run, so that a GIL wait can name its holder.
+ */
+struct fsbase_key {
+	__u32 tgid;
+	__u32 pad;
+	__u64 fsbase;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct fsbase_key);
+	__type(value, __u32);           /* tid */
+} py_fsbase SEC(".maps");
+
+/* set by user space once a traced process needs py_fsbase (runs 3.10) */
+__u8 py_fsbase_on;
+
 /* Native stacks: the stacks sent, and the one being captured. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -538,9 +560,10 @@ static __noinline __u64 py_stack(__u32 tgid, int sampled)
 /*
  * The calling thread's user-space stack, unwound by the kernel through
  * frame pointers; sent if this process has not been sent it yet.  Returns
- * its id, 0 when none could be read.
+ * its id, 0 when none could be read.  at_entry: ctx is a uprobe's at a
+ * function's first instruction (else a CPU-clock sample's, anywhere).
  */
-static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
+static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid, int at_entry)
 {
 	struct py_seen_key key = { .tgid = tgid };
 	__u64 h = 0x84222325cbf29ce4ULL, ret_addr = 0;
@@ -561,7 +584,8 @@ static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid)
 	 * chain: the caller's return address is at sp.  The kernel adds it
 	 * only when the probed instruction is push %rbp or endbr64.
 	 */
-	bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)PT_REGS_SP(ctx));
+	if (at_entry)
+		bpf_probe_read_user(&ret_addr, sizeof(ret_addr), (void *)PT_REGS_SP(ctx));
 	s->st.addrs[0] = s->raw[0];
 	if (ret_addr && (n < 2 || s->raw[1] != ret_addr)) {
 		s->st.addrs[1] = ret_addr;
@@ -621,7 +645,7 @@ static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_reg
 	c->arg[4] = PT_REGS_PARM5(ctx);
 	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
 	c->pystack = python ? py_stack(c->pid, 0) : 0;
-	c->nstack = native_stacks ? native_stack(ctx, c->pid) : 0;
+	c->nstack = native_stacks ? native_stack(ctx, c->pid, 1) : 0;
 	if (n < GB_CALL_STK)
 		return;
 	if (!(ck & GB_CK_STACK) ||
@@ -1041,31 +1065,98 @@ static __always_inline void emit_state(__u32 tgid, __u32 tid, __u32 state, __u64
 	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
 }
 
+/* The address of a process's GIL (struct _gil_runtime_state), 0 if unknown. */
+static __always_inline __u64 gil_addr(const struct gb_py_config *cfg)
+{
+	__u64 base = cfg->runtime;
+
+	if (!cfg->gil)
+		return 0;
+	if (cfg->gil_in_interp)
+		base = read_u64(cfg->runtime + cfg->interp_head);
+	return base ? base + cfg->gil : 0;
+}
+
 /*
- * The GIL's holder when the current thread's futex at uaddr lies in its
- * process's GIL: the holder's tid, or 0 when the interpreter does not say
- * (3.10 keeps no native thread id); -1 when uaddr is not the GIL.
+ * The GIL's holder when the current thread, self, blocks on a futex at
+ * uaddr in its process's GIL: the holder's tid, or 0 when the interpreter
+ * does not say (3.10 keeps no native thread id), or names self (the
+ * thread that took the GIL has not yet recorded itself as its last
+ * holder); -1 when uaddr is not the GIL.
  */
-static __always_inline long gil_holder(__u32 tgid, __u64 uaddr)
+static __always_inline long gil_holder(__u32 tgid, __u32 self, __u64 uaddr)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	__u64 gil, holder;
 	__u32 tid = 0;
 
-	if (!cfg || !cfg->gil)
+	if (!cfg)
 		return -1;
-	gil = cfg->runtime;
-	if (cfg->gil_in_interp)
-		gil = read_u64(cfg->runtime + cfg->interp_head);
-	if (!gil)
-		return -1;
-	gil += cfg->gil;
-	if (uaddr < gil || uaddr >= gil + GB_PY_GIL_SIZE)
+	gil = gil_addr(cfg);
+	if (!gil || uaddr < gil || uaddr >= gil + GB_PY_GIL_SIZE)
 		return -1;
 	holder = read_u64(gil + cfg->gil_holder);
-	if (holder && cfg->tstate_native_tid != GB_PY_NONE)
+	if (holder && cfg->tstate_native_tid != GB_PY_NONE) {
 		bpf_probe_read_user(&tid, sizeof(tid), (void *)(holder + cfg->tstate_native_tid));
-	return tid;
+	} else if (holder) {
+		/* 3.10: the holder's pthread_self(), to its tid */
+		struct fsbase_key key = { .tgid = tgid };
+		__u32 *t;
+
+		key.fsbase = read_u64(holder + cfg->tstate_thread_id);
+		t = key.fsbase ? bpf_map_lookup_elem(&py_fsbase, &key) : NULL;
+		tid = t ? *t : 0;
+	}
+	return tid == self ? 0 : tid;
+}
+
+/*
+ * Thread task of Python process tgid runs: remember its tid by its fsbase
+ * where the interpreter names threads by that only (3.10; py_fsbase).
+ */
+static __always_inline void note_fsbase(struct task_struct *task, __u32 tgid)
+{
+	struct fsbase_key key = { .tgid = tgid };
+	struct gb_py_config *cfg;
+	__u32 tid = task->pid, *known;
+
+	if (!py_fsbase_on || !(pid_flags(tgid) & GB_PID_PYTHON))
+		return;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (!cfg || cfg->tstate_native_tid != GB_PY_NONE)
+		return;
+	key.fsbase = BPF_CORE_READ(task, thread.fsbase);
+	known = bpf_map_lookup_elem(&py_fsbase, &key);
+	if (!known || *known != tid)
+		bpf_map_update_elem(&py_fsbase, &key, &tid, BPF_ANY);
+}
+
+/*
+ * GB_SAMPLE_GC when the current thread, of Python process tgid, runs the
+ * garbage collector: its interpreter's gc.collecting is set and the thread
+ * holds the GIL (is its last holder: the collector runs with the GIL, and
+ * other threads may run C code meanwhile).  After py_stack(), which found
+ * the thread's PyThreadState.
+ */
+static __always_inline __u32 sample_flags(__u32 tgid)
+{
+	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	struct py_thread *t;
+	__u64 interp, gil;
+	__u32 collecting = 0;
+
+	if (!cfg || cfg->gc_collecting == GB_PY_NONE)
+		return 0;
+	interp = read_u64(cfg->runtime + cfg->interp_head);
+	if (!interp ||
+	    bpf_probe_read_user(&collecting, sizeof(collecting), (void *)(interp + cfg->gc_collecting)) ||
+	    !collecting)
+		return 0;
+	t = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), NULL, 0);
+	gil = gil_addr(cfg);
+	if (!t || !t->tstate || !gil)
+		return 0;
+	return read_u64(gil + cfg->gil_holder) == t->tstate ? GB_SAMPLE_GC : 0;
 }
 
 /* The current thread, prev, leaves its CPU: why. */
@@ -1087,7 +1178,7 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tgid,
 	if (regs && (long)BPF_CORE_READ(regs, ax) == -GB_ENOSYS)
 		nr = BPF_CORE_READ(regs, orig_ax);
 	if (nr == GB_NR_FUTEX && (pid_flags(tgid) & GB_PID_PYTHON)) {
-		holder = gil_holder(tgid, BPF_CORE_READ(regs, di));
+		holder = gil_holder(tgid, prev->pid, BPF_CORE_READ(regs, di));
 		if (holder >= 0) {
 			emit_state(tgid, prev->pid, GB_ST_GIL, now, nr, holder);
 			return;
@@ -1108,8 +1199,10 @@ int BPF_PROG(gb_switch, bool preempt, struct task_struct *prev, struct task_stru
 	now = bpf_ktime_get_ns();
 	if (state_traced(ptgid))
 		switched_out(prev, ptgid, prev_state, now);
-	if (state_traced(ntgid))
+	if (state_traced(ntgid)) {
 		emit_state(ntgid, next->pid, GB_ST_RUNNING, now, -1, 0);
+		note_fsbase(next, ntgid);
+	}
 	return 0;
 }
 
@@ -1137,7 +1230,8 @@ int BPF_PROG(gb_wakeup_new, struct task_struct *p)
 /*
  * CPU-clock samples (struct gb_sample), one perf event per CPU at record
  * --sample-hz: a thread of a traced process on the CPU, with its Python
- * stack.
+ * stack, its native stack (--stack native) and whether it runs the garbage
+ * collector.
  */
 SEC("perf_event")
 int gb_sample(struct bpf_perf_event_data *ctx)
@@ -1145,11 +1239,18 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct gb_sample *s;
-	__u64 stack;
+	__u64 stack = 0, nstack = 0;
+	__u32 flags = 0;
 
 	if (!state_traced(tgid))
 		return 0;
-	stack = pid_flags(tgid) & GB_PID_PYTHON ? py_stack(tgid, 1) : 0;
+	if (pid_flags(tgid) & GB_PID_PYTHON) {
+		stack = py_stack(tgid, 1);
+		flags = sample_flags(tgid);
+		note_fsbase(bpf_get_current_task_btf(), tgid);
+	}
+	if (native_stacks)
+		nstack = native_stack((struct pt_regs *)ctx, tgid, 0);
 	s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
 	if (!s) {
 		count_drop(tgid);
@@ -1161,6 +1262,9 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	s->cpu = bpf_get_smp_processor_id();
 	s->ts = bpf_ktime_get_ns();
 	s->pystack = stack;
+	s->nstack = nstack;
+	s->flags = flags;
+	s->pad = 0;
 	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
 	return 0;
 }

@@ -180,8 +180,12 @@ struct gb_state {
 
 /*
  * A CPU-clock sample (record --sample-hz) of a thread of a traced process
- * that was on a CPU: its Python stack (as in gb_call), 0 if none.
+ * that was on a CPU: its Python stack and its native stack (as in gb_call),
+ * 0 if none, and what it was doing (GB_SAMPLE_*).
  */
+#define GB_SAMPLE_GC 1          /* the thread runs the interpreter's garbage
+				   collector: collecting is set and it holds the GIL */
+
 struct gb_sample {
 	__u32 type;             /* GB_REC_SAMPLE */
 	__u32 pid;
@@ -189,6 +193,9 @@ struct gb_sample {
 	__u32 cpu;
 	__u64 ts;
 	__u64 pystack;
+	__u64 nstack;           /* record --stack native */
+	__u32 flags;            /* GB_SAMPLE_* */
+	__u32 pad;
 };
 
 struct gb_name {
@@ -319,7 +326,8 @@ struct gb_py_config {
 	__u32 gil;              /* offset of the _gil_runtime_state; 0: unknown */
 	__u32 gil_holder;       /* of its last_holder (a PyThreadState *) */
 	__u32 tstate_native_tid; /* of tstate->native_thread_id; GB_PY_NONE in 3.10 */
-	__u32 pad2;
+	__u32 gc_collecting;    /* of interp->gc.collecting (an int, set while the
+				   collector runs); GB_PY_NONE: unknown */
 };
 
 /* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.10 to 3.13: its

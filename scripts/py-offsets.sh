@@ -45,6 +45,7 @@ int main(void)
 #else
 	P("gil", offsetof(PyInterpreterState, _gil));
 #endif
+	P("gc_collecting", offsetof(PyInterpreterState, gc.collecting));
 	P("gil_size", sizeof(struct _gil_runtime_state));
 	P("gil_holder", offsetof(struct _gil_runtime_state, last_holder));
 #if PY_VERSION_HEX < 0x030B0000

@@ -10,7 +10,9 @@ them, see tests/lib.sh's perfetto_ok).  Checks:
   - every GPU slice (kernel, nccl, gpu_memcpy, gpu_memset) whose
     correlation id is that of a driver call of its process is reached by
     exactly one flow, and that flow starts on that call; no other flow
-    exists (unless --no-flows: then there must be none);
+    exists but those between thread state slices (a GIL wait and its
+    holder's state: tests/check_gil_flows.py) (unless --no-flows: then
+    there must be none);
   - every driver call with a Python stack is a child of the slice of its
     innermost frame's function ("python" slice, args.function), or, for
     calls without a stack, of no python slice at all.
@@ -73,7 +75,10 @@ def check_flows(tp, trace, want_flows):
     calls = query(tp, trace, """
         select s.id, %s as corr, %s as upid from slice s
         where s.category = 'cuda_api' and %s is not null""" % (CORR % "s", UPID, CORR % "s"))
-    flows = query(tp, trace, "select slice_out, slice_in from flow")
+    flows = query(tp, trace, """
+        select slice_out, slice_in from flow f
+        where not exists (select 1 from slice s where s.id in (f.slice_out, f.slice_in)
+                          and s.category = 'thread_state')""")
     if not want_flows:
         ok(not flows, "no flows", "%d flows" % len(flows))
         return

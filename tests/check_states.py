@@ -1,14 +1,15 @@
 #!/usr/bin/env python3
 """Check the thread states and samples of a recording of thread_states.py.
 
-usage: check_states.py TRACE TRUTH.json [--no-holder]
+usage: check_states.py TRACE TRUTH.json [--holder-only]
 
 Prints TAP lines (no plan).  For each phase of the workload's main thread,
 the share of the phase's time in each state (from the "<thread> state"
 track) must be mostly the right one; GIL waits name the hog thread as
-holder (not with --no-holder: CPython 3.10 keeps no native thread id);
-samples taken in pure Python land in busy_loop; each thread's state
-slices tile its time (no gap, no overlap).  Tolerances are generous: the
+holder; samples taken in pure Python land in busy_loop; each thread's
+state slices tile its time (no gap, no overlap).  With --holder-only,
+of the phases only the holders of the GIL waits are checked (CPython
+3.10's sleep is a select, and its GIL hands over differently).  Tolerances are generous: the
 machines are small and shared.
 """
 import collections
@@ -53,8 +54,8 @@ def check_tiling(tracks):
 
 def main():
     args = sys.argv[1:]
-    holder = "--no-holder" not in args
-    args = [a for a in args if a != "--no-holder"]
+    holder_only = "--holder-only" in args
+    args = [a for a in args if a != "--holder-only"]
     trace, truth = json.load(open(args[0])), json.load(open(args[1]))
     base = trace["gpubpf"]["ts_base_ns"]
     ev = trace["traceEvents"]
@@ -78,8 +79,9 @@ def main():
     for ph in truth["phases"]:
         start, end = (ph["start"] - base) / 1e3, (ph["end"] - base) / 1e3
         n, s = shares(mine, start, end)
-        ok(want[ph["name"]](n, s), "phase %s: mostly the right state" % ph["name"], fmt(n))
-        if ph["name"] == "gil" and holder:
+        if not holder_only:
+            ok(want[ph["name"]](n, s), "phase %s: mostly the right state" % ph["name"], fmt(n))
+        if ph["name"] == "gil":
             waits = [e for e in mine if e["args"]["state"] == "gil_wait"
                      and start <= e["ts"] < end]
             named = [e for e in waits if e["args"].get("holder_tid") == truth["hog"]]
@@ -87,7 +89,7 @@ def main():
                "phase gil: the GIL waits name the hog thread as holder",
                "%d of %d waits; holders %s" % (len(named), len(waits), collections.Counter(
                    e["args"].get("holder_tid") for e in waits).most_common(3)))
-        if ph["name"] in ("busy", "shared"):
+        if ph["name"] in ("busy", "shared") and not holder_only:
             inside = [e for e in samples if start <= e["ts"] < end]
             busy = [e for e in inside if e["name"] == "busy_loop"
                     and "busy_loop" in e["args"]["stack"][0]]

@@ -400,3 +400,16 @@ perfetto_ok() {
 	fi
 	TRACE_PROCESSOR=$tp tap_from "$PY" "$GPUBPF_ROOT/tests/check_perfetto.py" "$@"
 }
+
+# gil_flows_ok TRACE.json TRACE.pftrace: two results (tests/check_gil_flows.py):
+# as Perfetto imports them, each GIL wait with a holder has one flow to the
+# holder's state at its start, in both formats of one recording.  Skipped
+# (two) where trace_processor_shell is absent.
+gil_flows_ok() {
+	local tp
+	if ! tp=$(trace_processor); then
+		skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 2
+		return 0
+	fi
+	TRACE_PROCESSOR=$tp tap_from "$PY" "$GPUBPF_ROOT/tests/check_gil_flows.py" "$@"
+}

@@ -63,10 +63,29 @@ if check "python,native: record" "$GPUBPF" record --no-device -q --stack python,
 else
 	skip "no trace" 2
 fi
+# CPU samples carry native stacks too: nativestack computes 300 ms in
+# spin_inner() <- spin() <- main, each with its frame pointer
+if check "samples: record --stack native" "$GPUBPF" record --no-device -q --stack native \
+	-o "$TMPD/sp.json" -- "$TESTBIN/nativestack" "$LIB" 300; then
+	json_query "$TMPD/sp.json" '
+[s := [e for e in ev if e.get("cat") == "sample"],
+ top := [[f.rsplit("+0x", 1)[0] + " " + f[f.rfind("(") + 1:-1]
+          for f in e["args"].get("native_stack", [])[:3]] for e in s],
+ {"n": len(s), "spin": len([t for t in top if t == ["gbtest::spin_inner(long) nativestack",
+                                                     "gbtest::spin(int) nativestack",
+                                                     "main nativestack"]])}][-1]' >"$TMPD/sp.count"
+	cmp_ok "samples: taken while it spins" "$(json_query "$TMPD/sp.count" 'd["n"]')" -ge 50
+	cmp_ok "samples: 90% exactly spin_inner(long) <- spin(int) <- main (percent)" \
+		"$(json_query "$TMPD/sp.count" '100 * d["spin"] // d["n"]')" -ge 90
+else
+	skip "no trace" 2
+fi
+is "python,native: samples have both stacks" "$(json_query "$TMPD/p.json" \
+	'len([e for e in ev if e.get("cat") == "sample" and {"stack", "native_stack"} <= set(e["args"])]) > 0')" true
 check "--stack python: no native stacks" "$GPUBPF" record --no-device -q --stack python \
-	-o "$TMPD/po.json" -- "$TESTBIN/nativestack" "$LIB"
-is "--stack python: no event has a native stack" "$(json_query "$TMPD/po.json" \
-	'len([e for e in ev if "native_stack" in e.get("args", {})])')" 0
+	-o "$TMPD/po.json" -- "$TESTBIN/nativestack" "$LIB" 100
+is "--stack python: no event or sample has a native stack" "$(json_query "$TMPD/po.json" \
+	'[len([e for e in ev if "native_stack" in e.get("args", {})]), len([e for e in ev if e.get("cat") == "sample"]) > 0]')" '[0, true]'
 check_fails "--stack native,bogus is refused" "$GPUBPF" record --stack native,bogus -o "$TMPD/x.json" -- true
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/cc.json"

@@ -2,10 +2,12 @@
 # Thread states and CPU samples: a thread that runs pure Python, waits for
 # the GIL held by a busy thread, blocks reading a pipe, sleeps, and shares
 # its CPU with a busy process spends most of each phase in the right state
-# (tests/check_states.py), its GIL waits name the holder, its samples land
+# (tests/check_states.py), its GIL waits name the holder (on 3.10 too), its samples land
 # in the busy function, each thread's states tile its time, and Perfetto
 # imports the trace; the report puts the GPU idle time each phase causes
-# (a kernel is launched after each) on the right state (tests/check_causes.py).
+# (a kernel is launched after each) on the right state (tests/check_causes.py);
+# each GIL wait is linked to its holder's state by a flow, in JSON and
+# .pftrace (tests/check_gil_flows.py).
 # 200 threads, -p attach mid-run, --sample-hz 0 and
 # --no-states work too.
 . "$(dirname "$0")/lib.sh"
@@ -16,7 +18,7 @@ require_cmd taskset
 export LD_LIBRARY_PATH="$SIMLIB"
 W="$GPUBPF_ROOT/tests/py/thread_states.py"
 
-# the newest CPython here: GIL holders need 3.11+ (native_thread_id)
+# the newest CPython here
 py=
 for v in 3.13 3.12 3.11; do
 	for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v /usr/bin/python$v; do
@@ -25,19 +27,24 @@ for v in 3.13 3.12 3.11; do
 done
 [[ -n "$py" ]] || skip_all "no CPython 3.11+ found"
 
-if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -- "$py" "$W" "$TMPD/truth.json"; then
+if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -o "$TMPD/s.pftrace" -- \
+	"$py" "$W" "$TMPD/truth.json"; then
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/s.json" "$TMPD/truth.json"
 	perfetto_ok "$TMPD/s.json"
+	gil_flows_ok "$TMPD/s.json" "$TMPD/s.pftrace"
 	check "phases: report" "$GPUBPF" report --format json -o "$TMPD/s.rep.json" "$TMPD/s.json" &&
 		tap_from "$PY" "$GPUBPF_ROOT/tests/check_causes.py" "$TMPD/s.rep.json" "$TMPD/truth.json"
 fi
 
-# 3.10 keeps no native thread id: its GIL waits are told apart, unnamed
+# 3.10 keeps no native thread id: its GIL holders are named by their
+# pthread_self(), which BPF maps to tids as the threads run
 old=$(ls -d "$HOME"/.pyenv/versions/3.10.*/bin/python3.10 2>/dev/null | head -1)
-if [[ -n "$old" ]] && check "CPython 3.10: record" "$GPUBPF" record --quiet -o "$TMPD/o.json" -- \
-	"$old" "$W" "$TMPD/otruth.json" --phase-s 0.3; then
+if [[ -n "$old" ]] && check "CPython 3.10: record" "$GPUBPF" record --quiet -o "$TMPD/o.json" \
+	-o "$TMPD/o.pftrace" -- "$old" "$W" "$TMPD/otruth.json" --phase-s 0.3; then
 	json_query "$TMPD/o.json" 'sum(e["dur"] for e in ev if e.get("cat") == "thread_state" and e["args"]["state"] == "gil_wait")' >"$TMPD/gil"
 	cmp_ok "CPython 3.10: GIL waits are seen" "$(cut -d. -f1 "$TMPD/gil")" -gt 50000
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/o.json" "$TMPD/otruth.json" --holder-only
+	gil_flows_ok "$TMPD/o.json" "$TMPD/o.pftrace"
 fi
 
 # many threads, each with its own state track

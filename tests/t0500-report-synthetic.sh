@@ -85,6 +85,15 @@ like "states: text block under the idle line, costliest first" "$(cat "$TMPD/s.t
       host-bound, by what the launching thread was doing:
  +0.180 ms \( 27%\)  other +step \(/home/u/train.py:43\)
  +0.135 ms \( 20%\)  running +collate \(/home/u/data.py:7\)"
+# running time in the garbage collector (gen_report_trace.py gc): "gc" at its samples' sites
+"$PY" "$gen" gc "$TMPD/g.json" || bail_out "cannot generate the gc trace"
+check "report the gc trace" "$GPUBPF" report --format json -o "$TMPD/g.rep.json" "$TMPD/g.json"
+is "gc: samples in the collector make gc, at their sites (the launch's without a stack)" \
+	"$(json_query "$TMPD/g.rep.json" "$CAUSES")" \
+	'[["gc", "step (/home/u/train.py:50)", 0.288333], ["running", "collate (/home/u/data.py:7)", 0.096667], ["gc", "step (/home/u/train.py:51)", 0.095]]'
+is "gc: the host_bound finding names it" "$(json_query "$TMPD/g.rep.json" \
+	'[(f["site"], round(f["cost_ms"], 6), f["detail"].split("; ")[1]) for f in d["processes"][0]["findings"]]')" \
+	'[["step (/home/u/train.py:51)", 0.48, "the launching thread was most often collecting garbage (gc, 80% of that time)"]]'
 is "no states in the trace: host-bound time is all other, at the launch sites" \
 	"$(q "[(c['cause'], c['site'], round(c['ms'], 6)) for c in $P1['devices'][0]['idle']['host_bound_causes']]")" \
 	'[["other", "step (/home/u/train.py:41)", 0.155]]'

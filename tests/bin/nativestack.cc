@@ -3,7 +3,7 @@
  * nativestack: calls libcuda through named C++ functions, built with frame
  * pointers, so that native stacks have known frames (tests/t0310).
  *
- *	nativestack LIBPATH
+ *	nativestack LIBPATH [SPIN_MS]
  *
  * Innermost first, the stacks are:
  *	cuLaunchKernel    <- gbtest::detail::launch_one(int)
@@ -12,9 +12,13 @@
  *	                  <- gbtest::Trainer<float>::step(int) <- gbtest::run(int) <- main
  *	cuCtxSynchronize  <- gbtest::detail::sync_all() <- gbtest::recurse(int) x3
  *	                  <- gbtest::run(int) <- main
+ * and then, for SPIN_MS milliseconds, it computes in gbtest::spin_inner(long)
+ * <- gbtest::spin(int) <- main (CPU samples: t0310).
  */
+#include <time.h>
 #include <dlfcn.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 typedef int (*init_fn)(unsigned);
@@ -62,6 +66,29 @@ NOINLINE int recurse(int n)
 	return detail::sync_all();
 }
 
+/* n rounds of arithmetic, calling nothing */
+NOINLINE long spin_inner(long n)
+{
+	volatile long x = 1;
+
+	for (long i = 0; i < n; i++)
+		x = x * 3 + i;
+	return x;
+}
+
+NOINLINE long spin(int ms)
+{
+	struct timespec t0, t;
+	long r = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		r += spin_inner(1000000);
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+	return r;
+}
+
 NOINLINE int run(int steps)
 {
 	Trainer<float> t{ 0.0f };
@@ -79,8 +106,8 @@ int main(int argc, char **argv)
 {
 	void *h;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: nativestack LIBPATH\n");
+	if (argc != 2 && argc != 3) {
+		fprintf(stderr, "usage: nativestack LIBPATH [SPIN_MS]\n");
 		return 2;
 	}
 	h = dlopen(argv[1], RTLD_NOW);
@@ -96,6 +123,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	gbtest::run(3);
+	if (argc == 3)
+		gbtest::spin(atoi(argv[2]));
 	/*
 	 * gpubpf names frames from the live process's mappings; a stack first
 	 * seen in a process's last instant can miss them (documented): stay a

@@ -5,6 +5,8 @@
     gen_report_trace.py loop OUT.json      a training loop's anatomy (see loop())
     gen_report_trace.py states OUT.json    host-bound gaps and the launching
                                            thread's states (see states())
+    gen_report_trace.py gc OUT.json        host-bound gaps spent collecting
+                                           garbage (see gc_states())
     gen_report_trace.py big OUT.json N     about N events of a steady training
                                            loop with stacks (benchmark)
 
@@ -201,9 +203,14 @@ def state(pid, tid, name, ts, dur, **args):
             "ts": ts, "dur": dur, "args": a}
 
 
-def sample(pid, tid, ts, site):
-    return {"ph": "i", "cat": "sample", "name": site.split(" (")[0], "pid": pid,
-            "tid": 0x20000000 + tid, "ts": ts, "s": "t", "args": {"cpu": 0, "stack": stack(site)}}
+def sample(pid, tid, ts, site, gc=False):
+    args = {"cpu": 0}
+    if site:
+        args["stack"] = stack(site)
+    if gc:
+        args["gc"] = True
+    return {"ph": "i", "cat": "sample", "name": site.split(" (")[0] if site else "sample",
+            "pid": pid, "tid": 0x20000000 + tid, "ts": ts, "s": "t", "args": args}
 
 
 def states():
@@ -235,6 +242,32 @@ def states():
            sample(p, p, 180, "log_metrics (/home/u/train.py:30)"),
            sample(p, p, 550, "collate (/home/u/data.py:7)"),
            sample(p, 401, 560, "busy (/home/u/worker.py:3)")]
+    ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
+def gc_states():
+    """pid 410, thread 410 launches gemm at 0 (runs 10-110), 400 (410-510)
+    and 700 (705-805), from step (/home/u/train.py:51): host-bound gaps
+    [110, 400) and [510, 700), 480 us, the thread running throughout.
+    Samples: in the first gap two in the garbage collector under step
+    (:50) at 150 and 250, one in collate (data.py:7) at 350: a third each
+    (96.666, 96.667, 96.667 us); in the second one in the collector under
+    step (:50) at 600 and one in it without a stack at 650: 95 us each.
+    So: gc :50 288.333 us, running collate 96.667, gc :51 (the launch's
+    site) 95."""
+    p = 410
+    ev = [meta(p, "gc")]
+    for corr, lts, start in ((1, 0, 10), (2, 400, 410), (3, 700, 705)):
+        ev.append(api(p, "cuLaunchKernel", lts, kernel="gemm", correlation=corr,
+                      stack=stack("step (/home/u/train.py:51)")))
+        ev.append(gpu(p, "kernel", "gemm", start, 100, 7, corr))
+    ev.append(state(p, p, "running", 0, 900))
+    ev += [sample(p, p, 150, "step (/home/u/train.py:50)", gc=True),
+           sample(p, p, 250, "step (/home/u/train.py:50)", gc=True),
+           sample(p, p, 350, "collate (/home/u/data.py:7)"),
+           sample(p, p, 600, "step (/home/u/train.py:50)", gc=True),
+           sample(p, p, 650, None, gc=True)]
     ev.sort(key=lambda e: e.get("ts", -1))
     return ev
 
@@ -282,5 +315,7 @@ if __name__ == "__main__":
         write(sys.argv[2], loop())
     elif sys.argv[1] == "states":
         write(sys.argv[2], states())
+    elif sys.argv[1] == "gc":
+        write(sys.argv[2], gc_states())
     else:
         write(sys.argv[2], big(int(sys.argv[3])))

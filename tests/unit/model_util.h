@@ -87,4 +87,29 @@ static inline struct model_event *unit_event(struct model *m, uint64_t ts, uint6
 	return e;
 }
 
+/*
+ * GIL waits and their holders, no events (m initialised here, finished):
+ * spans by (pid, tid, ts):
+ *   0 601 Running 500-2000    1 601 GIL wait 2000-3000 (602)   2 601 Running 3000-6000
+ *   3 602 Running 1000-5000   4 602 Runnable 5000-6000
+ *   5 603 GIL wait 1000-6000 (602): begins with 3 and outlasts it
+ *   6 604 GIL wait 2500-2600 (603, itself waiting)   7 604 Running 2600-6000
+ * So the waits 1 and 5 are linked to span 3; 6 to none.
+ */
+static inline void unit_gil_states(struct model *m)
+{
+	model_init(m);
+	model_process(m, 600, "py");
+	model_thread_state(m, 600, 601, 500, MS_RUNNING, -1, 0);
+	model_thread_state(m, 600, 601, 2000, MS_GIL_WAIT, 202, 602);
+	model_thread_state(m, 600, 601, 3000, MS_RUNNING, -1, 0);
+	model_thread_state(m, 600, 602, 1000, MS_RUNNING, -1, 0);
+	model_thread_state(m, 600, 602, 5000, MS_RUNNABLE, -1, 0);
+	model_thread_state(m, 600, 603, 1000, MS_GIL_WAIT, 202, 602);
+	model_thread_state(m, 600, 604, 2500, MS_GIL_WAIT, 202, 603);
+	model_thread_state(m, 600, 604, 2600, MS_RUNNING, -1, 0);
+	model_states_end(m, 6000);
+	model_finish(m);
+}
+
 #endif

@@ -570,7 +570,8 @@ static void test_states(void)
 	model_thread_state(&m, 500, 501, 3000, MS_GIL_WAIT, 202, 502);
 	model_thread_state(&m, 500, 501, 4000, MS_IO, 0, 0);
 	model_states_end(&m, 6000);
-	model_add_sample(&m, 2000, 500, 501, 1, 0x51);
+	model_add_sample(&m, &(struct model_sample){ .ts = 2000, .pid = 500, .tid = 501, .cpu = 1,
+				      .pystack = 0x51, .flags = 0 });
 	model_finish(&m);
 	is_int(write_trace(&m, pj), 0, "states: export");
 	text = slurp(pj, NULL);
@@ -602,6 +603,61 @@ static void test_states(void)
 	   "states: Running, GIL wait (held by 502), read (%s, %s, %s)", names[0], names[1],
 	   names[2]);
 	is_int(nsample, 1, "states: the sample, named by its innermost function, with its stack");
+	cJSON_Delete(j);
+	free(text);
+	unlink(pj);
+	model_release(&m);
+}
+
+/*
+ * GIL waits (model_util.h's unit_gil_states(), no events): one bind id,
+ * the holder's span's (1 + its index, 4), for the span and the waits
+ * linked to it; the wait that begins with the span and outlasts it
+ * (Perfetto reads it first) starts the flow and the span continues it
+ * to the other wait; a wait for a waiting holder has none.
+ */
+static void test_gil_flows(void)
+{
+	const char *pj = in_dir("gil.json");
+	char got[4][64] = { "", "", "", "" };
+	int at[4] = { -1, -1, -1, -1 }, k = 0;
+	struct model m;
+	cJSON *j, *evs, *x;
+	char *text;
+
+	unit_gil_states(&m);
+	is_int(write_trace(&m, pj), 0, "gil: export");
+	text = slurp(pj, NULL);
+	j = text ? cJSON_Parse(text) : NULL;
+	evs = item(j, "traceEvents");
+	cJSON_ArrayForEach(x, evs) {
+		const char *cat = sval(x, "cat") ?: "";
+		int tid = (int)nval(x, "tid") - 0x20000000, i = -1;
+		double ts = nval(x, "ts");
+
+		k++;
+		if (strcmp(cat, "thread_state"))
+			continue;
+		if (tid == 602 && ts == 1.0)
+			i = 0;
+		else if (tid == 603)
+			i = 1;
+		else if (tid == 601 && ts == 2.0)
+			i = 2;
+		else if (tid == 604 && ts == 2.5)
+			i = 3;
+		if (i < 0)
+			continue;
+		at[i] = k;
+		snprintf(got[i], sizeof(got[i]), "%.0f%s%s", item(x, "bind_id") ? nval(x, "bind_id") : 0,
+			 cJSON_IsTrue(item(x, "flow_in")) ? " in" : "",
+			 cJSON_IsTrue(item(x, "flow_out")) ? " out" : "");
+	}
+	is_str(got[0], "4 in out", "gil: the holder's span, 4, in and out");
+	is_str(got[1], "4 out", "gil: the wait that begins with it and outlasts it starts it");
+	is_str(got[2], "4 in", "gil: the later wait ends it");
+	is_str(got[3], "0", "gil: no flow to a holder itself waiting");
+	ok(at[0] >= 0 && at[0] < at[1], "gil: the holder's span written before the wait at its instant");
 	cJSON_Delete(j);
 	free(text);
 	unlink(pj);
@@ -757,6 +813,7 @@ int main(void)
 	test_gpu_records();
 	test_flows();
 	test_states();
+	test_gil_flows();
 	test_sink();
 	rmdir(unit_dir);
 	return done_testing();

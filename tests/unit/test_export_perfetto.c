@@ -106,7 +106,8 @@ static void build_model(struct model *m)
 	model_thread_state(m, 100, 101, T0 + 3000, MS_GIL_WAIT, 202, 100);
 	model_thread_state(m, 100, 101, T0 + 4000, MS_IO, 0, 0);
 	model_states_end(m, T0 + 6000);
-	model_add_sample(m, T0 + 2000, 100, 101, 1, 0x51);
+	model_add_sample(m, &(struct model_sample){ .ts = T0 + 2000, .pid = 100, .tid = 101, .cpu = 1,
+				      .pystack = 0x51, .flags = 0 });
 	model_finish(m);
 }
 
@@ -503,6 +504,60 @@ static void check_ends(struct trace *t)
 	is_int(end_at, 1, "the kernel ends at ts + dur");
 }
 
+/* The state slice named name beginning at ts, and its packet's index. */
+static const TrackEvent *state_at(struct trace *t, const char *name, uint64_t ts, size_t *at)
+{
+	for (size_t i = 0; i < t->n; i++) {
+		const TrackEvent *e = event(t->p[i]);
+
+		if (e && t->ts[i] == ts && e->type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN &&
+		    e->name_field_case == PERFETTO__PROTOS__TRACK_EVENT__NAME_FIELD_NAME_IID &&
+		    !strcmp(lookup(t, t->names, e->name_iid), name)) {
+			*at = i;
+			return e;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * GIL waits (model_util.h's unit_gil_states(), no events): the holder's
+ * span starts a flow to each wait linked to it (ids 1 + the wait's
+ * index), before them; a wait for a waiting holder has none.
+ */
+static void test_gil_flows(const char *path)
+{
+	struct export_opts opts = { 0 };
+	const TrackEvent *h, *w1, *w5, *w6;
+	size_t ih = 0, i1 = 0, i5 = 0, i6 = 0;
+	struct model m;
+	struct sink out;
+	struct trace t;
+
+	unit_gil_states(&m);
+	if (sink_open_plain(&out, path) || export_perfetto.write(&m, &opts, &out) ||
+	    sink_commit(&out) || decode(path, &t)) {
+		ok(0, "gil: cannot write or decode %s", path);
+		model_release(&m);
+		return;
+	}
+	h = state_at(&t, "Running", 1000, &ih);
+	w1 = state_at(&t, "GIL wait (held by 602)", 2000, &i1);
+	w5 = state_at(&t, "GIL wait (held by 602)", 1000, &i5);
+	w6 = state_at(&t, "GIL wait (held by 603)", 2500, &i6);
+	ok(h && h->n_flow_ids == 2 && h->flow_ids[0] == 2 && h->flow_ids[1] == 6 &&
+	   !h->n_terminating_flow_ids, "gil: the holder's span starts flows 2 and 6");
+	ok(w1 && w1->n_terminating_flow_ids == 1 && w1->terminating_flow_ids[0] == 2 &&
+	   !w1->n_flow_ids, "gil: the later wait ends flow 2");
+	ok(w5 && w5->n_terminating_flow_ids == 1 && w5->terminating_flow_ids[0] == 6 &&
+	   !w5->n_flow_ids && ih < i5, "gil: the wait beginning with it ends flow 6, after it");
+	ok(w6 && !w6->n_flow_ids && !w6->n_terminating_flow_ids,
+	   "gil: no flow to a holder itself waiting");
+	release(&t);
+	unlink(path);
+	model_release(&m);
+}
+
 int main(void)
 {
 	char path[] = "/tmp/gpubpf-pftrace-XXXXXX";
@@ -535,5 +590,6 @@ int main(void)
 	release(&t);
 	unlink(path);
 	model_release(&m);
+	test_gil_flows(path);
 	return done_testing();
 }

@@ -65,6 +65,7 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 		{ "compact_size", 0 }, { "bytes_size", 0 }, { "bytes_sval", 0 },
 		{ "gil", c->gil }, { "gil_holder", c->gil_holder },
 		{ "tstate_native_tid", c->tstate_native_tid },
+		{ "gc_collecting", c->gc_collecting },
 	};
 
 	if (!ok(n > 10, "%s: offsetof from its headers", py->python))

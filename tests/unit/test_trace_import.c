@@ -405,9 +405,18 @@ static void build_states(struct model *m)
 	model_thread_state(m, 300, 301, T0 + 4000, MS_RUNNING, -1, 0);
 	model_thread_exit(m, 300, 302, T0 + 5000);
 	model_states_end(m, T0 + 6000);
-	model_add_sample(m, T0 + 600, 300, 302, 1, 9);
-	model_add_sample(m, T0 + 100, 300, 301, 3, 9);
-	model_add_sample(m, T0 + 700, 300, 302, 1, 0);
+	model_add_sample(m, &(struct model_sample){ .ts = T0 + 600, .pid = 300, .tid = 302, .cpu = 1,
+				      .pystack = 9, .flags = 0 });
+	model_add_sample(m, &(struct model_sample){ .ts = T0 + 100, .pid = 300, .tid = 301, .cpu = 3,
+				      .pystack = 9, .flags = 0 });
+	model_add_sample(m, &(struct model_sample){ .ts = T0 + 700, .pid = 300, .tid = 302, .cpu = 1,
+				      .pystack = 0, .flags = MODEL_SAMPLE_GC, .nstack = 0x77 });
+	{
+		uint32_t native[2] = { strtab_intern(&m->strs, "spin+0x1f (a.out)"),
+				       strtab_intern(&m->strs, "main+0x9 (a.out)") };
+
+		model_add_native_stack(m, 300, 0x77, 2, native);
+	}
 }
 
 static bool same_span(const struct model_state_span *a, const struct model_state_span *b)
@@ -442,6 +451,13 @@ static void check_states(const struct model *m, const struct model *back)
 		is_str(frame(back, back->samples[0].stack, 1), "<module> (/t.py:9)", "its stack");
 	ok(back->samples[1].stack == back->samples[0].stack, "one stack for both samples");
 	ok(!back->samples[2].stack && !back->samples[2].pystack, "a sample without a stack");
+	ok(back->samples[2].flags == MODEL_SAMPLE_GC && !back->samples[0].flags &&
+	   !back->samples[1].flags, "the sample in the garbage collector, and only it, says so");
+	ok(back->samples[2].native && !back->samples[0].native &&
+	   back->stacks[back->samples[2].native - 1].n == 2, "the sample's native stack");
+	if (back->samples[2].native)
+		is_str(frame(back, back->samples[2].native, 1), "main+0x9 (a.out)",
+		       "its frames, innermost first");
 	ok(model_find_thread(back, 300, 302) &&
 	   !model_find_thread(back, 300, TS_STATE_TID_BASE + 301), "state tracks are not threads");
 }

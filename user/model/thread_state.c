@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 #include "lib/array.h"
 #include "model/model.h"
 #include "model/thread_state.h"
@@ -106,6 +107,7 @@ void model_state_label(const struct model_state_span *s, char *buf, size_t len)
 struct by_time {
 	uint64_t ts;
 	size_t idx;
+	int gil;                /* a GIL wait: after the others at its instant */
 };
 
 static int cmp_by_time(const void *a, const void *b)
@@ -114,6 +116,8 @@ static int cmp_by_time(const void *a, const void *b)
 
 	if (x->ts != y->ts)
 		return x->ts < y->ts ? -1 : 1;
+	if (x->gil != y->gil)
+		return x->gil - y->gil;
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
@@ -133,11 +137,54 @@ int model_states_by_time(const struct model *m, size_t **order)
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < m->nstates; i++)
-		bt[i] = (struct by_time){ m->states[i].ts, i };
+		bt[i] = (struct by_time){ m->states[i].ts, i, m->states[i].state == MS_GIL_WAIT };
 	qsort(bt, m->nstates, sizeof(*bt), cmp_by_time);
 	for (size_t i = 0; i < m->nstates; i++)
 		(*order)[i] = bt[i].idx;
 	free(bt);
+	return 0;
+}
+
+/* The span of thread (pid, tid) at instant ts in m->states (by pid, tid, ts), or -1. */
+static ssize_t span_at(const struct model *m, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	size_t lo = 0, hi = m->nstates;
+	const struct model_state_span *s;
+
+	/* the first span after (pid, tid, ts) */
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		s = &m->states[mid];
+		if (s->pid < pid || (s->pid == pid && (s->tid < tid || (s->tid == tid && s->ts <= ts))))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (!lo)
+		return -1;
+	s = &m->states[lo - 1];
+	return s->pid == pid && s->tid == tid && ts < s->ts + s->dur ? (ssize_t)lo - 1 : -1;
+}
+
+int model_gil_links(const struct model *m, size_t **links)
+{
+	*links = NULL;
+	if (!m->nstates)
+		return 0;
+	*links = calloc(m->nstates, sizeof(**links));
+	if (!*links)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nstates; i++) {
+		const struct model_state_span *w = &m->states[i];
+		ssize_t h;
+
+		if (w->state != MS_GIL_WAIT || !w->holder || w->holder == w->tid)
+			continue;
+		h = span_at(m, w->pid, w->holder, w->ts);
+		if (h >= 0 && m->states[h].state != MS_GIL_WAIT)
+			(*links)[i] = h + 1;
+	}
 	return 0;
 }
 
@@ -221,14 +268,13 @@ int model_add_state(struct model *m, const struct model_state_span *span)
 	return 0;
 }
 
-int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
-		     uint64_t pystack)
+int model_add_sample(struct model *m, const struct model_sample *s)
 {
 	if (array_grow(&m->samples, &m->cap_samples, m->nsamples + 1))
 		return -ENOMEM;
-	m->samples[m->nsamples++] = (struct model_sample){
-		.ts = ts, .pid = pid, .tid = tid, .cpu = cpu, .pystack = pystack,
-	};
+	m->samples[m->nsamples] = *s;
+	m->samples[m->nsamples].stack = 0;
+	m->samples[m->nsamples++].native = 0;
 	return 0;
 }
 
@@ -298,6 +344,8 @@ int model_states_finish(struct model *m)
 
 		st = s->pystack ? model_find_stack(m, s->pid, s->pystack) : NULL;
 		s->stack = st ? st - m->stacks + 1 : 0;
+		st = s->nstack ? model_find_native_stack(m, s->pid, s->nstack) : NULL;
+		s->native = st ? st - m->stacks + 1 : 0;
 	}
 	return 0;
 }

@@ -43,7 +43,12 @@ struct model_sample {
 	uint32_t stack;         /* after model_finish: index + 1 of its Python stack
 				   in m->stacks, 0 none */
 	uint64_t pystack;       /* the stack's id as the walker sent it, 0 none */
+	uint64_t nstack;        /* its native stack's id, 0 none */
+	uint32_t native;        /* after model_finish: index + 1 of its native stack */
+	uint32_t flags;         /* MODEL_SAMPLE_* */
 };
+
+#define MODEL_SAMPLE_GC 1       /* the thread was running the garbage collector */
 
 /* "running", "runnable", "gil_wait", "lock_wait", "io", "sleep", "other_wait". */
 const char *model_state_name(unsigned state);
@@ -76,18 +81,28 @@ void model_states_end(struct model *m, uint64_t ts);
 /* Add a span already ended (a trace read back), and its thread; 0 or -ENOMEM. */
 int model_add_state(struct model *m, const struct model_state_span *span);
 
-/* Add a sample; 0 or -ENOMEM. */
-int model_add_sample(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t cpu,
-		     uint64_t pystack);
+/* Add sample s (its stack and native left for model_finish()); 0 or -ENOMEM. */
+int model_add_sample(struct model *m, const struct model_sample *s);
 
 /* The first instant of a state or a sample, UINT64_MAX if none. */
 uint64_t model_states_first(const struct model *m);
 /*
- * The indexes of m->states by start time (then model order), for writers
- * that merge them with the other events; *order NULL when there are none.
+ * The indexes of m->states by start time (then the GIL waits after the
+ * others, then model order), for writers that merge them with the other
+ * events; *order NULL when there are none.
  * 0 or -ENOMEM; the caller frees *order.
  */
 int model_states_by_time(const struct model *m, size_t **order);
+/*
+ * The thread each GIL wait waited for, at that instant: for each span of
+ * m->states (after model_finish()), 1 + the index of the span its GIL
+ * holder was in as the wait began, 0 if none (not a GIL wait, the holder
+ * unknown or with no span then, or itself in a GIL wait).  Spans that
+ * begin together are ordered by model_states_by_time() with the GIL waits
+ * last, so a holder's span always comes before the waits linked to it.
+ * 0 or -ENOMEM; *links NULL when there are no states; the caller frees it.
+ */
+int model_gil_links(const struct model *m, size_t **links);
 /*
  * Keep the states and samples of the processes in pids only (open spans
  * end where they began): record keeps those of processes with events, as

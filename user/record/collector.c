@@ -352,7 +352,11 @@ static int on_state(struct collector *c, const struct gb_state *s)
 
 static int on_sample(struct collector *c, const struct gb_sample *s)
 {
-	int ret = model_add_sample(c->m, s->ts, s->pid, s->tid, s->cpu, s->pystack);
+	struct model_sample ms = {
+		.ts = s->ts, .pid = s->pid, .tid = s->tid, .cpu = s->cpu, .pystack = s->pystack,
+		.nstack = s->nstack, .flags = s->flags & GB_SAMPLE_GC ? MODEL_SAMPLE_GC : 0,
+	};
+	int ret = model_add_sample(c->m, &ms);
 
 	if (ret)
 		return ret;

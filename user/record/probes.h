@@ -99,7 +99,11 @@ void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, ui
 int probes_trace_pid(struct probes *p, pid_t pid);
 /* The pids in the traced set (children joined by fork included); count or -errno. */
 int probes_traced_pids(struct probes *p, pid_t *pids, int max);
-/* Walk pid's Python stacks at every probed call, with layout cfg. */
+/*
+ * Walk pid's Python stacks at every probed call, with layout cfg (one
+ * without native thread ids, 3.10, turns on the BPF map of threads by
+ * their pthread_self()).
+ */
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
 /* The ring buffer's map fd. */
 int probes_ringbuf_fd(struct probes *p);

@@ -33,9 +33,12 @@
 /*
  * Host-bound idle time by what the launching thread was doing
  * (report_cause.c): cause an enum model_state, MS_OTHER_WAIT also where no
- * state was recorded; site the innermost user frame (its samples' when
+ * state was recorded, or REP_CAUSE_GC for running time its samples show in
+ * the garbage collector; site the innermost user frame (its samples' when
  * running, else the launch's), 0 unknown.
  */
+enum { REP_CAUSE_GC = MS_COUNT, REP_NCAUSES };
+
 struct rep_cause {
 	uint32_t cause, site;
 	uint64_t ns;
@@ -81,7 +84,7 @@ struct rep_comm {
 struct rep_late {
 	uint32_t site, device, stream;
 	uint64_t count, idle_ns;
-	uint64_t cause_ns[MS_COUNT];
+	uint64_t cause_ns[REP_NCAUSES];
 };
 
 /* One finding: a problem, its cost and where to change it (report_findings.c). */

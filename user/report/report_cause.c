@@ -5,8 +5,9 @@
  * over the same interval, from its state spans (rt_table.states).  Time
  * in a wait goes to that wait at the launch's site; time running goes to
  * the innermost user frames of the thread's CPU samples in it, evenly
- * (each sample an equal share), or to the launch's site without samples;
- * time with no state recorded is "other".  The parts sum to the gap
+ * (each sample an equal share), as "gc" for samples taken in the garbage
+ * collector, or to the launch's site without samples; time with no state
+ * recorded is "other".  The parts sum to the gap
  * exactly.
  */
 #include <errno.h>
@@ -15,7 +16,7 @@
 #include "lib/array.h"
 #include "report/report.h"
 
-static const char *const cause_names[MS_COUNT] = {
+static const char *const cause_names[REP_NCAUSES] = {
 	[MS_RUNNING] = "running",
 	[MS_RUNNABLE] = "runnable",
 	[MS_GIL_WAIT] = "gil_wait",
@@ -23,11 +24,12 @@ static const char *const cause_names[MS_COUNT] = {
 	[MS_IO] = "io",
 	[MS_SLEEP] = "sleep",
 	[MS_OTHER_WAIT] = "other",
+	[REP_CAUSE_GC] = "gc",
 };
 
 const char *report_cause_name(unsigned cause)
 {
-	return cause < MS_COUNT ? cause_names[cause] : "other";
+	return cause < REP_NCAUSES ? cause_names[cause] : "other";
 }
 
 static int cause_add(struct rep_device *d, struct rep_late *x, unsigned cause, uint32_t site,
@@ -94,7 +96,7 @@ static size_t first_sample(const struct rt_table *t, uint32_t pid, uint32_t tid,
 	return lo;
 }
 
-/* [a, b) running: shared evenly by the sites of the thread's samples in it. */
+/* [a, b) running: shared evenly by the sites (and gc) of the thread's samples in it. */
 static int running(const struct rt_table *t, struct rep_device *d, struct rep_late *x,
 		   const struct rt_event *l, uint32_t pid, int64_t a, int64_t b)
 {
@@ -110,7 +112,8 @@ static int running(const struct rt_table *t, struct rep_device *d, struct rep_la
 		uint64_t upto = (unsigned __int128)ns * (k + 1) / n;
 		uint32_t site = t->samples[i + k].site;
 
-		if (cause_add(d, x, MS_RUNNING, site ? site : rt_site(t, l), upto - done))
+		if (cause_add(d, x, t->samples[i + k].gc ? REP_CAUSE_GC : MS_RUNNING,
+			      site ? site : rt_site(t, l), upto - done))
 			return -ENOMEM;
 		done = upto;
 	}

@@ -135,7 +135,7 @@ static int host_bound(struct flist *l)
 static void dominant_cause(const struct rep_proc *rp, const struct rep_finding *f,
 			   unsigned *cause, double *share)
 {
-	uint64_t ns[MS_COUNT] = { 0 }, all = 0;
+	uint64_t ns[REP_NCAUSES] = { 0 }, all = 0;
 
 	for (size_t i = 0; i < rp->nlate; i++) {
 		const struct rep_late *x = &rp->late[i];
@@ -143,11 +143,11 @@ static void dominant_cause(const struct rep_proc *rp, const struct rep_finding *
 
 		if (x->site != f->site || (s && s->launch_bound))
 			continue;
-		for (unsigned c = 0; c < MS_COUNT; c++)
+		for (unsigned c = 0; c < REP_NCAUSES; c++)
 			ns[c] += x->cause_ns[c];
 	}
 	*cause = 0;
-	for (unsigned c = 0; c < MS_COUNT; c++) {
+	for (unsigned c = 0; c < REP_NCAUSES; c++) {
 		all += ns[c];
 		if (ns[c] > ns[*cause])
 			*cause = c;
@@ -247,7 +247,7 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 	const struct rep_comm *c;
 	const struct rep_stream *s;
 	const struct rep_phase *x;
-	static const char *const doing[MS_COUNT] = {
+	static const char *const doing[REP_NCAUSES] = {
 		[MS_RUNNING] = "running on a CPU",
 		[MS_RUNNABLE] = "runnable, waiting for a CPU",
 		[MS_GIL_WAIT] = "waiting for the GIL",
@@ -255,6 +255,7 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 		[MS_IO] = "blocked in I/O",
 		[MS_SLEEP] = "sleeping",
 		[MS_OTHER_WAIT] = "in another wait, or not traced",
+		[REP_CAUSE_GC] = "collecting garbage",
 	};
 	unsigned cause;
 	double share;

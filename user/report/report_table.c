@@ -498,7 +498,8 @@ static int copy_states(struct rt_table *t, const struct model *m)
 
 		t->samples[t->nsamples++] = (struct rt_sample){ .ts = s->ts, .pid = s->pid,
 								.tid = s->tid,
-								.site = k ? t->stacks[k - 1].site : 0 };
+								.site = k ? t->stacks[k - 1].site : 0,
+								.gc = s->flags & MODEL_SAMPLE_GC };
 	}
 	if (t->nsamples)
 		qsort(t->samples, t->nsamples, sizeof(*t->samples), cmp_sample);

@@ -88,6 +88,7 @@ struct rt_sample {
 	int64_t ts;
 	uint32_t pid, tid;
 	uint32_t site;          /* table string id, 0 no user frame */
+	bool gc;                /* in the garbage collector (MODEL_SAMPLE_GC) */
 };
 
 struct rt_proc {

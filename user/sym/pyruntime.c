@@ -38,7 +38,7 @@ static const struct py_table tables[] = {
 		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,
 		.frame_code = 32, .frame_prev = 24, .frame_instr = 96,
 		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64,
-		.gil = 352, .gil_holder = 8, .tstate_native_tid = N,
+		.gil = 352, .gil_holder = 8, .tstate_native_tid = N, .gc_collecting = 816,
 	}, {
 		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,
 		.linetable = 120, .str_length = 16, .str_state = 32,
@@ -49,7 +49,7 @@ static const struct py_table tables[] = {
 		.tstate_thread_id = 152, .tstate_frame = 56, .cframe_frame = 8,
 		.frame_code = 32, .frame_prev = 48, .frame_instr = 56,
 		.frame_owner = 69, .code_adaptive = 184, .code_ident = 136 + 8 - 64,
-		.gil = 360, .gil_holder = 8, .tstate_native_tid = 160,
+		.gil = 360, .gil_holder = 8, .tstate_native_tid = 160, .gc_collecting = 848,
 	}, {
 		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 72,
 		.linetable = 136, .str_length = 16, .str_state = 32,
@@ -61,6 +61,7 @@ static const struct py_table tables[] = {
 		.frame_code = 0, .frame_prev = 8, .frame_instr = 56,
 		.frame_owner = 70, .code_adaptive = 192, .code_ident = 136 + 8 - 64,
 		.gil = 1040, .gil_in_interp = 1, .gil_holder = 8, .tstate_native_tid = 144,
+		.gc_collecting = 312,
 	}, {
 		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 68,
 		.linetable = 136, .str_length = 16, .str_state = 32,
@@ -96,6 +97,7 @@ struct dbg313 {
 	struct { __u64 size, lv_tag, ob_digit; } long_object;
 	struct { __u64 size, ob_size, ob_sval; } bytes_object;
 	struct { __u64 size, state, length, asciiobject_size; } unicode_object;
+	struct { __u64 size, collecting; } gc;  /* as 3.13.0's headers have it */
 };
 
 /*
@@ -150,6 +152,7 @@ struct dbg {
 	__u64 bytes_ob_size, bytes_ob_sval;
 	__u64 str_state, str_length, str_ascii_size;
 	__u64 ts_native_thread_id, gil_runtime_state, gil_holder;
+	__u64 interp_size, interp_gc, gc_size, gc_collecting;  /* gc_size 0: unknown */
 };
 
 static void whyf(char *why, size_t len, const char *fmt, ...)
@@ -337,7 +340,7 @@ static int minor_from_name(const char *path)
  * 3.13's and 3.14's _Py_DebugOffsets name the fields used alike, at
  * different places: read the version's struct, keep the fields used.
  */
-#define READ_DBG(type) do {						\
+#define READ_DBG(type, more) do {					\
 	type o;								\
 									\
 	if (mem_read(fd, runtime, &o, sizeof(o)))			\
@@ -361,15 +364,18 @@ static int minor_from_name(const char *path)
 		o.thread_state.native_thread_id,			\
 		o.interpreter_state.gil_runtime_state,			\
 		o.interpreter_state.gil_holder,				\
+		o.interpreter_state.size, o.interpreter_state.gc, 0, 0,	\
 	};								\
+	more;								\
 } while (0)
 
 static int read_dbg(int fd, __u64 runtime, unsigned minor, struct dbg *d)
 {
+	/* 3.14's gc section is not read: its place is not known here */
 	if (minor == 13)
-		READ_DBG(struct dbg313);
+		READ_DBG(struct dbg313, d->gc_size = o.gc.size; d->gc_collecting = o.gc.collecting);
 	else
-		READ_DBG(struct dbg314);
+		READ_DBG(struct dbg314, );
 	/* every offset we use inside the struct it indexes: a layout check */
 	if (d->ts_next + 8 > d->ts_size || d->ts_current_frame + 8 > d->ts_size ||
 	    d->ts_thread_id + 8 > d->ts_size || d->fr_previous + 8 > d->fr_size ||
@@ -407,6 +413,10 @@ static void from_dbg(const struct dbg *d, unsigned minor, struct gb_py_config *c
 	cfg->gil = d->gil_holder > d->gil_runtime_state &&
 		   d->gil_holder - d->gil_runtime_state < GB_PY_GIL_SIZE ? d->gil_runtime_state : 0;
 	cfg->gil_holder = cfg->gil ? d->gil_holder - d->gil_runtime_state : 0;
+	/* interp->gc.collecting, where both offsets are inside their structs */
+	cfg->gc_collecting = d->gc_size && d->gc_collecting + 4 <= d->gc_size &&
+			     d->interp_gc + d->gc_size <= d->interp_size ?
+			     d->interp_gc + d->gc_collecting : N;
 	if (!code)
 		return;
 	*code = (struct py_code_layout){

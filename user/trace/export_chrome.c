@@ -32,6 +32,17 @@
  * thread's time; CPU samples are instants there (cat "sample"), named by
  * their innermost Python function, with their stack in args.  They are
  * on their own track so that the thread's calls and scopes nest as before.
+ * A GIL wait is linked to the span its holder was in as it began
+ * (model_gil_links()) by a flow: the holder's span carries "bind_id"
+ * (the trace's number of events + 1 + the span's index) and "flow_out",
+ * each wait for it that "bind_id" and "flow_in".  Perfetto binds flow
+ * ends in the order it reads slices, which is by start time, the longer
+ * first at one instant, and draws each flow from the slice that starts
+ * first.  So a wait that begins with its holder's span and outlasts it
+ * (read first) starts the flow instead ("flow_out"), and the holder's
+ * span continues it ("flow_in" and "flow_out") to the other waits; a
+ * second such wait of one span gets no flow (two threads would have
+ * blocked at the same nanosecond).
  *
  * Times are CLOCK_MONOTONIC microseconds with three decimals (exact ns)
  * after "ts_base_ns" (in the "gpubpf" object): small numbers, so that a
@@ -492,14 +503,74 @@ static const char *const state_colours[MS_COUNT] = {
 	[MS_OTHER_WAIT] = "thread_state_unknown",
 };
 
-static int write_state(struct jw *jw, const struct model *m, const struct model_state_span *s)
+/* The ends of GIL flows a state span is (see the top of this file). */
+enum {
+	GIL_HOLDER_OUT = 1,     /* a holder's span, read before some of its waits */
+	GIL_HOLDER_IN = 2,      /* a holder's span, read after one of its waits */
+	GIL_WAIT_IN = 4,        /* a wait, read after its holder's span */
+	GIL_WAIT_OUT = 8,       /* a wait, read before its holder's span */
+};
+
+/*
+ * The GIL flow ends of each span (GIL_*), from links (model_gil_links()).
+ * 0 or -ENOMEM; *ends NULL when there are no states.
+ */
+static int gil_flow_ends(const struct model *m, const size_t *links, uint8_t **ends)
 {
+	size_t *early;
+
+	*ends = NULL;
+	if (!m->nstates)
+		return 0;
+	*ends = calloc(m->nstates, 1);
+	early = calloc(m->nstates, sizeof(*early));    /* 1 + its wait read first */
+	if (!*ends || !early) {
+		free(early);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->nstates; i++) {
+		const struct model_state_span *w = &m->states[i], *h;
+		size_t k = links[i];
+
+		if (!k)
+			continue;
+		h = &m->states[k - 1];
+		if (w->ts != h->ts || w->dur <= h->dur) {
+			(*ends)[i] = GIL_WAIT_IN;
+			(*ends)[k - 1] |= GIL_HOLDER_OUT;
+		} else if (!early[k - 1] || w->dur > m->states[early[k - 1] - 1].dur) {
+			early[k - 1] = i + 1;
+		}
+	}
+	for (size_t k = 0; k < m->nstates; k++) {
+		if (!early[k])
+			continue;
+		(*ends)[early[k] - 1] = GIL_WAIT_OUT;
+		(*ends)[k] |= GIL_HOLDER_IN;
+	}
+	free(early);
+	return 0;
+}
+
+/* State span number i; links: model_gil_links(), ends: gil_flow_ends(). */
+static int write_state(struct jw *jw, const struct model *m, size_t i, const size_t *links,
+		       const uint8_t *ends)
+{
+	const struct model_state_span *s = &m->states[i];
 	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
 	char name[64];
 
 	model_state_label(s, name, sizeof(name));
 	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_STATE, name, strlen(name), s->pid,
 		   TS_STATE_TID_BASE + s->tid, s->ts, s->dur);
+	if (ends[i] & (GIL_HOLDER_OUT | GIL_HOLDER_IN))
+		jw_kv_uint(jw, TS_KEY_BIND_ID, m->nev + i + 1);
+	else if (ends[i])
+		jw_kv_uint(jw, TS_KEY_BIND_ID, m->nev + links[i]);
+	if (ends[i] & (GIL_HOLDER_IN | GIL_WAIT_IN))
+		jw_kv_bool(jw, TS_KEY_FLOW_IN, true);
+	if (ends[i] & (GIL_HOLDER_OUT | GIL_WAIT_OUT))
+		jw_kv_bool(jw, TS_KEY_FLOW_OUT, true);
 	if (s->state < MS_COUNT)
 		jw_kv_str(jw, TS_KEY_CNAME, state_colours[s->state]);
 	jw_key(jw, TS_KEY_ARGS);
@@ -531,8 +602,12 @@ static int write_sample(struct jw *jw, const struct model *m, const struct model
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
 	jw_kv_uint(jw, TS_ARG_CPU, s->cpu);
+	if (s->flags & MODEL_SAMPLE_GC)
+		jw_kv_bool(jw, TS_ARG_GC, true);
 	if (st)
 		write_frames(jw, m, TS_ARG_STACK, st);
+	if (s->native)
+		write_frames(jw, m, TS_ARG_NATIVE_STACK, &m->stacks[s->native - 1]);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }
@@ -563,6 +638,8 @@ static int write_mem_counter(struct jw *jw, const struct model *m, const struct 
  */
 struct side_cursor {
 	size_t *order;                  /* m->states by start time */
+	size_t *links;                  /* model_gil_links() */
+	uint8_t *ends;                  /* gil_flow_ends() */
 	size_t nstates, nsamples;       /* written so far */
 	struct mem_sample *ms;          /* memory counter samples, by time */
 	size_t nms, k;
@@ -571,9 +648,12 @@ struct side_cursor {
 static int side_cursor_init(struct side_cursor *c, const struct model *m,
 			    const struct export_opts *opts)
 {
+	int ret;
+
 	memset(c, 0, sizeof(*c));
-	return memory_counters(m, opts->mem_sample_rate, &c->ms, &c->nms) ?:
-	       model_states_by_time(m, &c->order);
+	ret = memory_counters(m, opts->mem_sample_rate, &c->ms, &c->nms) ?:
+	      model_states_by_time(m, &c->order) ?: model_gil_links(m, &c->links);
+	return ret ?: gil_flow_ends(m, c->links, &c->ends);
 }
 
 /* Write the states, samples and counters at or before ts, earliest first. */
@@ -595,7 +675,7 @@ static int write_side_until(struct jw *jw, const struct model *m, struct side_cu
 			ret = write_mem_counter(jw, m, mc);
 			c->k++;
 		} else if (st && t_st <= ts && t_st <= t_sm) {
-			ret = write_state(jw, m, st);
+			ret = write_state(jw, m, c->order[c->nstates], c->links, c->ends);
 			c->nstates++;
 		} else if (sm && t_sm <= ts) {
 			ret = write_sample(jw, m, sm);
@@ -656,6 +736,8 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 		ret = write_side_until(&jw, m, &sc, UINT64_MAX);
 	free(sc.ms);
 	free(sc.order);
+	free(sc.links);
+	free(sc.ends);
 	if (ret)
 		goto cleanup;
 	jw_arr_end(&jw);

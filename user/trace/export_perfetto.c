@@ -28,10 +28,13 @@
  * string values (stack frames, kernel names) are interned: written once,
  * in the packet that first uses them.  A call starts one flow per GPU
  * record it caused (flow id: the GPU event's index + 1), ended by that
- * record.  Timestamps are CLOCK_MONOTONIC ns, the trace's own clock (the
- * clock snapshot says so: Perfetto shows the JSON's times), written as
- * deltas from the previous packet's (an incremental clock of the
- * sequence, its default, set in its first packet).  Events on the track
+ * record.  A GIL holder's state span starts one flow per GIL wait linked
+ * to it (model_gil_links(); flow id: the number of events + 1 + the
+ * wait's index), ended by that wait (Perfetto draws it from the slice
+ * that starts first).  Timestamps are CLOCK_MONOTONIC ns, the trace's own
+ * clock (the clock snapshot says so: Perfetto shows the JSON's times),
+ * written as deltas from the previous packet's (an incremental clock of
+ * the sequence, its default, set in its first packet).  Events on the track
  * with the most of them (the sequence's default track) name no track.
  *
  * Packets go in time order.  Slices of a track are ended in nesting order:
@@ -1057,14 +1060,67 @@ static int write_counter(struct pf *w, const struct mem_sample *s)
 			  NULL);
 }
 
-/* A thread state span: a slice on its thread's state track. */
-static int write_state(struct pf *w, const struct model_state_span *s)
+/*
+ * The GIL waits linked to each holder's span (model_gil_links()): the
+ * waits of span i are waits[first[i]] .. waits[first[i + 1] - 1].
+ */
+struct gil_flows {
+	size_t *links, *first, *waits;
+};
+
+static int gil_flows_init(struct gil_flows *g, const struct model *m)
+{
+	int ret = model_gil_links(m, &g->links);
+
+	if (ret || !m->nstates)
+		return ret;
+	g->first = calloc(m->nstates + 1, sizeof(*g->first));
+	g->waits = calloc(m->nstates, sizeof(*g->waits));
+	if (!g->first || !g->waits)
+		return -ENOMEM;
+	/* count each holder's waits, sum: the ends of their runs; fill back to front */
+	for (size_t i = 0; i < m->nstates; i++)
+		if (g->links[i])
+			g->first[g->links[i] - 1]++;
+	for (size_t i = 1; i <= m->nstates; i++)
+		g->first[i] += g->first[i - 1];
+	for (size_t i = m->nstates; i-- > 0; )
+		if (g->links[i])
+			g->waits[--g->first[g->links[i] - 1]] = i;
+	return 0;
+}
+
+static void gil_flows_release(struct gil_flows *g)
+{
+	free(g->links);
+	free(g->first);
+	free(g->waits);
+}
+
+/* A thread state span, number i: a slice on its thread's state track. */
+static int write_state(struct pf *w, size_t i, const struct gil_flows *g)
 {
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	const struct model_state_span *s = &w->m->states[i];
 	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
 	uint64_t track = open_slice_at(w, s->pid, TS_STATE_TID_BASE + s->tid, s->ts,
 				       s->ts + s->dur);
+	uint64_t flows[16], *fl = flows, own;
+	size_t n = g->first ? g->first[i + 1] - g->first[i] : 0;
 	char name[64];
+	int ret;
+
+	if (n > 16 && !(fl = malloc(n * sizeof(*fl))))
+		return w->err = -ENOMEM;
+	for (size_t k = 0; k < n; k++)
+		fl[k] = w->m->nev + 1 + g->waits[g->first[i] + k];
+	te.n_flow_ids = n;
+	te.flow_ids = fl;
+	own = w->m->nev + 1 + i;
+	if (g->links && g->links[i]) {
+		te.n_terminating_flow_ids = 1;
+		te.terminating_flow_ids = &own;
+	}
 
 	model_state_label(s, name, sizeof(name));
 	arg_string(w, TS_ARG_STATE, model_state_name(s->state));
@@ -1074,7 +1130,10 @@ static int write_state(struct pf *w, const struct model_state_span *s)
 		arg_int(w, TS_ARG_SYSCALL, s->syscall);
 	if (s->holder)
 		arg_uint(w, TS_ARG_HOLDER_TID, s->holder);
-	return emit_begin_at(w, s->ts, track, &te, CAT_STATE, name);
+	ret = emit_begin_at(w, s->ts, track, &te, CAT_STATE, name);
+	if (fl != flows)
+		free(fl);
+	return ret;
 }
 
 /* A CPU sample: an instant on its thread's state track, named by its innermost function. */
@@ -1088,8 +1147,12 @@ static int write_sample(struct pf *w, const struct model_sample *s)
 	if (!name)
 		return w->err = -ENOMEM;
 	arg_uint(w, TS_ARG_CPU, s->cpu);
+	if (s->flags & MODEL_SAMPLE_GC)
+		arg_bool(w, TS_ARG_GC, true);
 	if (st)
 		arg_stack(w, TS_ARG_STACK, s->stack);
+	if (s->native)
+		arg_stack(w, TS_ARG_NATIVE_STACK, s->native);
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 	ret = emit_event(w, &te, s->ts, track_uuid(w, s->pid, TS_STATE_TID_BASE + s->tid),
@@ -1382,6 +1445,7 @@ struct others {
 	const struct mem_sample *ms;
 	size_t nms, k;          /* counter values, written */
 	size_t *order;          /* m->states by start time */
+	struct gil_flows gil;
 	size_t nstates, nsamples;       /* written */
 };
 
@@ -1402,7 +1466,7 @@ static int write_others(struct pf *w, struct others *o, uint64_t ts)
 		if (c == next)
 			write_counter(w, &o->ms[o->k++]);
 		else if (st == next)
-			write_state(w, &m->states[o->order[o->nstates++]]);
+			write_state(w, o->order[o->nstates++], &o->gil);
 		else
 			write_sample(w, &m->samples[o->nsamples++]);
 	}
@@ -1418,13 +1482,14 @@ static int write_events(struct pf *w, const struct mem_sample *ms, size_t nms)
 	w->heap = calloc(w->ntracks + 1, sizeof(*w->heap));
 	w->err = w->heap ? link_gpu(m, &first, &gpu_next) : -ENOMEM;
 	if (!w->err)
-		w->err = model_states_by_time(m, &o.order);
+		w->err = model_states_by_time(m, &o.order) ?: gil_flows_init(&o.gil, m);
 	for (size_t i = 0; i < m->nev && !w->err; i++)
 		if (!write_others(w, &o, m->ev[i].ts) && !end_before(w, m->ev[i].ts))
 			write_event(w, i, gpu_next, first);
 	write_others(w, &o, UINT64_MAX);
 	end_before(w, UINT64_MAX);
 	free(o.order);
+	gil_flows_release(&o.gil);
 	free(first);
 	free(gpu_next);
 	return w->err;

@@ -164,6 +164,7 @@
 #define TS_ARG_SYSCALL          "syscall"
 #define TS_ARG_HOLDER_TID       "holder_tid"    /* a GIL wait: the thread holding it */
 #define TS_ARG_CPU              "cpu"
+#define TS_ARG_GC               "gc"            /* a sample: true while collecting garbage */
 #define TS_KEY_CNAME            "cname"         /* chrome://tracing's reserved colour */
 
 static inline uint32_t ts_gpu_tid(uint32_t device, uint32_t lane)

@@ -25,7 +25,7 @@ enum {
 	A_NAME, A_KERNEL, A_GRID, A_BLOCK, A_SHMEM, A_STATIC_SHMEM, A_REGISTERS, A_STREAM,
 	A_BYTES, A_KIND, A_PTR, A_COUNT, A_HANDLE, A_RET, A_CORR, A_STACK, A_STACK_TRUNCATED,
 	A_NATIVE_STACK, A_GRAPH_NODE, A_DEVICE, A_EVENT, A_ADDRESS, A_MEMORY_KIND,
-	A_STATE, A_SYSCALL, A_HOLDER, A_CPU,
+	A_STATE, A_SYSCALL, A_HOLDER, A_CPU, A_GC,
 	A_N
 };
 
@@ -40,7 +40,7 @@ static const char *const arg_keys[A_N] = {
 	[A_GRAPH_NODE] = TS_ARG_GRAPH_NODE, [A_DEVICE] = TS_ARG_DEVICE, [A_EVENT] = TS_ARG_EVENT,
 	[A_ADDRESS] = TS_ARG_ADDRESS, [A_MEMORY_KIND] = TS_ARG_MEMORY_KIND,
 	[A_STATE] = TS_ARG_STATE, [A_SYSCALL] = TS_ARG_SYSCALL, [A_HOLDER] = TS_ARG_HOLDER_TID,
-	[A_CPU] = TS_ARG_CPU,
+	[A_CPU] = TS_ARG_CPU, [A_GC] = TS_ARG_GC,
 };
 
 /* A JSON value's text; p NULL when absent. */
@@ -550,11 +550,16 @@ static int read_state(struct trace_import *ti, const struct tr_event *te, const 
 static int read_sample(struct trace_import *ti, const struct tr_event *te, const struct val *a,
 		       uint32_t pid, uint32_t tid)
 {
-	uint64_t id = 0;
+	struct model_sample s = {
+		.ts = te->ts_ns, .pid = pid, .tid = tid, .cpu = int_val(&a[A_CPU]),
+		.flags = a[A_GC].p && *a[A_GC].p == 't' ? MODEL_SAMPLE_GC : 0,
+	};
 
 	if (a[A_STACK].p)
-		read_stack(ti, &a[A_STACK], pid, false, false, &id);
-	return model_add_sample(ti->m, te->ts_ns, pid, tid, int_val(&a[A_CPU]), id);
+		read_stack(ti, &a[A_STACK], pid, false, false, &s.pystack);
+	if (a[A_NATIVE_STACK].p)
+		read_stack(ti, &a[A_NATIVE_STACK], pid, true, false, &s.nstack);
+	return model_add_sample(ti->m, &s);
 }
 
 /*
