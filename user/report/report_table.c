@@ -286,6 +286,8 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 	if (ev->stack) {
 		t->nstacks++;
 		r->stack = table_stack(t, m, ev->stack);
+		if (ev->stack_tid)
+			r->flags |= RTF_ATTRIBUTED;
 	}
 	cls = classify(t, r->name);
 	if (cls & NC_SYNC)

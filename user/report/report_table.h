@@ -29,7 +29,16 @@ enum {
 	RTF_SYNC = 1,           /* a blocking sync: stream/ctx/event sync, synchronous copy */
 	RTF_LAUNCH = 2,         /* kernel or graph launch */
 	RTF_FAILED = 4,         /* returned an error (ret != 0) */
+	RTF_ATTRIBUTED = 8,     /* its stack is attributed: walked on the thread whose
+				   wake this thread served (model/attrib.h) */
 };
+
+/*
+ * A site (a table string id) taken from an attributed stack has this bit
+ * set: it groups apart from the same line walked on the calling thread,
+ * and outputs say "(attributed)".  rt_str() reads the string either way.
+ */
+#define RT_SITE_ATTRIBUTED (1U << 31)
 
 /* One host call or GPU activity (48 bytes). */
 struct rt_event {
@@ -153,13 +162,21 @@ int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen);
 void rt_release(struct rt_table *t);
 static inline const char *rt_str(const struct rt_table *t, uint32_t id)
 {
-	return strtab_get(&t->strs, id);
+	return strtab_get(&t->strs, id & ~RT_SITE_ATTRIBUTED);
 }
 
-/* The innermost user frame of host call e, 0 unknown. */
+/* The innermost user frame of host call e, 0 unknown; RT_SITE_ATTRIBUTED set when
+ * its stack is attributed. */
 static inline uint32_t rt_site(const struct rt_table *t, const struct rt_event *e)
 {
-	return e->stack ? t->stacks[e->stack - 1].site : 0;
+	uint32_t site = e->stack ? t->stacks[e->stack - 1].site : 0;
+
+	return site && (e->flags & RTF_ATTRIBUTED) ? site | RT_SITE_ATTRIBUTED : site;
+}
+
+static inline bool rt_site_attributed(uint32_t site)
+{
+	return site & RT_SITE_ATTRIBUTED;
 }
 
 /* Is the frame "qualname (file:line)" library code (site/dist-packages,
