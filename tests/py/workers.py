@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: BSD-2-Clause
+"""Worker threads without Python launching for a Python thread (t0330).
+
+usage: workers.py LIBWORKPOOL STEPS
+
+Loads tests/py/workpool.c's library with ctypes: a thread nobody wakes
+launches first ("wp_lone"), then each step hands 3 kernels to worker wp_a
+on the line marked HAND-OVER and waits; wp_a wakes wp_b for 2 more.
+"""
+import ctypes
+import sys
+import time
+
+
+def step(pool):
+    pool.wp_run(3)  # HAND-OVER
+
+
+def main():
+    pool = ctypes.CDLL(sys.argv[1])
+    pool.wp_start.argtypes = [ctypes.c_char_p]
+    if pool.wp_start(b"libcuda.so.1") or pool.wp_lone(4):
+        sys.exit("workers: cannot start the pool")
+    for _ in range(int(sys.argv[2])):
+        time.sleep(0.01)    # the workers are asleep when the work comes
+        step(pool)
+    pool.wp_stop()
+    print("workers: done")
+
+
+if __name__ == "__main__":
+    main()
