@@ -1,11 +1,13 @@
 # SPDX-License-Identifier: BSD-2-Clause
 """Worker threads without Python launching for a Python thread (t0330).
 
-usage: workers.py LIBWORKPOOL STEPS
+usage: workers.py LIBWORKPOOL STEPS [PAUSE_S]
 
 Loads tests/py/workpool.c's library with ctypes: a thread nobody wakes
 launches first ("wp_lone"), then each step hands 3 kernels to worker wp_a
 on the line marked HAND-OVER and waits; wp_a wakes wp_b for 2 more.
+Steps are PAUSE_S apart (default 0.01, so the workers are asleep when the
+work comes; bench/wake_bench.sh runs it with 0).
 """
 import ctypes
 import sys
@@ -21,8 +23,9 @@ def main():
     pool.wp_start.argtypes = [ctypes.c_char_p]
     if pool.wp_start(b"libcuda.so.1") or pool.wp_lone(4):
         sys.exit("workers: cannot start the pool")
+    pause = float(sys.argv[3]) if len(sys.argv) > 3 else 0.01
     for _ in range(int(sys.argv[2])):
-        time.sleep(0.01)    # the workers are asleep when the work comes
+        time.sleep(pause)
         step(pool)
     pool.wp_stop()
     print("workers: done")
