@@ -118,6 +118,8 @@ struct rt_table {
 	uint32_t *frames, *callees;     /* table string ids, see rt_stack */
 	size_t nframes, capframes, capcallees;
 	uint64_t nstacks;       /* host calls with a Python stack */
+	struct hashmap served;  /* proc << 32 | tid of a thread with attributed stacks ->
+				   the thread its (last) one was walked on: see rt_served() */
 	struct rt_state *states;        /* both by (pid, tid, ts) */
 	size_t nstates;
 	struct rt_sample *samples;
@@ -177,6 +179,21 @@ static inline uint32_t rt_site(const struct rt_table *t, const struct rt_event *
 static inline bool rt_site_attributed(uint32_t site)
 {
 	return site & RT_SITE_ATTRIBUTED;
+}
+
+/*
+ * The thread host call e was made for: its own, or for a call with an
+ * attributed stack, the thread that stack was walked on (the one its
+ * thread serves; a worker serving several takes the last one's).
+ */
+static inline uint32_t rt_served(const struct rt_table *t, const struct rt_event *e)
+{
+	const struct hashmap_slot *s;
+
+	if (!(e->flags & RTF_ATTRIBUTED) ||
+	    !(s = hashmap_find(&t->served, (uint64_t)e->proc << 32 | e->tid)))
+		return e->tid;
+	return s->val;
 }
 
 /* Is the frame "qualname (file:line)" library code (site/dist-packages,
