@@ -4,8 +4,9 @@
 usage: workers.py LIBWORKPOOL STEPS [PAUSE_S]
 
 Loads tests/py/workpool.c's library with ctypes: a thread nobody wakes
-launches first ("wp_lone"), then each step hands 3 kernels to worker wp_a
-on the line marked HAND-OVER and waits; wp_a wakes wp_b for 2 more.
+launches first ("wp_lone"), then each step launches 2 kernels itself
+(forward) and hands 3 to worker wp_a on the line marked HAND-OVER and
+waits (backward); wp_a wakes wp_b for 2 more.
 Steps are PAUSE_S apart (default 0.01, so the workers are asleep when the
 work comes; bench/wake_bench.sh runs it with 0).
 """
@@ -14,7 +15,11 @@ import sys
 import time
 
 
-def step(pool):
+def forward(pool):
+    pool.wp_forward(2)
+
+
+def backward(pool):
     pool.wp_run(3)  # HAND-OVER
 
 
@@ -26,7 +31,8 @@ def main():
     pause = float(sys.argv[3]) if len(sys.argv) > 3 else 0.01
     for _ in range(int(sys.argv[2])):
         time.sleep(pause)
-        step(pool)
+        forward(pool)
+        backward(pool)
     pool.wp_stop()
     print("workers: done")
 

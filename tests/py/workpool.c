@@ -7,6 +7,7 @@
  *
  *	wp_start(libcuda)  cuInit, start worker "wp_a" and worker "wp_b", return
  *	                   once both wait for work (0 or -1)
+ *	wp_forward(n)      launch n "attr_fwd" kernels on the calling thread
  *	wp_run(n)          hand n kernels to wp_a and wait until they are done:
  *	                   wp_a launches n "attr_a" kernels, hands 2 "attr_b" to
  *	                   wp_b (which it wakes), waits for them, synchronises
@@ -27,7 +28,7 @@ typedef void *CUfunction, *CUstream, *CUmodule;
 static CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
 			  unsigned, CUstream, void **, void **);
 static CUresult (*sync)(CUstream);
-static CUfunction fn_a, fn_b, fn_lone;
+static CUfunction fn_a, fn_b, fn_lone, fn_fwd;
 static uint32_t dur_us = 20;
 
 /* One hand-over: work posted under mu, taken by the worker, done signalled back. */
@@ -142,13 +143,19 @@ int wp_start(const char *libcuda)
 	launch = (CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
 			       unsigned, unsigned, CUstream, void **, void **))dlsym(h, "cuLaunchKernel");
 	if (!init || !getfn || !sync || !launch || init(0) || getfn(&fn_a, NULL, "attr_a") ||
-	    getfn(&fn_b, NULL, "attr_b") || getfn(&fn_lone, NULL, "attr_lone"))
+	    getfn(&fn_b, NULL, "attr_b") || getfn(&fn_lone, NULL, "attr_lone") ||
+	    getfn(&fn_fwd, NULL, "attr_fwd"))
 		return -1;
 	if (pthread_create(&ta, NULL, worker_a, NULL) || pthread_create(&tb, NULL, worker_b, NULL))
 		return -1;
 	while (!waits(&qa) || !waits(&qb))
 		nanosleep(&ms, NULL);
 	return 0;
+}
+
+void wp_forward(int n)
+{
+	launch_n(fn_fwd, n);
 }
 
 void wp_run(int n)
