@@ -1228,6 +1228,64 @@ int BPF_PROG(gb_wakeup_new, struct task_struct *p)
 }
 
 /*
+ * Wakes (struct gb_wake), for the calls of threads that run no Python
+ * (an autograd engine's, a C++ worker pool's): a thread of a traced
+ * Python process wakes another thread of the same process, which the
+ * woken one then works for.  sched_waking runs in the waker's context
+ * (sched_wakeup may run on the wakee's CPU, in whoever is there), so the
+ * waker's Python stack is walked here, when the waker is in a system
+ * call: a wake from an interrupt (a timer, I/O) is nobody's.  Attached with
+ * Python stacks on.  Wakes between processes, of untraced or non-Python
+ * processes, and of a thread known to run Python (it has its own stacks:
+ * GIL hand-offs) cost a few loads and compares.
+ */
+/*
+ * The current thread is in a system call (futex, write...: how a thread
+ * wakes another), not interrupted in user code by a timer or a device,
+ * whose wakes are nobody's.  (An interrupt that comes while the thread
+ * runs a system call on its CPU is not told apart.)
+ */
+static __always_inline int in_syscall(void)
+{
+	struct pt_regs___gb *regs;
+
+	regs = (struct pt_regs___gb *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	return regs && (long)BPF_CORE_READ(regs, ax) == -GB_ENOSYS &&
+	       (long)BPF_CORE_READ(regs, orig_ax) >= 0;
+}
+
+SEC("tp_btf/sched_waking")
+int BPF_PROG(gb_waking, struct task_struct *p)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = p->tgid, waker = (__u32)pid_tgid;
+	struct py_thread *t;
+	struct gb_wake *w;
+	__u64 stack;
+
+	if (pid_tgid >> 32 != tgid || waker == (__u32)p->pid ||
+	    !(pid_flags(tgid) & GB_PID_PYTHON) || !state_traced(tgid) || !in_syscall())
+		return 0;
+	t = bpf_task_storage_get(&py_threads, p, NULL, 0);
+	if (t && t->tstate)
+		return 0;
+	stack = py_stack(tgid, 1);
+	w = bpf_ringbuf_reserve(&rb, sizeof(*w), 0);
+	if (!w) {
+		count_drop(tgid);
+		return 0;
+	}
+	w->type = GB_REC_WAKE;
+	w->pid = tgid;
+	w->tid = p->pid;
+	w->waker = waker;
+	w->ts = bpf_ktime_get_ns();
+	w->pystack = stack;
+	bpf_ringbuf_submit(w, wake_flags(sizeof(*w), 1));
+	return 0;
+}
+
+/*
  * CPU-clock samples (struct gb_sample), one perf event per CPU at record
  * --sample-hz: a thread of a traced process on the CPU, with its Python
  * stack, its native stack (--stack native) and whether it runs the garbage

@@ -30,6 +30,7 @@ enum gb_rec_type {
 	GB_REC_EXIT = 9,    /* a traced thread exits: struct gb_exit */
 	GB_REC_STATE = 10,  /* a traced thread changes state: struct gb_state */
 	GB_REC_SAMPLE = 11, /* a CPU-clock sample of a traced thread: struct gb_sample */
+	GB_REC_WAKE = 12,   /* a thread wakes another of its process: struct gb_wake */
 };
 
 /*
@@ -198,6 +199,23 @@ struct gb_sample {
 	__u32 pad;
 };
 
+/*
+ * A thread of a traced Python process wakes another thread of the same
+ * process (sched_waking, in the waker's own context, not from an
+ * interrupt), one that is not known to run Python: the waker's Python
+ * stack (as in gb_call; 0 when the waker runs no Python).  User space
+ * gives the wakee's calls without a Python stack the stack of the wake
+ * that preceded them (user/model/attrib.c).
+ */
+struct gb_wake {
+	__u32 type;             /* GB_REC_WAKE */
+	__u32 pid;              /* tgid */
+	__u32 tid;              /* the thread woken */
+	__u32 waker;            /* the waking thread */
+	__u64 ts;
+	__u64 pystack;          /* the waker's Python stack, 0 if none */
+};
+
 struct gb_name {
 	__u32 type;             /* GB_REC_NAME */
 	__u32 pid;
@@ -347,7 +365,8 @@ struct gb_pystack {
 	__u64 id;               /* hash of the frames: the key calls refer to */
 	__u32 depth;            /* frames that follow, innermost first */
 	__u16 truncated;        /* the stack was deeper than the walk */
-	__u16 sampled;          /* first walked for a CPU sample (struct gb_sample) */
+	__u16 sampled;          /* first walked for a CPU sample (struct gb_sample) or
+				   a wake (struct gb_wake), not for a call */
 	struct gb_py_frame frames[GB_PY_MAX_DEPTH];
 };
 

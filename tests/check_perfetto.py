@@ -15,7 +15,8 @@ them, see tests/lib.sh's perfetto_ok).  Checks:
     there must be none);
   - every driver call with a Python stack is a child of the slice of its
     innermost frame's function ("python" slice, args.function), or, for
-    calls without a stack, of no python slice at all.
+    calls without a stack or with an attributed one (stack_attributed:
+    walked on another thread), of no python slice at all.
 Arguments are "args.*" in JSON traces, "debug.*" (debug annotations) in
 .pftrace ones, where a stack is one string, its frames one a line
 (args.stack[0] is the first line of debug.stack); GPU slices are on thread tracks in JSON, on tracks of their
@@ -112,16 +113,20 @@ def check_nesting(tp, trace):
     rows = query(tp, trace, """
         select s.id, s.name,
           coalesce(%s, %s) as stack,
+          %s as attributed,
           p.category as pcat,
           %s as pfunc
         from slice s left join slice p on s.parent_id = p.id
         where s.category = 'cuda_api'""" % (arg("s", "stack[0]", "display_value"),
                                              arg("s", "stack", "display_value"),
+                                             arg("s", "stack_attributed", "display_value"),
                                              arg("p", "function", "display_value")))
     wrong = []
     nstack = 0
     for r in rows:
         r["frame"] = r["stack"].split("\n")[0] if r["stack"] else None
+        if r["attributed"] in ("true", "1", "True"):
+            r["frame"] = None
         if not r["frame"]:
             if r["pcat"] == "python":
                 wrong.append("%s (no stack) under python slice %s" % (r["name"], r["pfunc"]))

@@ -114,6 +114,20 @@ is "nested loop: run()'s set-up and tear-down around it, the loop in train_step(
 like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .*the loop is train \\(/home/u/t.py\\).*
     Model.forward +0.160 \[0.160-0.160\] +0.250 \[0.250-0.250\] +4  /home/u/t.py:12"
 
+# the same loop, its forward and backward launched by a worker with attributed stacks
+"$PY" "$gen" workers "$TMPD/w.json" || bail_out "cannot generate the workers trace"
+check "report the loop with a worker" "$GPUBPF" report --format json -o "$TMPD/w.rep.json" "$TMPD/w.json"
+anatomy="(lambda i: [i['thread'], i['source'], i['loop_function'], i['steps'], i['kernels_per_step'], i['anchor_kernel'], round(i['step_ms']['median'], 6), [(x['phase'], x['site'], round(x['gpu_ms_median'], 6), round(x['host_ms_median'], 6), round(x['host_ms_min'], 6), round(x['host_ms_max'], 6), x['launches_median']) for x in i['phases']]])($IT)"
+is "workers: the Python thread's steps and anatomy, as if it had launched them" \
+	"$(json_query "$TMPD/w.rep.json" "$anatomy")" "$(json_query "$TMPD/l.rep.json" "$anatomy" | sed 's/^\[300,/[302,/')"
+causes="[(c['cause'], c['site'], round(c['ms'], 6), c.get('attributed', False)) for c in d['processes'][0]['devices'][0]['idle']['host_bound_causes']]"
+is "workers: the same host-bound causes, the worker's launch sites attributed" \
+	"$(json_query "$TMPD/w.rep.json" "$causes")" \
+	"$(json_query "$TMPD/l.rep.json" "[(c, s, ms, s.startswith(('Model.backward', 'Layer.forward'))) for (c, s, ms, a) in $causes]")"
+"$GPUBPF" report "$TMPD/w.json" >"$TMPD/w.txt"
+like "workers: (attributed) after those sites in the text" "$(grep 'other  *Model.backward' "$TMPD/w.txt")" \
+	'^ +1.000 ms \( 25%\)  other      Model.backward \(/home/u/model.py:30\) \(attributed\)$'
+
 # a valid trace with no GPU activity
 "$PY" - "$TMPD/k.json" "$TMPD/host.json" <<'PYEOF'
 import json, sys

@@ -3,6 +3,8 @@
 
     gen_report_trace.py known OUT.json     the schedule below (exact figures)
     gen_report_trace.py loop OUT.json      a training loop's anatomy (see loop())
+    gen_report_trace.py workers OUT.json   the same loop, its forward and backward
+                                           launched by a worker (see workers())
     gen_report_trace.py states OUT.json    host-bound gaps and the launching
                                            thread's states (see states())
     gen_report_trace.py gc OUT.json        host-bound gaps spent collecting
@@ -163,6 +165,29 @@ def loop():
     return ev
 
 
+def workers():
+    """pid 302: loop()'s pid 300, but a worker thread without Python, 303,
+    launches the forward and backward kernels (lines 12 and 13: 6 a step,
+    against the Python thread's 3), with the Python thread's stacks
+    attributed (stack_attributed, stack_thread 302).  The report must find
+    the same steps and anatomy on thread 302 as loop() gives pid 300."""
+    ev = []
+    for e in loop():
+        if e["pid"] != 300:
+            continue
+        e = json.loads(json.dumps(e))
+        e["pid"] = 302
+        if e.get("tid") == 300:
+            e["tid"] = 302
+        st = e.get("args", {}).get("stack", [])
+        if e.get("cat") == "cuda_api" and any(":12)" in f or ":13)" in f for f in st if f.startswith("train ")):
+            e["tid"] = 303
+            e["args"]["stack_attributed"] = True
+            e["args"]["stack_thread"] = 302
+        ev.append(e)
+    return ev
+
+
 def nested_loop():
     """pid 301: run() (/home/u/r.py) sets up (line 5: 2 launches), calls
     train_step() on line 6 six times, 500 us apart (line 20: 2 x f, line 21:
@@ -313,6 +338,8 @@ if __name__ == "__main__":
         write(sys.argv[2], known())
     elif sys.argv[1] == "loop":
         write(sys.argv[2], loop())
+    elif sys.argv[1] == "workers":
+        write(sys.argv[2], workers())
     elif sys.argv[1] == "states":
         write(sys.argv[2], states())
     elif sys.argv[1] == "gc":

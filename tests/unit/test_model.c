@@ -426,6 +426,90 @@ static void test_scope_ends(void)
 	model_release(&m);
 }
 
+/*
+ * Attributed stacks (attrib.h): process 1, Python thread 1, workers 2
+ * and 3 (3 woken by 2), helper 4 (wakes, makes no calls), workers 5 and
+ * 6 that Python never wakes.  Each call's expected stack id (0: none) and
+ * the thread it was walked on.
+ */
+static void test_attribution(void)
+{
+	static const struct {
+		uint64_t ts;
+		uint32_t tid;
+		uint64_t pystack;       /* its own */
+		uint64_t want;          /* the stack it ends with */
+		uint32_t from;          /* stack_tid */
+		const char *what;
+	} calls[] = {
+		{ 50, 1, 11, 11, 0, "Python's own call keeps its stack, not attributed" },
+		{ 90, 2, 0, 0, 0, "a worker's call before any wake: none" },
+		{ 110, 2, 0, 11, 1, "woken by Python: Python's stack at the wake" },
+		{ 130, 3, 0, 11, 1, "woken by that worker: inherits it" },
+		{ 150, 2, 0, 11, 1, "a helper (no calls) passes on nothing, though Python woke it" },
+		{ 200, 2, 0, 12, 1, "a wake at the call's instant counts" },
+		{ 210, 3, 0, 11, 1, "worker 3 keeps its own wake's until woken again" },
+		{ 230, 3, 0, 12, 1, "woken again by worker 2: the new stack" },
+		{ 250, 3, 0, 12, 1, "the helper's wake leaves it" },
+		{ 260, 1, 12, 12, 0, "Python's own again" },
+		{ 300, 5, 0, 0, 0, "never woken by Python: none" },
+		{ 320, 6, 0, 0, 0, "woken by a worker that has none: none" },
+		{ 340, 2, 0, 12, 1, "a wake whose stack never came leaves it" },
+	};
+	static const struct {
+		uint64_t ts;
+		uint32_t waker, tid;
+		uint64_t pystack;
+	} wakes[] = {
+		{ 100, 1, 2, 11 }, { 120, 2, 3, 0 }, { 135, 1, 4, 12 }, { 140, 4, 2, 0 }, { 200, 1, 2, 12 },
+		{ 220, 2, 3, 0 }, { 240, 4, 3, 0 }, { 310, 5, 6, 0 },
+	};
+	uint32_t fr[2], fn[2];
+	struct model m;
+	size_t k = 0, scopes_off_python = 0;
+
+	model_init(&m);
+	fr[0] = strtab_intern(&m.strs, "step (w.py:16)");
+	fn[0] = strtab_intern(&m.strs, "step (w.py)");
+	fr[1] = strtab_intern(&m.strs, "step (w.py:20)");
+	fn[1] = strtab_intern(&m.strs, "step (w.py)");
+	model_add_stack(&m, 1, 11, 0, 1, fr, fn);
+	model_add_stack(&m, 1, 12, 0, 1, fr + 1, fn + 1);
+	/* added out of time order: the model sorts them */
+	for (size_t i = sizeof(wakes) / sizeof(wakes[0]); i-- > 0;)
+		is_int(model_add_wake(&m, wakes[i].ts, 1, wakes[i].tid, wakes[i].waker,
+				      wakes[i].pystack), 0, "attribution: wake added");
+	/* a wake of worker 2 by Python whose stack record was lost */
+	model_add_wake(&m, 330, 1, 2, 1, 99);
+	for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
+		struct model_event *e = model_add_event(&m);
+
+		e->ts = calls[i].ts;
+		e->dur = 5;
+		e->pid = 1;
+		e->tid = calls[i].tid;
+		e->pystack = calls[i].pystack;
+	}
+	is_int(model_finish(&m), 0, "attribution: finish");
+	for (size_t i = 0; i < m.nev; i++) {
+		const struct model_event *e = &m.ev[i];
+		const struct model_stack *st = e->stack ? &m.stacks[e->stack - 1] : NULL;
+
+		if (e->kind == EV_SCOPE) {
+			scopes_off_python += e->tid != 1;
+			continue;
+		}
+		if (k >= sizeof(calls) / sizeof(calls[0]))
+			break;
+		ok(e->ts == calls[k].ts && (st ? st->id : 0) == calls[k].want &&
+		   e->stack_tid == calls[k].from, "attribution: %s", calls[k].what);
+		k++;
+	}
+	is_int(k, sizeof(calls) / sizeof(calls[0]), "attribution: every call seen");
+	is_int(scopes_off_python, 0, "attribution: no Python scopes on the workers' tracks");
+	model_release(&m);
+}
+
 int main(void)
 {
 	test_strtab();
@@ -437,5 +521,6 @@ int main(void)
 	test_call_errors();
 	test_procs_threads();
 	test_scope_ends();
+	test_attribution();
 	return done_testing();
 }

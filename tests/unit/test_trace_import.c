@@ -268,6 +268,13 @@ static void build(struct model *m)
 	gpu(m, EV_KERNEL, T0 + 9500, 10, 200, 11);
 	e = call(m, T0 + 9999, 1, 200, 201, "cuCtxSynchronize");
 	e->fields = MF_RET;
+
+	/* a worker without Python, woken by the main thread: an attributed stack */
+	model_thread(m, 100, 102, "pt_autograd_0");
+	model_add_wake(m, T0 + 9700, 100, 102, 100, 77);
+	e = call(m, T0 + 9800, 0, 100, 102, "cuLaunchKernel");
+	e->fields = MF_FUNC;
+	e->func = 0xabc;
 }
 
 static const struct model_event *find(const struct model *m, uint8_t kind, const char *name,
@@ -352,6 +359,15 @@ static void check_model(const struct model *m)
 	   k->correlation == 14, "memory record");
 	k = find(m, EV_GPU_SYNC, NULL, T0 + 8500);
 	ok(k && k->gpu_kind == GA_SYNC_STREAM_WAIT_EVENT && k->handle == 0x42, "stream wait");
+	e = find(m, EV_API, "cuLaunchKernel", T0 + 9800);
+	ok(e && e->tid == 102 && e->stack && e->stack_tid == 100,
+	   "a worker's launch: its stack attributed, walked on thread 100");
+	is_str(e && e->stack ? frame(m, e->stack, 0) : NULL, "Block.forward (/home/u/model.py:12)",
+	       "attributed stack's innermost frame");
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].kind == EV_SCOPE && m->ev[i].tid == 102)
+			launch = UINT32_MAX;
+	ok(launch != UINT32_MAX, "no Python scopes on the worker's track");
 }
 
 static void test_round_trip(void)
@@ -510,8 +526,8 @@ static void test_stream(void)
 	}
 	is_int(ret, 0, "to the end");
 	trace_import_close(&ti);
-	is_int(n, 19, "every call and GPU record, no scopes");
-	is_int(stacks, 2, "two calls with Python stacks");
+	is_int(n, 20, "every call and GPU record, no scopes");
+	is_int(stacks, 3, "three calls with Python stacks (one attributed)");
 	is_int(kernels, 4, "four kernels");
 	is_int(m.nev, 0, "events stay the caller's");
 	is_int(m.nstacks, 3, "stacks deduplicated (two Python, one native)");

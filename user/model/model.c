@@ -72,6 +72,7 @@ void model_release(struct model *m)
 	hashmap_release(&m->stack_index);
 	hashmap_release(&m->thread_index);
 	model_states_release(m);
+	free(m->wakes);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -458,7 +459,9 @@ static int derive_scopes(struct model *m, const uint32_t *api, size_t napi)
 	for (size_t k = 0; k < napi && !ret; k++) {
 		/* copies: closing scopes adds events, which may move m->ev */
 		const struct model_event e = m->ev[api[k]];
-		const struct model_stack *st = e.stack ? &m->stacks[e.stack - 1] : NULL;
+		/* an attributed stack's functions did not run on this thread */
+		const struct model_stack *st = e.stack && !e.stack_tid ? &m->stacks[e.stack - 1]
+								       : NULL;
 		uint32_t n = st ? (st->n < GB_SCOPE_MAX ? st->n : GB_SCOPE_MAX) : 0, same = 0;
 
 		if (e.pid != w.pid || e.tid != w.tid) {
@@ -527,7 +530,9 @@ int model_finish(struct model *m)
 		    (st = model_find_native_stack(m, e->pid, e->nstack)))
 			e->native = st - m->stacks + 1;
 	}
-	ret = link_correlations(m, &api, &napi);
+	ret = model_attribute(m);
+	if (!ret)
+		ret = link_correlations(m, &api, &napi);
 	if (ret)
 		return ret;
 	hashmap_init(&calls);

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include "lib/hashmap.h"
 #include "model/thread_state.h"
+#include "model/attrib.h"
 
 #define GB_SCOPE_MAX 256        /* Python frames followed as scopes */
 
@@ -87,6 +88,9 @@ struct model_event {
 				   stack in m->stacks, 0 none */
 	uint32_t stack;         /* after model_finish: API: index + 1 of its stack in
 				   m->stacks, 0 none; EV_SCOPE: the frame's string id */
+	uint32_t stack_tid;     /* API: stack is attributed, not walked: the thread it
+				   was walked on, whose wake this thread served
+				   (attrib.h); 0: walked on this thread, or none */
 	uint16_t depth;         /* EV_SCOPE: depth from the outermost frame */
 };
 
@@ -166,6 +170,8 @@ struct model {
 	size_t nstates, cap_states;
 	struct model_sample *samples;
 	size_t nsamples, cap_samples;
+	struct model_wake *wakes;    /* see attrib.h */
+	size_t nwakes, cap_wakes;
 	/* trace-level metadata */
 	int64_t realtime_offset_ns;  /* CLOCK_REALTIME - CLOCK_MONOTONIC */
 	uint64_t ts_base_ns;         /* from model_finish: the second at or before the
@@ -240,7 +246,9 @@ int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t ti
  *    a lookup's may be cut), else the lookup's;
  *  - count GPU events that start before the call that caused them
  *    (skewed, max_skew_ns);
- *  - give API events their Python stack, and add EV_SCOPE events: each
+ *  - give API events their Python stack, and those of threads that run no
+ *    Python the stack of the wake they served (model_attribute()); add
+ *    EV_SCOPE events (walked stacks only): each
  *    Python function on a thread's stacks spans, as one event, the calls
  *    made while it stayed on the stack (from the first call's start to the
  *    last one's end), so Model.forward or Optimizer.step show as blocks

@@ -103,6 +103,8 @@ static int open_probes(struct record *r)
 	po.native_stacks = o->native;
 	po.states = o->states;
 	po.sample_hz = o->sample_hz;
+	/* calls of threads without Python get the stack of their waker */
+	po.wakes = o->stacks;
 	/* -a and -- CMD: find a new process's Python before its first call */
 	po.hold_each = o->stacks && o->mode != MODE_PIDS;
 	/* tests: behave as on a kernel that cannot hold processes */

@@ -672,6 +672,13 @@ int collector_record(struct collector *c, const void *data, size_t size)
 		if (size >= sizeof(struct gb_sample))
 			ret = on_sample(c, data);
 		break;
+	case GB_REC_WAKE:
+		if (size >= sizeof(struct gb_wake)) {
+			const struct gb_wake *w = data;
+
+			ret = model_add_wake(c->m, w->ts, w->pid, w->tid, w->waker, w->pystack);
+		}
+		break;
 	case GB_REC_CORR:
 		if (size >= sizeof(struct gb_corr)) {
 			const struct gb_corr *k = data;

@@ -153,6 +153,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		bpf_program__set_autoload(p->skel->progs.gb_wakeup, o->states);
 		bpf_program__set_autoload(p->skel->progs.gb_wakeup_new, o->states);
 		bpf_program__set_autoload(p->skel->progs.gb_sample, o->sample_hz > 0);
+		bpf_program__set_autoload(p->skel->progs.gb_waking, o->wakes);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
 						      ATTACH_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,

@@ -25,6 +25,7 @@ struct probes_opts {
 				   probes_hold_maps), not only for a new library */
 	int states;             /* thread states from the scheduler (struct gb_state) */
 	uint32_t sample_hz;     /* CPU-clock samples per second per CPU; 0: none */
+	int wakes;              /* wakes within Python processes (struct gb_wake) */
 };
 
 /* One library attached for one pid (-1: every process). */

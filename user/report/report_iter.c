@@ -197,7 +197,12 @@ out:
 }
 
 
-/* The thread of proc with the most launches (among its first 64 launchers). */
+/*
+ * The thread of proc with the most launches (among its first 64 launchers),
+ * counting a worker's launches with attributed stacks for the thread it
+ * serves (rt_served()): the Python thread whose loss.backward() an
+ * autograd engine's threads run.
+ */
 static uint32_t main_thread(const struct rt_table *t, uint32_t proc)
 {
 	uint32_t tids[64], counts[64], main_tid = 0, best = 0;
@@ -205,21 +210,23 @@ static uint32_t main_thread(const struct rt_table *t, uint32_t proc)
 
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct rt_event *e = &t->ev[i];
+		uint32_t tid;
 		size_t k;
 
 		if (e->proc != proc || !(e->flags & RTF_LAUNCH) || (e->flags & RTF_FAILED))
 			continue;
-		for (k = 0; k < ntid && tids[k] != e->tid; k++)
+		tid = rt_served(t, e);
+		for (k = 0; k < ntid && tids[k] != tid; k++)
 			;
 		if (k == ntid) {
 			if (ntid == 64)
 				continue;
-			tids[ntid] = e->tid;
+			tids[ntid] = tid;
 			counts[ntid++] = 0;
 		}
 		if (++counts[k] > best) {
 			best = counts[k];
-			main_tid = e->tid;
+			main_tid = tid;
 		}
 	}
 	return main_tid;
@@ -235,10 +242,11 @@ struct seqs {
 };
 
 /*
- * The thread's calls as tokens.  With a loop frame, one token per run of
- * calls in one phase (a step that launches one kernel four times is still
- * one step); else one per launch: the kernel name with the innermost user
- * frame (0 without stacks).
+ * The calls made for the thread (its own and its workers' attributed ones)
+ * as tokens.  With a loop frame, one token per run of calls in one phase
+ * (a step that launches one kernel four times is still one step); else
+ * one per launch: the kernel name with the innermost user frame (0
+ * without stacks).
  */
 static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
 		  struct rep_loop *lp, bool loop, struct seqs *q)
@@ -251,7 +259,8 @@ static int tokens(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
 		bool launch = (e->flags & RTF_LAUNCH) && !(e->flags & RTF_FAILED);
 		uint64_t tok;
 
-		if (e->proc != proc || e->kind != RT_API || e->tid != it->tid || (!loop && !launch))
+		if (e->proc != proc || e->kind != RT_API || rt_served(t, e) != it->tid ||
+		    (!loop && !launch))
 			continue;
 		nl += launch;
 		it->from_stacks |= launch && rt_site(t, e) != 0;
@@ -302,14 +311,14 @@ static uint64_t first_statement(const struct rt_table *t, const struct rep_loop 
 	return best;
 }
 
-/* The first launch of thread tid from event i on (the step's first kernel), or NULL. */
+/* The first launch made for thread tid from event i on (the step's first kernel), or NULL. */
 static const struct rt_event *launch_from(const struct rt_table *t, size_t i, uint32_t proc,
 					  uint32_t tid)
 {
 	for (; i < t->nev; i++) {
 		const struct rt_event *e = &t->ev[i];
 
-		if (e->proc == proc && e->tid == tid && (e->flags & RTF_LAUNCH) &&
+		if (e->proc == proc && rt_served(t, e) == tid && (e->flags & RTF_LAUNCH) &&
 		    !(e->flags & RTF_FAILED))
 			return e;
 	}

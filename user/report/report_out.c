@@ -43,6 +43,12 @@ static void frame_parts(const struct rt_table *t, uint32_t site, char *file, siz
 	snprintf(func, fnlen, "%.*s", (int)qlen, qual);
 }
 
+/* What follows a site taken from an attributed stack (report_table.h). */
+static const char *attributed(uint32_t site)
+{
+	return rt_site_attributed(site) ? " (attributed)" : "";
+}
+
 static const char *bytes_h(uint64_t b, char *buf, size_t len)
 {
 	if (b >= 1ULL << 30)
@@ -72,7 +78,7 @@ static void text_findings(const struct rt_table *t, const struct rep_proc *rp, F
 		report_finding_detail(t, rp, x, detail, sizeof(detail));
 		fprintf(f, "    %zu. %-15s %10.3f ms  ", k + 1, report_finding_kind(x), ms(x->cost_ns));
 		if (x->site)
-			fprintf(f, "%s (%s)\n", func[0] ? func : "?", file);
+			fprintf(f, "%s (%s)%s\n", func[0] ? func : "?", file, attributed(x->site));
 		else
 			fprintf(f, "stack unknown\n");
 		fprintf(f, "       %s\n", detail);
@@ -148,9 +154,9 @@ static void text_causes(const struct rt_table *t, const struct rep_device *v, FI
 	for (size_t k = 0; k < v->ncauses && k < TEXT_TOP; k++) {
 		const struct rep_cause *c = &v->causes[k];
 
-		fprintf(f, "        %10.3f ms (%3.0f%%)  %-9s  %s\n", ms(c->ns),
+		fprintf(f, "        %10.3f ms (%3.0f%%)  %-9s  %s%s\n", ms(c->ns),
 			pct(c->ns, v->host_bound_ns), report_cause_name(c->cause),
-			c->site ? rt_str(t, c->site) : "site unknown");
+			c->site ? rt_str(t, c->site) : "site unknown", attributed(c->site));
 	}
 }
 
@@ -185,7 +191,8 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 			fprintf(f, "    %7" PRIu64 " %12.3f %12.3f  ", h->count, ms(h->blocked_ns),
 				ms(h->gpu_idle_ns));
 			if (h->site)
-				fprintf(f, "%s (%s)  [%s]\n", func[0] ? func : "?", file, rt_str(t, h->call));
+				fprintf(f, "%s (%s)%s  [%s]\n", func[0] ? func : "?", file,
+					attributed(h->site), rt_str(t, h->call));
 			else
 				fprintf(f, "stack unknown  [%s]\n", rt_str(t, h->call));
 		}
@@ -225,7 +232,8 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 			it->tid, it->from_stacks ? "Python stacks" : "kernel launch sequence",
 			rt_str(t, it->anchor));
 		if (it->anchor_site)
-			fprintf(f, " from %s", rt_str(t, it->anchor_site));
+			fprintf(f, " from %s%s", rt_str(t, it->anchor_site),
+				attributed(it->anchor_site));
 		fprintf(f, "\n");
 		text_anatomy(t, it, f);
 	} else if (rp->ngpu || rp->napi) {
@@ -235,12 +243,13 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 		const struct rep_mem_dev *m = &rp->mem[k];
 
 		frame_parts(t, m->peak_site, file, sizeof(file), func, sizeof(func));
-		fprintf(f, "  device memory (GPU %u): peak %s at +%.3f ms, reached by %s of %s at %s%s%s%s; "
+		fprintf(f, "  device memory (GPU %u): peak %s at +%.3f ms, reached by %s of %s at %s%s%s%s%s; "
 			"%" PRIu64 " allocations, %" PRIu64 " frees, %s in use at the end\n",
 			m->device, bytes_h(m->peak_bytes, b1, sizeof(b1)), ms(m->peak_ts - t->t_first),
 			rt_str(t, m->peak_call), bytes_h(m->peak_alloc_bytes, b2, sizeof(b2)),
 			m->peak_site ? func : "stack unknown", m->peak_site ? " (" : "",
-			m->peak_site ? file : "", m->peak_site ? ")" : "", m->allocs, m->frees,
+			m->peak_site ? file : "", m->peak_site ? ")" : "", attributed(m->peak_site),
+			m->allocs, m->frees,
 			bytes_h(m->end_bytes, b3, sizeof(b3)));
 	}
 	if (rp->nkernels) {
@@ -321,6 +330,14 @@ static void ksite(struct jw *jw, const struct rt_table *t, uint32_t site, const 
 		jw_str(jw, func);
 	else
 		jw_null(jw);
+	/* "attributed" beside "site", "peak_attributed" beside "peak_site"... */
+	if (rt_site_attributed(site)) {
+		char key[64];
+
+		snprintf(key, sizeof(key), "%.*sattributed", (int)(strlen(key_site) - strlen("site")),
+			 key_site);
+		jw_kv_bool(jw, key, true);
+	}
 }
 
 /* "site": the whole frame "function (file:line)", null when unknown. */
@@ -330,6 +347,8 @@ static void frame_site(struct jw *jw, const struct rt_table *t, uint32_t site)
 		jw_kv_str(jw, "site", rt_str(t, site));
 	else
 		jw_kv_null(jw, "site");
+	if (rt_site_attributed(site))
+		jw_kv_bool(jw, "attributed", true);
 }
 
 /* A device's host-bound causes, each site the whole frame, null when unknown. */

@@ -25,6 +25,12 @@
  * starts the next step.  Phases are listed by their line in the loop
  * function, outside any phase last; lines with no call in any step (the
  * loop function's own set-up) are left out.
+ *
+ * The calls of worker threads with attributed stacks walked on the thread
+ * (rt_served(): an autograd engine's, for the thread in loss.backward())
+ * count as the thread's own: for the loop frame and the phases, and in
+ * the phase and step where they fall, their launches, GPU work and host
+ * time (the thread waits for its workers).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -63,7 +69,7 @@ struct loop_stack {
 	bool in;                /* still under the frames chosen so far */
 };
 
-/* The host calls of thread tid of proc by stack; *n distinct stacks. */
+/* The host calls made for thread tid of proc (rt_served()) by stack; *n distinct stacks. */
 static struct loop_stack *call_stacks(const struct rt_table *t, uint32_t proc, uint32_t tid,
 				      size_t *n)
 {
@@ -78,7 +84,7 @@ static struct loop_stack *call_stacks(const struct rt_table *t, uint32_t proc, u
 		struct hashmap_slot *s;
 		int added;
 
-		if (e->proc != proc || e->tid != tid || e->kind != RT_API || !e->stack)
+		if (e->proc != proc || e->kind != RT_API || !e->stack || rt_served(t, e) != tid)
 			continue;
 		s = hashmap_put(&m, e->stack, &added);
 		if (!s || (added && array_grow(&w, &cap, *n + 1)))
@@ -341,7 +347,7 @@ static int meet_phases(const struct rt_table *t, uint32_t proc, struct rep_loop 
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct rt_event *e = &t->ev[i];
 
-		if (e->proc == proc && e->kind == RT_API && e->tid == tid &&
+		if (e->proc == proc && e->kind == RT_API && rt_served(t, e) == tid &&
 		    step_of(st, nsteps, e->ts) >= 0 && report_loop_phase(t, lp, e) == UINT32_MAX)
 			return -ENOMEM;
 	}
@@ -379,7 +385,7 @@ int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
 			continue;
 		if (e->kind != RT_API && !(l = report_launch_of(&cm, t, e)))
 			continue;
-		if (l->tid != it->tid || (s = step_of(st, nsteps, l->ts)) < 0)
+		if (rt_served(t, l) != it->tid || (s = step_of(st, nsteps, l->ts)) < 0)
 			continue;
 		ph = report_loop_phase(t, lp, l);
 		if (ph == UINT32_MAX)

@@ -286,6 +286,15 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 	if (ev->stack) {
 		t->nstacks++;
 		r->stack = table_stack(t, m, ev->stack);
+		if (ev->stack_tid) {
+			struct hashmap_slot *s = hashmap_put(&t->served,
+							     (uint64_t)r->proc << 32 | r->tid, NULL);
+
+			if (!s)
+				return -ENOMEM;
+			s->val = ev->stack_tid;
+			r->flags |= RTF_ATTRIBUTED;
+		}
 	}
 	cls = classify(t, r->name);
 	if (cls & NC_SYNC)
@@ -585,5 +594,6 @@ void rt_release(struct rt_table *t)
 	free(t->ids);
 	free(t->cls);
 	free(t->stkmap);
+	hashmap_release(&t->served);
 	memset(t, 0, sizeof(*t));
 }

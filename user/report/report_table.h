@@ -29,7 +29,16 @@ enum {
 	RTF_SYNC = 1,           /* a blocking sync: stream/ctx/event sync, synchronous copy */
 	RTF_LAUNCH = 2,         /* kernel or graph launch */
 	RTF_FAILED = 4,         /* returned an error (ret != 0) */
+	RTF_ATTRIBUTED = 8,     /* its stack is attributed: walked on the thread whose
+				   wake this thread served (model/attrib.h) */
 };
+
+/*
+ * A site (a table string id) taken from an attributed stack has this bit
+ * set: it groups apart from the same line walked on the calling thread,
+ * and outputs say "(attributed)".  rt_str() reads the string either way.
+ */
+#define RT_SITE_ATTRIBUTED (1U << 31)
 
 /* One host call or GPU activity (48 bytes). */
 struct rt_event {
@@ -110,6 +119,8 @@ struct rt_table {
 	uint32_t *frames, *callees;     /* table string ids, see rt_stack */
 	size_t nframes, capframes, capcallees;
 	uint64_t nstacks;       /* host calls with a Python stack */
+	struct hashmap served;  /* proc << 32 | tid of a thread with attributed stacks ->
+				   the thread its (last) one was walked on: see rt_served() */
 	struct rt_state *states;        /* both by (pid, tid, ts) */
 	size_t nstates;
 	struct rt_sample *samples;
@@ -154,13 +165,36 @@ int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen);
 void rt_release(struct rt_table *t);
 static inline const char *rt_str(const struct rt_table *t, uint32_t id)
 {
-	return strtab_get(&t->strs, id);
+	return strtab_get(&t->strs, id & ~RT_SITE_ATTRIBUTED);
 }
 
-/* The innermost user frame of host call e, 0 unknown. */
+/* The innermost user frame of host call e, 0 unknown; RT_SITE_ATTRIBUTED set when
+ * its stack is attributed. */
 static inline uint32_t rt_site(const struct rt_table *t, const struct rt_event *e)
 {
-	return e->stack ? t->stacks[e->stack - 1].site : 0;
+	uint32_t site = e->stack ? t->stacks[e->stack - 1].site : 0;
+
+	return site && (e->flags & RTF_ATTRIBUTED) ? site | RT_SITE_ATTRIBUTED : site;
+}
+
+static inline bool rt_site_attributed(uint32_t site)
+{
+	return site & RT_SITE_ATTRIBUTED;
+}
+
+/*
+ * The thread host call e was made for: its own, or for a call with an
+ * attributed stack, the thread that stack was walked on (the one its
+ * thread serves; a worker serving several takes the last one's).
+ */
+static inline uint32_t rt_served(const struct rt_table *t, const struct rt_event *e)
+{
+	const struct hashmap_slot *s;
+
+	if (!(e->flags & RTF_ATTRIBUTED) ||
+	    !(s = hashmap_find(&t->served, (uint64_t)e->proc << 32 | e->tid)))
+		return e->tid;
+	return s->val;
 }
 
 /* Is the frame "qualname (file:line)" library code (site/dist-packages,

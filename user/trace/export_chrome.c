@@ -149,6 +149,10 @@ static void write_call_args(struct jw *jw, const struct model *m,
 		write_frames(jw, m, TS_ARG_STACK, st);
 		if (st->truncated)
 			jw_kv_bool(jw, TS_ARG_STACK_TRUNCATED, true);
+		if (ev->stack_tid) {
+			jw_kv_bool(jw, TS_ARG_STACK_ATTRIBUTED, true);
+			jw_kv_uint(jw, TS_ARG_STACK_THREAD, ev->stack_tid);
+		}
 	}
 	if (ev->native) {
 		const struct model_stack *st = &m->stacks[ev->native - 1];

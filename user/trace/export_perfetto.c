@@ -906,6 +906,10 @@ static void call_args(struct pf *w, const struct model_event *ev)
 		arg_stack(w, TS_ARG_STACK, ev->stack);
 		if (m->stacks[ev->stack - 1].truncated)
 			arg_bool(w, TS_ARG_STACK_TRUNCATED, true);
+		if (ev->stack_tid) {
+			arg_bool(w, TS_ARG_STACK_ATTRIBUTED, true);
+			arg_uint(w, TS_ARG_STACK_THREAD, ev->stack_tid);
+		}
 	}
 	if (ev->native)
 		arg_stack(w, TS_ARG_NATIVE_STACK, ev->native);

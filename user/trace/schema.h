@@ -79,6 +79,8 @@
 #define TS_ARG_CORRELATION      "correlation"
 #define TS_ARG_STACK            "stack"         /* Python frames, innermost first */
 #define TS_ARG_STACK_TRUNCATED  "stack_truncated"
+#define TS_ARG_STACK_ATTRIBUTED "stack_attributed" /* true: walked on another thread */
+#define TS_ARG_STACK_THREAD     "stack_thread"  /* that thread, whose wake the call served */
 #define TS_ARG_NATIVE_STACK     "native_stack"
 #define TS_ARG_GRAPH_NODE       "graph_node"
 #define TS_ARG_DEVICE           "device"

@@ -24,8 +24,8 @@
 enum {
 	A_NAME, A_KERNEL, A_GRID, A_BLOCK, A_SHMEM, A_STATIC_SHMEM, A_REGISTERS, A_STREAM,
 	A_BYTES, A_KIND, A_PTR, A_COUNT, A_HANDLE, A_RET, A_CORR, A_STACK, A_STACK_TRUNCATED,
-	A_NATIVE_STACK, A_GRAPH_NODE, A_DEVICE, A_EVENT, A_ADDRESS, A_MEMORY_KIND,
-	A_STATE, A_SYSCALL, A_HOLDER, A_CPU, A_GC,
+	A_STACK_ATTRIBUTED, A_STACK_THREAD, A_NATIVE_STACK, A_GRAPH_NODE, A_DEVICE, A_EVENT,
+	A_ADDRESS, A_MEMORY_KIND, A_STATE, A_SYSCALL, A_HOLDER, A_CPU, A_GC,
 	A_N
 };
 
@@ -36,7 +36,9 @@ static const char *const arg_keys[A_N] = {
 	[A_STREAM] = TS_ARG_STREAM, [A_BYTES] = TS_ARG_BYTES, [A_KIND] = TS_ARG_KIND,
 	[A_PTR] = TS_ARG_PTR, [A_COUNT] = TS_ARG_COUNT, [A_HANDLE] = TS_ARG_HANDLE,
 	[A_RET] = TS_ARG_RET, [A_CORR] = TS_ARG_CORRELATION, [A_STACK] = TS_ARG_STACK,
-	[A_STACK_TRUNCATED] = TS_ARG_STACK_TRUNCATED, [A_NATIVE_STACK] = TS_ARG_NATIVE_STACK,
+	[A_STACK_TRUNCATED] = TS_ARG_STACK_TRUNCATED,
+	[A_STACK_ATTRIBUTED] = TS_ARG_STACK_ATTRIBUTED, [A_STACK_THREAD] = TS_ARG_STACK_THREAD,
+	[A_NATIVE_STACK] = TS_ARG_NATIVE_STACK,
 	[A_GRAPH_NODE] = TS_ARG_GRAPH_NODE, [A_DEVICE] = TS_ARG_DEVICE, [A_EVENT] = TS_ARG_EVENT,
 	[A_ADDRESS] = TS_ARG_ADDRESS, [A_MEMORY_KIND] = TS_ARG_MEMORY_KIND,
 	[A_STATE] = TS_ARG_STATE, [A_SYSCALL] = TS_ARG_SYSCALL, [A_HOLDER] = TS_ARG_HOLDER_TID,
@@ -450,6 +452,9 @@ static void read_call(struct trace_import *ti, const struct val *a, struct model
 		ev->stack = read_stack(ti, &a[A_STACK], ev->pid, false,
 				       a[A_STACK_TRUNCATED].p && *a[A_STACK_TRUNCATED].p == 't',
 				       &ev->pystack);
+	/* attributed: walked on the thread that woke this one (the main one if unsaid) */
+	if (ev->stack && a[A_STACK_ATTRIBUTED].p && *a[A_STACK_ATTRIBUTED].p == 't')
+		ev->stack_tid = a[A_STACK_THREAD].p ? int_val(&a[A_STACK_THREAD]) : ev->pid;
 	if (a[A_NATIVE_STACK].p)
 		ev->native = read_stack(ti, &a[A_NATIVE_STACK], ev->pid, true, false, &ev->nstack);
 }

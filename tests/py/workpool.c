@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * workpool: worker threads without Python that launch kernels for a
+ * Python thread, as an autograd engine does (tests/py/workers.py, loaded
+ * with ctypes; t0330 builds it: cc -shared -fPIC -o libworkpool.so
+ * workpool.c -lpthread -ldl).
+ *
+ *	wp_start(libcuda)  cuInit, start worker "wp_a" and worker "wp_b", return
+ *	                   once both wait for work (0 or -1)
+ *	wp_forward(n)      launch n "attr_fwd" kernels on the calling thread
+ *	wp_run(n)          hand n kernels to wp_a and wait until they are done:
+ *	                   wp_a launches n "attr_a" kernels, hands 2 "attr_b" to
+ *	                   wp_b (which it wakes), waits for them, synchronises
+ *	                   and wakes the caller
+ *	wp_lone(n)         a thread "wp_lone" that nobody wakes launches n
+ *	                   "attr_lone" kernels 1 ms apart; returns when it ended
+ *	wp_stop()          end both workers
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <time.h>
+
+typedef int CUresult;
+typedef void *CUfunction, *CUstream, *CUmodule;
+
+static CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			  unsigned, CUstream, void **, void **);
+static CUresult (*sync)(CUstream);
+static CUfunction fn_a, fn_b, fn_lone, fn_fwd;
+static uint32_t dur_us = 20;
+
+/* One hand-over: work posted under mu, taken by the worker, done signalled back. */
+struct queue {
+	pthread_mutex_t mu;
+	pthread_cond_t work, done;
+	int todo;               /* kernels posted, 0 when none */
+	int busy;               /* taken, not yet done */
+	int waiting;            /* the worker waits for work */
+	int stop;
+};
+
+#define QUEUE_INIT { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, \
+		     PTHREAD_COND_INITIALIZER, 0, 0, 0, 0 }
+
+static struct queue qa = QUEUE_INIT, qb = QUEUE_INIT;
+static pthread_t ta, tb;
+
+/* Post n kernels to q, wake its worker and wait until they are done. */
+static void hand_over(struct queue *q, int n)
+{
+	pthread_mutex_lock(&q->mu);
+	q->todo = n;
+	q->busy = 1;
+	pthread_cond_signal(&q->work);
+	while (q->busy)
+		pthread_cond_wait(&q->done, &q->mu);
+	pthread_mutex_unlock(&q->mu);
+}
+
+/* The worker's side: the next batch, 0 when told to stop. */
+static int take(struct queue *q)
+{
+	int n;
+
+	pthread_mutex_lock(&q->mu);
+	q->waiting = 1;
+	while (!q->todo && !q->stop)
+		pthread_cond_wait(&q->work, &q->mu);
+	q->waiting = 0;
+	n = q->stop ? 0 : q->todo;
+	q->todo = 0;
+	pthread_mutex_unlock(&q->mu);
+	return n;
+}
+
+static void finish(struct queue *q)
+{
+	pthread_mutex_lock(&q->mu);
+	q->busy = 0;
+	pthread_cond_signal(&q->done);
+	pthread_mutex_unlock(&q->mu);
+}
+
+static void launch_n(CUfunction f, int n)
+{
+	void *params[] = { &dur_us };
+
+	for (int i = 0; i < n; i++)
+		launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL);
+}
+
+static void *worker_a(void *arg)
+{
+	int n;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "wp_a");
+	while ((n = take(&qa))) {
+		launch_n(fn_a, n);
+		hand_over(&qb, 2);
+		sync(NULL);
+		finish(&qa);
+	}
+	return NULL;
+}
+
+static void *worker_b(void *arg)
+{
+	int n;
+
+	(void)arg;
+	pthread_setname_np(pthread_self(), "wp_b");
+	while ((n = take(&qb))) {
+		launch_n(fn_b, n);
+		finish(&qb);
+	}
+	return NULL;
+}
+
+static int waits(struct queue *q)
+{
+	int w;
+
+	pthread_mutex_lock(&q->mu);
+	w = q->waiting;
+	pthread_mutex_unlock(&q->mu);
+	return w;
+}
+
+int wp_start(const char *libcuda)
+{
+	CUresult (*init)(unsigned), (*getfn)(CUfunction *, CUmodule, const char *);
+	struct timespec ms = { 0, 1000000 };
+	void *h = dlopen(libcuda, RTLD_NOW | RTLD_LOCAL);
+
+	if (!h)
+		return -1;
+	init = (CUresult (*)(unsigned))dlsym(h, "cuInit");
+	getfn = (CUresult (*)(CUfunction *, CUmodule, const char *))dlsym(h, "cuModuleGetFunction");
+	sync = (CUresult (*)(CUstream))dlsym(h, "cuStreamSynchronize");
+	launch = (CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+			       unsigned, unsigned, CUstream, void **, void **))dlsym(h, "cuLaunchKernel");
+	if (!init || !getfn || !sync || !launch || init(0) || getfn(&fn_a, NULL, "attr_a") ||
+	    getfn(&fn_b, NULL, "attr_b") || getfn(&fn_lone, NULL, "attr_lone") ||
+	    getfn(&fn_fwd, NULL, "attr_fwd"))
+		return -1;
+	if (pthread_create(&ta, NULL, worker_a, NULL) || pthread_create(&tb, NULL, worker_b, NULL))
+		return -1;
+	while (!waits(&qa) || !waits(&qb))
+		nanosleep(&ms, NULL);
+	return 0;
+}
+
+void wp_forward(int n)
+{
+	launch_n(fn_fwd, n);
+}
+
+void wp_run(int n)
+{
+	hand_over(&qa, n);
+}
+
+static void *lone(void *arg)
+{
+	struct timespec ms = { 0, 1000000 };
+	int n = (int)(intptr_t)arg;
+
+	pthread_setname_np(pthread_self(), "wp_lone");
+	for (int i = 0; i < n; i++) {
+		launch_n(fn_lone, 1);
+		nanosleep(&ms, NULL);
+	}
+	return NULL;
+}
+
+int wp_lone(int n)
+{
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, lone, (void *)(intptr_t)n))
+		return -1;
+	return pthread_join(t, NULL) ? -1 : 0;
+}
+
+static void stop(struct queue *q, pthread_t t)
+{
+	pthread_mutex_lock(&q->mu);
+	q->stop = 1;
+	pthread_cond_signal(&q->work);
+	pthread_mutex_unlock(&q->mu);
+	pthread_join(t, NULL);
+}
+
+void wp_stop(void)
+{
+	stop(&qa, ta);
+	stop(&qb, tb);
+}

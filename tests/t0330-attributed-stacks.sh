@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# Attributed stacks: worker threads that run no Python (tests/py/workpool.c,
+# loaded by tests/py/workers.py through ctypes) launch kernels for a Python
+# thread that hands them the work through a condition variable and waits.
+# On every CPython 3.10 to 3.13 here, each launch and sync of the worker it
+# wakes carries the exact line of the hand-over, marked attributed and
+# naming the Python thread; a second worker, woken by the first, inherits
+# it; a worker that nobody wakes gets no stack; the Python thread's own
+# calls keep their walked stacks.  The report says "(attributed)" where it
+# prints such a site, counts the workers' launches for the Python thread in
+# its iteration anatomy (forward: its own 2 kernels, backward: the workers'
+# 5), `gpubpf report FILE` prints what record printed, and Perfetto imports
+# the JSON and .pftrace traces.
+. "$(dirname "$0")/lib.sh"
+test_description "attributed stacks: worker threads without Python"
+require_bpf
+require_sim
+require_cmd cc
+export LD_LIBRARY_PATH="$SIMLIB"
+W="$GPUBPF_ROOT/tests/py/workers.py"
+pythons=()
+for v in 3.10 3.11 3.12 3.13; do
+	for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v; do
+		[[ -x "$p" ]] && pythons+=("$p")
+	done
+done
+((${#pythons[@]})) || skip_all "no CPython 3.10+ found"
+check "the worker library builds" cc -O2 -shared -fPIC -o "$TMPD/libworkpool.so" \
+	"$GPUBPF_ROOT/tests/py/workpool.c" -lpthread -ldl || bail_out "no libworkpool.so"
+line=$(grep -n '# HAND-OVER' "$W" | cut -d: -f1)
+site="backward ($W:$line)"
+fwd=$(grep -n '^        forward(pool)' "$W" | cut -d: -f1)
+bwd=$(grep -n '^        backward(pool)' "$W" | cut -d: -f1)
+
+# per (thread name, call, kernel): count, first frames, attributed, walked on the main thread
+summary='sorted({(names.get(e["tid"]), e["name"], e["args"].get("kernel"), str(e["args"].get("stack", [None])[0]), e["args"].get("stack_attributed"), e["args"].get("stack_thread") == e["pid"] if "stack_thread" in e["args"] else None) for e in ev if e.get("cat") == "cuda_api"}, key=str)'
+names='names = {e["tid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}'
+for py in "${pythons[@]}"; do
+	v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	check "$v: record" "$GPUBPF" record -o "$TMPD/w.json" -o "$TMPD/w.pftrace" -- \
+		"$py" "$W" "$TMPD/libworkpool.so" 5 || continue
+	cp "$TMPD/.check.out" "$TMPD/rec.txt"   # what record printed: the report
+	q() { json_query "$TMPD/w.json" "[exec('$names', globals()), $1][1]"; }
+	is "$v: wp_a's 15 launches and 5 syncs carry the hand-over line, attributed to the main thread" \
+		"$(q "[(n, c, k, s, a, m) for (n, c, k, s, a, m) in $summary if n == 'wp_a']")" \
+		"[[\"wp_a\", \"cuLaunchKernel\", \"attr_a\", \"$site\", true, true], [\"wp_a\", \"cuStreamSynchronize\", null, \"$site\", true, true]]"
+	is "$v: wp_a: counts" "$(q 'len([e for e in ev if e.get("cat") == "cuda_api" and names.get(e["tid"]) == "wp_a" and e["args"].get("stack_attributed")])')" 20
+	is "$v: wp_b, woken by wp_a, inherits it: 10 launches" \
+		"$(q "[[n, c, k, s, a, m] for (n, c, k, s, a, m) in $summary if n == 'wp_b'] + [len([e for e in ev if names.get(e['tid']) == 'wp_b' and e['args'].get('stack_attributed')])]")" \
+		"[[\"wp_b\", \"cuLaunchKernel\", \"attr_b\", \"$site\", true, true], 10]"
+	is "$v: wp_lone, woken by nobody: 4 launches without a stack" \
+		"$(q "[[n, c, k, s, a, m] for (n, c, k, s, a, m) in $summary if n == 'wp_lone'] + [len([e for e in ev if e.get('cat') == 'cuda_api' and names.get(e['tid']) == 'wp_lone'])]")" \
+		"[[\"wp_lone\", \"cuLaunchKernel\", \"attr_lone\", \"None\", null, null], 4]"
+	is "$v: the Python thread's own calls are walked, not attributed" \
+		"$(q 'sorted({(e["name"], e["args"]["stack"][0].split(" (")[0], "stack_attributed" in e["args"]) for e in ev if e.get("cat") == "cuda_api" and e["tid"] == e["pid"]})')" \
+		'[["cuInit", "main", false], ["cuLaunchKernel", "forward", false], ["cuModuleGetFunction", "main", false]]'
+	is "$v: no Python slices on the workers' tracks" \
+		"$(q 'len([e for e in ev if e.get("cat") == "python" and names.get(e["tid"], "").startswith("wp_")])')" 0
+	like "$v: the report's sync hotspot says (attributed)" "$(grep -A2 'sync hotspots' "$TMPD/rec.txt")" \
+		"5 +[0-9.]+ +[0-9.]+  backward \\($W:$line\\) \\(attributed\\)  \\[cuStreamSynchronize\\]"
+	"$GPUBPF" report "$TMPD/w.json" >"$TMPD/rep.txt" 2>&1
+	is "$v: 'gpubpf report FILE' prints the report record printed" \
+		"$(sed -n '/^gpubpf report/,$p' "$TMPD/rec.txt" | md5sum)" "$(md5sum <"$TMPD/rep.txt")"
+	"$GPUBPF" report --format json -o "$TMPD/rep.json" "$TMPD/w.json"
+	is "$v: JSON report: the hotspot and the sync finding are attributed" \
+		"$(json_query "$TMPD/rep.json" '[(h["site"], h.get("attributed")) for h in d["processes"][0]["sync_hotspots"]] + [(f["site"], f.get("attributed")) for f in d["processes"][0]["findings"] if f["kind"] == "sync"]')" \
+		"[[\"$W:$line\", true], [\"$site\", true]]"
+	is "$v: anatomy: the Python thread's loop, the workers' launches and GPU time in backward" \
+		"$(json_query "$TMPD/rep.json" '[[it["source"], it["thread"] == p["pid"], it["loop_function"], it["kernels_per_step"], [(x["phase"], x["site"], x["gpu_ms_median"], x["gpu_ms_max"], x["launches_median"]) for x in it["phases"]]] for p in d["processes"] for it in [p["iterations"]]][0]')" \
+		"[\"python_stack\", true, \"main ($W)\", 7, [[\"forward\", \"main ($W:$fwd)\", 0.04, 0.04, 2], [\"backward\", \"main ($W:$bwd)\", 0.1, 0.1, 5], [\"outside any phase\", null, 0.0, 0.0, 0]]]"
+	perfetto_ok "$TMPD/w.json"
+	perfetto_ok "$TMPD/w.pftrace"
+done
+done_testing
