@@ -62,9 +62,11 @@ for py in "${pythons[@]}"; do
 	is "$v: 'gpubpf report FILE' prints the report record printed" \
 		"$(sed -n '/^gpubpf report/,$p' "$TMPD/rec.txt" | md5sum)" "$(md5sum <"$TMPD/rep.txt")"
 	"$GPUBPF" report --format json -o "$TMPD/rep.json" "$TMPD/w.json"
-	is "$v: JSON report: the hotspot and the sync finding are attributed" \
-		"$(json_query "$TMPD/rep.json" '[(h["site"], h.get("attributed")) for h in d["processes"][0]["sync_hotspots"]] + [(f["site"], f.get("attributed")) for f in d["processes"][0]["findings"] if f["kind"] == "sync"]')" \
-		"[[\"$W:$line\", true], [\"$site\", true]]"
+	# a sync finding needs the sync to have drained the GPU, which a loaded
+	# machine may not show: any there is must be attributed
+	is "$v: JSON report: the hotspot is attributed, and any sync finding" \
+		"$(json_query "$TMPD/rep.json" '[(h["site"], h.get("attributed")) for h in d["processes"][0]["sync_hotspots"]] + [all(f["site"] == "'"$site"'" and f.get("attributed") for f in d["processes"][0]["findings"] if f["kind"] == "sync")]')" \
+		"[[\"$W:$line\", true], true]"
 	is "$v: anatomy: the Python thread's loop, the workers' launches and GPU time in backward" \
 		"$(json_query "$TMPD/rep.json" '[[it["source"], it["thread"] == p["pid"], it["loop_function"], it["kernels_per_step"], [(x["phase"], x["site"], x["gpu_ms_median"], x["gpu_ms_max"], x["launches_median"]) for x in it["phases"]]] for p in d["processes"] for it in [p["iterations"]]][0]')" \
 		"[\"python_stack\", true, \"main ($W)\", 7, [[\"forward\", \"main ($W:$fwd)\", 0.04, 0.04, 2], [\"backward\", \"main ($W:$bwd)\", 0.1, 0.1, 5], [\"outside any phase\", null, 0.0, 0.0, 0]]]"
