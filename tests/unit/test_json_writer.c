@@ -269,6 +269,34 @@ static void test_numbers(void)
 	}
 }
 
+/* A value written before, put as it is: separators and keys as for any value. */
+static void test_raw(void)
+{
+	struct out o;
+	char *got;
+	int err;
+
+	start(&o);
+	jw_obj_begin(&o.jw);
+	jw_key(&o.jw, "a");
+	jw_raw(&o.jw, "[\"x\",\"y\"]", 9);
+	jw_kv_int(&o.jw, "b", 1);
+	jw_key(&o.jw, "c");
+	jw_arr_begin(&o.jw);
+	jw_raw(&o.jw, "{}", 2);
+	jw_raw(&o.jw, "2", 1);
+	jw_arr_end(&o.jw);
+	jw_obj_end(&o.jw);
+	got = finish(&o, &err);
+	is_int(err, 0, "raw: no error");
+	is_str(got, "{\"a\":[\"x\",\"y\"],\"b\":1,\"c\":[{},2]}", "raw values in place");
+	free(got);
+	start(&o);
+	jw_obj_begin(&o.jw);
+	is_int(jw_raw(&o.jw, "1", 1), -EINVAL, "raw: a value without its key is refused");
+	free(finish(&o, &err));
+}
+
 static void test_nesting(void)
 {
 	struct out o;
@@ -430,6 +458,7 @@ int main(void)
 	test_us();
 	test_ms_file();
 	test_numbers();
+	test_raw();
 	test_nesting();
 	test_errors();
 	test_large();

@@ -437,6 +437,14 @@ int jw_null(struct jw *jw)
 	return end_value(jw);
 }
 
+int jw_raw(struct jw *jw, const char *json, size_t len)
+{
+	if (begin_value(jw))
+		return jw->err;
+	put(jw, json, len);
+	return end_value(jw);
+}
+
 int jw_hex(struct jw *jw, uint64_t v)
 {
 	char tmp[20], *p = tmp + sizeof(tmp);   /* quotes, 0x, 16 digits */

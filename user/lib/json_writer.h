@@ -84,6 +84,11 @@ int jw_bool(struct jw *jw, bool v);
 int jw_null(struct jw *jw);
 /* A string "0x..." in lowercase hex: 0 -> "0x0". */
 int jw_hex(struct jw *jw, uint64_t v);
+/*
+ * A value already written as JSON by this writer (a copy of its output):
+ * put as it is, the caller vouching for it.
+ */
+int jw_raw(struct jw *jw, const char *json, size_t len);
 
 /*
  * A key and its value in one call, for objects written member by member:

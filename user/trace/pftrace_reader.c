@@ -53,6 +53,7 @@ struct pf_reader {
 	size_t cap_buf, cap_inner, ninner, at_inner;
 	/* sequence state */
 	struct itab cats, names, anames, strs;
+	struct itab stack_json;         /* string iid -> its lines as a JSON array */
 	uint64_t last_ts;               /* the delta clock's value */
 	uint64_t ts_base;               /* the metadata's ts_base_ns: events' "ts" are after it */
 	uint64_t default_track;
@@ -170,6 +171,8 @@ static int add_interned(struct pf_reader *p, const Perfetto__Protos__InternedDat
 	for (size_t i = 0; i < in->n_debug_annotation_string_values && !ret; i++) {
 		const Perfetto__Protos__InternedString *s = in->debug_annotation_string_values[i];
 
+		if (itab_get(&p->strs, s->iid))        /* redefined: its stack's JSON too */
+			itab_clear(&p->stack_json);
 		ret = itab_add(&p->strs, s->iid, (const char *)s->str.data, s->str.len);
 	}
 	return ret ? fail(p, ret, "out of memory") : 0;
@@ -250,6 +253,36 @@ static void write_lines(struct jw *jw, const char *s)
 	jw_arr_end(jw);
 }
 
+/*
+ * An interned stack (a string of lines, iid) as a JSON array: each made
+ * once, with a writer of its own, then copied into every event naming it
+ * (most events carry a stack of tens of frames).
+ */
+static void write_stack_iid(struct pf_reader *p, uint64_t iid, const char *s)
+{
+	const char *json = itab_get(&p->stack_json, iid);
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f;
+	struct jw jw;
+
+	if (!json && (f = open_memstream(&buf, &len))) {
+		if (!jw_init_file(&jw, f)) {
+			write_lines(&jw, s);
+			if (!jw_finish(&jw) && !fflush(f) &&
+			    !itab_add(&p->stack_json, iid, buf, len))
+				json = itab_get(&p->stack_json, iid);
+		}
+		jw_release(&jw);
+		fclose(f);
+		free(buf);
+	}
+	if (json)
+		jw_raw(&p->jw, json, strlen(json));
+	else
+		write_lines(&p->jw, s);
+}
+
 static void write_value(struct pf_reader *p, const char *key, const Annotation *a)
 {
 	struct jw *jw = &p->jw;
@@ -276,6 +309,9 @@ static void write_value(struct pf_reader *p, const char *key, const Annotation *
 	case PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID:
 		if (!s) {
 			jw_null(jw);
+		} else if (key && ts_arg_is_stack(key) &&
+			   a->value_case == PERFETTO__PROTOS__DEBUG_ANNOTATION__VALUE_STRING_VALUE_IID) {
+			write_stack_iid(p, a->string_value_iid, s);
 		} else if (key && ts_arg_is_stack(key)) {
 			write_lines(jw, s);
 		} else if (key && (!strcmp(key, TS_ARG_GRID) || !strcmp(key, TS_ARG_BLOCK)) &&
@@ -605,6 +641,7 @@ static int track_event(struct pf_reader *p, const TrackEvent *te, uint64_t ts)
 /* Packets -------------------------------------------------------------------- */
 
 static int read_packets(struct pf_reader *p, const uint8_t *data, size_t len);
+static int packet(struct pf_reader *p, const uint8_t *data, size_t len);
 
 /* The packets deflated in one compressed_packets, read in its place. */
 static int inflate_packets(struct pf_reader *p, const uint8_t *data, size_t len)
@@ -674,6 +711,7 @@ static int read_packet(struct pf_reader *p, const uint8_t *data, size_t len)
 		itab_clear(&p->names);
 		itab_clear(&p->anames);
 		itab_clear(&p->strs);
+		itab_clear(&p->stack_json);
 	}
 	if (pk->trace_packet_defaults && pk->trace_packet_defaults->track_event_defaults)
 		p->default_track = pk->trace_packet_defaults->track_event_defaults->track_uuid;
@@ -718,6 +756,208 @@ static bool get_varint(const uint8_t *data, size_t len, size_t *at, uint64_t *v)
 	return false;
 }
 
+/*
+ * The first pass reads only what tells where slices end, straight from the
+ * wire format (decoding whole packets, annotations and all, would take
+ * most of the reading time): the fields below, by their numbers in
+ * perfetto_trace.proto.
+ */
+enum {
+	WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5,      /* wire types */
+	TP_CLOCK_SNAPSHOT = 6, TP_TIMESTAMP = 8, TP_TRACK_EVENT = 11,
+	TP_COMPRESSED = 50, TP_CLOCK_ID = 58, TP_DEFAULTS = 59, TP_TRACK_DESCRIPTOR = 60,
+	TE_TYPE = 9, TE_TRACK_UUID = 11,                        /* TrackEvent */
+	TD_UUID = 1,                                            /* TrackDescriptor */
+	CS_CLOCKS = 1, CL_TIMESTAMP = 2, CL_INCREMENTAL = 3,    /* ClockSnapshot.Clock */
+	DF_TRACK_EVENT = 11, TED_TRACK_UUID = 11,               /* the defaults */
+};
+
+/* A message's bytes, read field by field. */
+struct wire {
+	const uint8_t *d;
+	size_t len, at;
+	uint32_t field;
+	uint64_t v;             /* a number's value, a length-delimited field's length */
+	const uint8_t *sub;     /* a length-delimited field's bytes */
+};
+
+/* The next field into w: 1, 0 at the end, -1 when malformed. */
+static int wire_next(struct wire *w)
+{
+	uint64_t key;
+
+	if (w->at >= w->len)
+		return 0;
+	if (!get_varint(w->d, w->len, &w->at, &key) || key >> 3 > UINT32_MAX)
+		return -1;
+	w->field = key >> 3;
+	switch (key & 7) {
+	case WT_VARINT:
+		return get_varint(w->d, w->len, &w->at, &w->v) ? 1 : -1;
+	case WT_I64:
+	case WT_I32: {
+		size_t n = (key & 7) == WT_I64 ? 8 : 4;
+
+		if (w->len - w->at < n)
+			return -1;
+		w->v = 0;
+		memcpy(&w->v, w->d + w->at, n);
+		w->at += n;
+		return 1;
+	}
+	case WT_LEN:
+		if (!get_varint(w->d, w->len, &w->at, &w->v) || w->v > w->len - w->at)
+			return -1;
+		w->sub = w->d + w->at;
+		w->at += w->v;
+		return 1;
+	default:
+		return -1;
+	}
+}
+
+/* The varint field of number field in message d[0, len), if there; -1 malformed. */
+static int wire_find(const uint8_t *d, size_t len, uint32_t field, uint64_t *v)
+{
+	struct wire w = { .d = d, .len = len };
+	int r, found = 0;
+
+	while ((r = wire_next(&w)) > 0)
+		if (w.field == field) {
+			*v = w.v;
+			found = 1;
+		}
+	return r < 0 ? -1 : found;
+}
+
+static int malformed(struct pf_reader *p)
+{
+	return fail(p, -EINVAL, "not a Perfetto trace (packet %llu does not decode)",
+		    (unsigned long long)p->packets);
+}
+
+/* A track for the first pass: its uuid, to keep its open slices by. */
+static int scan_track(struct pf_reader *p, uint64_t uuid)
+{
+	struct hashmap_slot *s;
+	int added;
+
+	if (array_grow(&p->tracks, &p->cap_tracks, p->ntracks + 1) ||
+	    !(s = hashmap_put(&p->track_index, uuid, &added)))
+		return fail(p, -ENOMEM, "out of memory");
+	if (!added)
+		return fail(p, -EINVAL, "two tracks with uuid %llu", (unsigned long long)uuid);
+	s->val = p->ntracks;
+	p->tracks[p->ntracks++] = (struct track){ .uuid = uuid };
+	return 0;
+}
+
+/* A slice begins or ends: the first pass's part of track_event(). */
+static int scan_event(struct pf_reader *p, const uint8_t *d, size_t len, uint64_t ts)
+{
+	uint64_t type = 0, uuid = p->default_track;
+	struct wire w = { .d = d, .len = len };
+	struct track *t;
+	int r;
+
+	while ((r = wire_next(&w)) > 0) {
+		if (w.field == TE_TYPE)
+			type = w.v;
+		else if (w.field == TE_TRACK_UUID)
+			uuid = w.v;
+	}
+	if (r < 0)
+		return malformed(p);
+	if (type != PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN &&
+	    type != PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END)
+		return 0;
+	if (!(t = find_track(p, uuid)))
+		return uuid ? fail(p, -EINVAL, "an event on track %llu, which no descriptor names "
+				   "(packet %llu)", (unsigned long long)uuid,
+				   (unsigned long long)p->packets) : 0;
+	if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END)
+		return end_slice(p, t, ts);
+	return begin_slice(p, t, NULL, NULL, ts, NULL);
+}
+
+/* The first pass's reading of a packet: clocks, defaults, tracks, slices. */
+static int scan_packet(struct pf_reader *p, const uint8_t *d, size_t len)
+{
+	struct wire w = { .d = d, .len = len };
+	const uint8_t *event = NULL, *clocks = NULL, *defaults = NULL, *track = NULL;
+	size_t nevent = 0, nclocks = 0, ndefaults = 0, ntrack = 0;
+	uint64_t ts = 0, v;
+	bool has_ts = false, absolute = false;
+	int r;
+
+	p->packets++;
+	while ((r = wire_next(&w)) > 0) {
+		switch (w.field) {
+		case TP_TIMESTAMP:
+			has_ts = true;
+			ts = w.v;
+			break;
+		case TP_CLOCK_ID:
+			absolute = w.v < SEQUENCE_CLOCKS;
+			break;
+		case TP_TRACK_EVENT:
+			event = w.sub;
+			nevent = w.v;
+			break;
+		case TP_CLOCK_SNAPSHOT:
+			clocks = w.sub;
+			nclocks = w.v;
+			break;
+		case TP_DEFAULTS:
+			defaults = w.sub;
+			ndefaults = w.v;
+			break;
+		case TP_TRACK_DESCRIPTOR:
+			track = w.sub;
+			ntrack = w.v;
+			break;
+		case TP_COMPRESSED:
+			r = inflate_packets(p, w.sub, w.v);
+			if (r)
+				return r;
+			break;
+		}
+	}
+	if (r < 0)
+		return malformed(p);
+	if (defaults) {
+		struct wire dw = { .d = defaults, .len = ndefaults };
+
+		while ((r = wire_next(&dw)) > 0)
+			if (dw.field == DF_TRACK_EVENT &&
+			    wire_find(dw.sub, dw.v, TED_TRACK_UUID, &v) > 0)
+				p->default_track = v;
+	}
+	if (clocks) {
+		struct wire cw = { .d = clocks, .len = nclocks };
+
+		/* the incremental clock starts at its value in the snapshot */
+		while ((r = wire_next(&cw)) > 0)
+			if (cw.field == CS_CLOCKS && wire_find(cw.sub, cw.v, CL_INCREMENTAL, &v) > 0 &&
+			    v && wire_find(cw.sub, cw.v, CL_TIMESTAMP, &v) > 0)
+				p->last_ts = v;
+		return 0;
+	}
+	if (has_ts)
+		ts = absolute ? ts : (p->last_ts += ts);
+	if (track) {
+		v = 0;          /* a descriptor without a uuid: 0, as protobuf-c reads it */
+		return wire_find(track, ntrack, TD_UUID, &v) < 0 ? malformed(p) : scan_track(p, v);
+	}
+	return event ? scan_event(p, event, nevent, ts) : 0;
+}
+
+/* A packet, as the pass reads it. */
+static int packet(struct pf_reader *p, const uint8_t *data, size_t len)
+{
+	return p->pass == 1 ? scan_packet(p, data, len) : read_packet(p, data, len);
+}
+
 /* Trace.packet fields in data: each decoded in order. */
 static int read_packets(struct pf_reader *p, const uint8_t *data, size_t len)
 {
@@ -730,7 +970,7 @@ static int read_packets(struct pf_reader *p, const uint8_t *data, size_t len)
 		    n > len - at)
 			return fail(p, -EINVAL, "corrupt compressed packets (after packet %llu)",
 				    (unsigned long long)p->packets);
-		ret = read_packet(p, data + at, n);
+		ret = packet(p, data + at, n);
 		at += n;
 	}
 	return ret;
@@ -781,7 +1021,7 @@ static int next_packet(struct pf_reader *p)
 		return fail(p, -ENOMEM, "out of memory");
 	if ((ret = read_exact(p, p->buf, n, false)))
 		return ret;
-	return read_packet(p, p->buf, n);
+	return packet(p, p->buf, n);
 }
 
 /* Back to the first packet, for the pass that hands out the events. */
@@ -823,24 +1063,30 @@ int pf_reader_open(struct pf_reader **pp, void *gz, char *msg, size_t msglen)
 	hashmap_init(&p->names.index);
 	hashmap_init(&p->anames.index);
 	hashmap_init(&p->strs.index);
+	hashmap_init(&p->stack_json.index);
 	hashmap_init(&p->track_index);
 	p->mem = open_memstream(&p->membuf, &p->memlen);
 	if (!p->mem || jw_init_file(&p->jw, p->mem))
 		return fail(p, -ENOMEM, "out of memory");
 	p->pass = 1;
 	while (!(ret = next_packet(p)))
-		if (!p->meta && p->ntracks == 0 && p->packets > 64)
-			break;  /* no track in the first packets: not gpubpf's */
+		;
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < p->ntracks; i++)
+		if (p->tracks[i].nopen)
+			return fail(p, -EINVAL, "truncated (%zu slices never end)",
+				    p->tracks[i].nopen);
+	ret = second_pass(p);
+	while (!ret && !p->meta && !(ret = next_packet(p)))
+		;
 	if (ret < 0)
 		return ret;
 	if (!p->meta)
 		return fail(p, -EINVAL, "not a gpubpf trace (a Perfetto trace without gpubpf's "
 			    "metadata)");
-	for (size_t i = 0; i < p->ntracks; i++)
-		if (p->tracks[i].nopen)
-			return fail(p, -EINVAL, "truncated (%zu slices never end)",
-				    p->tracks[i].nopen);
-	return second_pass(p);
+	p->eof = ret > 0;
+	return 0;
 }
 
 const char *pf_reader_meta(const struct pf_reader *p, size_t *len)
@@ -883,6 +1129,7 @@ void pf_reader_close(struct pf_reader *p)
 	itab_release(&p->names);
 	itab_release(&p->anames);
 	itab_release(&p->strs);
+	itab_release(&p->stack_json);
 	for (size_t i = 0; i < p->ntracks; i++)
 		free(p->tracks[i].open);
 	free(p->ends);
