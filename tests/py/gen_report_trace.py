@@ -165,6 +165,46 @@ def loop():
     return ev
 
 
+def loop_samples():
+    """pid 304: loop()'s pid 300 (its nested loop left out), with thread
+    states and CPU samples of its thread.  In each step: running
+    throughout but [560, 580) (io); samples at 500 under Model.backward
+    (line 13) and at 550 under SGD.step (line 14), both in the gap
+    [460, 600) before sgd's launch; samples at 900 (and in the slow step
+    also at 1000, 1100, 1200, 1300) under DataLoader.__next__ on line 10, a
+    line that makes no call, in the step's tail [870, next step).  So the
+    gap's 120 us of running go 60 to backward and 60 to sgd, its 20 us of
+    io to sgd (the call it led to); the tail's 130 us (530 in the slow
+    step) to the data loading line.  Host time per step: data 130 (530),
+    load 10, forward 250, backward 260, sgd 90, Tensor.item 190,
+    postprocess 20, outside 50."""
+    p = 304
+    ev = [dict(e, pid=p, tid=p) if e.get("tid") == 300 else dict(e, pid=p)
+          for e in loop() if e.get("pid") == 300]
+    ev[0]["args"] = {"name": "loop_samples"}
+
+    def st(line, *under):
+        return list(reversed(under)) + ["train (/home/u/t.py:%d)" % line, "<module> (/home/u/t.py:90)"]
+
+    starts = [e["ts"] for e in ev if e.get("args", {}).get("kernel") == "normalize"]
+    starts.append(starts[-1] + 1000)
+    for i, t in enumerate(starts[:-1]):
+        nxt = starts[i + 1]
+        ev.append(state(p, p, "running", t, 560))
+        ev.append(state(p, p, "io", t + 560, 20, syscall="read"))
+        ev.append(state(p, p, "running", t + 580, nxt - t - 580))
+        for ts, frames in ((t + 500, st(13, "Model.backward (/home/u/model.py:31)")),
+                           (t + 550, st(14, "SGD.step (/home/u/optim.py:4)"))):
+            ev.append(dict(sample(p, p, ts, None), name=frames[0].split(" (")[0],
+                           args={"cpu": 0, "stack": frames}))
+        for ts in range(int(t) + 900, int(nxt), 100):
+            frames = st(10, "DataLoader.__next__ (/home/u/data.py:40)")
+            ev.append(dict(sample(p, p, ts, None), name="DataLoader.__next__",
+                           args={"cpu": 0, "stack": frames}))
+    ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
 def workers():
     """pid 302: loop()'s pid 300, but a worker thread without Python, 303,
     launches the forward and backward kernels (lines 12 and 13: 6 a step,
@@ -338,6 +378,8 @@ if __name__ == "__main__":
         write(sys.argv[2], known())
     elif sys.argv[1] == "loop":
         write(sys.argv[2], loop())
+    elif sys.argv[1] == "loop_samples":
+        write(sys.argv[2], loop_samples())
     elif sys.argv[1] == "workers":
         write(sys.argv[2], workers())
     elif sys.argv[1] == "states":

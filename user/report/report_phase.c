@@ -19,11 +19,15 @@
  * Anatomy, per step [s, e) (report_iter.c finds the steps): a phase's GPU
  * time is the time of the GPU work its launches started; its host time is
  * the thread's time from the end of its previous call (or s) to the end
- * of each of the phase's calls, so host time between calls counts in the
- * phase of the call it led to, and the phases' host times add up to the
- * step; the time after the step's last call counts in the phase that
- * starts the next step.  Phases are listed by their line in the loop
- * function, outside any phase last; lines with no call in any step (the
+ * of each of the phase's calls, and the phases' host times add up to the
+ * step.  Between two calls, the time the thread ran (its thread states)
+ * goes to the phases its CPU samples there were taken in, in proportion
+ * to their number (a line that makes no call, such as data loading done
+ * in Python, gets its time so); the rest of the gap, and all of a gap
+ * without samples or states, counts in the phase of the call it led to.
+ * The time after the step's last call counts so in the phase that starts
+ * the next step.  Phases are listed by their line in the loop function,
+ * outside any phase last; lines with no call nor sample in any step (the
  * loop function's own set-up) are left out.
  *
  * The calls of worker threads with attributed stacks walked on the thread
@@ -271,20 +275,26 @@ static uint32_t stack_phase(const struct rt_table *t, struct rep_loop *lp, uint3
 	return k + 1;
 }
 
-uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const struct rt_event *e)
+/* The phase of table stack id stack (0 none), remembered per stack. */
+static uint32_t phase_of_stack(const struct rt_table *t, struct rep_loop *lp, uint32_t stack)
 {
-	if (!e->stack)
+	if (!stack)
 		return 0;
-	if (array_grow_zeroed(&lp->of, &lp->nof, e->stack + 1))
+	if (array_grow_zeroed(&lp->of, &lp->nof, stack + 1))
 		return UINT32_MAX;
-	if (!lp->of[e->stack]) {
-		uint32_t k = stack_phase(t, lp, e->stack);
+	if (!lp->of[stack]) {
+		uint32_t k = stack_phase(t, lp, stack);
 
 		if (k == UINT32_MAX)
 			return k;
-		lp->of[e->stack] = k + 1;
+		lp->of[stack] = k + 1;
 	}
-	return lp->of[e->stack] - 1;
+	return lp->of[stack] - 1;
+}
+
+uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const struct rt_event *e)
+{
+	return phase_of_stack(t, lp, e->stack);
 }
 
 void report_loop_release(struct rep_loop *lp)
@@ -340,9 +350,38 @@ static int cmp_line(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Meet every phase of the thread's calls in the steps, so that their number is known. */
+/*
+ * The thread's CPU samples and thread states, each by time: [*first,
+ * *end) of t->samples and of t->states.
+ */
+struct thread_sched {
+	const struct rt_sample *smp, *smp_end;
+	const struct rt_state *st, *st_end;
+};
+
+static void thread_sched(const struct rt_table *t, uint32_t pid, uint32_t tid,
+			 struct thread_sched *ts)
+{
+	size_t i = 0, j;
+
+	while (i < t->nsamples && (t->samples[i].pid != pid || t->samples[i].tid != tid))
+		i++;
+	for (j = i; j < t->nsamples && t->samples[j].pid == pid && t->samples[j].tid == tid; j++)
+		;
+	ts->smp = t->samples + i;
+	ts->smp_end = t->samples + j;
+	for (i = 0; i < t->nstates && (t->states[i].pid != pid || t->states[i].tid != tid); i++)
+		;
+	for (j = i; j < t->nstates && t->states[j].pid == pid && t->states[j].tid == tid; j++)
+		;
+	ts->st = t->states + i;
+	ts->st_end = t->states + j;
+}
+
+/* Meet every phase of the thread's calls and samples in the steps, so that their number is known. */
 static int meet_phases(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
-		       uint32_t tid, const int64_t *st, size_t nsteps)
+		       uint32_t tid, const int64_t *st, size_t nsteps,
+		       const struct thread_sched *ts)
 {
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct rt_event *e = &t->ev[i];
@@ -351,6 +390,62 @@ static int meet_phases(const struct rt_table *t, uint32_t proc, struct rep_loop 
 		    step_of(st, nsteps, e->ts) >= 0 && report_loop_phase(t, lp, e) == UINT32_MAX)
 			return -ENOMEM;
 	}
+	for (const struct rt_sample *x = ts->smp; x < ts->smp_end; x++)
+		if (step_of(st, nsteps, x->ts) >= 0 && phase_of_stack(t, lp, x->stack) == UINT32_MAX)
+			return -ENOMEM;
+	return 0;
+}
+
+/* How long the thread ran in [a, b), from its states (by time, *at moving on). */
+static int64_t ran(const struct thread_sched *ts, const struct rt_state **at, int64_t a,
+		   int64_t b)
+{
+	int64_t sum = 0;
+
+	while (*at < ts->st_end && (*at)->ts + (*at)->dur <= a)
+		++*at;
+	for (const struct rt_state *x = *at; x < ts->st_end && x->ts < b; x++) {
+		int64_t lo = x->ts > a ? x->ts : a, hi = x->ts + x->dur < b ? x->ts + x->dur : b;
+
+		if (x->state == MS_RUNNING && hi > lo)
+			sum += hi - lo;
+	}
+	return sum;
+}
+
+/*
+ * Host time [a, b) of step s, led to a call of phase ph: the time the
+ * thread ran goes to the phases of its samples there, by their count;
+ * the rest to ph.  row: the step's host times per phase.  0 or -ENOMEM.
+ */
+static int split_gap(const struct rt_table *t, struct rep_loop *lp,
+		     const struct thread_sched *ts, const struct rt_state **st_at,
+		     const struct rt_sample **smp_at, int64_t a, int64_t b, uint32_t ph,
+		     uint64_t *row)
+{
+	const struct rt_sample *x, *first;
+	int64_t run, given = 0;
+	size_t n = 0;
+
+	if (b <= a)
+		return 0;
+	while (*smp_at < ts->smp_end && (*smp_at)->ts < a)
+		++*smp_at;
+	first = *smp_at;
+	for (x = first; x < ts->smp_end && x->ts < b; x++)
+		n++;
+	run = n ? ran(ts, st_at, a, b) : 0;
+	for (x = first; run && x < first + n; x++) {
+		uint32_t q = phase_of_stack(t, lp, x->stack);
+
+		if (q == UINT32_MAX)
+			return -ENOMEM;
+		/* the k-th sample's share, rounded so that the shares add up to run */
+		row[q] += run * (int64_t)(x - first + 1) / (int64_t)n - given;
+		given = run * (int64_t)(x - first + 1) / (int64_t)n;
+	}
+	row[ph] += (b - a) - given;
+	*smp_at = first + n;
 	return 0;
 }
 
@@ -362,9 +457,15 @@ int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
 	int64_t cursor = 0;
 	long cur = -1;
 	struct hashmap cm;
+	struct thread_sched ts;
+	const struct rt_state *st_at;
+	const struct rt_sample *smp_at;
 	int ret;
 
-	if ((ret = meet_phases(t, proc, lp, it->tid, st, nsteps)))
+	thread_sched(t, t->procs[proc].pid, it->tid, &ts);
+	st_at = ts.st;
+	smp_at = ts.smp;
+	if ((ret = meet_phases(t, proc, lp, it->tid, st, nsteps, &ts)))
 		return ret;
 	np = lp->nphases + 1;   /* phase 0: outside any phase */
 	n = nsteps * np;
@@ -395,21 +496,26 @@ int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,
 			continue;
 		}
 		if (s != cur) {         /* the rest of the previous step: the anchor's phase */
-			if (cur >= 0 && cursor < st[cur + 1])
-				host[cur * np + anchor_phase] += st[cur + 1] - cursor;
+			if (cur >= 0 && split_gap(t, lp, &ts, &st_at, &smp_at, cursor, st[cur + 1],
+						  anchor_phase, host + cur * np))
+				goto out;
 			cur = s;
 			cursor = st[s];
 		}
 		if (e->ts + e->dur > cursor) {
 			int64_t end = e->ts + e->dur < st[s + 1] ? e->ts + e->dur : st[s + 1];
+			int64_t start = e->ts > cursor ? (e->ts < end ? e->ts : end) : cursor;
 
-			host[s * np + ph] += end - cursor;
+			if (split_gap(t, lp, &ts, &st_at, &smp_at, cursor, start, ph, host + s * np))
+				goto out;
+			host[s * np + ph] += end - start;
 			cursor = end;
 		}
 		cnt[s * np + ph] += !!(e->flags & RTF_LAUNCH);
 	}
-	if (cur >= 0 && cursor < st[cur + 1])
-		host[cur * np + anchor_phase] += st[cur + 1] - cursor;
+	if (cur >= 0 && split_gap(t, lp, &ts, &st_at, &smp_at, cursor, st[cur + 1], anchor_phase,
+				  host + cur * np))
+		goto out;
 	it->phases = calloc(np, sizeof(*it->phases));
 	if (!it->phases)
 		goto out;

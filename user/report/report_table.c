@@ -506,7 +506,7 @@ static int copy_states(struct rt_table *t, const struct model *m)
 		uint32_t k = s->stack ? table_stack(t, m, s->stack) : 0;
 
 		t->samples[t->nsamples++] = (struct rt_sample){ .ts = s->ts, .pid = s->pid,
-								.tid = s->tid,
+								.tid = s->tid, .stack = k,
 								.site = k ? t->stacks[k - 1].site : 0,
 								.gc = s->flags & MODEL_SAMPLE_GC };
 	}

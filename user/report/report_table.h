@@ -92,10 +92,11 @@ struct rt_state {
 	uint32_t state;         /* enum model_state */
 };
 
-/* A CPU sample: its thread and the innermost user frame of its stack. */
+/* A CPU sample: its thread, its stack and the innermost user frame of it. */
 struct rt_sample {
 	int64_t ts;
 	uint32_t pid, tid;
+	uint32_t stack;         /* table stack id (index + 1), 0 none */
 	uint32_t site;          /* table string id, 0 no user frame */
 	bool gc;                /* in the garbage collector (MODEL_SAMPLE_GC) */
 };
