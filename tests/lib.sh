@@ -286,6 +286,18 @@ require_sim() {
 
 # --- utilities --------------------------------------------------------------
 
+# pyenv_pythons VERSION...: the pyenv CPythons of those versions (3.12 finds
+# ~/.pyenv/versions/3.12.*/bin/python3.12), one path a line, in that order.
+pyenv_pythons() {
+	local v p
+	for v in "$@"; do
+		for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v; do
+			[[ -x "$p" ]] && echo "$p"
+		done
+	done
+	return 0
+}
+
 # expect_error DESC STATUS REGEX CMD...: CMD exits STATUS with one line on
 # stderr matching REGEX and writes nothing to $out (a directory the test
 # makes); four results.  Its stderr stays in $TMPD/stderr.
@@ -388,28 +400,29 @@ trace_processor() {
 	return 1
 }
 
+# tp_tap N SCRIPT ARGS...: the N results of a check SCRIPT that queries
+# traces with Perfetto's trace_processor_shell; N skips where it is absent.
+tp_tap() {
+	local n=$1 tp
+	shift
+	if ! tp=$(trace_processor); then
+		skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" "$n"
+		return 0
+	fi
+	TRACE_PROCESSOR=$tp tap_from "$PY" "$@"
+}
+
 # perfetto_ok TRACE [--no-flows]: three results (tests/check_perfetto.py):
 # Perfetto imports TRACE without errors, each GPU slice has exactly one
 # flow from its call, each call lies in its innermost Python function's
-# slice.  Skipped (three) where trace_processor_shell is absent.
+# slice.
 perfetto_ok() {
-	local tp
-	if ! tp=$(trace_processor); then
-		skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 3
-		return 0
-	fi
-	TRACE_PROCESSOR=$tp tap_from "$PY" "$GPUBPF_ROOT/tests/check_perfetto.py" "$@"
+	tp_tap 3 "$GPUBPF_ROOT/tests/check_perfetto.py" "$@"
 }
 
 # gil_flows_ok TRACE.json TRACE.pftrace: two results (tests/check_gil_flows.py):
 # as Perfetto imports them, each GIL wait with a holder has one flow to the
-# holder's state at its start, in both formats of one recording.  Skipped
-# (two) where trace_processor_shell is absent.
+# holder's state at its start, in both formats of one recording.
 gil_flows_ok() {
-	local tp
-	if ! tp=$(trace_processor); then
-		skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 2
-		return 0
-	fi
-	TRACE_PROCESSOR=$tp tap_from "$PY" "$GPUBPF_ROOT/tests/check_gil_flows.py" "$@"
+	tp_tap 2 "$GPUBPF_ROOT/tests/check_gil_flows.py" "$@"
 }

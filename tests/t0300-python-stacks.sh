@@ -8,12 +8,7 @@ test_description "Python stacks on CUDA calls, CPython 3.10 to 3.13"
 require_bpf
 require_sim
 export LD_LIBRARY_PATH="$SIMLIB"
-pythons=()
-for v in 3.10 3.11 3.12 3.13; do
-	for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v; do
-		[[ -x "$p" ]] && pythons+=("$p")
-	done
-done
+mapfile -t pythons < <(pyenv_pythons 3.10 3.11 3.12 3.13)
 [[ -x /usr/bin/python3.11 ]] && pythons+=(/usr/bin/python3.11)
 ((${#pythons[@]})) || skip_all "no CPython 3.10+ found"
 for py in "${pythons[@]}"; do

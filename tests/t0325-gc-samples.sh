@@ -16,7 +16,7 @@ gc_line=$(grep -n '# GC_LINE$' "$W" | cut -d: -f1)
 
 found=0
 for v in 3.10 3.11 3.12 3.13; do
-	py=$(ls -d "$HOME"/.pyenv/versions/$v.*/bin/python$v 2>/dev/null | head -1)
+	py=$(pyenv_pythons $v | head -1)
 	[[ -n "$py" ]] || continue
 	found=1
 	check "$v: record" "$GPUBPF" record --quiet -o "$TMPD/$v.json" -- "$py" "$W" || continue

@@ -18,12 +18,7 @@ require_sim
 require_cmd cc
 export LD_LIBRARY_PATH="$SIMLIB"
 W="$GPUBPF_ROOT/tests/py/workers.py"
-pythons=()
-for v in 3.10 3.11 3.12 3.13; do
-	for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v; do
-		[[ -x "$p" ]] && pythons+=("$p")
-	done
-done
+mapfile -t pythons < <(pyenv_pythons 3.10 3.11 3.12 3.13)
 ((${#pythons[@]})) || skip_all "no CPython 3.10+ found"
 check "the worker library builds" cc -O2 -shared -fPIC -o "$TMPD/libworkpool.so" \
 	"$GPUBPF_ROOT/tests/py/workpool.c" -lpthread -ldl || bail_out "no libworkpool.so"
