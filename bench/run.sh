@@ -17,6 +17,8 @@
 #    capture at 25k calls/s with 30-frame stacks (bench/pftrace_bench.sh).
 # 9. thread states and CPU samples: per context switch, per sample, the
 #    recorder's CPU at 1 kHz, a launch loop's slowdown (bench/sched_bench.sh).
+# 10. the wake hook of attributed stacks: per wakeup it returns from at once,
+#    per Python-to-worker hand-over (bench/wake_bench.sh).
 #
 # Prints tables and splices them into BENCHMARKS.md between the
 # "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
@@ -477,6 +479,8 @@ BENCH_MD="$BENCH_MD" bash bench/prologue_bench.sh
 BENCH_MD="$BENCH_MD" bash bench/pftrace_bench.sh
 # 9. thread states and the CPU sampler (writes its own block)
 BENCH_MD="$BENCH_MD" bash bench/sched_bench.sh
+# 10. the wake hook of attributed stacks (writes its own block)
+BENCH_MD="$BENCH_MD" bash bench/wake_bench.sh
 
 [ "$BENCH_MD" = - ] && exit 0
 MACHINE="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), virt: $(systemd-detect-virt --vm 2>/dev/null || echo unknown)"
