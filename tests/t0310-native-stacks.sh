@@ -73,12 +73,15 @@ if check "samples: record --stack native" "$GPUBPF" record --no-device -q --stac
           for f in e["args"].get("native_stack", [])[:3]] for e in s],
  {"n": len(s), "spin": len([t for t in top if t == ["gbtest::spin_inner(long) nativestack",
                                                      "gbtest::spin(int) nativestack",
-                                                     "main nativestack"]])}][-1]' >"$TMPD/sp.count"
+                                                     "main nativestack"]]),
+  "named": len([e for e in s if e["name"] == (lambda f: f.split("+0x")[0] if "+0x" in f else f.split(" (")[0])(e["args"]["native_stack"][0])])}][-1]' >"$TMPD/sp.count"
 	cmp_ok "samples: taken while it spins" "$(json_query "$TMPD/sp.count" 'd["n"]')" -ge 50
 	cmp_ok "samples: 90% exactly spin_inner(long) <- spin(int) <- main (percent)" \
 		"$(json_query "$TMPD/sp.count" '100 * d["spin"] // d["n"]')" -ge 90
+	is "samples: each named by its innermost native function" \
+		"$(json_query "$TMPD/sp.count" 'd["named"] == d["n"]')" true
 else
-	skip "no trace" 2
+	skip "no trace" 3
 fi
 is "python,native: samples have both stacks" "$(json_query "$TMPD/p.json" \
 	'len([e for e in ev if e.get("cat") == "sample" and {"stack", "native_stack"} <= set(e["args"])]) > 0')" true

@@ -355,3 +355,26 @@ void model_states_release(struct model *m)
 	free(m->states);
 	free(m->samples);
 }
+
+size_t model_sample_name(const struct model *m, const struct model_sample *s, const char **name)
+{
+	const struct model_stack *st = s->stack ? &m->stacks[s->stack - 1] : NULL;
+	const char *f;
+
+	if (!st || !st->n)
+		st = s->native ? &m->stacks[s->native - 1] : NULL;
+	if (!st || !st->n) {
+		*name = "sample";
+		return 6;
+	}
+	/*
+	 * "qualname (file:line)": up to the first " (" (a path may hold one);
+	 * "symbol+0xoff (file)": up to the "+0x" (a C++ symbol may hold " ("),
+	 * "0xaddr (file)" without a symbol: up to the " (".
+	 */
+	f = strtab_get(&m->strs, m->frames[st->first]);
+	*name = f;
+	if (st->native && strstr(f, "+0x"))
+		return strstr(f, "+0x") - f;
+	return strstr(f, " (") ? (size_t)(strstr(f, " (") - f) : strlen(f);
+}

@@ -83,6 +83,13 @@ int model_add_state(struct model *m, const struct model_state_span *span);
 
 /* Add sample s (its stack and native left for model_finish()); 0 or -ENOMEM. */
 int model_add_sample(struct model *m, const struct model_sample *s);
+/*
+ * What a sample is named by (after model_finish): the function of its
+ * innermost frame, Python's, else native ("spin_inner" of "spin_inner+0x1d
+ * (prog)"), else "sample".  *name is set to its first character; returns
+ * its length.
+ */
+size_t model_sample_name(const struct model *m, const struct model_sample *s, const char **name);
 
 /* The first instant of a state or a sample, UINT64_MAX if none. */
 uint64_t model_states_first(const struct model *m);

@@ -30,7 +30,7 @@
  * "thread_state") "Running", "Runnable", "GIL wait (held by <tid>)", the
  * syscall a thread blocked in ("futex", "read"...), "sleep", tiling the
  * thread's time; CPU samples are instants there (cat "sample"), named by
- * their innermost Python function, with their stack in args.  They are
+ * their innermost function (model_sample_name()), with their stacks in args.  They are
  * on their own track so that the thread's calls and scopes nest as before.
  * A GIL wait is linked to the span its holder was in as it began
  * (model_gil_links()) by a flow: the holder's span carries "bind_id"
@@ -597,11 +597,11 @@ static int write_state(struct jw *jw, const struct model *m, size_t i, const siz
 static int write_sample(struct jw *jw, const struct model *m, const struct model_sample *s)
 {
 	const struct model_stack *st = s->stack ? &m->stacks[s->stack - 1] : NULL;
-	const char *name = st && st->n ? str(m, m->frames[st->first]) : "sample";
-	const char *paren = strstr(name, " (");
+	const char *name;
+	size_t len = model_sample_name(m, s, &name);
 
-	event_head(jw, m, TS_PH_INSTANT, TS_CAT_SAMPLE, name, paren ? (size_t)(paren - name) : strlen(name),
-		   s->pid, TS_STATE_TID_BASE + s->tid, s->ts, 0);
+	event_head(jw, m, TS_PH_INSTANT, TS_CAT_SAMPLE, name, len, s->pid,
+		   TS_STATE_TID_BASE + s->tid, s->ts, 0);
 	jw_kv_str(jw, TS_KEY_SCOPE, TS_SCOPE_THREAD);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);

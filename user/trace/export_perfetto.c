@@ -1140,12 +1140,14 @@ static int write_state(struct pf *w, size_t i, const struct gil_flows *g)
 	return ret;
 }
 
-/* A CPU sample: an instant on its thread's state track, named by its innermost function. */
+/* A CPU sample: an instant on its thread's state track, named as model_sample_name() says. */
 static int write_sample(struct pf *w, const struct model_sample *s)
 {
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	const struct model_stack *st = s->stack ? &w->m->stacks[s->stack - 1] : NULL;
-	char *name = func_name(st && st->n ? str(w->m, w->m->frames[st->first]) : "sample");
+	const char *fn;
+	size_t len = model_sample_name(w->m, s, &fn);
+	char *name = strndup(fn, len);
 	int ret;
 
 	if (!name)
