@@ -504,6 +504,32 @@ static void test_states(void)
 	model_release(&m);
 }
 
+/*
+ * The .pftrace's state tracks name their thread by its name, or by its tid
+ * when it has none: a thread without states before an unnamed one's state
+ * track, and a thread named like a tid, are still told apart.
+ */
+static void test_state_tracks(void)
+{
+	const char *a = in_dir("t.json");
+	struct model m;
+
+	model_init(&m);
+	model_process(&m, 300, "python3");
+	model_thread(&m, 300, 303, "loader");
+	model_thread(&m, 300, 305, "1234");
+	call(&m, T0 + 100, 10, 300, 303, "cuCtxSynchronize");
+	model_thread_state(&m, 300, 304, T0, MS_RUNNING, -1, 0);
+	model_thread_state(&m, 300, 304, T0 + 400, MS_IO, 0, 0);
+	model_thread_state(&m, 300, 305, T0 + 200, MS_RUNNING, -1, 0);
+	model_states_end(&m, T0 + 1000);
+	is_int(model_finish(&m), 0, "state tracks: model_finish");
+	is_int(write_trace(&m, a), 0, "state tracks: export");
+	pftrace_round_trip(&m, a, "state tracks of an unnamed thread and of one named 1234");
+	unlink(a);
+	model_release(&m);
+}
+
 /* Streaming: events one by one, stacks set, derived ones skipped. */
 static void test_stream(void)
 {
@@ -639,6 +665,7 @@ int main(int argc, char **argv)
 	}
 	test_round_trip();
 	test_states();
+	test_state_tracks();
 	test_stream();
 	test_handwritten();
 	test_bad();

@@ -489,7 +489,7 @@ static int write_state_tracks(struct jw *jw, const struct model *m)
 		if (t && t->name)
 			snprintf(name, sizeof(name), TS_TRACK_STATE, str(m, t->name));
 		else
-			snprintf(name, sizeof(name), "%u state", s->tid);
+			snprintf(name, sizeof(name), TS_TRACK_STATE_TID, s->tid);
 		write_name_meta(jw, TS_META_THREAD_NAME, s->pid, TS_STATE_TID_BASE + s->tid, name);
 		write_sort_index(jw, s->pid, s->tid, 2 * k);
 		write_sort_index(jw, s->pid, TS_STATE_TID_BASE + s->tid, 2 * k + 1);

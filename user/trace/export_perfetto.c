@@ -1205,16 +1205,16 @@ static int write_track(struct pf *w, const struct track *t)
 		if (t->tid < TS_GPU_TID_BASE && t->name) {
 			snprintf(name, sizeof(name), TS_TRACK_STATE, str(w->m, t->name));
 		} else if (t->tid < TS_GPU_TID_BASE) {
-			snprintf(name, sizeof(name), "%u state", t->tid - TS_STATE_TID_BASE);
+			snprintf(name, sizeof(name), TS_TRACK_STATE_TID, t->tid - TS_STATE_TID_BASE);
 		} else if (t->tid >= COUNTER_BASE) {
 			snprintf(name, sizeof(name), "device memory GPU %u", t->device);
 			cd.has_unit = 1;
 			cd.unit = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__UNIT__UNIT_SIZE_BYTES;
 			d.counter = &cd;
 		} else if ((t->tid & TS_GPU_MEMORY_LANE) == TS_GPU_MEMORY_LANE) {
-			snprintf(name, sizeof(name), "GPU %u / memory", t->device);
+			snprintf(name, sizeof(name), TS_TRACK_MEMORY, t->device);
 		} else {
-			snprintf(name, sizeof(name), "GPU %u / stream %u", t->device, t->stream);
+			snprintf(name, sizeof(name), TS_TRACK_STREAM, t->device, t->stream);
 		}
 		d.name = name;
 		d.has_parent_uuid = 1;

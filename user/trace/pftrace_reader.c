@@ -39,6 +39,7 @@ struct track {
 	uint64_t uuid;
 	uint32_t pid, tid;              /* tid: the JSON's (GPU lane, state track key) */
 	int kind;                       /* enum track_kind */
+	char *name;                     /* a thread's, NULL if none */
 	uint64_t *open;                 /* first pass: the open slices' numbers */
 	size_t nopen, cap;
 };
@@ -478,30 +479,43 @@ static int name_event(struct pf_reader *p, const char *which, uint32_t pid, cons
 	return enqueue(p, jw_take(p, &len));
 }
 
+/* Whether name is what format makes of the arguments. */
+static __attribute__((format(printf, 2, 3))) bool named(const char *name, const char *format, ...)
+{
+	char buf[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, format);
+	n = vsnprintf(buf, sizeof(buf), format, ap);
+	va_end(ap);
+	return n > 0 && (size_t)n < sizeof(buf) && !strcmp(buf, name);
+}
+
 /*
- * What a named track under a process is: a GPU lane ("GPU d / stream s",
- * "GPU d / memory"), a thread's states ("<tid> state", or "<name> state"
- * right after its thread's track: the exporter orders them so), or
- * something left out (memory counters).
+ * What a named track under a process is, by the exporter's names (schema.h):
+ * a GPU lane ("GPU d / stream s", "GPU d / memory"), a thread's states
+ * ("<thread name> state" right after its thread's track, where the
+ * exporter puts it, else "<tid> state"), or something left out (memory
+ * counters).
  */
 static void child_track(struct pf_reader *p, struct track *t, const char *name)
 {
 	const struct track *prev = p->ntracks ? &p->tracks[p->ntracks - 1] : NULL;
 	unsigned dev, stream, tid;
-	size_t n = strlen(name);
-	char tail;
 
 	t->kind = TK_LANE;
-	if (sscanf(name, "GPU %u / stream %u%c", &dev, &stream, &tail) == 2)
+	if (sscanf(name, "GPU %u / stream %u", &dev, &stream) == 2 &&
+	    named(name, TS_TRACK_STREAM, dev, stream))
 		t->tid = ts_gpu_tid(dev, stream);
-	else if (sscanf(name, "GPU %u / memor%c", &dev, &tail) == 2 && !strcmp(name + n - 6, "memory"))
+	else if (sscanf(name, "GPU %u", &dev) == 1 && named(name, TS_TRACK_MEMORY, dev))
 		t->tid = ts_gpu_tid(dev, TS_GPU_MEMORY_LANE);
-	else if (n > 6 && !strcmp(name + n - 6, " state") &&
-		 sscanf(name, "%u state%c", &tid, &tail) == 1 && tid < TS_STATE_TID_BASE)
-		t->tid = TS_STATE_TID_BASE + tid;
-	else if (n > 6 && !strcmp(name + n - 6, " state") && prev && prev->kind == TK_THREAD &&
-		 prev->pid == t->pid)
+	else if (prev && prev->kind == TK_THREAD && prev->pid == t->pid && prev->name &&
+		 named(name, TS_TRACK_STATE, prev->name))
 		t->tid = TS_STATE_TID_BASE + prev->tid;
+	else if (sscanf(name, "%u", &tid) == 1 && tid < TS_STATE_TID_BASE &&
+		 named(name, TS_TRACK_STATE_TID, tid))
+		t->tid = TS_STATE_TID_BASE + tid;
 	else
 		t->kind = TK_SKIP;
 }
@@ -523,21 +537,25 @@ static int add_track(struct pf_reader *p, const Perfetto__Protos__TrackDescripto
 		t.kind = TK_THREAD;
 		t.pid = d->thread->pid;
 		t.tid = d->thread->tid;
-		if (d->thread->thread_name)
-			ret = name_event(p, TS_META_THREAD_NAME, t.pid, &t.tid,
-					 d->thread->thread_name);
+		if (d->thread->thread_name &&
+		    !(ret = name_event(p, TS_META_THREAD_NAME, t.pid, &t.tid,
+				       d->thread->thread_name)) &&
+		    !(t.name = strdup(d->thread->thread_name)))
+			ret = fail(p, -ENOMEM, "out of memory");
 	} else if (d->has_parent_uuid && (parent = find_track(p, d->parent_uuid)) &&
 		   parent->kind == TK_PROCESS && d->name && !d->counter) {
 		t.pid = parent->pid;
 		child_track(p, &t, d->name);
 	}
-	if (ret)
+	if (!ret && (array_grow(&p->tracks, &p->cap_tracks, p->ntracks + 1) ||
+		     !(s = hashmap_put(&p->track_index, t.uuid, &added))))
+		ret = fail(p, -ENOMEM, "out of memory");
+	else if (!ret && !added)
+		ret = fail(p, -EINVAL, "two tracks with uuid %llu", (unsigned long long)t.uuid);
+	if (ret) {
+		free(t.name);
 		return ret;
-	if (array_grow(&p->tracks, &p->cap_tracks, p->ntracks + 1) ||
-	    !(s = hashmap_put(&p->track_index, t.uuid, &added)))
-		return fail(p, -ENOMEM, "out of memory");
-	if (!added)
-		return fail(p, -EINVAL, "two tracks with uuid %llu", (unsigned long long)t.uuid);
+	}
 	s->val = p->ntracks;
 	p->tracks[p->ntracks++] = t;
 	return 0;
@@ -545,7 +563,6 @@ static int add_track(struct pf_reader *p, const Perfetto__Protos__TrackDescripto
 
 /* Track events ---------------------------------------------------------------- */
 
-/* Begin a slice's or an instant's event: "ph", "cat", "name", where, when, args. */
 /* A slice's (ph "X", dur) or an instant's event, into the queue. */
 static int write_event(struct pf_reader *p, const char *ph, const char *cat, const char *name,
 		       const struct track *t, uint64_t ts, uint64_t dur, const TrackEvent *te)
@@ -1029,8 +1046,10 @@ static int second_pass(struct pf_reader *p)
 {
 	if (gzrewind(p->gz) < 0)
 		return fail(p, -EIO, "cannot rewind");
-	for (size_t i = 0; i < p->ntracks; i++)
+	for (size_t i = 0; i < p->ntracks; i++) {
 		free(p->tracks[i].open);
+		free(p->tracks[i].name);
+	}
 	p->ntracks = 0;
 	hashmap_release(&p->track_index);
 	hashmap_init(&p->track_index);
@@ -1130,8 +1149,10 @@ void pf_reader_close(struct pf_reader *p)
 	itab_release(&p->anames);
 	itab_release(&p->strs);
 	itab_release(&p->stack_json);
-	for (size_t i = 0; i < p->ntracks; i++)
+	for (size_t i = 0; i < p->ntracks; i++) {
 		free(p->tracks[i].open);
+		free(p->tracks[i].name);
+	}
 	free(p->ends);
 	free(p->tracks);
 	hashmap_release(&p->track_index);

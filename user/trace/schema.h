@@ -160,6 +160,7 @@
  */
 #define TS_STATE_TID_BASE       0x20000000u
 #define TS_TRACK_STATE          "%s state"
+#define TS_TRACK_STATE_TID      "%u state"      /* of a thread without a name */
 #define TS_CAT_STATE            "thread_state"  /* a slice: what the thread was doing */
 #define TS_CAT_SAMPLE           "sample"        /* an instant: a CPU sample's stack */
 #define TS_ARG_STATE            "state"
