@@ -74,7 +74,7 @@ if check "samples: record --stack native" "$GPUBPF" record --no-device -q --stac
  {"n": len(s), "spin": len([t for t in top if t == ["gbtest::spin_inner(long) nativestack",
                                                      "gbtest::spin(int) nativestack",
                                                      "main nativestack"]]),
-  "named": len([e for e in s if e["name"] == (lambda f: f.split("+0x")[0] if "+0x" in f else f.split(" (")[0])(e["args"]["native_stack"][0])])}][-1]' >"$TMPD/sp.count"
+  "named": len([e for e in s if e["name"] == (lambda f: f.split("+0x")[0] if "+0x" in f else f.split(" (")[0])(e["args"].get("native_stack", ["sample"])[0])])}][-1]' >"$TMPD/sp.count"
 	cmp_ok "samples: taken while it spins" "$(json_query "$TMPD/sp.count" 'd["n"]')" -ge 50
 	cmp_ok "samples: 90% exactly spin_inner(long) <- spin(int) <- main (percent)" \
 		"$(json_query "$TMPD/sp.count" '100 * d["spin"] // d["n"]')" -ge 90

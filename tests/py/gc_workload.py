@@ -4,7 +4,7 @@
 usage: LD_LIBRARY_PATH=build/sim gc_workload.py [--steps N] [--cycles N]
 
 With the collector's automatic runs off (gc.disable()), it first builds
---cycles (default 100000) reference cycles that stay alive (a full
+--cycles (default 300000) reference cycles that stay alive (a full
 collection traverses them all), then, in each of --steps steps (default
 3), launches a 100 us kernel, makes a few unreachable cycles
 (make_garbage()) and calls gc.collect() in collect_garbage() at GC_LINE
@@ -41,7 +41,7 @@ def collect_garbage():
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=3)
-    ap.add_argument("--cycles", type=int, default=100000)
+    ap.add_argument("--cycles", type=int, default=300000)
     args = ap.parse_args()
     gc.disable()
     drv = train.Driver(None, False)
