@@ -1228,18 +1228,6 @@ int BPF_PROG(gb_wakeup_new, struct task_struct *p)
 }
 
 /*
- * Wakes (struct gb_wake), for the calls of threads that run no Python
- * (an autograd engine's, a C++ worker pool's): a thread of a traced
- * Python process wakes another thread of the same process, which the
- * woken one then works for.  sched_waking runs in the waker's context
- * (sched_wakeup may run on the wakee's CPU, in whoever is there), so the
- * waker's Python stack is walked here, when the waker is in a system
- * call: a wake from an interrupt (a timer, I/O) is nobody's.  Attached with
- * Python stacks on.  Wakes between processes, of untraced or non-Python
- * processes, and of a thread known to run Python (it has its own stacks:
- * GIL hand-offs) cost a few loads and compares.
- */
-/*
  * The current thread is in a system call (futex, write...: how a thread
  * wakes another), not interrupted in user code by a timer or a device,
  * whose wakes are nobody's.  (An interrupt that comes while the thread
@@ -1254,6 +1242,18 @@ static __always_inline int in_syscall(void)
 	       (long)BPF_CORE_READ(regs, orig_ax) >= 0;
 }
 
+/*
+ * Wakes (struct gb_wake), for the calls of threads that run no Python
+ * (an autograd engine's, a C++ worker pool's): a thread of a traced
+ * Python process wakes another thread of the same process, which the
+ * woken one then works for.  sched_waking runs in the waker's context
+ * (sched_wakeup may run on the wakee's CPU, in whoever is there), so the
+ * waker's Python stack is walked here, when the waker is in a system
+ * call: a wake from an interrupt (a timer, I/O) is nobody's.  Attached with
+ * Python stacks on.  Wakes between processes, of untraced or non-Python
+ * processes, and of a thread known to run Python (it has its own stacks:
+ * GIL hand-offs) cost a few loads and compares.
+ */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(gb_waking, struct task_struct *p)
 {
