@@ -476,9 +476,14 @@ static long py_walk_frame(__u32 i, void *data)
 	known = ident_slot(w->t, frame);
 	if (known->frame == frame && known->code == code) {
 		f->ident = known->ident;
+	} else if (bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident))) {
+		/*
+		 * Not readable here (the page is not mapped in: this runs where
+		 * no fault is taken): unknown, and not remembered, so that the
+		 * next walk reads it again rather than naming the frame "?".
+		 */
+		f->ident = 0;
 	} else {
-		__builtin_memset(s->ident, 0, sizeof(s->ident));
-		bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident));
 		f->ident = gb_py_ident(s->ident);
 		known->frame = frame;
 		known->code = code;
@@ -1047,7 +1052,7 @@ static __always_inline int state_traced(__u32 tgid)
 }
 
 static __always_inline void emit_state(__u32 tgid, __u32 tid, __u32 state, __u64 ts,
-				       __s32 nr, __u32 holder)
+				       __s32 nr, __u32 holder, __u64 pystack)
 {
 	struct gb_state *s = bpf_ringbuf_reserve(&rb, sizeof(*s), 0);
 
@@ -1062,6 +1067,7 @@ static __always_inline void emit_state(__u32 tgid, __u32 tid, __u32 state, __u64
 	s->ts = ts;
 	s->syscall = nr;
 	s->holder = holder;
+	s->pystack = pystack;
 	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
 }
 
@@ -1165,26 +1171,30 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tgid,
 {
 	struct pt_regs___gb *regs;
 	long nr = -1, holder;
+	__u64 pystack = 0;
 
 	if (!prev_state) {
-		emit_state(tgid, prev->pid, GB_ST_RUNNABLE, now, -1, 0);
+		emit_state(tgid, prev->pid, GB_ST_RUNNABLE, now, -1, 0, 0);
 		return;
 	}
 	if (prev_state & GB_TASK_DEAD) {
-		emit_state(tgid, prev->pid, GB_ST_EXIT, now, -1, 0);
+		emit_state(tgid, prev->pid, GB_ST_EXIT, now, -1, 0, 0);
 		return;
 	}
 	regs = (struct pt_regs___gb *)bpf_task_pt_regs(prev);
 	if (regs && (long)BPF_CORE_READ(regs, ax) == -GB_ENOSYS)
 		nr = BPF_CORE_READ(regs, orig_ax);
+	/* the Python line it blocks in (this runs in prev's context) */
+	if (pid_flags(tgid) & GB_PID_PYTHON)
+		pystack = py_stack(tgid, 1);
 	if (nr == GB_NR_FUTEX && (pid_flags(tgid) & GB_PID_PYTHON)) {
 		holder = gil_holder(tgid, prev->pid, BPF_CORE_READ(regs, di));
 		if (holder >= 0) {
-			emit_state(tgid, prev->pid, GB_ST_GIL, now, nr, holder);
+			emit_state(tgid, prev->pid, GB_ST_GIL, now, nr, holder, pystack);
 			return;
 		}
 	}
-	emit_state(tgid, prev->pid, GB_ST_BLOCKED, now, nr, 0);
+	emit_state(tgid, prev->pid, GB_ST_BLOCKED, now, nr, 0, pystack);
 }
 
 SEC("tp_btf/sched_switch")
@@ -1200,7 +1210,7 @@ int BPF_PROG(gb_switch, bool preempt, struct task_struct *prev, struct task_stru
 	if (state_traced(ptgid))
 		switched_out(prev, ptgid, prev_state, now);
 	if (state_traced(ntgid)) {
-		emit_state(ntgid, next->pid, GB_ST_RUNNING, now, -1, 0);
+		emit_state(ntgid, next->pid, GB_ST_RUNNING, now, -1, 0, 0);
 		note_fsbase(next, ntgid);
 	}
 	return 0;
@@ -1211,7 +1221,7 @@ static __always_inline int woken(struct task_struct *p)
 	__u32 tgid = p->tgid;
 
 	if (state_traced(tgid))
-		emit_state(tgid, p->pid, GB_ST_WOKEN, bpf_ktime_get_ns(), -1, 0);
+		emit_state(tgid, p->pid, GB_ST_WOKEN, bpf_ktime_get_ns(), -1, 0, 0);
 	return 0;
 }
 

@@ -177,6 +177,7 @@ struct gb_state {
 	__u64 ts;               /* CLOCK_MONOTONIC ns */
 	__s32 syscall;          /* blocked, gil: the syscall number, -1 none */
 	__u32 holder;           /* gil: the holder's tid, 0 unknown */
+	__u64 pystack;          /* blocked, gil: the Python stack it blocked in, 0 none */
 };
 
 /*

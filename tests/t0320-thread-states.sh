@@ -34,6 +34,18 @@ if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -o "$TMPD/s
 	gil_flows_ok "$TMPD/s.json" "$TMPD/s.pftrace"
 	check "phases: report" "$GPUBPF" report --format json -o "$TMPD/s.rep.json" "$TMPD/s.json" &&
 		tap_from "$PY" "$GPUBPF_ROOT/tests/check_causes.py" "$TMPD/s.rep.json" "$TMPD/truth.json"
+	# each long wait of the main thread carries the Python line it blocked in
+	rd=$(grep -n 'return os.read(fd, 1)' "$W" | cut -d: -f1)
+	sl=$(grep -n 'time.sleep(seconds)' "$W" | cut -d: -f1)
+	is "phases: the read and the sleep carry the lines they blocked in" \
+		"$(json_query "$TMPD/s.json" '[m := json.load(open("'"$TMPD/truth.json"'"))["main"],
+ sorted({(e["args"]["state"], e["args"].get("stack", ["none"])[0]) for e in ev
+         if e.get("cat") == "thread_state" and e["tid"] == 0x20000000 + m and
+         e["args"]["state"] in ("io", "sleep") and float(e["dur"]) > 100000})][-1]')" \
+		"[[\"io\", \"blocking_read ($W:$rd)\"], [\"sleep\", \"sleeping ($W:$sl)\"]]"
+	is "phases: the report puts those waits at those lines" \
+		"$(json_query "$TMPD/s.rep.json" 'sorted({(c["cause"], c["site"]) for c in d["processes"][0]["devices"][0]["idle"]["host_bound_causes"] if c["cause"] in ("io", "sleep") and c["ms"] > 100})')" \
+		"[[\"io\", \"blocking_read ($W:$rd)\"], [\"sleep\", \"sleeping ($W:$sl)\"]]"
 fi
 
 # 3.10 keeps no native thread id: its GIL holders are named by their

@@ -23,6 +23,7 @@ mapfile -t pythons < <(pyenv_pythons 3.10 3.11 3.12 3.13)
 check "the worker library builds" cc -O2 -shared -fPIC -o "$TMPD/libworkpool.so" \
 	"$GPUBPF_ROOT/tests/py/workpool.c" -lpthread -ldl || bail_out "no libworkpool.so"
 line=$(grep -n '# HAND-OVER' "$W" | cut -d: -f1)
+pause=$(grep -n 'time.sleep(pause)' "$W" | cut -d: -f1)
 site="backward ($W:$line)"
 fwd=$(grep -n '^        forward(pool)' "$W" | cut -d: -f1)
 bwd=$(grep -n '^        backward(pool)' "$W" | cut -d: -f1)
@@ -62,9 +63,13 @@ for py in "${pythons[@]}"; do
 	is "$v: JSON report: the hotspot is attributed, and any sync finding" \
 		"$(json_query "$TMPD/rep.json" '[(h["site"], h.get("attributed")) for h in d["processes"][0]["sync_hotspots"]] + [all(f["site"] == "'"$site"'" and f.get("attributed") for f in d["processes"][0]["findings"] if f["kind"] == "sync")]')" \
 		"[[\"$W:$line\", true], true]"
+	# phases with GPU work (lines where the thread only waits are phases too)
 	is "$v: anatomy: the Python thread's loop, the workers' launches and GPU time in backward" \
-		"$(json_query "$TMPD/rep.json" '[[it["source"], it["thread"] == p["pid"], it["loop_function"], it["kernels_per_step"], [(x["phase"], x["site"], x["gpu_ms_median"], x["gpu_ms_max"], x["launches_median"]) for x in it["phases"]]] for p in d["processes"] for it in [p["iterations"]]][0]')" \
+		"$(json_query "$TMPD/rep.json" '[[it["source"], it["thread"] == p["pid"], it["loop_function"], it["kernels_per_step"], [(x["phase"], x["site"], x["gpu_ms_median"], x["gpu_ms_max"], x["launches_median"]) for x in it["phases"] if x["launches_median"] or x["gpu_ms_max"] or x["site"] is None]] for p in d["processes"] for it in [p["iterations"]]][0]')" \
 		"[\"python_stack\", true, \"main ($W)\", 7, [[\"forward\", \"main ($W:$fwd)\", 0.04, 0.04, 2], [\"backward\", \"main ($W:$bwd)\", 0.1, 0.1, 5], [\"outside any phase\", null, 0.0, 0.0, 0]]]"
+	# the 10 ms time.sleep() between steps: the line the thread blocked in
+	cmp_ok "$v: anatomy: the pause's line holds its sleep (host ms, least of the steps)" \
+		"$(json_query "$TMPD/rep.json" '[round(x["host_ms_min"]) for x in d["processes"][0]["iterations"]["phases"] if x["site"] == "main ('"$W"':'"$pause"')"] or [-1]' | tr -d '[]')" -ge 9
 	perfetto_ok "$TMPD/w.json"
 	perfetto_ok "$TMPD/w.pftrace"
 done

@@ -115,13 +115,14 @@ like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .
     Model.forward +0.160 \[0.160-0.160\] +0.250 \[0.250-0.250\] +4  /home/u/t.py:12"
 
 # the same loop with thread states and CPU samples: the time the thread ran
-# between calls goes to the lines its samples were taken on, a data loading
-# line that makes no call included (gen_report_trace.py loop_samples)
+# between calls goes to the lines its samples were taken on, the time it
+# waited to the line it blocked in, a data loading line that makes no call
+# included (gen_report_trace.py loop_samples)
 "$PY" "$gen" loop_samples "$TMPD/ls.json" || bail_out "cannot generate the loop_samples trace"
 check "report the loop with samples" "$GPUBPF" report --format json -o "$TMPD/ls.rep.json" "$TMPD/ls.json"
-is "loop with samples: host time between calls by the samples' lines, the rest to the next call's" \
+is "loop with samples: host time between calls by the samples' and waits' lines, the rest to the next call's" \
 	"$(json_query "$TMPD/ls.rep.json" "[(x['phase'], x['site'], round(x['gpu_ms_median'], 6), round(x['host_ms_median'], 6), round(x['host_ms_min'], 6), round(x['host_ms_max'], 6), x['launches_median']) for x in $IT['phases']]")" \
-	'[["DataLoader.__next__", "train (/home/u/t.py:10)", 0.0, 0.13, 0.13, 0.53, 0], ["load_batch", "train (/home/u/t.py:11)", 0.02, 0.01, 0.01, 0.01, 1], ["Model.forward", "train (/home/u/t.py:12)", 0.16, 0.25, 0.25, 0.25, 4], ["Model.backward", "train (/home/u/t.py:13)", 0.16, 0.26, 0.26, 0.26, 2], ["SGD.step", "train (/home/u/t.py:14)", 0.03, 0.09, 0.09, 0.09, 1], ["Tensor.item", "train (/home/u/t.py:15)", 0.005, 0.19, 0.19, 0.19, 0], ["Detector.postprocess", "train (/home/u/t.py:16)", 0.1, 0.02, 0.02, 0.02, 1], ["outside any phase", null, 0.0, 0.05, 0.05, 0.05, 0]]'
+	'[["DataLoader.__next__", "train (/home/u/t.py:10)", 0.0, 0.13, 0.13, 0.53, 0], ["load_batch", "train (/home/u/t.py:11)", 0.02, 0.01, 0.01, 0.01, 1], ["Model.forward", "train (/home/u/t.py:12)", 0.16, 0.25, 0.25, 0.25, 4], ["Model.backward", "train (/home/u/t.py:13)", 0.16, 0.28, 0.28, 0.28, 2], ["SGD.step", "train (/home/u/t.py:14)", 0.03, 0.07, 0.07, 0.07, 1], ["Tensor.item", "train (/home/u/t.py:15)", 0.005, 0.19, 0.19, 0.19, 0], ["Detector.postprocess", "train (/home/u/t.py:16)", 0.1, 0.02, 0.02, 0.02, 1], ["outside any phase", null, 0.0, 0.05, 0.05, 0.05, 0]]'
 is "loop with samples: the steps are the same" \
 	"$(json_query "$TMPD/ls.rep.json" "(lambda i: (i['steps'], i['kernels_per_step'], round(i['step_ms']['median'], 6), round(i['step_ms']['max'], 6)))($IT)")" \
 	'[9, 9, 1.0, 1.4]'

@@ -168,16 +168,17 @@ def loop():
 def loop_samples():
     """pid 304: loop()'s pid 300 (its nested loop left out), with thread
     states and CPU samples of its thread.  In each step: running
-    throughout but [560, 580) (io); samples at 500 under Model.backward
-    (line 13) and at 550 under SGD.step (line 14), both in the gap
-    [460, 600) before sgd's launch; samples at 900 (and in the slow step
-    also at 1000, 1100, 1200, 1300) under DataLoader.__next__ on line 10, a
-    line that makes no call, in the step's tail [870, next step).  So the
-    gap's 120 us of running go 60 to backward and 60 to sgd, its 20 us of
-    io to sgd (the call it led to); the tail's 130 us (530 in the slow
-    step) to the data loading line.  Host time per step: data 130 (530),
-    load 10, forward 250, backward 260, sgd 90, Tensor.item 190,
-    postprocess 20, outside 50."""
+    throughout but [560, 580) (io, blocked under Model.backward on line
+    13); samples at 500 under Model.backward (line 13) and at 550 under
+    SGD.step (line 14), both in the gap [460, 600) before sgd's launch;
+    samples at 900 (and in the slow step also at 1000, 1100, 1200, 1300)
+    under DataLoader.__next__ on line 10, a line that makes no call, in the
+    step's tail [870, next step).  So the gap's 120 us of running go 60 to
+    backward and 60 to sgd, its 20 us of io to backward (the line it
+    blocked in); the tail's 130 us (530 in the slow step) to the data
+    loading line.  Host time per step: data 130 (530), load 10, forward
+    250, backward 280, sgd 70, Tensor.item 190, postprocess 20, outside
+    50."""
     p = 304
     ev = [dict(e, pid=p, tid=p) if e.get("tid") == 300 else dict(e, pid=p)
           for e in loop() if e.get("pid") == 300]
@@ -191,7 +192,8 @@ def loop_samples():
     for i, t in enumerate(starts[:-1]):
         nxt = starts[i + 1]
         ev.append(state(p, p, "running", t, 560))
-        ev.append(state(p, p, "io", t + 560, 20, syscall="read"))
+        ev.append(state(p, p, "io", t + 560, 20, syscall="read",
+                        stack=st(13, "Model.backward (/home/u/model.py:32)")))
         ev.append(state(p, p, "running", t + 580, nxt - t - 580))
         for ts, frames in ((t + 500, st(13, "Model.backward (/home/u/model.py:31)")),
                            (t + 550, st(14, "SGD.step (/home/u/optim.py:4)"))):

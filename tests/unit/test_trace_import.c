@@ -418,6 +418,7 @@ static void build_states(struct model *m)
 	model_thread_woken(m, 300, 302, T0 + 2500);
 	model_thread_state(m, 300, 302, T0 + 2600, MS_RUNNING, -1, 0);
 	model_thread_state(m, 300, 301, T0 + 3000, MS_IO, 0, 0);
+	model_state_stack(m, 300, 301, 9);      /* the line it blocked in */
 	model_thread_state(m, 300, 301, T0 + 4000, MS_RUNNING, -1, 0);
 	model_thread_exit(m, 300, 302, T0 + 5000);
 	model_states_end(m, T0 + 6000);
@@ -455,6 +456,10 @@ static void check_states(const struct model *m, const struct model *back)
 	ok(gil->tid == 301 && gil->state == MS_GIL_WAIT && gil->holder == 302 &&
 	   gil->syscall == 202 && gil->ts == T0 + 1000 && gil->dur == 1000, "GIL wait and holder");
 	ok(back->states[3].state == MS_IO && back->states[3].syscall == 0, "read by its name");
+	ok(back->states[3].stack && !back->states[1].stack, "the read's stack, and only its");
+	if (back->states[3].stack)
+		is_str(frame(back, back->states[3].stack, 0), "step (/t.py:4)",
+		       "the line the read blocked in");
 	ok(other->tid == 302 && other->state == MS_OTHER_WAIT && other->syscall == 999 &&
 	   other->dur == 1000, "a syscall by its number");
 	ok(back->states[8].state == MS_RUNNING && back->states[8].dur == 2400, "exit ends a span");

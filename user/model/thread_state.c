@@ -234,6 +234,16 @@ int model_thread_state(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts,
 	return 0;
 }
 
+void model_state_stack(struct model *m, uint32_t pid, uint32_t tid, uint64_t pystack)
+{
+	const struct model_thread *t = model_find_thread(m, pid, tid);
+	struct model_state_span *s = t && t->open_state ? &m->states[t->open_state - 1] : NULL;
+
+	/* a span continued by the same state keeps where it began */
+	if (s && s->state != MS_RUNNING && s->state != MS_RUNNABLE && !s->pystack)
+		s->pystack = pystack;
+}
+
 int model_thread_woken(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts)
 {
 	const struct model_thread *t = model_find_thread(m, pid, tid);
@@ -339,6 +349,12 @@ int model_states_finish(struct model *m)
 		qsort(m->states, m->nstates, sizeof(*m->states), cmp_span);
 	if (m->nsamples)
 		qsort(m->samples, m->nsamples, sizeof(*m->samples), cmp_sample);
+	for (size_t i = 0; i < m->nstates; i++) {
+		struct model_state_span *s = &m->states[i];
+
+		st = s->pystack ? model_find_stack(m, s->pid, s->pystack) : NULL;
+		s->stack = st ? st - m->stacks + 1 : 0;
+	}
 	for (size_t i = 0; i < m->nsamples; i++) {
 		struct model_sample *s = &m->samples[i];
 

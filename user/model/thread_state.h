@@ -34,6 +34,9 @@ struct model_state_span {
 	uint8_t state;          /* enum model_state */
 	int16_t syscall;        /* the syscall it blocked in, -1 none */
 	uint32_t holder;        /* MS_GIL_WAIT: the GIL holder's tid, 0 unknown */
+	uint32_t stack;         /* after model_finish: a wait's Python stack (index + 1
+				   in m->stacks), where it blocked; 0 none */
+	uint64_t pystack;       /* that stack's id as the walker sent it, 0 none */
 };
 
 struct model_sample {
@@ -71,6 +74,8 @@ enum model_state model_state_of_name(const char *name);
  */
 int model_thread_state(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts,
 		       enum model_state state, int syscall, uint32_t holder);
+/* The Python stack (walker's id) the thread's open span, a wait, began in. */
+void model_state_stack(struct model *m, uint32_t pid, uint32_t tid, uint64_t pystack);
 /* The thread is woken at ts: runnable, unless it has not left its CPU yet. */
 int model_thread_woken(struct model *m, uint32_t pid, uint32_t tid, uint64_t ts);
 /* The thread exits at ts: end its open span and open none. */

@@ -342,6 +342,8 @@ static int on_state(struct collector *c, const struct gb_state *s)
 	ret = model_thread_state(c->m, s->pid, s->tid, s->ts, st,
 				 s->syscall < 0 || s->syscall > INT16_MAX ? -1 : s->syscall,
 				 st == MS_GIL_WAIT ? s->holder : 0);
+	if (!ret && s->pystack)
+		model_state_stack(c->m, s->pid, s->tid, s->pystack);
 	if (ret)
 		return ret;
 	c->states++;

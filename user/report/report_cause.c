@@ -3,7 +3,8 @@
  * Why the host launched late: each host-bound gap [a, b) (report_gpu.c)
  * is split by the state of the thread that made the launch ending it,
  * over the same interval, from its state spans (rt_table.states).  Time
- * in a wait goes to that wait at the launch's site; time running goes to
+ * in a wait goes to that wait at the line the thread blocked in (the
+ * wait's Python stack), else at the launch's site; time running goes to
  * the innermost user frames of the thread's CPU samples in it, evenly
  * (each sample an equal share), as "gc" for samples taken in the garbage
  * collector, or to the launch's site without samples; time with no state
@@ -137,7 +138,8 @@ int report_causes_add(const struct rt_table *t, struct rep_device *d, struct rep
 			continue;
 		if (cause_add(d, x, MS_OTHER_WAIT, site, x0 - at) ||
 		    (s->state == MS_RUNNING ? running(t, d, x, l, pid, x0, x1)
-					    : cause_add(d, x, s->state, site, x1 - x0)))
+					    : cause_add(d, x, s->state, s->site ? s->site : site,
+							x1 - x0)))
 			return -ENOMEM;
 		at = x1;
 	}

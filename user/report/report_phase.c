@@ -22,9 +22,10 @@
  * of each of the phase's calls, and the phases' host times add up to the
  * step.  Between two calls, the time the thread ran (its thread states)
  * goes to the phases its CPU samples there were taken in, in proportion
- * to their number (a line that makes no call, such as data loading done
- * in Python, gets its time so); the rest of the gap, and all of a gap
- * without samples or states, counts in the phase of the call it led to.
+ * to their number, and the time it waited to the phase of the line it
+ * blocked in (a line that makes no call, such as data loading, gets its
+ * time so); the rest of the gap, and all of a gap without samples or
+ * states, counts in the phase of the call it led to.
  * The time after the step's last call counts so in the phase that starts
  * the next step.  Phases are listed by their line in the loop function,
  * outside any phase last; lines with no call nor sample in any step (the
@@ -393,30 +394,48 @@ static int meet_phases(const struct rt_table *t, uint32_t proc, struct rep_loop 
 	for (const struct rt_sample *x = ts->smp; x < ts->smp_end; x++)
 		if (step_of(st, nsteps, x->ts) >= 0 && phase_of_stack(t, lp, x->stack) == UINT32_MAX)
 			return -ENOMEM;
+	for (const struct rt_state *x = ts->st; x < ts->st_end; x++)
+		if (x->stack && step_of(st, nsteps, x->ts) >= 0 &&
+		    phase_of_stack(t, lp, x->stack) == UINT32_MAX)
+			return -ENOMEM;
 	return 0;
 }
 
-/* How long the thread ran in [a, b), from its states (by time, *at moving on). */
-static int64_t ran(const struct thread_sched *ts, const struct rt_state **at, int64_t a,
-		   int64_t b)
+/*
+ * The thread's states in [a, b) (by time, *at moving on): how long it
+ * ran; and the time of each wait with the Python line it blocked in,
+ * added to that line's phase in row (*waited: their sum).  0 or -ENOMEM.
+ */
+static int spans(const struct rt_table *t, struct rep_loop *lp, const struct thread_sched *ts,
+		 const struct rt_state **at, int64_t a, int64_t b, uint64_t *row, int64_t *run,
+		 int64_t *waited)
 {
-	int64_t sum = 0;
-
+	*run = *waited = 0;
 	while (*at < ts->st_end && (*at)->ts + (*at)->dur <= a)
 		++*at;
 	for (const struct rt_state *x = *at; x < ts->st_end && x->ts < b; x++) {
 		int64_t lo = x->ts > a ? x->ts : a, hi = x->ts + x->dur < b ? x->ts + x->dur : b;
+		uint32_t q;
 
-		if (x->state == MS_RUNNING && hi > lo)
-			sum += hi - lo;
+		if (hi <= lo)
+			continue;
+		if (x->state == MS_RUNNING) {
+			*run += hi - lo;
+		} else if (x->stack) {
+			if ((q = phase_of_stack(t, lp, x->stack)) == UINT32_MAX)
+				return -ENOMEM;
+			row[q] += hi - lo;
+			*waited += hi - lo;
+		}
 	}
-	return sum;
+	return 0;
 }
 
 /*
  * Host time [a, b) of step s, led to a call of phase ph: the time the
  * thread ran goes to the phases of its samples there, by their count;
- * the rest to ph.  row: the step's host times per phase.  0 or -ENOMEM.
+ * the time it waited, to the phase of the line it blocked in; the rest to
+ * ph.  row: the step's host times per phase.  0 or -ENOMEM.
  */
 static int split_gap(const struct rt_table *t, struct rep_loop *lp,
 		     const struct thread_sched *ts, const struct rt_state **st_at,
@@ -424,7 +443,7 @@ static int split_gap(const struct rt_table *t, struct rep_loop *lp,
 		     uint64_t *row)
 {
 	const struct rt_sample *x, *first;
-	int64_t run, given = 0;
+	int64_t run, waited, given = 0;
 	size_t n = 0;
 
 	if (b <= a)
@@ -434,7 +453,10 @@ static int split_gap(const struct rt_table *t, struct rep_loop *lp,
 	first = *smp_at;
 	for (x = first; x < ts->smp_end && x->ts < b; x++)
 		n++;
-	run = n ? ran(ts, st_at, a, b) : 0;
+	if (spans(t, lp, ts, st_at, a, b, row, &run, &waited))
+		return -ENOMEM;
+	if (!n)
+		run = 0;
 	for (x = first; run && x < first + n; x++) {
 		uint32_t q = phase_of_stack(t, lp, x->stack);
 
@@ -444,7 +466,7 @@ static int split_gap(const struct rt_table *t, struct rep_loop *lp,
 		row[q] += run * (int64_t)(x - first + 1) / (int64_t)n - given;
 		given = run * (int64_t)(x - first + 1) / (int64_t)n;
 	}
-	row[ph] += (b - a) - given;
+	row[ph] += (b - a) - given - waited;
 	*smp_at = first + n;
 	return 0;
 }

@@ -497,9 +497,12 @@ static int copy_states(struct rt_table *t, const struct model *m)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->nstates; i++) {
 		const struct model_state_span *s = &m->states[i];
+		uint32_t k = s->stack ? table_stack(t, m, s->stack) : 0;
 
 		t->states[t->nstates++] = (struct rt_state){ .ts = s->ts, .dur = s->dur, .pid = s->pid,
-							     .tid = s->tid, .state = s->state };
+							     .tid = s->tid, .state = s->state,
+							     .stack = k,
+							     .site = k ? t->stacks[k - 1].site : 0 };
 	}
 	for (size_t i = 0; i < m->nsamples; i++) {
 		const struct model_sample *s = &m->samples[i];

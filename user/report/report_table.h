@@ -90,6 +90,8 @@ struct rt_state {
 	int64_t ts, dur;        /* ns */
 	uint32_t pid, tid;
 	uint32_t state;         /* enum model_state */
+	uint32_t stack;         /* a wait's: the table stack id it blocked in, 0 none */
+	uint32_t site;          /* its innermost user frame (table string id), 0 none */
 };
 
 /* A CPU sample: its thread, its stack and the innermost user frame of it. */

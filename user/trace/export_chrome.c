@@ -589,6 +589,8 @@ static int write_state(struct jw *jw, const struct model *m, size_t i, const siz
 	}
 	if (s->holder)
 		jw_kv_uint(jw, TS_ARG_HOLDER_TID, s->holder);
+	if (s->stack)
+		write_frames(jw, m, TS_ARG_STACK, &m->stacks[s->stack - 1]);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }

@@ -1134,6 +1134,8 @@ static int write_state(struct pf *w, size_t i, const struct gil_flows *g)
 		arg_int(w, TS_ARG_SYSCALL, s->syscall);
 	if (s->holder)
 		arg_uint(w, TS_ARG_HOLDER_TID, s->holder);
+	if (s->stack)
+		arg_stack(w, TS_ARG_STACK, s->stack);
 	ret = emit_begin_at(w, s->ts, track, &te, CAT_STATE, name);
 	if (fl != flows)
 		free(fl);

@@ -548,6 +548,8 @@ static int read_state(struct trace_import *ti, const struct tr_event *te, const 
 		span.syscall = int_val(&a[A_SYSCALL]);
 	else if ((s = str_val(ti, &a[A_SYSCALL])))
 		span.syscall = model_syscall_nr(s);
+	if (a[A_STACK].p)
+		read_stack(ti, &a[A_STACK], pid, false, false, &span.pystack);
 	return model_add_state(ti->m, &span);
 }
 
