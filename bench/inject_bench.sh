@@ -17,7 +17,7 @@
 # of BENCHMARKS.md (between the inject-bench markers) unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/splice.sh
+. bench/lib.sh
 INJ_REPS=${INJ_REPS:-20}
 LAUNCHES=${LAUNCHES:-20000}
 ROUNDS=${ROUNDS:-60}
@@ -31,7 +31,6 @@ unset CUDA_INJECTION64_PATH
 T=$(mktemp -d)
 PIDS=()
 trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$T"' EXIT
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 pct() { sort -g | awk -v p="$1" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); if (i < 1) i = 1; print v[i] }'; }
 wait_cuda() { for _ in $(seq 100); do grep -q libcuda "/proc/$1/maps" 2>/dev/null && return 0; sleep 0.05; done; return 1; }
 start=$(date +%s)

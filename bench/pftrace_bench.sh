@@ -9,7 +9,7 @@
 # (between the pftrace-bench markers) unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/splice.sh
+. bench/lib.sh
 SECS=${SECS:-60}
 RATE=${RATE:-25000}
 DEPTH=${DEPTH:-30}

@@ -16,7 +16,7 @@
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/splice.sh
+. bench/lib.sh
 REPS=${REPS:-7}
 N=${N:-30000}
 UNTRACED_N=${UNTRACED_N:-2000000}
@@ -34,8 +34,6 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
-median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "nan"; exit }
-	print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 nsc() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
 
 # held SHAPE N: callcost held at its handshake; sets CC_PID, CC_JOB

@@ -28,7 +28,7 @@
 # BENCH_MD (BENCHMARKS.md; "-" to leave it alone).  Needs root.
 set -u
 cd "$(dirname "$0")/.."
-. bench/splice.sh
+. bench/lib.sh
 
 B=build/bench
 LIB=$B/libcuda.so.1
@@ -63,11 +63,6 @@ trap 'exit 130' INT TERM
 START=$(date +%s)
 LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
 
-# median of the numbers on stdin (one per line)
-median() {
-	sort -g | awk '{ v[NR] = $1 } END { if (!NR) { print "nan"; exit }
-		if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 kv() { tr ' ' '\n' | sed -n "s/^$1=//p" | head -1; }
 # "events=N dropped=M" from the stderr of a `gpubpf record` (its summary
 # line, "gpubpf: N events, M dropped, written to FILE"), nothing when it

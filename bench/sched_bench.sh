@@ -16,7 +16,7 @@
 # unless BENCH_MD=-.  Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/splice.sh
+. bench/lib.sh
 REPS=${REPS:-5}
 PP_N=${PP_N:-50000}
 LOOP_N=${LOOP_N:-400000}
@@ -28,8 +28,7 @@ export LD_LIBRARY_PATH="$PWD/$LIBDIR"
 GB=(build/gpubpf record -q --no-device --libcuda "$LIBDIR/libcuda.so.1")
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
-median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-raw() { awk -v k="$1" '$1 == k { print $2 }' "$T/raw" | median; }
+raw() { awk -v k="$1" '$1 == k { print $2 }' "$T/raw" | median -; }
 range() { awk -v k="$1" '$1 == k { print $2 }' "$T/raw" | sort -g | sed -n '1p;$p' | paste -sd' ' | sed 's/ / to /'; }
 # ns pid has spent on a CPU so far, all its threads
 cpu_ns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'; }

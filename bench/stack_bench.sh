@@ -8,7 +8,7 @@
 # (between the stack-bench markers) unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/splice.sh
+. bench/lib.sh
 REPS=${REPS:-5}
 N=${N:-20000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
@@ -27,7 +27,6 @@ run() { # mode depth -> ns/call
 	stack) build/gpubpf record -q --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack-depth 64 -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
 	esac | sed -n 's/^ns_per_call=//p'
 }
-median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 
 start=$(date +%s)
 for rep in $(seq "$REPS"); do

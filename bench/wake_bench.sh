@@ -12,7 +12,7 @@
 # BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-. bench/splice.sh
+. bench/lib.sh
 REPS=${REPS:-5}
 PP_N=${PP_N:-50000}
 STEPS=${STEPS:-20000}
@@ -21,8 +21,7 @@ PYTHON=${PYTHON:-python3}
 export LD_LIBRARY_PATH="$PWD/build/sim"
 GB=(build/gpubpf record -q --no-device --sample-hz 0 --no-states)
 T=$(mktemp -d)
-median() { sort -g | awk '{ v[NR] = $1 } END { if (!NR) print "-"; else print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
-raw() { awk -v k="$1" '$1 == k { print $2 }' "$T/raw" | median; }
+raw() { awk -v k="$1" '$1 == k { print $2 }' "$T/raw" | median -; }
 cc -O2 -shared -fPIC -o "$T/libworkpool.so" tests/py/workpool.c -lpthread -ldl
 
 # "ns/run runs" of gb_waking while it is loaded
