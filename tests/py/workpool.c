@@ -35,7 +35,7 @@ static uint32_t dur_us = 20;
 struct queue {
 	pthread_mutex_t mu;
 	pthread_cond_t work, done;
-	int todo;               /* kernels posted, 0 when none */
+	int posted;             /* kernels posted, 0 when none */
 	int busy;               /* taken, not yet done */
 	int waiting;            /* the worker waits for work */
 	int stop;
@@ -51,7 +51,7 @@ static pthread_t ta, tb;
 static void hand_over(struct queue *q, int n)
 {
 	pthread_mutex_lock(&q->mu);
-	q->todo = n;
+	q->posted = n;
 	q->busy = 1;
 	pthread_cond_signal(&q->work);
 	while (q->busy)
@@ -66,11 +66,11 @@ static int take(struct queue *q)
 
 	pthread_mutex_lock(&q->mu);
 	q->waiting = 1;
-	while (!q->todo && !q->stop)
+	while (!q->posted && !q->stop)
 		pthread_cond_wait(&q->work, &q->mu);
 	q->waiting = 0;
-	n = q->stop ? 0 : q->todo;
-	q->todo = 0;
+	n = q->stop ? 0 : q->posted;
+	q->posted = 0;
 	pthread_mutex_unlock(&q->mu);
 	return n;
 }
