@@ -83,13 +83,13 @@ static int open_input(struct merge *m, struct input *in)
 	char tmp[PATH_MAX], err[600];
 	int ret;
 
-	if (trace_reader_open(&in->r, in->path) < 0) {
-		fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
-		return -EINVAL;
-	}
-	if (!in->r.pf)
+	if (!trace_reader_is_pftrace(in->path)) {
+		if (trace_reader_open(&in->r, in->path) < 0) {
+			fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
+			return -EINVAL;
+		}
 		return 0;
-	trace_reader_close(&in->r);
+	}
 	if (merge_temp_json(m->o->output, tmp, sizeof(tmp)))
 		return -EINVAL;
 	ret = export_convert(in->path, &(struct export_opts){ 0 }, tmp, err, sizeof(err));

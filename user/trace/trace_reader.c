@@ -1171,6 +1171,17 @@ int trace_reader_open(struct trace_reader *r, const char *path)
 	return restart(r);
 }
 
+bool trace_reader_is_pftrace(const char *path)
+{
+	unsigned char head[64];
+	gzFile gz = gzopen(path, "rb");
+	int n = gz ? gzread(gz, head, sizeof(head)) : -1;
+
+	if (gz)
+		gzclose(gz);
+	return n > 0 && pf_sniff(head, n);
+}
+
 int trace_reader_rewind(struct trace_reader *r)
 {
 	return restart(r);

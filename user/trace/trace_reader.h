@@ -128,6 +128,12 @@ int trace_reader_open(struct trace_reader *r, const char *path);
  */
 int trace_reader_next(struct trace_reader *r, struct tr_event **ev);
 
+/*
+ * Whether path holds a .pftrace (by its first bytes, as trace_reader_open()
+ * tells): false too when it cannot be read (opening it says why).
+ */
+bool trace_reader_is_pftrace(const char *path);
+
 /* Go back to the first element (re-reads the file).  Returns 0 or -errno. */
 int trace_reader_rewind(struct trace_reader *r);
 
