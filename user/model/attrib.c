@@ -5,6 +5,7 @@
 #include "lib/array.h"
 #include "lib/hashmap.h"
 #include "model/model.h"
+#include "model/model_part.h"
 
 int model_add_wake(struct model *m, uint64_t ts, uint32_t pid, uint32_t tid, uint32_t waker,
 		   uint64_t pystack)
@@ -54,14 +55,15 @@ static uint64_t thread_key(uint32_t pid, uint32_t tid)
  */
 static int sweep_wakes(struct model *m)
 {
-	struct hashmap cur, callers;   /* callers: the threads with driver calls */
+	/* callers: the threads with driver calls, earlier parts' included */
+	struct hashmap cur, own, *callers = m->carry ? &m->carry->callers : &own;
 	int ret = 0, added;
 
 	hashmap_init(&cur);
-	hashmap_init(&callers);
+	hashmap_init(&own);
 	for (size_t i = 0; i < m->nev && !ret; i++)
 		if (m->ev[i].kind == EV_API &&
-		    !hashmap_put(&callers, thread_key(m->ev[i].pid, m->ev[i].tid), &added))
+		    !hashmap_put(callers, thread_key(m->ev[i].pid, m->ev[i].tid), &added))
 			ret = -ENOMEM;
 	qsort(m->wakes, m->nwakes, sizeof(*m->wakes), cmp_wake_time);
 	for (size_t i = 0; i < m->nwakes && !ret; i++) {
@@ -72,9 +74,11 @@ static int sweep_wakes(struct model *m)
 		struct hashmap_slot *to;
 		uint64_t a = 0;
 
-		if (st)
+		if (w->resolved)
+			a = (uint64_t)w->stack << 32 | w->from;
+		else if (st)
 			a = (uint64_t)(st - m->stacks + 1) << 32 | w->waker;
-		else if (hashmap_find(&callers, thread_key(w->pid, w->waker)) &&
+		else if (hashmap_find(callers, thread_key(w->pid, w->waker)) &&
 			 (from = hashmap_find(&cur, thread_key(w->pid, w->waker))))
 			a = from->val;
 		to = hashmap_put(&cur, thread_key(w->pid, w->tid), &added);
@@ -84,13 +88,13 @@ static int sweep_wakes(struct model *m)
 		}
 		if (added)
 			to->val = 0;
-		if (a)
+		if (a || w->resolved)
 			to->val = a;
 		w->stack = to->val >> 32;
 		w->from = (uint32_t)to->val;
 	}
 	hashmap_release(&cur);
-	hashmap_release(&callers);
+	hashmap_release(&own);
 	return ret;
 }
 

@@ -35,6 +35,8 @@ struct model_wake {
 	uint64_t pystack;       /* the waker's Python stack id, 0 none */
 	uint32_t from;          /* model_attribute(): the thread that stack was walked on */
 	uint32_t seq;           /* arrival order: the tie-break of equal instants */
+	uint8_t resolved;       /* kept from an earlier part (model_part.h): stack
+				   and from are the thread's attribution from then */
 };
 
 /* Thread waker of pid woke thread tid at ts, with Python stack pystack.  0 or -ENOMEM. */

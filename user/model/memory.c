@@ -112,6 +112,12 @@ struct pid_state {
 	size_t nchanges, peak_change;
 };
 
+struct mem_counting {
+	struct pid_state *st;
+	struct pid_info *pi;
+	size_t nst, npi;
+};
+
 struct change {
 	uint64_t ts, bytes;
 	uint32_t st;            /* pid_state index */
@@ -145,16 +151,54 @@ static struct pid_info *pid_info(struct pid_info **pi, size_t *n, uint32_t pid)
 	return p;
 }
 
-int memory_counters(const struct model *m, unsigned rate, struct mem_sample **out, size_t *nout)
+/* The state of (pid, device), added if new; NULL when out of memory. */
+static struct pid_state *pid_state(struct mem_counting *mc, uint32_t pid, uint32_t device)
 {
-	struct pid_state *st = NULL;
-	struct pid_info *pi = NULL;
+	struct pid_state *s;
+
+	for (size_t j = 0; j < mc->nst; j++)
+		if (mc->st[j].pid == pid && mc->st[j].device == device)
+			return &mc->st[j];
+	s = realloc(mc->st, (mc->nst + 1) * sizeof(*s));
+	if (!s)
+		return NULL;
+	mc->st = s;
+	s = &s[mc->nst++];
+	memset(s, 0, sizeof(*s));
+	s->pid = pid;
+	s->device = device;
+	s->peak_change = SIZE_MAX;
+	mem_tracker_init(&s->mt);
+	return s;
+}
+
+struct mem_counting *mem_counting_new(void)
+{
+	return calloc(1, sizeof(struct mem_counting));
+}
+
+void mem_counting_free(struct mem_counting *mc)
+{
+	if (!mc)
+		return;
+	for (size_t j = 0; j < mc->nst; j++)
+		mem_tracker_release(&mc->st[j].mt);
+	free(mc->st);
+	free(mc->pi);
+	free(mc);
+}
+
+int mem_counting_run(struct mem_counting *mc, const struct model *m, unsigned rate,
+		     struct mem_sample **out, size_t *nout)
+{
 	struct change *ch = NULL;
-	size_t nst = 0, npi = 0, nch = 0, cap = 0, k = 0;
+	size_t nch = 0, cap = 0, k = 0;
 	int ret = -ENOMEM;
 
 	*out = NULL;
 	*nout = 0;
+	for (size_t j = 0; j < mc->nst; j++)
+		mc->st[j].peak_change = SIZE_MAX;
 	/*
 	 * A process with CUPTI memory records is counted from them alone (they
 	 * see every allocation, a library's included); one without, from its
@@ -166,7 +210,7 @@ int memory_counters(const struct model *m, unsigned rate, struct mem_sample **ou
 
 		if (e->kind == EV_API || e->kind == EV_SCOPE)
 			continue;
-		p = pid_info(&pi, &npi, e->pid);
+		p = pid_info(&mc->pi, &mc->npi, e->pid);
 		if (!p)
 			goto out;
 		if (p->device == UINT32_MAX)
@@ -177,14 +221,14 @@ int memory_counters(const struct model *m, unsigned rate, struct mem_sample **ou
 	for (size_t i = 0; i < m->nev; i++) {
 		const struct model_event *e = &m->ev[i];
 		struct pid_info *p = NULL;
-		struct pid_state *s = NULL;
+		struct pid_state *s;
 		uint32_t device;
 		uint64_t before, key, ts;
 		int op = MEM_OP_NONE;
 
-		for (size_t j = npi; j-- > 0;)
-			if (pi[j].pid == e->pid)
-				p = &pi[j];
+		for (size_t j = mc->npi; j-- > 0;)
+			if (mc->pi[j].pid == e->pid)
+				p = &mc->pi[j];
 		if (e->kind == EV_API && !(p && p->cupti)) {
 			op = mem_call_op(strtab_get(&m->strs, e->name));
 			if ((e->fields & MF_RET) && e->ret)
@@ -197,21 +241,9 @@ int memory_counters(const struct model *m, unsigned rate, struct mem_sample **ou
 			continue;
 		device = e->kind == EV_MEMORY ? e->device
 			 : p && p->device != UINT32_MAX ? p->device : 0;
-		for (size_t j = 0; j < nst; j++)
-			if (st[j].pid == e->pid && st[j].device == device)
-				s = &st[j];
-		if (!s) {
-			void *q = realloc(st, (nst + 1) * sizeof(*st));
-
-			if (!q)
-				goto out;
-			st = q;
-			s = &st[nst++];
-			memset(s, 0, sizeof(*s));
-			s->pid = e->pid;
-			s->device = device;
-			mem_tracker_init(&s->mt);
-		}
+		s = pid_state(mc, e->pid, device);
+		if (!s)
+			goto out;
 		before = s->mt.in_use;
 		key = op == MEM_OP_ALLOC_HANDLE || op == MEM_OP_FREE_HANDLE
 		      ? e->handle | (1ULL << 63) : e->ptr;
@@ -235,7 +267,7 @@ int memory_counters(const struct model *m, unsigned rate, struct mem_sample **ou
 		}
 		if (s->mt.in_use == s->mt.peak && s->mt.in_use > before)
 			s->peak_change = s->nchanges;
-		ch[nch++] = (struct change){ ts, s->mt.in_use, (uint32_t)(s - st), s->nchanges++ };
+		ch[nch++] = (struct change){ ts, s->mt.in_use, (uint32_t)(s - mc->st), s->nchanges++ };
 	}
 	if (!nch) {
 		ret = 0;
@@ -245,7 +277,7 @@ int memory_counters(const struct model *m, unsigned rate, struct mem_sample **ou
 	if (!*out)
 		goto out;
 	for (size_t i = 0; i < nch; i++) {
-		const struct pid_state *s = &st[ch[i].st];
+		const struct pid_state *s = &mc->st[ch[i].st];
 		size_t j = ch[i].nth;
 
 		if (rate > 1 && j % rate && j != s->nchanges - 1 && j != s->peak_change)
@@ -254,19 +286,24 @@ int memory_counters(const struct model *m, unsigned rate, struct mem_sample **ou
 	}
 	qsort(ch, k, sizeof(*ch), cmp_change);
 	for (size_t i = 0; i < k; i++)
-		(*out)[i] = (struct mem_sample){ ch[i].ts, st[ch[i].st].pid, st[ch[i].st].device,
-						 ch[i].bytes };
+		(*out)[i] = (struct mem_sample){ ch[i].ts, mc->st[ch[i].st].pid,
+						 mc->st[ch[i].st].device, ch[i].bytes };
 	*nout = k;
 	ret = 0;
 out:
-	for (size_t j = 0; j < nst; j++)
-		mem_tracker_release(&st[j].mt);
-	free(st);
-	free(pi);
 	free(ch);
 	if (ret) {
 		free(*out);
 		*out = NULL;
 	}
+	return ret;
+}
+
+int memory_counters(const struct model *m, unsigned rate, struct mem_sample **out, size_t *nout)
+{
+	struct mem_counting *mc = mem_counting_new();
+	int ret = mc ? mem_counting_run(mc, m, rate, out, nout) : -ENOMEM;
+
+	mem_counting_free(mc);
 	return ret;
 }

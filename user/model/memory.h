@@ -88,4 +88,16 @@ int mem_kind_is_device(unsigned kind);
 int memory_counters(const struct model *m, unsigned sample_rate, struct mem_sample **out,
 		    size_t *n);
 
+/*
+ * The same over a model finished in parts (model_part.h): the totals,
+ * blocks in use and change counts go on from one part to the next; each
+ * part's samples are those memory_counters() keeps, the peak and last
+ * being those of the part.
+ */
+struct mem_counting;
+struct mem_counting *mem_counting_new(void);       /* NULL when out of memory */
+int mem_counting_run(struct mem_counting *mc, const struct model *m, unsigned sample_rate,
+		     struct mem_sample **out, size_t *n);
+void mem_counting_free(struct mem_counting *mc);
+
 #endif

@@ -5,6 +5,7 @@
 #include <string.h>
 #include "lib/array.h"
 #include "model/model.h"
+#include "model/model_part.h"
 
 void strtab_init(struct strtab *t)
 {
@@ -73,6 +74,7 @@ void model_release(struct model *m)
 	hashmap_release(&m->thread_index);
 	model_states_release(m);
 	free(m->wakes);
+	model_carry_release(m->carry);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -196,6 +198,13 @@ int model_event_pids(const struct model *m, struct hashmap *pids)
 	for (size_t i = 0; i < m->nev; i++)
 		if (!hashmap_put(pids, m->ev[i].pid, NULL))
 			return -ENOMEM;
+	if (m->carry) {         /* and those of parts already written */
+		const struct hashmap_slot *s;
+
+		hashmap_for_each(&m->carry->pids, s)
+			if (!hashmap_put(pids, s->key, NULL))
+				return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -327,9 +336,19 @@ static int cmp_corr(const void *a, const void *b)
  * Each announcement (correlation id or error) belongs to the latest call
  * its thread entered before it: the marker fires inside the call.  Both lists are sorted by
  * (pid, tid, ts), so one merge-like pass pairs them.
+ *
+ * Taking a part (model_part.h), calls are linked again each time, and
+ * not every call has arrived: one in flight is sent at its return, after
+ * announcements made during it.  So the part's last entry-only call of
+ * each thread (whose own announcement may come after the cutoff) is kept
+ * for the next part with the announcements it took, and no other
+ * entry-only call of the part takes one after the cutoff (it is of a
+ * call not received yet).
  */
-static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_out)
+static int link_correlations(struct model *m, uint64_t cutoff, uint32_t **api_out,
+			     size_t *napi_out)
 {
+	bool parted = m->carry && cutoff != UINT64_MAX;
 	uint32_t *api;
 	size_t napi = 0, j = 0;
 
@@ -341,10 +360,18 @@ static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_o
 			api[napi++] = i;
 	sort_model = m;
 	qsort(api, napi, sizeof(*api), cmp_api_index);
+	for (size_t k = 0; k < napi && m->carry; k++) {
+		struct model_event *e = &m->ev[api[k]];
+		const struct model_event *next = k + 1 < napi ? &m->ev[api[k + 1]] : NULL;
+
+		e->correlation = 0;
+		e->kept = parted && !e->dur && e->ts < cutoff &&
+			  (!next || next->pid != e->pid || next->tid != e->tid || next->ts >= cutoff);
+	}
 	if (m->ncorrs)  /* m->corrs is NULL without correlations */
 		qsort(m->corrs, m->ncorrs, sizeof(*m->corrs), cmp_corr);
 	for (size_t k = 0; k < m->ncorrs; k++) {
-		const struct model_corr *c = &m->corrs[k];
+		struct model_corr *c = &m->corrs[k];
 		struct model_event *e;
 
 		/* advance to the last call of this thread entered at or before c->ts */
@@ -354,9 +381,13 @@ static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_o
 		if (!napi)
 			break;
 		e = &m->ev[api[j]];
+		c->kept = 0;
 		if (e->pid != c->pid || e->tid != c->tid || e->ts > c->ts ||
 		    (e->dur && c->ts > e->ts + e->dur))
 			continue;
+		if (parted && c->ts >= cutoff && !e->dur && e->ts < cutoff && !e->kept)
+			continue;
+		c->kept = e->kept;
 		if (!c->failed) {
 			e->correlation = c->correlation;
 		} else if (!(e->fields & MF_RET)) {
@@ -370,13 +401,16 @@ static int link_correlations(struct model *m, uint32_t **api_out, size_t *napi_o
 	return 0;
 }
 
+
 /*
- * After a re-sort, GPU events' links (indexes of API events) are stale:
- * map old positions (seq) to new ones.
+ * After a re-sort, links (indexes of API events) are stale: map old
+ * positions (seq) to new ones, in m's events and in those kept for the
+ * next part (whose links point into m).
  */
 static int relink(struct model *m)
 {
 	uint32_t *where = malloc((m->nev ? m->nev : 1) * sizeof(*where));
+	struct model_carry *c = m->carry;
 
 	if (!where)
 		return -ENOMEM;
@@ -385,6 +419,9 @@ static int relink(struct model *m)
 	for (size_t i = 0; i < m->nev; i++)
 		if (m->ev[i].link != MODEL_NO_LINK)
 			m->ev[i].link = where[m->ev[i].link];
+	for (size_t i = 0; c && i < c->nev; i++)
+		if (c->ev[i].link != MODEL_NO_LINK)
+			c->ev[i].link = where[c->ev[i].link];
 	free(where);
 	return 0;
 }
@@ -414,6 +451,62 @@ static int index_calls(struct hashmap *calls, const struct model *m, const uint3
 			s->val = api[k];
 	}
 	return 0;
+}
+
+/*
+ * Link each GPU event to the call with its (pid, correlation), and name
+ * every launch of a function handle under the GPU's name of its kernel,
+ * which is complete where a lookup's may have been cut.  GPU work whose
+ * call an earlier part wrote keeps the arrow it was given then.
+ */
+static int link_gpu(struct model *m, const uint32_t *api, size_t napi)
+{
+	struct hashmap calls;
+	int ret;
+
+	hashmap_init(&calls);
+	ret = index_calls(&calls, m, api, napi);
+	for (size_t g = 0; g < m->nev && !ret; g++) {
+		struct model_event *e = &m->ev[g], *h;
+		const struct hashmap_slot *c;
+
+		if (e->kind == EV_API || e->flow || !e->correlation ||
+		    !(c = hashmap_find(&calls, corr_key(e))))
+			continue;
+		h = &m->ev[c->val];
+		e->link = c->val;
+		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) &&
+		    h->kernel != e->kernel &&
+		    model_set_kernel_name(m, h->pid, h->func, strtab_get(&m->strs, e->kernel)))
+			ret = -ENOMEM;
+	}
+	hashmap_release(&calls);
+	for (size_t i = 0; i < m->nev && !ret; i++) {
+		struct model_event *e = &m->ev[i];
+		uint32_t k;
+
+		if (e->kind == EV_API && (e->fields & MF_FUNC) &&
+		    (k = model_kernel_name(m, e->pid, e->func)))
+			e->kernel = k;
+	}
+	return ret;
+}
+
+/* Count GPU events that start before the call that caused them. */
+static void count_skew(struct model *m)
+{
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *e = &m->ev[i], *h;
+
+		if (e->kind == EV_API || e->link == MODEL_NO_LINK)
+			continue;
+		h = &m->ev[e->link];
+		if (e->ts < h->ts) {
+			m->skewed++;
+			if (h->ts - e->ts > m->max_skew_ns)
+				m->max_skew_ns = h->ts - e->ts;
+		}
+	}
 }
 
 /* Open scopes of one thread while its calls are walked in time order. */
@@ -448,13 +541,56 @@ static int close_scopes(struct model *m, struct scope_walk *w, uint32_t keep)
 }
 
 /*
+ * Leave thread w's walk: close its scopes, or, when a later part may
+ * continue them, keep them open in the carry.
+ */
+static int leave_walk(struct model *m, struct scope_walk *w, bool last)
+{
+	struct model_carry *c = m->carry;
+	struct hashmap_slot *s;
+	int added;
+
+	if (last || !w->n)
+		return close_scopes(m, w, 0);
+	s = hashmap_put(&c->walks, (uint64_t)w->pid << 32 | w->tid, &added);
+	if (!s)
+		return -ENOMEM;
+	if (added) {
+		if (array_grow(&c->walk, &c->cap_walk, c->nwalk + 1))
+			return -ENOMEM;
+		s->val = ++c->nwalk;
+	}
+	c->walk[s->val - 1] = *w;
+	return 0;
+}
+
+/* Enter thread (pid, tid): its scopes kept open by an earlier part, if any. */
+static void enter_walk(struct model *m, struct scope_walk *w, uint32_t pid, uint32_t tid)
+{
+	struct model_carry *c = m->carry;
+	struct hashmap_slot *s = c ? hashmap_find(&c->walks, (uint64_t)pid << 32 | tid) : NULL;
+
+	if (s && c->walk[s->val - 1].n) {
+		*w = c->walk[s->val - 1];
+		c->walk[s->val - 1].n = 0;
+		return;
+	}
+	w->pid = pid;
+	w->tid = tid;
+	w->n = 0;
+	w->end = 0;
+}
+
+/*
  * Walk each thread's calls in time order (the API index is sorted by
  * pid, tid, ts), keeping the functions on the stack open as scopes.
+ * Scopes still open at the end are closed (last), or kept open for the
+ * next part.
  */
-static int derive_scopes(struct model *m, const uint32_t *api, size_t napi)
+static int derive_scopes(struct model *m, const uint32_t *api, size_t napi, bool last)
 {
-	struct scope_walk w = { 0 };
-	int ret = 0;
+	struct scope_walk *w = calloc(1, sizeof(*w));
+	int ret = w ? 0 : -ENOMEM;
 
 	for (size_t k = 0; k < napi && !ret; k++) {
 		/* copies: closing scopes adds events, which may move m->ev */
@@ -464,30 +600,35 @@ static int derive_scopes(struct model *m, const uint32_t *api, size_t napi)
 								       : NULL;
 		uint32_t n = st ? (st->n < GB_SCOPE_MAX ? st->n : GB_SCOPE_MAX) : 0, same = 0;
 
-		if (e.pid != w.pid || e.tid != w.tid) {
-			ret = close_scopes(m, &w, 0);
-			w.pid = e.pid;
-			w.tid = e.tid;
-			w.end = 0;
+		if (!k || e.pid != w->pid || e.tid != w->tid) {
+			ret = k ? leave_walk(m, w, last) : 0;
+			enter_walk(m, w, e.pid, e.tid);
 		}
 		/* compare root first: a stack's outermost frame is its last */
-		while (same < w.n && same < n && w.func[same] == m->funcs[st->first + st->n - 1 - same])
+		while (same < w->n && same < n &&
+		       w->func[same] == m->funcs[st->first + st->n - 1 - same])
 			same++;
 		if (!ret)
-			ret = close_scopes(m, &w, same);
-		for (; w.n < n && !ret; w.n++) {
-			uint32_t f = st->first + st->n - 1 - w.n;
+			ret = close_scopes(m, w, same);
+		for (; w->n < n && !ret; w->n++) {
+			uint32_t f = st->first + st->n - 1 - w->n;
 
-			w.func[w.n] = m->funcs[f];
-			w.frame[w.n] = m->frames[f];
-			w.start[w.n] = e.ts;
+			w->func[w->n] = m->funcs[f];
+			w->frame[w->n] = m->frames[f];
+			w->start[w->n] = e.ts;
 		}
 		/* slices are [start, end): a scope ends after a zero-length
 		 * call at its last instant, so that call stays inside it */
-		if (e.ts + (e.dur ? e.dur : 1) > w.end)
-			w.end = e.ts + (e.dur ? e.dur : 1);
+		if (e.ts + (e.dur ? e.dur : 1) > w->end)
+			w->end = e.ts + (e.dur ? e.dur : 1);
 	}
-	return ret ? ret : close_scopes(m, &w, 0);
+	if (!ret && napi)
+		ret = leave_walk(m, w, last);
+	/* the last part: threads whose scopes an earlier part left open */
+	for (size_t i = 0; last && m->carry && i < m->carry->nwalk && !ret; i++)
+		ret = close_scopes(m, &m->carry->walk[i], 0);
+	free(w);
+	return ret;
 }
 
 /*
@@ -497,8 +638,11 @@ static int derive_scopes(struct model *m, const uint32_t *api, size_t napi)
  */
 static void set_ts_base(struct model *m)
 {
-	uint64_t first = m->nev ? m->ev[0].ts : UINT64_MAX;
+	uint64_t first = UINT64_MAX;
 
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].ts < first)
+			first = m->ev[i].ts;
 	if (model_states_first(m) < first)
 		first = model_states_first(m);
 	for (size_t i = 0; i < m->nprocs; i++)
@@ -507,9 +651,41 @@ static void set_ts_base(struct model *m)
 	m->ts_base_ns = first == UINT64_MAX ? 0 : first - first % 1000000000;
 }
 
-int model_finish(struct model *m)
+/*
+ * Arrow ids: each call with GPU work linked to it (here, or kept for a
+ * later part) gets its index + 1 after flow_base, and its work the same.
+ */
+static void set_flows(struct model *m)
 {
-	struct hashmap calls;
+	struct model_carry *c = m->carry;
+
+	for (size_t i = 0; i < m->nev; i++)
+		m->ev[i].flow = m->ev[i].kind == EV_API ? 0 : m->ev[i].flow;
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].kind != EV_API && m->ev[i].link != MODEL_NO_LINK)
+			m->ev[m->ev[i].link].flow = m->flow_base + m->ev[i].link + 1;
+	for (size_t i = 0; c && i < c->nev; i++)
+		if (c->ev[i].link != MODEL_NO_LINK)
+			m->ev[c->ev[i].link].flow = m->flow_base + c->ev[i].link + 1;
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].kind != EV_API && m->ev[i].link != MODEL_NO_LINK)
+			m->ev[i].flow = m->ev[m->ev[i].link].flow;
+	/* work kept for a later part: its call is written now */
+	for (size_t i = 0; c && i < c->nev; i++) {
+		if (c->ev[i].link == MODEL_NO_LINK)
+			continue;
+		c->ev[i].flow = m->ev[c->ev[i].link].flow;
+		c->ev[i].link = MODEL_NO_LINK;
+	}
+}
+
+/*
+ * Finish m, or the part of it before cutoff when it is finished in parts
+ * (m->carry set; see model_part.h).
+ */
+int model_finish_part(struct model *m, uint64_t cutoff)
+{
+	bool last = cutoff == UINT64_MAX;
 	uint32_t *api = NULL;
 	size_t napi = 0;
 	int ret;
@@ -523,65 +699,32 @@ int model_finish(struct model *m)
 		const struct model_stack *st;
 
 		e->link = MODEL_NO_LINK;
-		if (e->kind == EV_API && e->pystack &&
-		    (st = model_find_stack(m, e->pid, e->pystack)))
+		if (e->kind != EV_API)
+			continue;
+		/* a call kept from an earlier part is attributed again, with
+		 * the wakes known now */
+		if (m->carry && e->stack_tid)
+			e->stack = e->stack_tid = 0;
+		if (e->pystack && (st = model_find_stack(m, e->pid, e->pystack)))
 			e->stack = st - m->stacks + 1;
-		if (e->kind == EV_API && e->nstack &&
-		    (st = model_find_native_stack(m, e->pid, e->nstack)))
+		if (e->nstack && (st = model_find_native_stack(m, e->pid, e->nstack)))
 			e->native = st - m->stacks + 1;
 	}
-	ret = model_attribute(m);
-	if (!ret)
-		ret = link_correlations(m, &api, &napi);
-	if (ret)
-		return ret;
-	hashmap_init(&calls);
-	if (index_calls(&calls, m, api, napi)) {
-		hashmap_release(&calls);
-		free(api);
-		return -ENOMEM;
+	if (m->carry && !m->carry->base_set) {
+		set_ts_base(m);
+		m->carry->base_set = true;
 	}
-	for (size_t g = 0; g < m->nev; g++) {
-		struct model_event *e = &m->ev[g], *h;
-		const struct hashmap_slot *c;
-
-		if (e->kind == EV_API || !e->correlation || !(c = hashmap_find(&calls, corr_key(e))))
-			continue;
-		h = &m->ev[c->val];
-		e->link = c->val;
-		if (e->ts < h->ts) {
-			m->skewed++;
-			if (h->ts - e->ts > m->max_skew_ns)
-				m->max_skew_ns = h->ts - e->ts;
-		}
-		/*
-		 * The GPU's kernel name is complete (a lookup's may have been
-		 * cut): it names the launch's function handle from now on.
-		 */
-		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) &&
-		    h->kernel != e->kernel &&
-		    model_set_kernel_name(m, h->pid, h->func, strtab_get(&m->strs, e->kernel))) {
-			hashmap_release(&calls);
-			free(api);
-			return -ENOMEM;
-		}
-	}
-	/* every launch of a handle under its best name */
-	for (size_t i = 0; i < m->nev; i++) {
-		struct model_event *e = &m->ev[i];
-
-		uint32_t k;
-
-		if (e->kind == EV_API && (e->fields & MF_FUNC) &&
-		    (k = model_kernel_name(m, e->pid, e->func)))
-			e->kernel = k;
-	}
-	hashmap_release(&calls);
-	/* scopes are new events: sort again so exporters see one timeline */
-	if (m->nstacks) {
+	ret = model_attribute(m) ?: link_correlations(m, cutoff, &api, &napi) ?:
+	      link_gpu(m, api, napi);
+	if (!ret && m->carry)
+		ret = model_part_split(m, cutoff, api, &napi);
+	if (!ret) {
 		size_t before = m->nev;
 
-		ret = derive_scopes(m, api, napi);
+		count_skew(m);
+		/* scopes are new events: sort again so exporters see one timeline */
+		if (m->nstacks)
+			ret = derive_scopes(m, api, napi, last);
 		if (!ret && m->nev > before) {
 			for (size_t i = 0; i < m->nev; i++)
 				m->ev[i].seq = i;
@@ -590,8 +733,16 @@ int model_finish(struct model *m)
 		}
 	}
 	free(api);
-	if (!ret)
-		ret = model_states_finish(m);
-	set_ts_base(m);
+	if (!ret) {
+		set_flows(m);
+		ret = model_states_finish(m, last);
+	}
+	if (!m->carry)
+		set_ts_base(m);
 	return ret;
+}
+
+int model_finish(struct model *m)
+{
+	return model_finish_part(m, UINT64_MAX);
 }

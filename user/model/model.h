@@ -92,6 +92,12 @@ struct model_event {
 				   was walked on, whose wake this thread served
 				   (attrib.h); 0: walked on this thread, or none */
 	uint16_t depth;         /* EV_SCOPE: depth from the outermost frame */
+	uint8_t kept;           /* taking a part: an entry-only call kept for the next
+				   (model_part.h), so that a later announcement is not
+				   taken for its own */
+	uint64_t flow;          /* after model_finish: the id of the arrows from a
+				   call that caused GPU work to that work (on both),
+				   unique in the trace; 0 none */
 };
 
 /*
@@ -119,6 +125,7 @@ struct model_corr {
 	uint32_t correlation;
 	int32_t result;         /* failed: the CUresult */
 	uint8_t failed;
+	uint8_t kept;           /* taking a part: it names a call kept for the next */
 };
 
 struct model_thread {
@@ -181,12 +188,19 @@ struct model {
 	/* clock sanity, from model_finish: GPU work that starts before its call */
 	uint64_t skewed;             /* such GPU events */
 	uint64_t max_skew_ns;        /* the largest such lead */
+	/* finished in parts (model_part.h): what waits for the next part, and
+	   the arrow ids the earlier parts used (the next part's start after) */
+	struct model_carry *carry;
+	uint64_t flow_base;
 };
 
 void model_init(struct model *m);
 void model_release(struct model *m);
 
-/* Append an event; returns a pointer to fill or NULL on allocation failure. */
+/*
+ * Append an event; returns a pointer to fill or NULL on allocation failure
+ * (the pointer is valid until the next call).
+ */
 struct model_event *model_add_event(struct model *m);
 /* Find or add; the name is set (or replaced when non-empty). */
 struct model_process *model_process(struct model *m, uint32_t pid, const char *name);
@@ -253,8 +267,12 @@ int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t ti
  *    made while it stayed on the stack (from the first call's start to the
  *    last one's end), so Model.forward or Optimizer.step show as blocks
  *    around the calls made inside them;
+ *  - give each call that caused GPU work, and that work, their arrow id
+ *    (flow): the call's index + 1, after flow_base;
  *  - sort thread states and samples (model_states_finish());
  *  - set ts_base_ns.
+ * A model finished in parts (model_part.h) is finished here as its last
+ * part: every scope and thread state still open is closed.
  */
 int model_finish(struct model *m);
 

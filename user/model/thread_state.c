@@ -164,7 +164,7 @@ static ssize_t span_at(const struct model *m, uint32_t pid, uint32_t tid, uint64
 	if (!lo)
 		return -1;
 	s = &m->states[lo - 1];
-	return s->pid == pid && s->tid == tid && ts < s->ts + s->dur ? (ssize_t)lo - 1 : -1;
+	return s->pid == pid && s->tid == tid && ts - s->ts < s->dur ? (ssize_t)lo - 1 : -1;
 }
 
 int model_gil_links(const struct model *m, size_t **links)
@@ -338,15 +338,26 @@ void model_states_keep(struct model *m, const struct hashmap *pids)
 	m->nsamples = n;
 }
 
-int model_states_finish(struct model *m)
+void model_spans_sort(struct model_state_span *spans, size_t n)
+{
+	if (n)
+		qsort(spans, n, sizeof(*spans), cmp_span);
+}
+
+void model_states_sort(struct model *m)
+{
+	model_spans_sort(m->states, m->nstates);
+}
+
+int model_states_finish(struct model *m, bool last)
 {
 	const struct model_stack *st;
 
-	/* spans still open (no model_states_end): end where they began */
-	for (size_t i = 0; i < m->nthreads; i++)
+	/* spans still open (no model_states_end): end where they began;
+	 * a part before the last holds none (model_part.h) */
+	for (size_t i = 0; last && i < m->nthreads; i++)
 		end_open(m, &m->threads[i], 0);
-	if (m->nstates)
-		qsort(m->states, m->nstates, sizeof(*m->states), cmp_span);
+	model_states_sort(m);
 	if (m->nsamples)
 		qsort(m->samples, m->nsamples, sizeof(*m->samples), cmp_sample);
 	for (size_t i = 0; i < m->nstates; i++) {

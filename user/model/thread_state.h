@@ -12,6 +12,7 @@
 #ifndef GPUBPF_THREAD_STATE_H
 #define GPUBPF_THREAD_STATE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -123,8 +124,15 @@ int model_gil_links(const struct model *m, size_t **links);
  */
 struct hashmap;
 void model_states_keep(struct model *m, const struct hashmap *pids);
-/* From model_finish(): sort; give samples their stacks.  0 or -ENOMEM. */
-int model_states_finish(struct model *m);
+/* Sort spans by (pid, tid, ts), as model_finish() leaves m->states. */
+void model_spans_sort(struct model_state_span *spans, size_t n);
+void model_states_sort(struct model *m);
+/*
+ * From model_finish(): end the spans still open (last: not for a part
+ * before the last, see model_part.h); sort; give spans and samples their
+ * stacks.  0 or -ENOMEM.
+ */
+int model_states_finish(struct model *m, bool last);
 void model_states_release(struct model *m);
 
 #endif

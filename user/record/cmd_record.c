@@ -76,7 +76,13 @@ static void default_output(struct record *r)
 static int write_trace(struct record *r)
 {
 	char err[600];
-	int ret = model_finish(&r->model);
+	int ret;
+
+	if (r->parts_failed)
+		return -EIO;
+	if (r->parts)
+		return record_parts_write(r);
+	ret = model_finish(&r->model);
 
 	if (ret) {
 		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
@@ -203,7 +209,10 @@ static int finish(struct record *r)
 	record_summary(r);
 	if (!r->o->quiet) {     /* the diagnosis, of the model just written */
 		fflush(stderr);
-		report_print_model(&r->model, r->outputs[0], stdout);
+		if (record_parts_trace(r))      /* in parts: read back */
+			report_print_file(record_parts_trace(r), stdout);
+		else
+			report_print_model(&r->model, r->outputs[0], stdout);
 		fflush(stdout);
 	}
 	return r->o->mode == MODE_CMD ? r->child.status : 0;
@@ -220,6 +229,7 @@ static void record_release(struct record *r)
 	free(r->py);
 	free(r->late);
 	collector_release(&r->coll);
+	record_parts_release(r);
 	model_release(&r->model);
 	free(r->targets);
 }

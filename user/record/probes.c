@@ -584,6 +584,25 @@ uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pi
 	return total;
 }
 
+uint64_t probes_inflight_since(struct probes *p)
+{
+	int fd = bpf_map__fd(p->skel->maps.inflight);
+	uint64_t key, *prev = NULL, first = UINT64_MAX;
+	struct gb_call c;
+	char task[64];
+
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, &c) || c.ts_entry >= first)
+			continue;
+		/* a thread that died in the call never returns from it */
+		snprintf(task, sizeof(task), "/proc/%u/task/%u", c.pid, c.tid);
+		if (!access(task, F_OK))
+			first = c.ts_entry;
+	}
+	return first;
+}
+
 void probes_close(struct probes *p)
 {
 	probes_release_maps(p);

@@ -108,6 +108,11 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max);
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
 /* The ring buffer's map fd. */
 int probes_ringbuf_fd(struct probes *p);
+/*
+ * The entry time of the earliest call still in flight (its record waits
+ * for its return), of threads still alive; UINT64_MAX if none.
+ */
+uint64_t probes_inflight_since(struct probes *p);
 /* Lost records: total, and per pid through the callback. */
 uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
 			void *ctx);

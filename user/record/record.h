@@ -76,6 +76,11 @@ struct record {
 	struct ring_buffer *rb;
 	struct model model;
 	struct collector coll;
+	/* bounded memory (parts.c): the trace written in parts */
+	struct export_parts *parts;
+	char parts_path[PATH_MAX];      /* the JSON they go into */
+	int parts_tmp;                  /* a temporary one (only .pftrace asked for) */
+	int parts_failed;
 };
 
 static inline uint64_t now_ns(clockid_t clk)
@@ -85,6 +90,25 @@ static inline uint64_t now_ns(clockid_t clk)
 	clock_gettime(clk, &ts);
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
+
+/* --- parts.c ------------------------------------------------------------ */
+
+/*
+ * Past --memory bytes of events in the model, write the older ones out
+ * (model_part.h): those before the last PARTS_LAG_NS, or the older half
+ * when that is not enough.  Returns 0, or -errno with the reason said
+ * (the recording stops).
+ */
+int record_parts_spill(struct record *r, uint64_t now);
+/*
+ * Write the trace of a recording written in parts: the last part, the
+ * whole JSON, then each other output converted from it.  0 or -errno
+ * (said).
+ */
+int record_parts_write(struct record *r);
+/* The trace the closing report reads, NULL when not in parts. */
+const char *record_parts_trace(const struct record *r);
+void record_parts_release(struct record *r);
 
 /* --- targets.c ---------------------------------------------------------- */
 

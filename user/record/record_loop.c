@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <bpf/libbpf.h>
+#include "model/model_part.h"
 #include "record/record.h"
 
 #define POLL_MS 100
@@ -127,6 +128,8 @@ void record_loop(struct record *r)
 		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
 			break;
 		now = now_ns(CLOCK_MONOTONIC);
+		if (model_event_bytes(&r->model) > r->o->memory && record_parts_spill(r, now))
+			break;
 		if (r->o->mode == MODE_CMD) {
 			if (spawn_poll(&r->child) && !stop_signal)
 				stop_signal = -1;

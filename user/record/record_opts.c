@@ -13,6 +13,8 @@
 #include "record/record_opts.h"
 
 #define DEFAULT_RINGBUF (16ULL << 20)
+#define DEFAULT_MEMORY (256ULL << 20)
+#define MIN_MEMORY (1ULL << 20)
 #define DEFAULT_STACK_DEPTH 64
 #define DEFAULT_SAMPLE_HZ 1000
 #define MAX_SAMPLE_HZ 100000
@@ -43,6 +45,9 @@ static const char usage[] =
 "                         CUDA_INJECTION64_PATH; never load the library into\n"
 "                         a running process (late attach, with ptrace)\n"
 "      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
+"      --memory SIZE      events held in memory (default 256M): past it the\n"
+"                         older ones go to temporary files beside the trace,\n"
+"                         merged into it at the end\n"
 "      --stack MODE       python (default): the Python stack of every call;\n"
 "                         native: its user-space return addresses, named\n"
 "                         from the ELF symbols (up to 64 frames, through\n"
@@ -70,6 +75,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		{ "output", required_argument, NULL, 'o' },
 		{ "libcuda", required_argument, NULL, 'L' },
 		{ "buffer-size", required_argument, NULL, 'B' },
+		{ "memory", required_argument, NULL, 'm' },
 		{ "no-device", no_argument, NULL, 'N' },
 		{ "stack", required_argument, NULL, 'S' },
 		{ "stack-depth", required_argument, NULL, 'D' },
@@ -87,6 +93,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 	int c, n = 0, all = 0;
 
 	o->ringbuf = DEFAULT_RINGBUF;
+	o->memory = DEFAULT_MEMORY;
 	o->device = 1;
 	o->inject = 1;
 	o->stacks = 1;
@@ -127,6 +134,13 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		case 'B':
 			if (parse_size(optarg, &o->ringbuf) || o->ringbuf > (1ULL << 30)) {
 				fprintf(stderr, "gpubpf: invalid buffer size '%s' (use e.g. 64M, at most 1G)\n",
+					optarg);
+				return -EINVAL;
+			}
+			break;
+		case 'm':
+			if (parse_size(optarg, &o->memory) || o->memory < MIN_MEMORY) {
+				fprintf(stderr, "gpubpf: invalid memory size '%s' (use e.g. 512M, at least 1M)\n",
 					optarg);
 				return -EINVAL;
 			}

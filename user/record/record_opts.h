@@ -23,6 +23,7 @@ struct record_opts {
 	int noutputs;
 	const char *libcuda;    /* --libcuda, or NULL: the discovered one */
 	uint64_t ringbuf;       /* ring buffer bytes */
+	uint64_t memory;        /* event bytes held before older ones are written out */
 	int device;             /* GPU timing through the injection library */
 	int inject;             /* late attach: load it into -p/-a targets that lack it */
 	char injlib[PATH_MAX];  /* its path */

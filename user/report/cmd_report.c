@@ -71,6 +71,24 @@ int report_print_model(const struct model *m, const char *path, FILE *f)
 	return ret;
 }
 
+int report_print_file(const char *path, FILE *f)
+{
+	struct rt_table t;
+	struct report r = { 0 };
+	char err[600];
+	int ret = rt_load(&t, path, err, sizeof(err));
+
+	if (ret)
+		fprintf(stderr, "gpubpf: report: %s\n", err);
+	else if ((ret = report_analyze(&t, &r)))
+		fprintf(stderr, "gpubpf: report of %s: %s\n", path, strerror(-ret));
+	else
+		ret = report_text(&t, &r, f);
+	report_release(&r);
+	rt_release(&t);
+	return ret;
+}
+
 int cmd_report(int argc, char **argv)
 {
 	static const struct option opts[] = {

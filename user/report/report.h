@@ -269,5 +269,7 @@ bool report_split_frame(const char *frame, const char **qual, size_t *qlen,
  * (message on stderr).
  */
 int report_print_model(const struct model *m, const char *path, FILE *f);
+/* The same from the trace at path, read back as 'gpubpf report PATH' reads it. */
+int report_print_file(const char *path, FILE *f);
 
 #endif

@@ -575,7 +575,7 @@ int rt_load(struct rt_table *t, const char *path, char *err, size_t errlen)
 	else
 		ret = load_events(t, &ti, &m, err, errlen);
 	trace_import_close(&ti);
-	if (!ret && ((ret = model_states_finish(&m)) || (ret = rt_finish(t, &m))))
+	if (!ret && ((ret = model_states_finish(&m, true)) || (ret = rt_finish(t, &m))))
 		snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 	model_release(&m);
 	return ret;

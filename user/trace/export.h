@@ -59,6 +59,32 @@ int export_file(const struct model *m, const struct export_opts *opts, const cha
 		char *err, size_t errlen);
 
 /*
+ * A Chrome JSON trace written in parts, for recordings of any length
+ * (model_part.h): each part is written when it is taken, as a sorted run
+ * in a temporary file in the output's directory; at the end the document
+ * is written whole: its head from the last part's model (the processes,
+ * threads and totals of the whole recording), the tracks of every part,
+ * then the runs merged in time order.  Memory: the tracks and memory
+ * counts (caches), not the events.
+ *
+ *	export_parts_open(&p, "run.json", &opts);
+ *	for each part: model_part_take(m, cutoff); export_parts_add(p, m);
+ *	               model_part_next(m);
+ *	model_finish(m); sink_open(&out, "run.json");
+ *	export_parts_finish(p, m, &out); sink_commit(&out); export_parts_free(p);
+ *
+ * Each returns 0 or -errno.
+ */
+struct export_parts;
+int export_parts_open(struct export_parts **p, const char *path, const struct export_opts *opts);
+int export_parts_add(struct export_parts *p, const struct model *m);
+/* m: the last part, finished; it is added, then the whole written into out. */
+int export_parts_finish(struct export_parts *p, const struct model *m, struct sink *out);
+/* Bytes the parts hold on disk so far. */
+unsigned long long export_parts_bytes(const struct export_parts *p);
+void export_parts_free(struct export_parts *p);
+
+/*
  * The gpubpf trace in (.json, .json.gz or .pftrace) read back into a
  * model (trace_import.h, held whole in memory) and written into out as
  * export_file() does.  0, or -errno with a one-line message in err.

@@ -57,8 +57,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "model/cuda_calls.h"
 #include "trace/export.h"
+#include "trace/runs.h"
 #include "trace/gpu_events.h"
 #include "lib/hashmap.h"
 #include "lib/json_writer.h"
@@ -183,22 +185,21 @@ static void event_head(struct jw *jw, const struct model *m, const char *ph, con
 		jw_kv_us(jw, TS_KEY_DUR, dur);
 }
 
-/* One end of the arrows of call number idx (see the top of this file). */
-static void write_flow_end(struct jw *jw, size_t idx, const char *end)
+/* One end of the arrows from a call to its GPU work (see the top of this file). */
+static void write_flow_end(struct jw *jw, uint64_t flow, const char *end)
 {
-	jw_kv_uint(jw, TS_KEY_BIND_ID, idx + 1);
+	jw_kv_uint(jw, TS_KEY_BIND_ID, flow);
 	jw_kv_bool(jw, end, true);
 }
 
 /* A host-side driver call: a complete event on the calling thread. */
-static int write_api_call(struct jw *jw, const struct model *m, size_t idx, bool caused_work)
+static int write_api_call(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
-	const struct model_event *ev = &m->ev[idx];
 	const char *name = str(m, ev->name);
 
 	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_API, name, strlen(name), ev->pid, ev->tid, ev->ts, ev->dur);
-	if (caused_work)
-		write_flow_end(jw, idx, TS_KEY_FLOW_OUT);
+	if (ev->flow)
+		write_flow_end(jw, ev->flow, TS_KEY_FLOW_OUT);
 	write_call_args(jw, m, ev);
 	return jw_obj_end(jw);
 }
@@ -230,8 +231,8 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 		break;
 	}
 	event_head(jw, m, TS_PH_COMPLETE, cat, name, strlen(name), ev->pid, gpu_tid(ev), ev->ts, ev->dur);
-	if (ev->link != MODEL_NO_LINK)
-		write_flow_end(jw, ev->link, TS_KEY_FLOW_IN);
+	if (ev->flow)
+		write_flow_end(jw, ev->flow, TS_KEY_FLOW_IN);
 	jw_key(jw, TS_KEY_ARGS);
 	jw_obj_begin(jw);
 	if (ev->kind == EV_KERNEL) {
@@ -310,14 +311,10 @@ static int write_scope(struct jw *jw, const struct model *m, const struct model_
 	return jw_obj_end(jw);
 }
 
-/* Model event idx; caused_work[idx]: a call with GPU work linked to it. */
-static int write_event(struct jw *jw, const struct model *m, size_t idx,
-		       const uint8_t *caused_work)
+static int write_event(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
-	const struct model_event *ev = &m->ev[idx];
-
 	if (ev->kind == EV_API)
-		return write_api_call(jw, m, idx, caused_work[idx]);
+		return write_api_call(jw, m, ev);
 	if (ev->kind == EV_SCOPE)
 		return write_scope(jw, m, ev);
 	if (ev->kind == EV_MEMORY)
@@ -345,7 +342,8 @@ static int write_name_meta(struct jw *jw, const char *what, uint32_t pid,
 	return jw_obj_end(jw);
 }
 
-static int write_metadata(struct jw *jw, const struct model *m)
+/* nevents: the trace's events (of all its parts) */
+static int write_metadata(struct jw *jw, const struct model *m, uint64_t nevents)
 {
 	char pid[16];
 
@@ -375,7 +373,7 @@ static int write_metadata(struct jw *jw, const struct model *m)
 		jw_kv_str(jw, pid, str(m, m->procs[i].missed));
 	}
 	jw_obj_end(jw);
-	jw_kv_uint(jw, TS_META_EVENTS, m->nev);
+	jw_kv_uint(jw, TS_META_EVENTS, nevents);
 	jw_key(jw, TS_META_GPU);
 	jw_obj_begin(jw);
 	jw_key(jw, TS_GPU_DROPPED);
@@ -442,15 +440,18 @@ static int write_sort_index(struct jw *jw, uint32_t pid, uint32_t tid, uint64_t 
 	return jw_obj_end(jw);
 }
 
-/* Name each GPU track once: "GPU 0 / stream 7", sorted after the host threads. */
-static int write_gpu_tracks(struct jw *jw, const struct model *m)
+/*
+ * Name each GPU track of events ev[0..n) once: "GPU 0 / stream 7", sorted
+ * after the host threads.
+ */
+static int write_gpu_tracks(struct jw *jw, const struct model_event *evs, size_t n)
 {
 	struct hashmap seen;    /* (pid, tid) of the tracks named */
 	char name[64];
 
 	hashmap_init(&seen);
-	for (size_t i = 0; i < m->nev; i++) {
-		const struct model_event *ev = &m->ev[i];
+	for (size_t i = 0; i < n; i++) {
+		const struct model_event *ev = &evs[i];
 		int added;
 
 		if (!gpu_has_track(ev))
@@ -475,15 +476,17 @@ static int write_gpu_tracks(struct jw *jw, const struct model *m)
 
 
 /*
- * Name the state track of each thread with states, "<thread> state", and
- * sort it right under its thread (threads in model order).
+ * Name the state track of each thread with states (spans states[0..n),
+ * sorted by thread), "<thread> state", and sort it right under its thread
+ * (threads in that order).
  */
-static int write_state_tracks(struct jw *jw, const struct model *m)
+static int write_state_tracks(struct jw *jw, const struct model *m,
+			      const struct model_state_span *states, size_t n)
 {
 	char name[128];
 
-	for (size_t i = 0, k = 0; i < m->nstates; k++) {
-		const struct model_state_span *s = &m->states[i];
+	for (size_t i = 0, k = 0; i < n; k++) {
+		const struct model_state_span *s = &states[i];
 		const struct model_thread *t = model_find_thread(m, s->pid, s->tid);
 
 		if (t && t->name)
@@ -493,7 +496,7 @@ static int write_state_tracks(struct jw *jw, const struct model *m)
 		write_name_meta(jw, TS_META_THREAD_NAME, s->pid, TS_STATE_TID_BASE + s->tid, name);
 		write_sort_index(jw, s->pid, s->tid, 2 * k);
 		write_sort_index(jw, s->pid, TS_STATE_TID_BASE + s->tid, 2 * k + 1);
-		while (i < m->nstates && m->states[i].pid == s->pid && m->states[i].tid == s->tid)
+		while (i < n && states[i].pid == s->pid && states[i].tid == s->tid)
 			i++;
 	}
 	return 0;
@@ -568,9 +571,9 @@ static int write_state(struct jw *jw, const struct model *m, size_t i, const siz
 	event_head(jw, m, TS_PH_COMPLETE, TS_CAT_STATE, name, strlen(name), s->pid,
 		   TS_STATE_TID_BASE + s->tid, s->ts, s->dur);
 	if (ends[i] & (GIL_HOLDER_OUT | GIL_HOLDER_IN))
-		jw_kv_uint(jw, TS_KEY_BIND_ID, m->nev + i + 1);
+		jw_kv_uint(jw, TS_KEY_BIND_ID, m->flow_base + m->nev + i + 1);
 	else if (ends[i])
-		jw_kv_uint(jw, TS_KEY_BIND_ID, m->nev + links[i]);
+		jw_kv_uint(jw, TS_KEY_BIND_ID, m->flow_base + m->nev + links[i]);
 	if (ends[i] & (GIL_HOLDER_IN | GIL_WAIT_IN))
 		jw_kv_bool(jw, TS_KEY_FLOW_IN, true);
 	if (ends[i] & (GIL_HOLDER_OUT | GIL_WAIT_OUT))
@@ -651,13 +654,15 @@ struct side_cursor {
 	size_t nms, k;
 };
 
+/* mc: the memory counts of earlier parts (model_part.h), NULL for a whole model */
 static int side_cursor_init(struct side_cursor *c, const struct model *m,
-			    const struct export_opts *opts)
+			    const struct export_opts *opts, struct mem_counting *mc)
 {
 	int ret;
 
 	memset(c, 0, sizeof(*c));
-	ret = memory_counters(m, opts->mem_sample_rate, &c->ms, &c->nms) ?:
+	ret = (mc ? mem_counting_run(mc, m, opts->mem_sample_rate, &c->ms, &c->nms)
+		  : memory_counters(m, opts->mem_sample_rate, &c->ms, &c->nms)) ?:
 	      model_states_by_time(m, &c->order) ?: model_gil_links(m, &c->links);
 	return ret ?: gil_flow_ends(m, c->links, &c->ends);
 }
@@ -693,68 +698,190 @@ static int write_side_until(struct jw *jw, const struct model *m, struct side_cu
 	return ret;
 }
 
-static int chrome_write(const struct model *m, const struct export_opts *opts,
-			struct sink *out)
+/*
+ * The document's head: metadata, then "traceEvents" opened with the names
+ * of processes and threads (GPU and state tracks are the caller's).
+ */
+static void write_head(struct jw *jw, const struct model *m, uint64_t nevents)
 {
-	struct side_cursor sc = { 0 };
-	uint8_t *caused_work;
-	struct jw jw;
-	int ret;
-
-	caused_work = calloc(m->nev ? m->nev : 1, 1);
-	if (!caused_work)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->nev; i++)
-		if (gpu_on_track(&m->ev[i]) && m->ev[i].link != MODEL_NO_LINK)
-			caused_work[m->ev[i].link] = 1;
-	ret = jw_init(&jw, out);
-	if (ret)
-		goto cleanup;
-	jw_obj_begin(&jw);
-	write_metadata(&jw, m);
-	jw_key(&jw, TS_TRACE_EVENTS);
-	jw_arr_begin_lines(&jw);
+	jw_obj_begin(jw);
+	write_metadata(jw, m, nevents);
+	jw_key(jw, TS_TRACE_EVENTS);
+	jw_arr_begin_lines(jw);
 	for (size_t i = 0; i < m->nprocs; i++) {
 		const struct model_process *p = &m->procs[i];
 
 		if (p->name)
-			write_name_meta(&jw, TS_META_PROCESS_NAME, p->pid, p->pid,
-					str(m, p->name));
+			write_name_meta(jw, TS_META_PROCESS_NAME, p->pid, p->pid, str(m, p->name));
 	}
 	for (size_t i = 0; i < m->nthreads; i++) {
 		const struct model_thread *t = &m->threads[i];
 
 		if (t->name)
-			write_name_meta(&jw, TS_META_THREAD_NAME, t->pid, t->tid,
-					str(m, t->name));
+			write_name_meta(jw, TS_META_THREAD_NAME, t->pid, t->tid, str(m, t->name));
 	}
-	ret = write_gpu_tracks(&jw, m);
-	if (!ret)
-		ret = write_state_tracks(&jw, m);
-	if (!ret)
-		ret = side_cursor_init(&sc, m, opts);
+}
+
+/* m's events, states, samples and counters, by time; mc as side_cursor_init(). */
+static int write_body(struct jw *jw, const struct model *m, const struct export_opts *opts,
+		      struct mem_counting *mc)
+{
+	struct side_cursor sc = { 0 };
+	int ret = side_cursor_init(&sc, m, opts, mc);
+
 	for (size_t i = 0; i < m->nev && !ret; i++) {
-		ret = write_side_until(&jw, m, &sc, m->ev[i].ts);
+		ret = write_side_until(jw, m, &sc, m->ev[i].ts);
 		if (!ret)
-			ret = write_event(&jw, m, i, caused_work);
+			ret = write_event(jw, m, &m->ev[i]);
 	}
 	if (!ret)
-		ret = write_side_until(&jw, m, &sc, UINT64_MAX);
+		ret = write_side_until(jw, m, &sc, UINT64_MAX);
 	free(sc.ms);
 	free(sc.order);
 	free(sc.links);
 	free(sc.ends);
-	if (ret)
-		goto cleanup;
-	jw_arr_end(&jw);
-	jw_obj_end(&jw);
-	ret = jw_finish(&jw);
-	if (!ret)
-		ret = sink_write(out, "\n", 1);
-cleanup:
-	jw_release(&jw);
-	free(caused_work);
 	return ret;
+}
+
+/* Close the document and flush it, a newline after it. */
+static int write_tail(struct jw *jw, struct sink *out)
+{
+	int ret;
+
+	jw_arr_end(jw);
+	jw_obj_end(jw);
+	ret = jw_finish(jw);
+	return ret ?: sink_write(out, "\n", 1);
+}
+
+static int chrome_write(const struct model *m, const struct export_opts *opts,
+			struct sink *out)
+{
+	struct jw jw;
+	int ret = jw_init(&jw, out);
+
+	if (!ret) {
+		write_head(&jw, m, m->nev);
+		ret = write_gpu_tracks(&jw, m->ev, m->nev) ?:
+		      write_state_tracks(&jw, m, m->states, m->nstates) ?:
+		      write_body(&jw, m, opts, NULL) ?: write_tail(&jw, out);
+	}
+	jw_release(&jw);
+	return ret;
+}
+
+/* A trace written in parts: see export.h. */
+struct export_parts {
+	struct runs *runs;
+	struct mem_counting *mc;        /* memory counts, from part to part */
+	struct export_opts opts;
+	struct model_event *gpu;        /* an event of each GPU track, by first use */
+	size_t ngpu, cap_gpu;
+	struct model_state_span *thr;   /* a span of each thread with states */
+	size_t nthr, cap_thr;
+	struct hashmap seen;            /* pid << 32 | tid of those tracks */
+	uint64_t events;
+};
+
+int export_parts_open(struct export_parts **pp, const char *path, const struct export_opts *opts)
+{
+	struct export_parts *p = calloc(1, sizeof(*p));
+	int ret;
+
+	*pp = p;
+	if (!p)
+		return -ENOMEM;
+	p->opts = *opts;
+	hashmap_init(&p->seen);
+	p->mc = mem_counting_new();
+	ret = p->mc ? runs_open(&p->runs, path) : -ENOMEM;
+	return ret;
+}
+
+/* The GPU and state tracks of m that earlier parts did not have. */
+static int add_tracks(struct export_parts *p, const struct model *m)
+{
+	int added;
+
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *ev = &m->ev[i];
+
+		if (!gpu_has_track(ev))
+			continue;
+		if (!hashmap_put(&p->seen, (uint64_t)ev->pid << 32 | gpu_tid(ev), &added) ||
+		    (added && array_grow(&p->gpu, &p->cap_gpu, p->ngpu + 1)))
+			return -ENOMEM;
+		if (added)
+			p->gpu[p->ngpu++] = *ev;
+	}
+	for (size_t i = 0; i < m->nstates; i++) {
+		const struct model_state_span *s = &m->states[i];
+
+		if (!hashmap_put(&p->seen, (uint64_t)s->pid << 32 | (TS_STATE_TID_BASE + s->tid),
+				 &added) ||
+		    (added && array_grow(&p->thr, &p->cap_thr, p->nthr + 1)))
+			return -ENOMEM;
+		if (added)
+			p->thr[p->nthr++] = *s;
+	}
+	return 0;
+}
+
+int export_parts_add(struct export_parts *p, const struct model *m)
+{
+	FILE *f = runs_add(p->runs);
+	struct jw jw;
+	int ret;
+
+	if (!f)
+		return -errno;
+	ret = add_tracks(p, m) ?: jw_init_file(&jw, f);
+	if (ret)
+		return ret;
+	jw_arr_begin_lines(&jw);
+	ret = write_body(&jw, m, &p->opts, p->mc);
+	if (!ret) {
+		jw_arr_end(&jw);
+		ret = jw_finish(&jw);
+	}
+	if (!ret && fflush(f))
+		ret = -errno;
+	jw_release(&jw);
+	p->events += m->nev;
+	return ret;
+}
+
+int export_parts_finish(struct export_parts *p, const struct model *m, struct sink *out)
+{
+	struct jw jw;
+	int ret = export_parts_add(p, m) ?: jw_init(&jw, out);
+
+	if (ret)
+		return ret;
+	model_spans_sort(p->thr, p->nthr);
+	write_head(&jw, m, p->events);
+	ret = write_gpu_tracks(&jw, p->gpu, p->ngpu) ?:
+	      write_state_tracks(&jw, m, p->thr, p->nthr) ?:
+	      runs_merge(p->runs, &jw) ?: write_tail(&jw, out);
+	jw_release(&jw);
+	return ret;
+}
+
+unsigned long long export_parts_bytes(const struct export_parts *p)
+{
+	return runs_bytes(p->runs);
+}
+
+void export_parts_free(struct export_parts *p)
+{
+	if (!p)
+		return;
+	runs_close(p->runs);
+	mem_counting_free(p->mc);
+	free(p->gpu);
+	free(p->thr);
+	hashmap_release(&p->seen);
+	free(p);
 }
 
 const struct exporter export_chrome = {

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Recordings of any length: past --memory, record writes the older part
+# of its model out as a sorted run and merges the runs at the end.
+#  - the same simulated recording finished whole and in parts gives the
+#    same events, metadata and arrows (test_model_part, check_parts.py);
+#  - a recording in parts still has every call of the workload with its
+#    arguments, imports into Perfetto with one arrow per GPU slice, and
+#    its report is that of 'gpubpf report' on the file;
+#  - .pftrace and .json.gz outputs, no files left behind, bad --memory.
+. "$(dirname "$0")/lib.sh"
+test_description "record --memory: a trace written in parts"
+require_bpf
+require_sim
+probed=$(probed_list)
+
+mkdir -p "$TMPD/unit"
+check "test_model_part: a recording finished whole and in parts" \
+	"$GPUBPF_ROOT/build/tests/test_model_part" "$TMPD/unit"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_parts.py" "$TMPD/unit/whole.json" "$TMPD/unit/parts.json"
+
+export LD_LIBRARY_PATH="$SIMLIB"
+out=$TMPD/rec
+mkdir -p "$out"
+check "record --memory 1M exits 0 with the workload" \
+	"$GPUBPF" record -v --memory 1M -o "$out/train.json" -- \
+	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 200 --sync-every 4 --truth "$TMPD/truth.json"
+parts=$(grep -c "gpubpf: part [0-9]* written out" "$TMPD/.check.out")
+like "the recording was written in several parts ($parts)" "$parts" '^([3-9]|[1-9][0-9]+)$'
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --sim-syncs \
+	"$out/train.json" "$TMPD/truth.json" "$probed"
+is "no event lost" "$(json_query "$out/train.json" 'd["gpubpf"]["dropped_total"]')" 0
+launches='[e for e in ev if e.get("cat") == "cuda_api" and e["name"].startswith("cuLaunch")]'
+is "every launch's kernel ran and is linked to it" "$(json_query "$out/train.json" \
+	"[len($launches), len([e for e in $launches if e.get('flow_out')])]")" \
+	"$(json_query "$TMPD/truth.json" '[len([c for c in d if c["name"].startswith("cuLaunch")])] * 2')"
+is "nothing left beside the trace" "$(ls -A "$out")" "train.json"
+perfetto_ok "$out/train.json"
+sed -n '/^gpubpf report: /,$p' "$TMPD/.check.out" >"$TMPD/record-report.txt"
+"$GPUBPF" report "$out/train.json" >"$TMPD/report.txt" 2>&1
+check "record's report is that of 'gpubpf report' on the file" \
+	cmp "$TMPD/record-report.txt" "$TMPD/report.txt"
+
+check "a .pftrace and a .json.gz, recorded in parts" \
+	"$GPUBPF" record -q --memory 1M -o "$out/run.pftrace" -o "$out/run.json.gz" -- \
+	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 200 --sync-every 4
+is "no temporary JSON or run left" "$(ls -A "$out" | sort | tr '\n' ' ')" \
+	"run.json.gz run.pftrace train.json "
+perfetto_ok "$out/run.pftrace"
+perfetto_ok "$out/run.json.gz"
+check "a .pftrace alone, recorded in parts" \
+	"$GPUBPF" record -q --memory 1M -o "$out/alone.pftrace" -- \
+	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 200 --sync-every 4
+is "only the .pftrace is left" "$(ls -A "$out" | sort | tr '\n' ' ')" \
+	"alone.pftrace run.json.gz run.pftrace train.json "
+
+out=$TMPD/empty
+mkdir -p "$out"
+for bad in 0 100K 1.5M lots; do
+	expect_error "--memory $bad is refused" 1 "invalid memory size '$bad'" \
+		"$GPUBPF" record --memory "$bad" -- true
+done
+done_testing

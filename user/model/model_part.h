@@ -1,0 +1,94 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * A model finished in parts, for recordings of any length: the recorder
+ * takes the part of its model before a cutoff (model_part_take()), has
+ * it written (a sorted run of the trace, see export_chrome_parts()), and
+ * goes on (model_part_next()); the last part is model_finish()'s.
+ *
+ * What the model keeps between parts is bounded by what is still open,
+ * not by the recording's length: the interned strings, stacks, threads,
+ * processes and kernel names (caches), and in struct model_carry:
+ *  - events at or after the cutoff, and GPU work at any time whose call
+ *    is after it (written with that call);
+ *  - correlation announcements at or after the cutoff;
+ *  - the thread states still open and those after the cutoff (with
+ *    the GIL waits linked to them, or the holders' spans they are linked
+ *    to), samples after it;
+ *  - each thread's latest wake before the cutoff, its attribution
+ *    resolved, and the wakes after it;
+ *  - each thread's open Python scopes (derive_scopes() in model.c);
+ *  - the threads with driver calls and the processes with events.
+ *
+ * Each part is finished as model_finish() finishes a whole model: calls
+ * get their correlations and the GPU work they caused (also work still
+ * kept: its arrow id is fixed with the call's), scopes are closed when
+ * their function leaves the stack (in the part where that happens), and
+ * arrow ids (model_event.flow, and the GIL flows of thread states after
+ * them) continue from one part to the next, so that they stay unique in
+ * the trace.  The trace's ts_base_ns is fixed by the first part.
+ *
+ * What a part cannot see: GPU work that arrives after its call was
+ * written gets no arrow, and a call that arrives after announcements made
+ * during it were dropped has no correlation (both later than the
+ * recorder's cutoff lag); the states and samples of a process with no
+ * driver call yet when they are written out are dropped (as those of
+ * processes that never make one are).
+ */
+#ifndef GPUBPF_MODEL_PART_H
+#define GPUBPF_MODEL_PART_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "lib/hashmap.h"
+
+struct model;
+struct model_event;
+struct model_corr;
+struct model_state_span;
+struct model_sample;
+struct model_wake;
+struct scope_walk;
+
+struct model_carry {
+	struct model_event *ev;
+	size_t nev, cap_ev;
+	struct model_state_span *states;
+	size_t nstates, cap_states;
+	struct model_sample *samples;
+	size_t nsamples, cap_samples;
+	struct hashmap walks;           /* pid << 32 | tid -> index + 1 in walk */
+	struct scope_walk *walk;        /* open scopes of threads (model.c) */
+	size_t nwalk, cap_walk;
+	struct hashmap callers;         /* pid << 32 | tid of threads with driver calls */
+	struct hashmap pids;            /* processes with events */
+	uint64_t parts;                 /* parts taken */
+	uint64_t events;                /* events of the parts taken */
+	bool base_set;                  /* ts_base_ns is the first part's */
+};
+
+/*
+ * Finish the part of m before cutoff: afterwards m holds that part only,
+ * finished as by model_finish(), the rest kept in m->carry.  Write it,
+ * then call model_part_next().  0 or -ENOMEM.
+ */
+int model_part_take(struct model *m, uint64_t cutoff);
+
+/* Drop the part written and bring back what was kept.  0 or -ENOMEM. */
+int model_part_next(struct model *m);
+
+/* Bytes m's events, announcements, states, samples and wakes take now. */
+size_t model_event_bytes(const struct model *m);
+
+void model_carry_release(struct model_carry *c);
+
+/* For model.c: finish m, or the part before cutoff (UINT64_MAX: all, the last). */
+int model_finish_part(struct model *m, uint64_t cutoff);
+/*
+ * For model.c, once events are linked: keep what is at or after cutoff
+ * in m->carry, leaving the part in m; api (calls sorted by thread) is
+ * narrowed to the part's.  0 or -ENOMEM.
+ */
+int model_part_split(struct model *m, uint64_t cutoff, uint32_t *api, size_t *napi);
+
+#endif
