@@ -19,6 +19,8 @@
 #    recorder's CPU at 1 kHz, a launch loop's slowdown (bench/sched_bench.sh).
 # 10. the wake hook of attributed stacks: per wakeup it returns from at once,
 #    per Python-to-worker hand-over (bench/wake_bench.sh).
+# 11. recording memory against recording length, --memory 64M against
+#    everything held (bench/memory_bench.sh).
 #
 # Prints tables and splices them into BENCHMARKS.md between the
 # "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
@@ -476,6 +478,8 @@ BENCH_MD="$BENCH_MD" bash bench/pftrace_bench.sh
 BENCH_MD="$BENCH_MD" bash bench/sched_bench.sh
 # 10. the wake hook of attributed stacks (writes its own block)
 BENCH_MD="$BENCH_MD" bash bench/wake_bench.sh
+# 11. recording memory against recording length (writes its own block)
+BENCH_MD="$BENCH_MD" bash bench/memory_bench.sh
 
 [ "$BENCH_MD" = - ] && exit 0
 MACHINE="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), virt: $(systemd-detect-virt --vm 2>/dev/null || echo unknown)"

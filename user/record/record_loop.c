@@ -49,7 +49,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		r->last_pid = pid;
 	}
 	ret = collector_record(&r->coll, data, size);
-
+	/* past --memory, the older events go out before the next record comes in */
+	if (ret != -ENOMEM && model_event_bytes(&r->model) > r->o->memory &&
+	    record_parts_spill(r, now_ns(CLOCK_MONOTONIC)))
+		return -EIO;
 	/* a malformed record is counted; only running out of memory stops us */
 	return ret == -ENOMEM ? ret : 0;
 }
@@ -127,9 +130,9 @@ void record_loop(struct record *r)
 		/* records are submitted without wakeups: read what is there */
 		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
 			break;
-		now = now_ns(CLOCK_MONOTONIC);
-		if (model_event_bytes(&r->model) > r->o->memory && record_parts_spill(r, now))
+		if (r->parts_failed)
 			break;
+		now = now_ns(CLOCK_MONOTONIC);
 		if (r->o->mode == MODE_CMD) {
 			if (spawn_poll(&r->child) && !stop_signal)
 				stop_signal = -1;

@@ -13,7 +13,7 @@
 #include "record/record_opts.h"
 
 #define DEFAULT_RINGBUF (16ULL << 20)
-#define DEFAULT_MEMORY (256ULL << 20)
+#define DEFAULT_MEMORY (64ULL << 20)
 #define MIN_MEMORY (1ULL << 20)
 #define DEFAULT_STACK_DEPTH 64
 #define DEFAULT_SAMPLE_HZ 1000
@@ -45,7 +45,7 @@ static const char usage[] =
 "                         CUDA_INJECTION64_PATH; never load the library into\n"
 "                         a running process (late attach, with ptrace)\n"
 "      --buffer-size SIZE ring buffer size (default 16M; K, M, G suffixes)\n"
-"      --memory SIZE      events held in memory (default 256M): past it the\n"
+"      --memory SIZE      events held in memory (default 64M): past it the\n"
 "                         older ones go to temporary files beside the trace,\n"
 "                         merged into it at the end\n"
 "      --stack MODE       python (default): the Python stack of every call;\n"
@@ -61,7 +61,8 @@ static const char usage[] =
 "      --sample-rate N    device memory counter tracks: a sample every N\n"
 "                         allocations/frees (default 0: every change)\n"
 "  -q, --quiet            no report at the end (see 'gpubpf report')\n"
-"  -v, --verbose          libbpf's own messages\n"
+"  -v, --verbose          libbpf's own messages, and each part written out\n"
+"                         past --memory\n"
 "  -h, --help             this help\n"
 "\n"
 "Needs root (or CAP_BPF and CAP_PERFMON).\n";
