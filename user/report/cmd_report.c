@@ -49,10 +49,25 @@ static int write_file(const char *path, const char *buf, size_t len)
 	return ret;
 }
 
+/* Analyse t, filled from the trace at path (ret: how that went), print its text to f; release t. */
+static int print_table(struct rt_table *t, const char *path, FILE *f, int ret)
+{
+	struct report r = { 0 };
+
+	if (!ret)
+		ret = report_analyze(t, &r);
+	if (ret)
+		fprintf(stderr, "gpubpf: report of %s: %s\n", path, strerror(-ret));
+	else
+		ret = report_text(t, &r, f);
+	report_release(&r);
+	rt_release(t);
+	return ret;
+}
+
 int report_print_model(const struct model *m, const char *path, FILE *f)
 {
 	struct rt_table t;
-	struct report r = { 0 };
 	int ret = 0;
 
 	rt_init(&t, path);
@@ -60,33 +75,21 @@ int report_print_model(const struct model *m, const char *path, FILE *f)
 		ret = rt_add(&t, m, &m->ev[i]);
 	if (!ret)
 		ret = rt_finish(&t, m);
-	if (!ret)
-		ret = report_analyze(&t, &r);
-	if (ret)
-		fprintf(stderr, "gpubpf: report of %s: %s\n", path, strerror(-ret));
-	else
-		ret = report_text(&t, &r, f);
-	report_release(&r);
-	rt_release(&t);
-	return ret;
+	return print_table(&t, path, f, ret);
 }
 
 int report_print_file(const char *path, FILE *f)
 {
 	struct rt_table t;
-	struct report r = { 0 };
 	char err[600];
 	int ret = rt_load(&t, path, err, sizeof(err));
 
-	if (ret)
+	if (ret) {
 		fprintf(stderr, "gpubpf: report: %s\n", err);
-	else if ((ret = report_analyze(&t, &r)))
-		fprintf(stderr, "gpubpf: report of %s: %s\n", path, strerror(-ret));
-	else
-		ret = report_text(&t, &r, f);
-	report_release(&r);
-	rt_release(&t);
-	return ret;
+		rt_release(&t);
+		return ret;
+	}
+	return print_table(&t, path, f, 0);
 }
 
 int cmd_report(int argc, char **argv)
