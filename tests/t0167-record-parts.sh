@@ -6,7 +6,8 @@
 #  - a recording in parts still has every call of the workload with its
 #    arguments, imports into Perfetto with one arrow per GPU slice, and
 #    its report is that of 'gpubpf report' on the file;
-#  - .pftrace and .json.gz outputs, no files left behind, bad --memory.
+#  - .pftrace and .json.gz outputs, no files left behind, a full disk,
+#    bad --memory.
 . "$(dirname "$0")/lib.sh"
 test_description "record --memory: a trace written in parts"
 require_bpf
@@ -52,6 +53,22 @@ check "a .pftrace alone, recorded in parts" \
 	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 200 --sync-every 4
 is "only the .pftrace is left" "$(ls -A "$out" | sort | tr '\n' ' ')" \
 	"alone.pftrace run.json.gz run.pftrace train.json "
+
+# a disk that fills up: the recording stops, says why once, writes nothing
+full=$TMPD/full
+mkdir -p "$full"
+if mount -t tmpfs -o size=2m tmpfs "$full" 2>/dev/null; then
+	rc=0
+	"$GPUBPF" record -q --memory 1M -o "$full/t.json" -- \
+		"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 200 --sync-every 4 \
+		>"$TMPD/full.out" 2>&1 || rc=$?
+	is "a full disk: record fails" "$rc" 1
+	is "a full disk: said once" "$(grep -c 'cannot write events out beside .*No space left on device; recording stops' "$TMPD/full.out")" 1
+	is "a full disk: no trace, no run left" "$(ls -A "$full")" ""
+	umount "$full"
+else
+	skip "cannot mount a tmpfs" 3
+fi
 
 out=$TMPD/empty
 mkdir -p "$out"

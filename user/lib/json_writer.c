@@ -77,10 +77,12 @@ int jw_flush(struct jw *jw)
 		return jw->err;
 	if (!jw->len)
 		return 0;
-	if (jw->file)
-		ret = fwrite(jw->buf, 1, jw->len, jw->file) == jw->len ? 0 : -EIO;
-	else
+	if (jw->file) {
+		errno = 0;
+		ret = fwrite(jw->buf, 1, jw->len, jw->file) == jw->len ? 0 : errno ? -errno : -EIO;
+	} else {
 		ret = sink_write(jw->out, jw->buf, jw->len);
+	}
 	jw->len = 0;
 	return ret ? fail(jw, ret) : 0;
 }

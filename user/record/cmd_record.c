@@ -259,6 +259,7 @@ int cmd_record(int argc, char **argv)
 	}
 	spawn_init(&r.child);
 	model_init(&r.model);
+	r.spill_at = o.memory;
 	collector_init(&r.coll, &r.model);
 	ret = start(&r);
 	if (!ret) {

@@ -23,6 +23,7 @@
 #include "trace/export.h"
 
 #define PARTS_LAG_NS 5000000000ULL
+#define PARTS_MIN_LAG_NS 250000000ULL   /* the injection library delivers every 50 ms */
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -33,14 +34,16 @@ static int cmp_u64(const void *a, const void *b)
 
 /*
  * PARTS_LAG_NS before now, or later, the median event time, when that
- * holds less than half the events; but not after the entry of a call still
- * in flight (inflight), whose record and announcements come at its return,
- * unless that would leave more than three quarters of the events: then
- * the first quartile's time.
+ * holds less than half the events, but PARTS_MIN_LAG_NS before now at
+ * the latest; and not after the entry of a call still in flight
+ * (inflight), whose record and announcements come at its return.  Unless
+ * that would leave more than three quarters of the events: then the
+ * first quartile's time (memory first).
  */
 static int cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64_t *cut)
 {
 	uint64_t *ts, lag = now > PARTS_LAG_NS ? now - PARTS_LAG_NS : 0;
+	uint64_t latest = now > PARTS_MIN_LAG_NS ? now - PARTS_MIN_LAG_NS : 0;
 	size_t n = m->nev, older = 0;
 
 	ts = malloc((n ? n : 1) * sizeof(*ts));
@@ -50,6 +53,8 @@ static int cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64
 		ts[i] = m->ev[i].ts;
 	qsort(ts, n, sizeof(*ts), cmp_u64);
 	*cut = n && ts[n / 2] > lag ? ts[n / 2] : lag;
+	if (latest < *cut)
+		*cut = latest;
 	if (inflight < *cut)
 		*cut = inflight;
 	while (older < n && ts[older] < *cut)
@@ -84,6 +89,8 @@ int record_parts_spill(struct record *r, uint64_t now)
 	uint64_t cut;
 	int ret;
 
+	if (r->parts_failed)
+		return -EIO;
 	if (!r->parts) {
 		parts_path(r);
 		ret = export_parts_open(&r->parts, r->parts_path, &r->o->export);
@@ -93,6 +100,10 @@ int record_parts_spill(struct record *r, uint64_t now)
 	ret = cutoff(m, now, probes_inflight_since(&r->probes), &cut) ?: model_part_take(m, cut) ?: export_parts_add(r->parts, m) ?:
 	      model_part_next(m);
 	if (!ret) {
+		/* what is kept may stay near --memory: half as much again first */
+		r->spill_at = model_event_bytes(m) + r->o->memory / 2;
+		if (r->spill_at < r->o->memory)
+			r->spill_at = r->o->memory;
 		if (r->o->verbose)
 			fprintf(stderr, "gpubpf: part %llu written out (%llu events so far, %.1f MB "
 				"on disk)\n", (unsigned long long)m->carry->parts,

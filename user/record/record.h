@@ -81,6 +81,7 @@ struct record {
 	char parts_path[PATH_MAX];      /* the JSON they go into */
 	int parts_tmp;                  /* a temporary one (only .pftrace asked for) */
 	int parts_failed;
+	uint64_t spill_at;              /* event bytes past which a part is taken */
 };
 
 static inline uint64_t now_ns(clockid_t clk)
@@ -94,10 +95,10 @@ static inline uint64_t now_ns(clockid_t clk)
 /* --- parts.c ------------------------------------------------------------ */
 
 /*
- * Past --memory bytes of events in the model, write the older ones out
- * (model_part.h): those before the last PARTS_LAG_NS, or the older half
- * when that is not enough.  Returns 0, or -errno with the reason said
- * (the recording stops).
+ * Past r->spill_at bytes of events in the model (--memory at first), write
+ * the older ones out (model_part.h): those before the last PARTS_LAG_NS,
+ * or the older half when that is not enough.  Returns 0, or -errno with
+ * the reason said (the recording stops).
  */
 int record_parts_spill(struct record *r, uint64_t now);
 /*

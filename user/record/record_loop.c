@@ -50,7 +50,7 @@ static int on_record(void *ctx, void *data, size_t size)
 	}
 	ret = collector_record(&r->coll, data, size);
 	/* past --memory, the older events go out before the next record comes in */
-	if (ret != -ENOMEM && model_event_bytes(&r->model) > r->o->memory &&
+	if (ret != -ENOMEM && model_event_bytes(&r->model) > r->spill_at &&
 	    record_parts_spill(r, now_ns(CLOCK_MONOTONIC)))
 		return -EIO;
 	/* a malformed record is counted; only running out of memory stops us */

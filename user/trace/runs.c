@@ -13,18 +13,29 @@
 #include "trace/runs.h"
 #include "trace/trace_reader.h"
 
+/*
+ * Runs merge in tiers, so that a long recording holds a few dozen files
+ * at most, each event rewritten a few times: RUNS_FANIN runs of one level
+ * become one of the next.
+ */
+#define RUNS_FANIN 16
+
 struct run {
 	FILE *f;
 	char *line;             /* its next event, NUL-terminated, no separator */
 	size_t cap, len;
 	int64_t ts, dur;
 	bool done;
+	bool pick;              /* in the merge under way */
+	unsigned level;         /* merged level times */
+	uint64_t seq;           /* the last part it holds: later runs are newer */
 };
 
 struct runs {
 	char dir[PATH_MAX];
 	struct run *run;
 	size_t n, cap;
+	uint64_t seq;
 };
 
 int runs_open(struct runs **r, const char *path)
@@ -58,26 +69,84 @@ static int temp_fd(const struct runs *r)
 	return fd;
 }
 
-FILE *runs_add(struct runs *r)
+/* A new run at the end of r (its FILE owned by r): 0 or -errno. */
+static int new_run(struct runs *r, unsigned level, uint64_t seq)
 {
 	int fd;
 	FILE *f;
 
-	if (array_grow(&r->run, &r->cap, r->n + 1)) {
-		errno = ENOMEM;
-		return NULL;
-	}
+	if (array_grow(&r->run, &r->cap, r->n + 1))
+		return -ENOMEM;
 	fd = temp_fd(r);
 	if (fd < 0)
-		return NULL;
+		return -errno;
 	f = fdopen(fd, "w+");
 	if (!f) {
 		close(fd);
-		return NULL;
+		return -errno;
 	}
 	memset(&r->run[r->n], 0, sizeof(r->run[r->n]));
 	r->run[r->n].f = f;
-	return r->run[r->n++].f;
+	r->run[r->n].level = level;
+	r->run[r->n++].seq = seq;
+	return 0;
+}
+
+static int merge_picked(struct runs *r, struct jw *jw);
+
+/* Merge the runs of the lowest level that has RUNS_FANIN into one: 0 or -errno. */
+static int compact(struct runs *r)
+{
+	unsigned count[64] = { 0 }, level = 64;
+	uint64_t seq = 0;
+	size_t k = 0;
+	struct jw jw;
+	int ret;
+
+	for (size_t i = 0; i < r->n; i++)
+		if (r->run[i].level < 64 && ++count[r->run[i].level] == RUNS_FANIN &&
+		    r->run[i].level < level)
+			level = r->run[i].level;
+	if (level == 64)
+		return 0;
+	for (size_t i = 0; i < r->n; i++) {
+		r->run[i].pick = r->run[i].level == level;
+		if (r->run[i].pick && r->run[i].seq > seq)
+			seq = r->run[i].seq;
+	}
+	ret = new_run(r, level + 1, seq) ?: jw_init_file(&jw, r->run[r->n - 1].f);
+	if (ret)
+		return ret;
+	jw_arr_begin_lines(&jw);
+	ret = merge_picked(r, &jw);
+	if (!ret) {
+		jw_arr_end(&jw);
+		ret = jw_finish(&jw);
+	}
+	jw_release(&jw);
+	if (ret)
+		return ret;
+	for (size_t i = 0; i < r->n; i++) {
+		if (r->run[i].pick) {
+			fclose(r->run[i].f);
+			free(r->run[i].line);
+		} else {
+			r->run[k++] = r->run[i];
+		}
+	}
+	r->n = k;
+	return 0;
+}
+
+FILE *runs_add(struct runs *r)
+{
+	int ret = compact(r) ?: new_run(r, 0, ++r->seq);
+
+	if (ret) {
+		errno = -ret;
+		return NULL;
+	}
+	return r->run[r->n - 1].f;
 }
 
 /* The number after key ("\"ts\":") in line, as ns; -EINVAL if absent or bad. */
@@ -123,21 +192,25 @@ static int run_next(struct run *run)
 	return 1;
 }
 
-/* Whether run a's head goes before run b's (b later than a in r->run). */
-static bool before(const struct run *a, const struct run *b, bool a_later)
+/* Whether run a's head goes before run b's. */
+static bool before(const struct run *a, const struct run *b)
 {
 	if (a->ts != b->ts)
 		return a->ts < b->ts;
 	if (a->dur != b->dur)
 		return a->dur > b->dur;
-	return a_later;
+	return a->seq > b->seq;
 }
 
-int runs_merge(struct runs *r, struct jw *jw)
+/* The events of the runs picked, merged, into the array jw has open. */
+static int merge_picked(struct runs *r, struct jw *jw)
 {
 	int ret = 0;
 
 	for (size_t i = 0; i < r->n && !ret; i++) {
+		if (!r->run[i].pick)
+			continue;
+		r->run[i].done = false;
 		if (fflush(r->run[i].f) || fseek(r->run[i].f, 0, SEEK_SET))
 			return -errno;
 		ret = run_next(&r->run[i]);
@@ -150,7 +223,7 @@ int runs_merge(struct runs *r, struct jw *jw)
 		for (size_t i = 0; i < r->n; i++) {
 			struct run *c = &r->run[i];
 
-			if (!c->done && (!best || before(c, best, c > best)))
+			if (c->pick && !c->done && (!best || before(c, best)))
 				best = c;
 		}
 		if (!best)
@@ -162,6 +235,13 @@ int runs_merge(struct runs *r, struct jw *jw)
 		}
 	}
 	return ret;
+}
+
+int runs_merge(struct runs *r, struct jw *jw)
+{
+	for (size_t i = 0; i < r->n; i++)
+		r->run[i].pick = true;
+	return merge_picked(r, jw);
 }
 
 unsigned long long runs_bytes(const struct runs *r)

@@ -6,8 +6,10 @@
  * events one per line in time order, as the Chrome exporter writes
  * "traceEvents".  runs_merge() puts every run's events into one array,
  * in time order: by "ts", the longer first at one instant (a Python
- * scope before the calls it holds), then the later run first (a scope is
- * written in the part where it ends, after the calls inside it).
+ * scope before the calls it holds), then the newer run first (a scope is
+ * written in the part where it ends, after the calls inside it).  Runs are
+ * merged in tiers as they are added (16 of a level into one of the next),
+ * so that a recording of any length holds a few dozen files at most.
  *
  *	struct runs *r;
  *	runs_open(&r, "out/trace.json");
