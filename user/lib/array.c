@@ -37,3 +37,10 @@ int array_grow_zeroed_bytes(void **arr, size_t *cap, size_t want, size_t elem)
 	memset((char *)*arr + old * elem, 0, (*cap - old) * elem);
 	return 0;
 }
+
+int array_cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}

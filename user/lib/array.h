@@ -25,6 +25,9 @@ static inline int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t 
 	return want <= *cap ? 0 : array_realloc(arr, cap, want, elem);
 }
 
+/* qsort()'s comparison of uint64_t values, ascending. */
+int array_cmp_u64(const void *a, const void *b);
+
 /* array_grow_bytes() for an array pointer arr (not a void **). */
 #define array_grow(arr, cap, want) \
 	array_grow_bytes((void **)(arr), (cap), (want), sizeof(**(arr)))

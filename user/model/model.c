@@ -589,8 +589,8 @@ static void enter_walk(struct model *m, struct scope_walk *w, uint32_t pid, uint
  */
 static int derive_scopes(struct model *m, const uint32_t *api, size_t napi, bool last)
 {
-	struct scope_walk *w = calloc(1, sizeof(*w));
-	int ret = w ? 0 : -ENOMEM;
+	struct scope_walk walk = { 0 }, *w = &walk;
+	int ret = 0;
 
 	for (size_t k = 0; k < napi && !ret; k++) {
 		/* copies: closing scopes adds events, which may move m->ev */
@@ -627,7 +627,6 @@ static int derive_scopes(struct model *m, const uint32_t *api, size_t napi, bool
 	/* the last part: threads whose scopes an earlier part left open */
 	for (size_t i = 0; last && m->carry && i < m->carry->nwalk && !ret; i++)
 		ret = close_scopes(m, &m->carry->walk[i], 0);
-	free(w);
 	return ret;
 }
 
@@ -638,11 +637,8 @@ static int derive_scopes(struct model *m, const uint32_t *api, size_t napi, bool
  */
 static void set_ts_base(struct model *m)
 {
-	uint64_t first = UINT64_MAX;
+	uint64_t first = m->nev ? m->ev[0].ts : UINT64_MAX;    /* events are sorted */
 
-	for (size_t i = 0; i < m->nev; i++)
-		if (m->ev[i].ts < first)
-			first = m->ev[i].ts;
 	if (model_states_first(m) < first)
 		first = model_states_first(m);
 	for (size_t i = 0; i < m->nprocs; i++)

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/array.h"
 #include "lib/sink.h"
 #include "model/model_part.h"
 #include "record/record.h"
@@ -24,13 +25,6 @@
 
 #define PARTS_LAG_NS 5000000000ULL
 #define PARTS_MIN_LAG_NS 250000000ULL   /* the injection library delivers every 50 ms */
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
 
 /*
  * PARTS_LAG_NS before now, or later, the median event time, when that
@@ -51,7 +45,7 @@ static int cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		ts[i] = m->ev[i].ts;
-	qsort(ts, n, sizeof(*ts), cmp_u64);
+	qsort(ts, n, sizeof(*ts), array_cmp_u64);
 	*cut = n && ts[n / 2] > lag ? ts[n / 2] : lag;
 	if (latest < *cut)
 		*cut = latest;

@@ -257,7 +257,6 @@ int report_corr_build(struct hashmap *c, const struct rt_table *t);
 /* The host call that launched GPU work e, through c, or NULL. */
 const struct rt_event *report_launch_of(const struct hashmap *c, const struct rt_table *t,
 					const struct rt_event *e);
-int report_cmp_u64(const void *a, const void *b);
 uint64_t report_median_u64(uint64_t *v, size_t n);      /* sorts v */
 /* Split "qualname (file:line)" into its parts; false if it is not one. */
 bool report_split_frame(const char *frame, const char **qual, size_t *qlen,

@@ -36,18 +36,11 @@
 
 #define SYNC_SLACK 50000        /* ns */
 
-int report_cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return (x > y) - (x < y);
-}
-
 uint64_t report_median_u64(uint64_t *v, size_t n)
 {
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), report_cmp_u64);
+	qsort(v, n, sizeof(*v), array_cmp_u64);
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 

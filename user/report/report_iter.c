@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/array.h"
 #include "report/report.h"
 
 struct tok {
@@ -149,7 +150,7 @@ static int analyze(const struct rt_table *t, struct rep_iter *it, const uint64_t
 			continue;
 		for (size_t i = a + 1; i < b; i++)
 			gaps[i - a - 1] = tk[i].pos - tk[i - 1].pos;
-		qsort(gaps, c - 1, sizeof(*gaps), report_cmp_u64);
+		qsort(gaps, c - 1, sizeof(*gaps), array_cmp_u64);
 		for (size_t i = 0; i < c - 1; i += run) {
 			for (run = 1; i + run < c - 1 && gaps[i + run] == gaps[i]; run++)
 				;
