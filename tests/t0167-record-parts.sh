@@ -1,23 +1,33 @@
 #!/usr/bin/env bash
 # Recordings of any length: past --memory, record writes the older part
-# of its model out as a sorted run and merges the runs at the end.
+# of its model out as a sorted run beside each output and merges the runs
+# at the end.
 #  - the same simulated recording finished whole and in parts gives the
-#    same events, metadata and arrows (test_model_part, check_parts.py);
+#    same events, metadata and arrows, in JSON and in .pftrace (read back
+#    by gpubpf and by Perfetto) (test_model_part, check_parts.py);
 #  - a recording in parts still has every call of the workload with its
 #    arguments, imports into Perfetto with one arrow per GPU slice, and
 #    its report is that of 'gpubpf report' on the file;
-#  - .pftrace and .json.gz outputs, no files left behind, a full disk,
-#    bad --memory.
+#  - .pftrace and .json.gz outputs written in parts, the same slices in
+#    both, a graph launch's arrows to each of its kernels; no files left
+#    behind, a full disk, bad --memory.
 . "$(dirname "$0")/lib.sh"
 test_description "record --memory: a trace written in parts"
 require_bpf
 require_sim
+require_file "$GPUBPF_ROOT/build/bench/gpuwork"
 probed=$(probed_list)
 
 mkdir -p "$TMPD/unit"
 check "test_model_part: a recording finished whole and in parts" \
 	"$GPUBPF_ROOT/build/tests/test_model_part" "$TMPD/unit"
 tap_from "$PY" "$GPUBPF_ROOT/tests/check_parts.py" "$TMPD/unit/whole.json" "$TMPD/unit/parts.json"
+for f in whole parts; do
+	check "the $f .pftrace read back" "$GPUBPF" convert "$TMPD/unit/$f.pftrace" "$TMPD/unit/$f-pf.json"
+done
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_parts.py" "$TMPD/unit/whole-pf.json" "$TMPD/unit/parts-pf.json"
+perfetto_ok "$TMPD/unit/parts.pftrace"
+gil_flows_ok "$TMPD/unit/parts.json" "$TMPD/unit/parts.pftrace"
 
 export LD_LIBRARY_PATH="$SIMLIB"
 out=$TMPD/rec
@@ -48,11 +58,39 @@ is "no temporary JSON or run left" "$(ls -A "$out" | sort | tr '\n' ' ')" \
 	"run.json.gz run.pftrace train.json "
 perfetto_ok "$out/run.pftrace"
 perfetto_ok "$out/run.json.gz"
+if tp=$(trace_processor); then
+	per_cat="select category, count(*) from slice where category != 'gpubpf' group by 1 order by 1"
+	is "the same slices per category in the .pftrace and the .json.gz" \
+		"$("$tp" query "$out/run.pftrace" <<<"$per_cat" 2>/dev/null)" \
+		"$("$tp" query "$out/run.json.gz" <<<"$per_cat" 2>/dev/null)"
+else
+	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 1
+fi
 check "a .pftrace alone, recorded in parts" \
-	"$GPUBPF" record -q --memory 1M -o "$out/alone.pftrace" -- \
+	"$GPUBPF" record -v --memory 1M -o "$out/alone.pftrace" -- \
 	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 200 --sync-every 4
+like "in several parts" "$(grep -c "gpubpf: part [0-9]* written out" "$TMPD/.check.out")" \
+	'^([3-9]|[1-9][0-9]+)$'
 is "only the .pftrace is left" "$(ls -A "$out" | sort | tr '\n' ' ')" \
 	"alone.pftrace run.json.gz run.pftrace train.json "
+sed -n '/^gpubpf report: /,$p' "$TMPD/.check.out" >"$TMPD/record-report.txt"
+"$GPUBPF" report "$out/alone.pftrace" >"$TMPD/report.txt" 2>&1
+check "record's report is that of 'gpubpf report' on the .pftrace" \
+	cmp "$TMPD/record-report.txt" "$TMPD/report.txt"
+check "3000 graph launches of 5 kernels, in parts" \
+	"$GPUBPF" record -v --memory 1M -o "$out/graph.pftrace" -- \
+	"$GPUBPF_ROOT/build/bench/gpuwork" -l "$SIMLIB/libcuda.so.1" -m graph -k 5 -r 3000
+like "in several parts" "$(grep -c "gpubpf: part [0-9]* written out" "$TMPD/.check.out")" \
+	'^([3-9]|[1-9][0-9]+)$'
+perfetto_ok "$out/graph.pftrace"    # each kernel with an arrow from its launch
+if tp=$(trace_processor); then
+	is "every kernel of the graph launches, each reached by one flow" \
+		"$("$tp" query "$out/graph.pftrace" <<<"select count(*), count(distinct f.id) from slice s
+			join flow f on f.slice_in = s.id where s.category = 'kernel'" 2>/dev/null | tail -1)" \
+		"15000,15000"
+else
+	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 1
+fi
 
 # a disk that fills up: the recording stops, says why once, writes nothing
 full=$TMPD/full

@@ -522,8 +522,9 @@ static const TrackEvent *state_at(struct trace *t, const char *name, uint64_t ts
 
 /*
  * GIL waits (model_util.h's unit_gil_states(), no events): the holder's
- * span starts a flow to each wait linked to it (ids 1 + the wait's
- * index), before them; a wait for a waiting holder has none.
+ * span starts a flow to each wait linked to it (ids: the arrow id 1 + the
+ * wait's index, shifted by 24 bits where GPU records' ranks go), before
+ * them; a wait for a waiting holder has none.
  */
 static void test_gil_flows(const char *path)
 {
@@ -545,11 +546,11 @@ static void test_gil_flows(const char *path)
 	w1 = state_at(&t, "GIL wait (held by 602)", 2000, &i1);
 	w5 = state_at(&t, "GIL wait (held by 602)", 1000, &i5);
 	w6 = state_at(&t, "GIL wait (held by 603)", 2500, &i6);
-	ok(h && h->n_flow_ids == 2 && h->flow_ids[0] == 2 && h->flow_ids[1] == 6 &&
+	ok(h && h->n_flow_ids == 2 && h->flow_ids[0] == 2 << 24 && h->flow_ids[1] == 6 << 24 &&
 	   !h->n_terminating_flow_ids, "gil: the holder's span starts flows 2 and 6");
-	ok(w1 && w1->n_terminating_flow_ids == 1 && w1->terminating_flow_ids[0] == 2 &&
+	ok(w1 && w1->n_terminating_flow_ids == 1 && w1->terminating_flow_ids[0] == 2 << 24 &&
 	   !w1->n_flow_ids, "gil: the later wait ends flow 2");
-	ok(w5 && w5->n_terminating_flow_ids == 1 && w5->terminating_flow_ids[0] == 6 &&
+	ok(w5 && w5->n_terminating_flow_ids == 1 && w5->terminating_flow_ids[0] == 6 << 24 &&
 	   !w5->n_flow_ids && ih < i5, "gil: the wait beginning with it ends flow 6, after it");
 	ok(w6 && !w6->n_flow_ids && !w6->n_terminating_flow_ids,
 	   "gil: no flow to a holder itself waiting");

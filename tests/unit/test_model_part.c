@@ -335,10 +335,13 @@ static void setup(struct model *m)
 int main(int argc, char **argv)
 {
 	struct export_opts opts = { .mem_sample_rate = argc > 2 ? atoi(argv[2]) : 0 };
-	struct export_parts *p;
+	/* whole.json, parts.json, whole.pftrace, parts.pftrace */
+	static const char *const names[4] = { "whole.json", "parts.json", "whole.pftrace",
+					      "parts.pftrace" };
+	struct export_parts *p[2];
 	struct model whole, m;
 	struct sink out;
-	char path[2][512], err[512];
+	char path[4][512], err[512];
 	size_t next = 0;
 	uint64_t parts = 0, gpu_flows = 0, inflight = 0;
 	int ret;
@@ -347,8 +350,8 @@ int main(int argc, char **argv)
 		printf("Bail out! mkdtemp\n");
 		return 1;
 	}
-	snprintf(path[0], sizeof(path[0]), "%s/whole.json", argc > 1 ? argv[1] : unit_dir);
-	snprintf(path[1], sizeof(path[1]), "%s/parts.json", argc > 1 ? argv[1] : unit_dir);
+	for (int f = 0; f < 4; f++)
+		snprintf(path[f], sizeof(path[f]), "%s/%s", argc > 1 ? argv[1] : unit_dir, names[f]);
 	make_items();
 	qsort(items, nitems, sizeof(*items), cmp_arrival);
 
@@ -356,12 +359,14 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nitems; i++)
 		feed(&whole, &items[i]);
 	ok(model_finish(&whole) == 0, "whole: finished");
-	ok(export_file(&whole, &opts, path[0], err, sizeof(err)) == 0, "whole: written");
+	ok(export_file(&whole, &opts, path[0], err, sizeof(err)) == 0, "whole: JSON written");
+	ok(export_file(&whole, &opts, path[2], err, sizeof(err)) == 0, "whole: .pftrace written");
 	for (size_t i = 0; i < whole.nev; i++)
 		gpu_flows += whole.ev[i].kind != EV_API && whole.ev[i].flow;
 
 	setup(&m);
-	ok(export_parts_open(&p, path[1], &opts) == 0, "parts: open");
+	ok(export_parts_open(&p[0], path[1], &opts) == 0, "parts: JSON open");
+	ok(export_parts_open(&p[1], path[3], &opts) == 0, "parts: .pftrace open");
 	/* a part after every 200 items, as the recorder does past its memory */
 	for (size_t i = 0; i < nitems; i++) {
 		feed(&m, &items[i]);
@@ -381,7 +386,8 @@ int main(int argc, char **argv)
 					if (m.ev[k].ts >= cut && m.ev[k].kind == EV_API)
 						ret = -EINVAL;
 				inflight += cut < now - PARTS_LAG;
-				ret = ret ?: export_parts_add(p, &m) ?: model_part_next(&m);
+				ret = ret ?: export_parts_add(p[0], &m) ?: export_parts_add(p[1], &m) ?:
+				      model_part_next(&m);
 			}
 			if (ret) {
 				printf("not ok - part at item %zu: %s\n", i, strerror(-ret));
@@ -392,12 +398,15 @@ int main(int argc, char **argv)
 	}
 	/* runs merged twice on the way (16 into 1) */
 	ok(parts >= 33, "parts: %llu taken before the last", (unsigned long long)parts);
-	ok(open_fds() < 3 + 16, "parts: their runs merged as they come (%d files open)",
+	ok(open_fds() < 3 + 2 * 16, "parts: their runs merged as they come (%d files open)",
 	   open_fds());
 	ok(inflight >= 2, "parts: %llu cut before a call in flight", (unsigned long long)inflight);
 	ok(model_finish(&m) == 0, "parts: the last finished");
-	ret = sink_open(&out, path[1]) ?: export_parts_finish(p, &m, &out) ?: sink_commit(&out);
-	ok(ret == 0, "parts: written (%s)", ret ? strerror(-ret) : "ok");
+	for (int f = 0; f < 2; f++) {
+		ret = sink_open(&out, path[2 * f + 1]) ?: export_parts_finish(p[f], &m, &out) ?:
+		      sink_commit(&out);
+		ok(ret == 0, "parts: %s written (%s)", names[2 * f + 1], ret ? strerror(-ret) : "ok");
+	}
 	ok(m.carry->events + m.nev == whole.nev, "as many events: %llu + %zu, whole %zu",
 	   (unsigned long long)m.carry->events, m.nev, whole.nev);
 	ok(m.skewed == whole.skewed, "as many skewed GPU events: %llu",
@@ -407,13 +416,14 @@ int main(int argc, char **argv)
 	ok(gpu_flows >= STEPS * 4 + STEPS / 4 + STEPS / 50, "the whole model links its GPU work: %llu",
 	   (unsigned long long)gpu_flows);
 	ok(m.flow_base > m.carry->events, "arrow ids of later parts after the earlier parts'");
-	export_parts_free(p);
+	export_parts_free(p[0]);
+	export_parts_free(p[1]);
 	model_release(&m);
 	model_release(&whole);
 	free(items);
 	if (argc < 2) {
-		remove(path[0]);
-		remove(path[1]);
+		for (int f = 0; f < 4; f++)
+			remove(path[f]);
 		remove(unit_dir);
 	}
 	return done_testing();

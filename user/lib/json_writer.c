@@ -60,6 +60,18 @@ int jw_init_file(struct jw *jw, FILE *f)
 	return ret;
 }
 
+int jw_init_mem(struct jw *jw)
+{
+	return jw_init(jw, NULL);
+}
+
+void jw_mem_reset(struct jw *jw)
+{
+	jw->len = 0;
+	jw->depth = 0;
+	jw->want_value = jw->done = false;
+}
+
 void jw_release(struct jw *jw)
 {
 	if (!jw)
@@ -75,7 +87,7 @@ int jw_flush(struct jw *jw)
 
 	if (jw->err)
 		return jw->err;
-	if (!jw->len)
+	if (!jw->len || (!jw->file && !jw->out))
 		return 0;
 	if (jw->file) {
 		errno = 0;
@@ -101,10 +113,28 @@ int jw_error(const struct jw *jw)
 	return jw->err;
 }
 
+/* A writer into memory: room for n more bytes.  0 or the sticky -ENOMEM. */
+static int grow(struct jw *jw, size_t n)
+{
+	size_t cap = jw->cap;
+	char *buf;
+
+	while (cap - jw->len < n)
+		cap *= 2;
+	buf = realloc(jw->buf, cap);
+	if (!buf)
+		return fail(jw, -ENOMEM);
+	jw->buf = buf;
+	jw->cap = cap;
+	return 0;
+}
+
 static int put(struct jw *jw, const void *p, size_t n)
 {
 	int ret;
 
+	if (jw->cap - jw->len < n && !jw->file && !jw->out && grow(jw, n))
+		return jw->err;
 	if (jw->cap - jw->len >= n) {
 		memcpy(jw->buf + jw->len, p, n);
 		jw->len += n;
@@ -124,7 +154,7 @@ static int put(struct jw *jw, const void *p, size_t n)
 
 static inline int putc_(struct jw *jw, char c)
 {
-	if (jw->len == jw->cap && jw_flush(jw))
+	if (jw->len == jw->cap && (!jw->file && !jw->out ? grow(jw, 1) : jw_flush(jw)))
 		return jw->err;
 	jw->buf[jw->len++] = c;
 	return 0;

@@ -31,7 +31,7 @@ struct sink;
 
 struct jw {
 	struct sink *out;               /* where it writes: a sink, or */
-	FILE *file;                     /* a stdio stream */
+	FILE *file;                     /* a stdio stream, or neither: memory */
 	char *buf;
 	size_t len, cap;
 	int err;                        /* sticky, -errno */
@@ -45,6 +45,12 @@ struct jw {
 int jw_init(struct jw *jw, struct sink *out);
 /* The same over a stdio stream (flushed into it, not closed). */
 int jw_init_file(struct jw *jw, FILE *f);
+/*
+ * A writer into memory only: its buffer grows to hold what is written, at
+ * jw->buf, jw->len bytes.  jw_mem_reset() empties it for the next value.
+ */
+int jw_init_mem(struct jw *jw);
+void jw_mem_reset(struct jw *jw);
 /* Free the buffer (without flushing).  NULL-safe, idempotent. */
 void jw_release(struct jw *jw);
 

@@ -649,20 +649,32 @@ static void set_ts_base(struct model *m)
 
 /*
  * Arrow ids: each call with GPU work linked to it (here, or kept for a
- * later part) gets its index + 1 after flow_base, and its work the same.
+ * later part) gets its index + 1 after flow_base, and its work the same;
+ * flow_k counts the work of each call, and ranks it.
  */
 static void set_flows(struct model *m)
 {
 	struct model_carry *c = m->carry;
 
 	for (size_t i = 0; i < m->nev; i++)
-		m->ev[i].flow = m->ev[i].kind == EV_API ? 0 : m->ev[i].flow;
-	for (size_t i = 0; i < m->nev; i++)
-		if (m->ev[i].kind != EV_API && m->ev[i].link != MODEL_NO_LINK)
-			m->ev[m->ev[i].link].flow = m->flow_base + m->ev[i].link + 1;
-	for (size_t i = 0; c && i < c->nev; i++)
-		if (c->ev[i].link != MODEL_NO_LINK)
-			m->ev[c->ev[i].link].flow = m->flow_base + c->ev[i].link + 1;
+		if (m->ev[i].kind == EV_API)
+			m->ev[i].flow = m->ev[i].flow_k = 0;
+	for (size_t i = 0; i < m->nev; i++) {
+		struct model_event *e = &m->ev[i];
+
+		if (e->kind != EV_API && e->link != MODEL_NO_LINK) {
+			m->ev[e->link].flow = m->flow_base + e->link + 1;
+			e->flow_k = m->ev[e->link].flow_k++;
+		}
+	}
+	for (size_t i = 0; c && i < c->nev; i++) {
+		struct model_event *e = &c->ev[i];
+
+		if (e->link != MODEL_NO_LINK) {
+			m->ev[e->link].flow = m->flow_base + e->link + 1;
+			e->flow_k = m->ev[e->link].flow_k++;
+		}
+	}
 	for (size_t i = 0; i < m->nev; i++)
 		if (m->ev[i].kind != EV_API && m->ev[i].link != MODEL_NO_LINK)
 			m->ev[i].flow = m->ev[m->ev[i].link].flow;

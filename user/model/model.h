@@ -82,6 +82,9 @@ struct model_event {
 	uint64_t graph_node;
 	uint32_t link;          /* after model_finish: GPU event -> index of the
 				   API event that caused it, else MODEL_NO_LINK */
+	uint32_t flow_k;        /* after model_finish, with flow: a call's number of
+				   GPU records linked to it, a record's rank among
+				   them (0, 1, ...) */
 	uint64_t pystack;       /* API: id of the thread's Python stack, 0 none */
 	uint64_t nstack;        /* API: id of its native stack, 0 none */
 	uint32_t native;        /* after model_finish: API: index + 1 of its native

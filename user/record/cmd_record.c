@@ -80,7 +80,7 @@ static int write_trace(struct record *r)
 
 	if (r->parts_failed)
 		return -EIO;
-	if (r->parts)
+	if (r->in_parts)
 		return record_parts_write(r);
 	ret = model_finish(&r->model);
 

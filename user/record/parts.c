@@ -2,8 +2,8 @@
 /*
  * gpubpf record in bounded memory: past --memory bytes of events, the
  * part of the model older than a cutoff is finished and written out as a
- * sorted run beside the trace (model_part.h, export.h's export_parts);
- * the trace is written whole at the end from the runs.
+ * sorted run beside each output (model_part.h, export.h's export_parts);
+ * each output is written whole at the end from its runs.
  *
  * The cutoff leaves in memory what may still change: calls whose
  * correlation announcement or GPU work has not arrived yet (the injection
@@ -16,7 +16,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 #include "lib/array.h"
 #include "lib/sink.h"
 #include "model/model_part.h"
@@ -59,22 +58,13 @@ static int cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64
 	return 0;
 }
 
-/* The first JSON output, else a temporary JSON beside the first output. */
-static void parts_path(struct record *r)
+/* Say why parts cannot be written beside path; the recording stops. */
+static int parts_fail(struct record *r, const char *path, int err)
 {
-	const char *first = r->outputs[0], *slash = strrchr(first, '/');
-
-	for (int i = 0; i < r->noutputs; i++) {
-		int f = sink_format(r->outputs[i]);
-
-		if (f == SINK_JSON || f == SINK_JSON_GZ) {
-			snprintf(r->parts_path, sizeof(r->parts_path), "%s", r->outputs[i]);
-			return;
-		}
-	}
-	snprintf(r->parts_path, sizeof(r->parts_path), "%.*s.%s.json",
-		 slash ? (int)(slash - first + 1) : 0, first, slash ? slash + 1 : first);
-	r->parts_tmp = 1;
+	fprintf(stderr, "gpubpf: cannot write events out beside %s: %s; recording stops\n", path,
+		strerror(-err));
+	r->parts_failed = 1;
+	return err;
 }
 
 int record_parts_spill(struct record *r, uint64_t now)
@@ -85,72 +75,79 @@ int record_parts_spill(struct record *r, uint64_t now)
 
 	if (r->parts_failed)
 		return -EIO;
-	if (!r->parts) {
-		parts_path(r);
-		ret = export_parts_open(&r->parts, r->parts_path, &r->o->export);
-		if (ret)
-			goto fail;
+	for (int i = 0; i < r->noutputs && !r->in_parts; i++)
+		if ((ret = export_parts_open(&r->parts[i], r->outputs[i], &r->o->export)))
+			return parts_fail(r, r->outputs[i], ret);
+	r->in_parts = 1;
+	ret = cutoff(m, now, probes_inflight_since(&r->probes), &cut) ?: model_part_take(m, cut);
+	if (ret)
+		return parts_fail(r, r->outputs[0], ret);
+	for (int i = 0; i < r->noutputs; i++)
+		if ((ret = export_parts_add(r->parts[i], m)))
+			return parts_fail(r, r->outputs[i], ret);
+	if ((ret = model_part_next(m)))
+		return parts_fail(r, r->outputs[0], ret);
+	/* what is kept may stay near --memory: half as much again first */
+	r->spill_at = model_event_bytes(m) + r->o->memory / 2;
+	if (r->spill_at < r->o->memory)
+		r->spill_at = r->o->memory;
+	if (r->o->verbose) {
+		unsigned long long bytes = 0;
+
+		for (int i = 0; i < r->noutputs; i++)
+			bytes += export_parts_bytes(r->parts[i]);
+		fprintf(stderr, "gpubpf: part %llu written out (%llu events so far, %.1f MB on "
+			"disk)\n", (unsigned long long)m->carry->parts,
+			(unsigned long long)m->carry->events, bytes / 1e6);
 	}
-	ret = cutoff(m, now, probes_inflight_since(&r->probes), &cut) ?: model_part_take(m, cut) ?: export_parts_add(r->parts, m) ?:
-	      model_part_next(m);
-	if (!ret) {
-		/* what is kept may stay near --memory: half as much again first */
-		r->spill_at = model_event_bytes(m) + r->o->memory / 2;
-		if (r->spill_at < r->o->memory)
-			r->spill_at = r->o->memory;
-		if (r->o->verbose)
-			fprintf(stderr, "gpubpf: part %llu written out (%llu events so far, %.1f MB "
-				"on disk)\n", (unsigned long long)m->carry->parts,
-				(unsigned long long)m->carry->events,
-				export_parts_bytes(r->parts) / 1e6);
-		return 0;
+	return 0;
+}
+
+/* Write the finished model's last part, then output i whole. */
+static int write_output(struct record *r, int i)
+{
+	const char *path = r->outputs[i];
+	struct sink out;
+	int ret = sink_open(&out, path);
+
+	if (ret) {
+		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out) : strerror(-ret));
+		return ret;
 	}
-fail:
-	fprintf(stderr, "gpubpf: cannot write events out beside %s: %s; recording stops\n",
-		r->parts_path, strerror(-ret));
-	r->parts_failed = 1;
+	ret = export_parts_finish(r->parts[i], &r->model, &out);
+	if (ret) {
+		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out)
+								 : strerror(-ret));
+		sink_abort(&out);
+	} else if ((ret = sink_commit(&out))) {
+		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
+	}
+	/* the runs are no longer needed: their disk space back */
+	export_parts_free(r->parts[i]);
+	r->parts[i] = NULL;
 	return ret;
 }
 
 int record_parts_write(struct record *r)
 {
-	struct sink out;
-	char err[600];
 	int ret = model_finish(&r->model);
 
-	if (!ret && !(ret = sink_open(&out, r->parts_path))) {
-		ret = export_parts_finish(r->parts, &r->model, &out);
-		if (ret) {
-			snprintf(err, sizeof(err), "%s", sink_errmsg(&out)[0] ? sink_errmsg(&out)
-							      : strerror(-ret));
-			sink_abort(&out);
-		} else if ((ret = sink_commit(&out))) {
-			snprintf(err, sizeof(err), "%s", sink_errmsg(&out));
-		}
-	} else {
-		snprintf(err, sizeof(err), "%.500s: %s", r->parts_path, strerror(-ret));
-	}
-	/* the runs are no longer needed: their disk space back */
-	export_parts_free(r->parts);
-	r->parts = NULL;
-	for (int i = 0; i < r->noutputs && !ret; i++)
-		if (strcmp(r->outputs[i], r->parts_path))
-			ret = export_convert(r->parts_path, &r->o->export, r->outputs[i], err,
-					     sizeof(err));
 	if (ret)
-		fprintf(stderr, "gpubpf: %s\n", err);
+		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
+	for (int i = 0; i < r->noutputs && !ret; i++)
+		ret = write_output(r, i);
 	return ret;
 }
 
 const char *record_parts_trace(const struct record *r)
 {
-	return r->parts_path[0] ? r->parts_path : NULL;
+	return r->in_parts ? r->outputs[0] : NULL;
 }
 
 void record_parts_release(struct record *r)
 {
-	export_parts_free(r->parts);
-	r->parts = NULL;
-	if (r->parts_tmp)
-		unlink(r->parts_path);
+	for (int i = 0; i < r->noutputs; i++) {
+		export_parts_free(r->parts[i]);
+		r->parts[i] = NULL;
+	}
 }

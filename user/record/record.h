@@ -76,10 +76,9 @@ struct record {
 	struct ring_buffer *rb;
 	struct model model;
 	struct collector coll;
-	/* bounded memory (parts.c): the trace written in parts */
-	struct export_parts *parts;
-	char parts_path[PATH_MAX];      /* the JSON they go into */
-	int parts_tmp;                  /* a temporary one (only .pftrace asked for) */
+	/* bounded memory (parts.c): each output written in parts */
+	struct export_parts *parts[RECORD_MAX_OUTPUTS];
+	int in_parts;
 	int parts_failed;
 	uint64_t spill_at;              /* event bytes past which a part is taken */
 };
@@ -102,9 +101,8 @@ static inline uint64_t now_ns(clockid_t clk)
  */
 int record_parts_spill(struct record *r, uint64_t now);
 /*
- * Write the trace of a recording written in parts: the last part, the
- * whole JSON, then each other output converted from it.  0 or -errno
- * (said).
+ * Write the trace of a recording written in parts: the last part, then
+ * each output whole from its parts.  0 or -errno (said).
  */
 int record_parts_write(struct record *r);
 /* The trace the closing report reads, NULL when not in parts. */

@@ -34,6 +34,12 @@ struct exporter {
 	 * or aborts it).  Returns 0 or -errno.
 	 */
 	int (*write)(const struct model *m, const struct export_opts *opts, struct sink *out);
+	/* The same document written in parts: see export_parts_open(). */
+	int (*parts_open)(void **state, const char *path, const struct export_opts *opts);
+	int (*parts_add)(void *state, const struct model *m);
+	int (*parts_finish)(void *state, const struct model *m, struct sink *out);
+	unsigned long long (*parts_bytes)(const void *state);
+	void (*parts_free)(void *state);
 };
 
 /*
@@ -59,13 +65,14 @@ int export_file(const struct model *m, const struct export_opts *opts, const cha
 		char *err, size_t errlen);
 
 /*
- * A Chrome JSON trace written in parts, for recordings of any length
- * (model_part.h): each part is written when it is taken, as a sorted run
- * in a temporary file in the output's directory; at the end the document
- * is written whole: its head from the last part's model (the processes,
- * threads and totals of the whole recording), the tracks of every part,
- * then the runs merged in time order.  Memory: the tracks and memory
- * counts (caches), not the events.
+ * A trace written in parts, for recordings of any length (model_part.h),
+ * in the format export_for(path) picks: each part is written when it is
+ * taken, as a sorted run of records (runs.h) in a temporary file in the
+ * output's directory; at the end the document is written whole: its head
+ * from the last part's model (the processes, threads and totals of the
+ * whole recording), the tracks of every part, then the runs merged in time
+ * order.  Memory: the tracks, memory counts and interned strings
+ * (caches), not the events.
  *
  *	export_parts_open(&p, "run.json", &opts);
  *	for each part: model_part_take(m, cutoff); export_parts_add(p, m);
@@ -82,6 +89,7 @@ int export_parts_add(struct export_parts *p, const struct model *m);
 int export_parts_finish(struct export_parts *p, const struct model *m, struct sink *out);
 /* Bytes the parts hold on disk so far. */
 unsigned long long export_parts_bytes(const struct export_parts *p);
+/* NULL-safe. */
 void export_parts_free(struct export_parts *p);
 
 /*

@@ -667,10 +667,30 @@ static int side_cursor_init(struct side_cursor *c, const struct model *m,
 	return ret ?: gil_flow_ends(m, c->links, &c->ends);
 }
 
+/*
+ * Where a body goes: into jw, or, a trace in parts, into runs, record by
+ * record (jw a writer into memory, emptied after each).
+ */
+struct body {
+	struct jw *jw;
+	struct runs *runs;
+};
+
+/* The record just written (ret: how that went) keyed by its start and duration. */
+static int body_put(struct body *b, int ret, uint64_t ts, uint64_t dur)
+{
+	if (ret || !b->runs || !b->jw->len)
+		return ret;
+	ret = runs_put(b->runs, ts, dur, b->jw->buf, b->jw->len);
+	jw_mem_reset(b->jw);
+	return ret;
+}
+
 /* Write the states, samples and counters at or before ts, earliest first. */
-static int write_side_until(struct jw *jw, const struct model *m, struct side_cursor *c,
+static int write_side_until(struct body *b, const struct model *m, struct side_cursor *c,
 			    uint64_t ts)
 {
+	struct jw *jw = b->jw;
 	int ret = 0;
 
 	while (!ret) {
@@ -683,13 +703,14 @@ static int write_side_until(struct jw *jw, const struct model *m, struct side_cu
 		uint64_t t_mc = mc ? mc->ts : UINT64_MAX;
 
 		if (mc && t_mc <= ts && t_mc <= t_st && t_mc <= t_sm) {
-			ret = write_mem_counter(jw, m, mc);
+			ret = body_put(b, write_mem_counter(jw, m, mc), t_mc, 0);
 			c->k++;
 		} else if (st && t_st <= ts && t_st <= t_sm) {
-			ret = write_state(jw, m, c->order[c->nstates], c->links, c->ends);
+			ret = body_put(b, write_state(jw, m, c->order[c->nstates], c->links, c->ends),
+				       t_st, st->dur);
 			c->nstates++;
 		} else if (sm && t_sm <= ts) {
-			ret = write_sample(jw, m, sm);
+			ret = body_put(b, write_sample(jw, m, sm), t_sm, 0);
 			c->nsamples++;
 		} else {
 			break;
@@ -723,19 +744,21 @@ static void write_head(struct jw *jw, const struct model *m, uint64_t nevents)
 }
 
 /* m's events, states, samples and counters, by time; mc as side_cursor_init(). */
-static int write_body(struct jw *jw, const struct model *m, const struct export_opts *opts,
+static int write_body(struct body *b, const struct model *m, const struct export_opts *opts,
 		      struct mem_counting *mc)
 {
 	struct side_cursor sc = { 0 };
 	int ret = side_cursor_init(&sc, m, opts, mc);
 
 	for (size_t i = 0; i < m->nev && !ret; i++) {
-		ret = write_side_until(jw, m, &sc, m->ev[i].ts);
-		if (!ret)
-			ret = write_event(jw, m, &m->ev[i]);
+		const struct model_event *ev = &m->ev[i];
+
+		ret = write_side_until(b, m, &sc, ev->ts) ?:
+		      body_put(b, write_event(b->jw, m, ev), ev->ts,
+			       ev->kind == EV_MEMORY ? 0 : ev->dur);
 	}
 	if (!ret)
-		ret = write_side_until(jw, m, &sc, UINT64_MAX);
+		ret = write_side_until(b, m, &sc, UINT64_MAX);
 	free(sc.ms);
 	free(sc.order);
 	free(sc.links);
@@ -758,20 +781,21 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 			struct sink *out)
 {
 	struct jw jw;
+	struct body b = { .jw = &jw };
 	int ret = jw_init(&jw, out);
 
 	if (!ret) {
 		write_head(&jw, m, m->nev);
 		ret = write_gpu_tracks(&jw, m->ev, m->nev) ?:
 		      write_state_tracks(&jw, m, m->states, m->nstates) ?:
-		      write_body(&jw, m, opts, NULL) ?: write_tail(&jw, out);
+		      write_body(&b, m, opts, NULL) ?: write_tail(&jw, out);
 	}
 	jw_release(&jw);
 	return ret;
 }
 
 /* A trace written in parts: see export.h. */
-struct export_parts {
+struct chrome_parts {
 	struct runs *runs;
 	struct mem_counting *mc;        /* memory counts, from part to part */
 	struct export_opts opts;
@@ -781,25 +805,39 @@ struct export_parts {
 	size_t nthr, cap_thr;
 	struct hashmap seen;            /* pid << 32 | tid of those tracks */
 	uint64_t events;
+	struct jw rec;                  /* the record being written */
 };
 
-int export_parts_open(struct export_parts **pp, const char *path, const struct export_opts *opts)
+static void parts_free(void *state)
 {
-	struct export_parts *p = calloc(1, sizeof(*p));
-	int ret;
+	struct chrome_parts *p = state;
 
-	*pp = p;
+	if (!p)
+		return;
+	runs_close(p->runs);
+	mem_counting_free(p->mc);
+	free(p->gpu);
+	free(p->thr);
+	hashmap_release(&p->seen);
+	jw_release(&p->rec);
+	free(p);
+}
+
+static int parts_open(void **state, const char *path, const struct export_opts *opts)
+{
+	struct chrome_parts *p = calloc(1, sizeof(*p));
+
+	*state = p;
 	if (!p)
 		return -ENOMEM;
 	p->opts = *opts;
 	hashmap_init(&p->seen);
 	p->mc = mem_counting_new();
-	ret = p->mc ? runs_open(&p->runs, path) : -ENOMEM;
-	return ret;
+	return !p->mc ? -ENOMEM : jw_init_mem(&p->rec) ?: runs_open(&p->runs, path);
 }
 
 /* The GPU and state tracks of m that earlier parts did not have. */
-static int add_tracks(struct export_parts *p, const struct model *m)
+static int add_tracks(struct chrome_parts *p, const struct model *m)
 {
 	int added;
 
@@ -827,34 +865,26 @@ static int add_tracks(struct export_parts *p, const struct model *m)
 	return 0;
 }
 
-int export_parts_add(struct export_parts *p, const struct model *m)
+static int parts_add(void *state, const struct model *m)
 {
-	FILE *f = runs_add(p->runs);
-	struct jw jw;
-	int ret;
+	struct chrome_parts *p = state;
+	struct body b = { .jw = &p->rec, .runs = p->runs };
 
-	if (!f)
-		return -errno;
-	ret = add_tracks(p, m) ?: jw_init_file(&jw, f);
-	if (ret)
-		return ret;
-	jw_arr_begin_lines(&jw);
-	ret = write_body(&jw, m, &p->opts, p->mc);
-	if (!ret) {
-		jw_arr_end(&jw);
-		ret = jw_finish(&jw);
-	}
-	if (!ret && fflush(f))
-		ret = -errno;
-	jw_release(&jw);
 	p->events += m->nev;
-	return ret;
+	jw_mem_reset(&p->rec);
+	return runs_add(p->runs) ?: add_tracks(p, m) ?: write_body(&b, m, &p->opts, p->mc);
 }
 
-int export_parts_finish(struct export_parts *p, const struct model *m, struct sink *out)
+static int put_raw(void *jw, uint64_t ts, uint64_t dur, const void *rec, size_t len)
 {
+	return jw_raw(jw, rec, len);
+}
+
+static int parts_finish(void *state, const struct model *m, struct sink *out)
+{
+	struct chrome_parts *p = state;
 	struct jw jw;
-	int ret = export_parts_add(p, m) ?: jw_init(&jw, out);
+	int ret = parts_add(p, m) ?: jw_init(&jw, out);
 
 	if (ret)
 		return ret;
@@ -862,30 +892,25 @@ int export_parts_finish(struct export_parts *p, const struct model *m, struct si
 	write_head(&jw, m, p->events);
 	ret = write_gpu_tracks(&jw, p->gpu, p->ngpu) ?:
 	      write_state_tracks(&jw, m, p->thr, p->nthr) ?:
-	      runs_merge(p->runs, &jw) ?: write_tail(&jw, out);
+	      runs_merge(p->runs, put_raw, &jw) ?: write_tail(&jw, out);
 	jw_release(&jw);
 	return ret;
 }
 
-unsigned long long export_parts_bytes(const struct export_parts *p)
+static unsigned long long parts_bytes(const void *state)
 {
-	return runs_bytes(p->runs);
-}
+	const struct chrome_parts *p = state;
 
-void export_parts_free(struct export_parts *p)
-{
-	if (!p)
-		return;
-	runs_close(p->runs);
-	mem_counting_free(p->mc);
-	free(p->gpu);
-	free(p->thr);
-	hashmap_release(&p->seen);
-	free(p);
+	return runs_bytes(p->runs);
 }
 
 const struct exporter export_chrome = {
 	.name = "chrome",
 	.description = "Chrome trace event JSON (ui.perfetto.dev, chrome://tracing)",
 	.write = chrome_write,
+	.parts_open = parts_open,
+	.parts_add = parts_add,
+	.parts_finish = parts_finish,
+	.parts_bytes = parts_bytes,
+	.parts_free = parts_free,
 };

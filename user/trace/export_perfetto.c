@@ -27,11 +27,12 @@
  * are pointer values.  Event names, categories, annotation names and
  * string values (stack frames, kernel names) are interned: written once,
  * in the packet that first uses them.  A call starts one flow per GPU
- * record it caused (flow id: the GPU event's index + 1), ended by that
- * record.  A GIL holder's state span starts one flow per GIL wait linked
- * to it (model_gil_links(); flow id: the number of events + 1 + the
- * wait's index), ended by that wait (Perfetto draws it from the slice
- * that starts first).  Timestamps are CLOCK_MONOTONIC ns, the trace's own
+ * record it caused, ended by that record, and a GIL holder's state span
+ * one per GIL wait linked to it (model_gil_links()), ended by that wait
+ * (Perfetto draws it from the slice that starts first).  Flow ids are
+ * pf_flow(): the arrow ids of the model (model_event.flow for a call's,
+ * unique in the trace, also when it is written in parts) with the rank of
+ * the GPU record among its call's (model_event.flow_k).  Timestamps are CLOCK_MONOTONIC ns, the trace's own
  * clock (the clock snapshot says so: Perfetto shows the JSON's times),
  * written as deltas from the previous packet's (an incremental clock of
  * the sequence, its default, set in its first packet).  Events on the track
@@ -57,6 +58,7 @@
 #include "model/model.h"
 #include "trace/export.h"
 #include "trace/gpu_events.h"
+#include "trace/runs.h"
 #include "trace/schema.h"
 #include "trace/perfetto_trace.pb-c.h"
 
@@ -100,6 +102,7 @@ struct track {
 	uint32_t name;          /* model strtab id of a process or thread name (states: their
 				   thread's) */
 	uint32_t device, stream;
+	uint64_t count;         /* its slices and instants: the busiest is the default */
 	uint64_t *open;         /* end times of the open slices, innermost last */
 	size_t nopen, cap;
 	size_t hpos;            /* index in pf.heap + 1, 0 when not there */
@@ -130,6 +133,8 @@ struct pf {
 	struct dim dims[NDIMS]; /* by a hash of their values */
 	bool cats_sent;
 	uint64_t default_track; /* the track of events that name none */
+	uint64_t first_ts;      /* the clock snapshot's: first_ts() of the trace */
+	uint64_t nevents;       /* the trace's events (of all its parts) */
 	size_t npackets;
 	uint64_t last_ts;       /* CLOCK_DELTA_ID's value: the last timestamp written */
 	/* the packet being built */
@@ -208,62 +213,55 @@ static void compact_tracks(struct track_set *s)
 	size_t k = 0;
 
 	qsort(s->tr, s->n, sizeof(*s->tr), track_cmp);
-	for (size_t i = 0; i < s->n; i++)
-		if (!k || track_cmp(&s->tr[k - 1], &s->tr[i]))
+	for (size_t i = 0; i < s->n; i++) {
+		if (k && !track_cmp(&s->tr[k - 1], &s->tr[i]))
+			s->tr[k - 1].count += s->tr[i].count;
+		else
 			s->tr[k++] = s->tr[i];
+	}
 	s->n = s->sorted = k;
 }
 
-/* Add a track; repeats go at the next compaction, once half are new. */
+/*
+ * Add count slices or instants on a track; repeats go at the next
+ * compaction, once half are new.
+ */
 static int add_track(struct track_set *s, uint32_t pid, uint32_t tid, uint32_t device,
-		     uint32_t stream)
+		     uint32_t stream, uint64_t count)
 {
 	if (array_grow_bytes((void **)&s->tr, &s->cap, s->n + 1, sizeof(*s->tr)))
 		return -ENOMEM;
 	s->tr[s->n++] = (struct track){ .pid = pid, .tid = tid, .device = device,
-					 .stream = stream };
+					 .stream = stream, .count = count };
 	if (s->n >= 2 * s->sorted + 64)
 		compact_tracks(s);
 	return 0;
 }
 
 /*
- * Every track: processes, threads (named or with events), their states
- * (with states or samples), GPU lanes and memory counters, sorted by
- * (pid, rank) and unique.
+ * Every track, once all the trace's items went through collect_item():
+ * processes, threads (named or with events), their states (with states
+ * or samples), GPU lanes and memory counters, sorted by (pid, rank) and
+ * unique (s is taken).  The track with the most slices and instants is
+ * the sequence's default, so that its events leave out their track (2
+ * bytes a packet).
  */
-static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
+static int tracks_finish(struct pf *w, struct track_set *s)
 {
 	const struct model *m = w->m;
-	struct track_set s = { 0 };
+	size_t best = 0;
 	int ret = 0;
 
 	for (size_t i = 0; i < m->nprocs && !ret; i++)
-		ret = add_track(&s, m->procs[i].pid, PROCESS_TID, 0, 0);
+		ret = add_track(s, m->procs[i].pid, PROCESS_TID, 0, 0, 0);
 	for (size_t i = 0; i < m->nthreads && !ret; i++)
-		ret = add_track(&s, m->threads[i].pid, m->threads[i].tid, 0, 0);
-	for (size_t i = 0; i < m->nev && !ret; i++) {
-		const struct model_event *ev = &m->ev[i];
-
-		if (ev->kind != EV_API && ev->kind != EV_SCOPE && !gpu_has_track(ev))
-			continue;
-		ret = add_track(&s, ev->pid, PROCESS_TID, 0, 0);
-		if (!ret)
-			ret = add_track(&s, ev->pid, track_tid(ev), ev->device, ev->gpu_stream);
-	}
-	for (size_t i = 0; i < m->nstates && !ret; i++)
-		ret = add_track(&s, m->states[i].pid, TS_STATE_TID_BASE + m->states[i].tid, 0, 0);
-	for (size_t i = 0; i < m->nsamples && !ret; i++)
-		ret = add_track(&s, m->samples[i].pid, TS_STATE_TID_BASE + m->samples[i].tid, 0, 0);
-	for (size_t i = 0; i < nms && !ret; i++)
-		ret = add_track(&s, ms[i].pid, COUNTER_BASE + ms[i].device, ms[i].device, 0);
-	if (ret) {
-		free(s.tr);
+		ret = add_track(s, m->threads[i].pid, m->threads[i].tid, 0, 0, 0);
+	if (ret)
 		return ret;
-	}
-	compact_tracks(&s);
-	w->tracks = s.tr;
-	w->ntracks = s.n;
+	compact_tracks(s);
+	w->tracks = s->tr;
+	w->ntracks = s->n;
+	*s = (struct track_set){ 0 };
 	for (size_t i = 0; i < m->nprocs; i++)
 		find_track(w, m->procs[i].pid, PROCESS_TID)->name = m->procs[i].name;
 	for (size_t i = 0; i < m->nthreads; i++) {
@@ -274,34 +272,10 @@ static int collect_tracks(struct pf *w, const struct mem_sample *ms, size_t nms)
 		if (states)
 			w->tracks[states - 1].name = t->name;
 	}
-	return 0;
-}
-
-/*
- * The track with the most slices and instants: the sequence's default, so
- * that its events leave out their track (2 bytes a packet).
- */
-static int busiest_track(struct pf *w)
-{
-	size_t *n = calloc(w->ntracks, sizeof(*n)), best = 0;
-
-	if (!n)
-		return -ENOMEM;
-	for (size_t i = 0; i < w->m->nev; i++) {
-		const struct model_event *ev = &w->m->ev[i];
-
-		if (ev->kind == EV_API || ev->kind == EV_SCOPE || gpu_has_track(ev))
-			n[track_uuid(w, ev->pid, track_tid(ev)) - 1]++;
-	}
-	for (size_t i = 0; i < w->m->nstates; i++)
-		n[track_uuid(w, w->m->states[i].pid, TS_STATE_TID_BASE + w->m->states[i].tid) - 1]++;
-	for (size_t i = 0; i < w->m->nsamples; i++)
-		n[track_uuid(w, w->m->samples[i].pid, TS_STATE_TID_BASE + w->m->samples[i].tid) - 1]++;
 	for (size_t i = 1; i < w->ntracks; i++)
-		if (n[i] > n[best])
+		if (w->tracks[i].count > w->tracks[best].count)
 			best = i;
 	w->default_track = w->ntracks ? best + 1 : 0;
-	free(n);
 	return 0;
 }
 
@@ -915,30 +889,18 @@ static void call_args(struct pf *w, const struct model_event *ev)
 		arg_stack(w, TS_ARG_NATIVE_STACK, ev->native);
 }
 
-/* A driver call, starting a flow to each GPU record it caused. */
-static int write_call(struct pf *w, const struct model_event *ev, const uint32_t *gpu_next,
-		      uint32_t first)
+/* A driver call, starting a flow to each GPU record it caused (flows[0..n)). */
+static int write_call(struct pf *w, const struct model_event *ev, const uint64_t *flows,
+		      size_t n)
 {
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	uint64_t flows[16], *fl = flows, track;
-	size_t n = 0;
-	int ret;
+	uint64_t track;
 
-	for (uint32_t g = first; g; g = gpu_next[g - 1])
-		n++;
-	if (n > 16 && !(fl = malloc(n * sizeof(*fl))))
-		return w->err = -ENOMEM;
-	n = 0;
-	for (uint32_t g = first; g; g = gpu_next[g - 1])
-		fl[n++] = g;
 	te.n_flow_ids = n;
-	te.flow_ids = fl;
+	te.flow_ids = (uint64_t *)flows;
 	track = open_slice(w, ev);
 	call_args(w, ev);
-	ret = emit_begin(w, ev, track, &te, CAT_CUDA_API, str(w->m, ev->name));
-	if (fl != flows)
-		free(fl);
-	return ret;
+	return emit_begin(w, ev, track, &te, CAT_CUDA_API, str(w->m, ev->name));
 }
 
 /* A frame's function without its place: "step" of "step (train.py:12)"; NULL: no memory. */
@@ -973,7 +935,7 @@ static void where_args(struct pf *w, const struct model_event *ev)
 	arg_uint(w, TS_ARG_CORRELATION, ev->correlation);
 }
 
-/* Kernels, copies, memsets, ending the flow from their call (id: index + 1). */
+/* Kernels, copies, memsets, ending the flow from their call (flow; 0: none). */
 static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t flow)
 {
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
@@ -1004,7 +966,7 @@ static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t f
 	if (ev->graph_node)
 		arg_uint(w, TS_ARG_GRAPH_NODE, ev->graph_node);
 	where_args(w, ev);
-	if (ev->link != MODEL_NO_LINK) {
+	if (flow) {
 		te.n_terminating_flow_ids = 1;
 		te.terminating_flow_ids = &flow;
 	}
@@ -1033,23 +995,6 @@ static int write_gpu_memory(struct pf *w, const struct model_event *ev)
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 	return emit_event(w, &te, ev->ts, track_uuid(w, ev->pid, track_tid(ev)), CAT_MEMORY, name);
-}
-
-static int write_event(struct pf *w, size_t i, const uint32_t *gpu_next, const uint32_t *first)
-{
-	const struct model_event *ev = &w->m->ev[i];
-
-	if (ev->kind == EV_API)
-		return write_call(w, ev, gpu_next, first[i]);
-	if (ev->kind == EV_SCOPE)
-		return write_scope(w, ev);
-	if (ev->kind == EV_MEMORY)
-		return write_gpu_memory(w, ev);
-	if (gpu_wait_event(ev))
-		return write_gpu_wait(w, ev);
-	if (gpu_on_track(ev))
-		return write_gpu_work(w, ev, i + 1);
-	return 0;
 }
 
 static int write_counter(struct pf *w, const struct mem_sample *s)
@@ -1101,29 +1046,25 @@ static void gil_flows_release(struct gil_flows *g)
 	free(g->waits);
 }
 
-/* A thread state span, number i: a slice on its thread's state track. */
-static int write_state(struct pf *w, size_t i, const struct gil_flows *g)
+/*
+ * A thread state span: a slice on its thread's state track, starting the
+ * flows to the GIL waits linked to it (flows[0..n)), ending the one from
+ * its own holder's span (end; 0: none).
+ */
+static int write_state(struct pf *w, const struct model_state_span *s, const uint64_t *flows,
+		       size_t n, uint64_t end)
 {
 	TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
-	const struct model_state_span *s = &w->m->states[i];
 	const char *sc = s->syscall >= 0 ? model_syscall_name(s->syscall) : NULL;
 	uint64_t track = open_slice_at(w, s->pid, TS_STATE_TID_BASE + s->tid, s->ts,
 				       s->ts + s->dur);
-	uint64_t flows[16], *fl = flows, own;
-	size_t n = g->first ? g->first[i + 1] - g->first[i] : 0;
 	char name[64];
-	int ret;
 
-	if (n > 16 && !(fl = malloc(n * sizeof(*fl))))
-		return w->err = -ENOMEM;
-	for (size_t k = 0; k < n; k++)
-		fl[k] = w->m->nev + 1 + g->waits[g->first[i] + k];
 	te.n_flow_ids = n;
-	te.flow_ids = fl;
-	own = w->m->nev + 1 + i;
-	if (g->links && g->links[i]) {
+	te.flow_ids = (uint64_t *)flows;
+	if (end) {
 		te.n_terminating_flow_ids = 1;
-		te.terminating_flow_ids = &own;
+		te.terminating_flow_ids = &end;
 	}
 
 	model_state_label(s, name, sizeof(name));
@@ -1136,10 +1077,7 @@ static int write_state(struct pf *w, size_t i, const struct gil_flows *g)
 		arg_uint(w, TS_ARG_HOLDER_TID, s->holder);
 	if (s->stack)
 		arg_stack(w, TS_ARG_STACK, s->stack);
-	ret = emit_begin_at(w, s->ts, track, &te, CAT_STATE, name);
-	if (fl != flows)
-		free(fl);
-	return ret;
+	return emit_begin_at(w, s->ts, track, &te, CAT_STATE, name);
 }
 
 /* A CPU sample: an instant on its thread's state track, named as model_sample_name() says. */
@@ -1240,7 +1178,7 @@ static int write_clock(struct pf *w)
 	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
 	Perfetto__Protos__ClockSnapshot__Clock c[4], *cp[4];
 	Packet p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	uint64_t ts = first_ts(w->m);
+	uint64_t ts = w->first_ts;
 	static const uint32_t ids[4] = { CLOCK_MONOTONIC_ID, CLOCK_REALTIME_ID, CLOCK_BOOTTIME_ID,
 					 CLOCK_DELTA_ID };
 
@@ -1385,7 +1323,7 @@ static int write_metadata(struct pf *w)
 	arg_uint(w, TS_META_DROPPED_TOTAL, m->dropped_total);
 	if ((a = arg(w, TS_META_MISSING)))
 		pid_dict(w, a, &pp, false, v_missed);
-	arg_uint(w, TS_META_EVENTS, m->nev);
+	arg_uint(w, TS_META_EVENTS, w->nevents);
 	if ((a = arg(w, TS_META_GPU "." TS_GPU_DROPPED)))
 		pid_dict(w, a, &pp, false, v_gpu_dropped);
 	if ((a = arg(w, TS_META_GPU "." TS_GPU_ERRORS)))
@@ -1400,7 +1338,7 @@ static int write_metadata(struct pf *w)
 	arg_double(w, TS_META_GPU "." TS_GPU_MAX_SKEW, m->max_skew_ns / 1e3);
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
-	emit_event(w, &te, first_ts(m), 0, CAT_GPUBPF, "gpubpf");
+	emit_event(w, &te, w->first_ts, 0, CAT_GPUBPF, "gpubpf");
 cleanup:
 	free(pp.e);
 	free(pp.ep);
@@ -1408,24 +1346,235 @@ cleanup:
 	return w->err;
 }
 
+/* Items: what is written, in time order ------------------------------------ */
+
+enum { IT_EVENT, IT_STATE, IT_SAMPLE, IT_COUNTER };
+
+/* Ranks of GPU records of one call with an arrow each (a graph's kernels). */
+#define FLOW_RANKS (1u << 24)
+
+/*
+ * A flow's id from an arrow id of the model (unique in the trace, see
+ * model_part.h: a call's model_event.flow, or a GIL wait's, the wait's
+ * index + 1 after its part's events) and a rank (a GPU record's
+ * model_event.flow_k; 0 for a GIL wait's).
+ */
+static uint64_t pf_flow(uint64_t arrow, uint32_t rank)
+{
+	return arrow << 24 | rank;
+}
+
+/*
+ * One thing written: an event, a thread state span, a CPU sample or a
+ * memory counter value, with the ids of the flows it starts (flows[0..n))
+ * and of the one it ends (end; 0: none).
+ */
+struct item {
+	uint32_t kind;
+	uint32_t nflows;
+	uint64_t end;
+	union {
+		const struct model_event *ev;
+		const struct model_state_span *st;
+		const struct model_sample *sm;
+		const struct mem_sample *mc;
+	};
+	const uint64_t *flows;
+};
+
+typedef int (*item_fn)(void *ctx, const struct item *it);
+
+static uint64_t item_ts(const struct item *it)
+{
+	switch (it->kind) {
+	case IT_EVENT:
+		return it->ev->ts;
+	case IT_STATE:
+		return it->st->ts;
+	case IT_SAMPLE:
+		return it->sm->ts;
+	}
+	return it->mc->ts;
+}
+
+/* A slice's duration; 0 for instants and counter values. */
+static uint64_t item_dur(const struct item *it)
+{
+	if (it->kind == IT_STATE)
+		return it->st->dur;
+	return it->kind == IT_EVENT && it->ev->kind != EV_MEMORY ? it->ev->dur : 0;
+}
+
+/* A model's items, walked in time order (walk_model()). */
+struct walk {
+	const struct model *m;
+	struct gil_flows gil;
+	size_t *order;                  /* m->states by start time */
+	const struct mem_sample *ms;
+	size_t nms, k, nstates, nsamples;       /* counter values, states, samples walked */
+	uint64_t *flows;
+	size_t cap_flows;
+	item_fn fn;
+	void *ctx;
+};
+
+/* Room for n flow ids in k->flows. */
+static int walk_flows(struct walk *k, size_t n)
+{
+	return array_grow(&k->flows, &k->cap_flows, n ? n : 1);
+}
+
+static int walk_event(struct walk *k, size_t i)
+{
+	const struct model *m = k->m;
+	const struct model_event *ev = &m->ev[i];
+	struct item it = { .kind = IT_EVENT, .ev = ev };
+	size_t n = 0;
+
+	if (ev->kind == EV_API && ev->flow) {
+		n = ev->flow_k < FLOW_RANKS ? ev->flow_k : FLOW_RANKS;
+		if (walk_flows(k, n))
+			return -ENOMEM;
+		for (uint32_t r = 0; r < n; r++)
+			k->flows[r] = pf_flow(ev->flow, r);
+		it.flows = k->flows;
+		it.nflows = n;
+	} else if (ev->kind != EV_API && ev->kind != EV_SCOPE && ev->kind != EV_MEMORY &&
+		   !gpu_wait_event(ev)) {
+		if (!gpu_on_track(ev))
+			return 0;
+		if (ev->flow && ev->flow_k < FLOW_RANKS)
+			it.end = pf_flow(ev->flow, ev->flow_k);
+	}
+	return k->fn(k->ctx, &it);
+}
+
+static int walk_state(struct walk *k, size_t i)
+{
+	const struct model *m = k->m;
+	const struct gil_flows *g = &k->gil;
+	size_t n = g->first ? g->first[i + 1] - g->first[i] : 0;
+	struct item it = { .kind = IT_STATE, .st = &m->states[i], .nflows = n,
+			   .flows = k->flows };
+	uint64_t base = m->flow_base + m->nev + 1;
+
+	if (walk_flows(k, n))
+		return -ENOMEM;
+	for (size_t j = 0; j < n; j++)
+		k->flows[j] = pf_flow(base + g->waits[g->first[i] + j], 0);
+	it.flows = k->flows;
+	if (g->links && g->links[i])
+		it.end = pf_flow(base + i, 0);
+	return k->fn(k->ctx, &it);
+}
+
+/* The counter values, states and samples at or before ts, earliest first. */
+static int walk_others(struct walk *k, uint64_t ts)
+{
+	const struct model *m = k->m;
+	int ret = 0;
+
+	while (!ret) {
+		uint64_t c = k->k < k->nms ? k->ms[k->k].ts : UINT64_MAX;
+		uint64_t st = k->nstates < m->nstates ? m->states[k->order[k->nstates]].ts
+						      : UINT64_MAX;
+		uint64_t sm = k->nsamples < m->nsamples ? m->samples[k->nsamples].ts : UINT64_MAX;
+		uint64_t next = c < st ? c : st;
+
+		next = next < sm ? next : sm;
+		if (next > ts || next == UINT64_MAX)
+			break;
+		if (c == next)
+			ret = k->fn(k->ctx, &(struct item){ .kind = IT_COUNTER,
+							     .mc = &k->ms[k->k++] });
+		else if (st == next)
+			ret = walk_state(k, k->order[k->nstates++]);
+		else
+			ret = k->fn(k->ctx, &(struct item){ .kind = IT_SAMPLE,
+							     .sm = &m->samples[k->nsamples++] });
+	}
+	return ret;
+}
+
+/*
+ * Hand fn m's items in time order: its events, with its memory counter
+ * values ms[0..nms), thread states and samples at or before each.
+ */
+static int walk_model(const struct model *m, const struct mem_sample *ms, size_t nms,
+		      item_fn fn, void *ctx)
+{
+	struct walk k = { .m = m, .ms = ms, .nms = nms, .fn = fn, .ctx = ctx };
+	int ret = model_states_by_time(m, &k.order) ?: gil_flows_init(&k.gil, m);
+
+	for (size_t i = 0; i < m->nev && !ret; i++)
+		ret = walk_others(&k, m->ev[i].ts) ?: walk_event(&k, i);
+	if (!ret)
+		ret = walk_others(&k, UINT64_MAX);
+	free(k.order);
+	free(k.flows);
+	gil_flows_release(&k.gil);
+	return ret;
+}
+
+/* Add an item's track (and its process's) to a track_set (tracks_finish()). */
+static int collect_item(void *set, const struct item *it)
+{
+	const struct model_event *ev = it->ev;
+	int ret;
+
+	switch (it->kind) {
+	case IT_EVENT:
+		if (ev->kind != EV_API && ev->kind != EV_SCOPE && !gpu_has_track(ev))
+			return 0;
+		ret = add_track(set, ev->pid, PROCESS_TID, 0, 0, 0);
+		return ret ?: add_track(set, ev->pid, track_tid(ev), ev->device, ev->gpu_stream, 1);
+	case IT_STATE:
+		return add_track(set, it->st->pid, TS_STATE_TID_BASE + it->st->tid, 0, 0, 1);
+	case IT_SAMPLE:
+		return add_track(set, it->sm->pid, TS_STATE_TID_BASE + it->sm->tid, 0, 0, 1);
+	}
+	return add_track(set, it->mc->pid, COUNTER_BASE + it->mc->device, it->mc->device, 0, 0);
+}
+
+/* Write an item, after the ends of the slices that end before it. */
+static int write_item(void *pf, const struct item *it)
+{
+	struct pf *w = pf;
+	const struct model_event *ev = it->ev;
+
+	if (end_before(w, item_ts(it)))
+		return w->err;
+	switch (it->kind) {
+	case IT_STATE:
+		return write_state(w, it->st, it->flows, it->nflows, it->end);
+	case IT_SAMPLE:
+		return write_sample(w, it->sm);
+	case IT_COUNTER:
+		return write_counter(w, it->mc);
+	}
+	if (ev->kind == EV_API)
+		return write_call(w, ev, it->flows, it->nflows);
+	if (ev->kind == EV_SCOPE)
+		return write_scope(w, ev);
+	if (ev->kind == EV_MEMORY)
+		return write_gpu_memory(w, ev);
+	if (gpu_wait_event(ev))
+		return write_gpu_wait(w, ev);
+	return write_gpu_work(w, ev, it->end);
+}
+
 /* The writer ---------------------------------------------------------------- */
 
-/* For each call, the GPU events linked to it: first[call], gpu_next[gpu]. */
-static int link_gpu(const struct model *m, uint32_t **first, uint32_t **gpu_next)
+/* A writer of m's strings and stacks into out. */
+static int pf_init(struct pf *w, const struct model *m, struct sink *out)
 {
-	*first = calloc(m->nev + 1, sizeof(**first));
-	*gpu_next = calloc(m->nev + 1, sizeof(**gpu_next));
-	if (!*first || !*gpu_next)
-		return -ENOMEM;
-	for (size_t i = m->nev; i-- > 0;) {
-		const struct model_event *ev = &m->ev[i];
-
-		if (!gpu_on_track(ev) || ev->link == MODEL_NO_LINK)
-			continue;
-		(*gpu_next)[i] = (*first)[ev->link];
-		(*first)[ev->link] = i + 1;
-	}
-	return 0;
+	*w = (struct pf){ .m = m, .out = out };
+	perfetto__protos__interned_data__init(&w->interned);
+	itab_init(&w->names);
+	itab_init(&w->anames);
+	itab_init(&w->strs);
+	w->stack_iid = calloc(m->nstacks + 1, sizeof(*w->stack_iid));
+	return w->stack_iid ? 0 : -ENOMEM;
 }
 
 static void pf_release(struct pf *w)
@@ -1448,96 +1597,188 @@ static void pf_release(struct pf *w)
 	free(w->zbuf);
 }
 
-/* Counter values, states and samples merged with the events, by time. */
-struct others {
-	const struct mem_sample *ms;
-	size_t nms, k;          /* counter values, written */
-	size_t *order;          /* m->states by start time */
-	struct gil_flows gil;
-	size_t nstates, nsamples;       /* written */
-};
-
-/* Write the counter values, states and samples at or before ts, earliest first. */
-static int write_others(struct pf *w, struct others *o, uint64_t ts)
+/* What comes before the items: the clock, the tracks of set, the metadata. */
+static int write_head(struct pf *w, struct track_set *set)
 {
-	const struct model *m = w->m;
-
-	while (!w->err) {
-		uint64_t c = o->k < o->nms ? o->ms[o->k].ts : UINT64_MAX;
-		uint64_t st = o->nstates < m->nstates ? m->states[o->order[o->nstates]].ts : UINT64_MAX;
-		uint64_t sm = o->nsamples < m->nsamples ? m->samples[o->nsamples].ts : UINT64_MAX;
-		uint64_t next = c < st ? c : st;
-
-		next = next < sm ? next : sm;
-		if (next > ts || next == UINT64_MAX || end_before(w, next))
-			break;
-		if (c == next)
-			write_counter(w, &o->ms[o->k++]);
-		else if (st == next)
-			write_state(w, o->order[o->nstates++], &o->gil);
-		else
-			write_sample(w, &m->samples[o->nsamples++]);
-	}
-	return w->err;
-}
-
-static int write_events(struct pf *w, const struct mem_sample *ms, size_t nms)
-{
-	const struct model *m = w->m;
-	uint32_t *first = NULL, *gpu_next = NULL;
-	struct others o = { .ms = ms, .nms = nms };
+	int ret = tracks_finish(w, set);
 
 	w->heap = calloc(w->ntracks + 1, sizeof(*w->heap));
-	w->err = w->heap ? link_gpu(m, &first, &gpu_next) : -ENOMEM;
-	if (!w->err)
-		w->err = model_states_by_time(m, &o.order) ?: gil_flows_init(&o.gil, m);
-	for (size_t i = 0; i < m->nev && !w->err; i++)
-		if (!write_others(w, &o, m->ev[i].ts) && !end_before(w, m->ev[i].ts))
-			write_event(w, i, gpu_next, first);
-	write_others(w, &o, UINT64_MAX);
-	end_before(w, UINT64_MAX);
-	free(o.order);
-	gil_flows_release(&o.gil);
-	free(first);
-	free(gpu_next);
-	return w->err;
+	if (!ret && !w->heap)
+		ret = -ENOMEM;
+	if (!ret)
+		ret = write_clock(w);
+	for (size_t i = 0; i < w->ntracks && !ret; i++)
+		ret = write_track(w, &w->tracks[i]);
+	return ret ?: write_metadata(w);
+}
+
+/* After the items: the slices still open, the last packets. */
+static int write_tail(struct pf *w)
+{
+	return end_before(w, UINT64_MAX) ?: flush_chunk(w);
 }
 
 static int perfetto_write(const struct model *m, const struct export_opts *opts,
 			  struct sink *out)
 {
 	struct mem_sample *ms = NULL;
-	struct pf w = { .m = m, .out = out };
+	struct track_set set = { 0 };
+	struct pf w;
 	size_t nms = 0;
-	int ret;
+	int ret = pf_init(&w, m, out) ?: memory_counters(m, opts->mem_sample_rate, &ms, &nms) ?:
+		  walk_model(m, ms, nms, collect_item, &set);
 
-	perfetto__protos__interned_data__init(&w.interned);
-	itab_init(&w.names);
-	itab_init(&w.anames);
-	itab_init(&w.strs);
-	w.stack_iid = calloc(m->nstacks + 1, sizeof(*w.stack_iid));
-	ret = w.stack_iid ? memory_counters(m, opts->mem_sample_rate, &ms, &nms) : -ENOMEM;
+	w.first_ts = first_ts(m);
+	w.nevents = m->nev;
 	if (!ret)
-		ret = collect_tracks(&w, ms, nms);
-	if (!ret)
-		ret = busiest_track(&w);
-	if (!ret)
-		ret = write_clock(&w);
-	for (size_t i = 0; i < w.ntracks && !ret; i++)
-		ret = write_track(&w, &w.tracks[i]);
-	if (!ret)
-		ret = write_metadata(&w);
-	if (!ret)
-		ret = write_events(&w, ms, nms);
-	if (!ret)
-		ret = flush_chunk(&w);
+		ret = write_head(&w, &set) ?: walk_model(m, ms, nms, write_item, &w) ?:
+		      write_tail(&w);
+	free(set.tr);
 	free(ms);
 	pf_release(&w);
 	return ret;
+}
+
+/* A trace in parts (see export.h) --------------------------------------------- */
+
+/*
+ * An item in a run: this head, the object (struct model_event,
+ * model_state_span, model_sample or mem_sample), then nflows flow ids.
+ * Runs are this process's own files: native layout.
+ */
+struct item_rec {
+	uint32_t kind, nflows;
+	uint64_t end;
+};
+
+static const size_t item_size[] = {
+	[IT_EVENT] = sizeof(struct model_event), [IT_STATE] = sizeof(struct model_state_span),
+	[IT_SAMPLE] = sizeof(struct model_sample), [IT_COUNTER] = sizeof(struct mem_sample),
+};
+
+struct perfetto_parts {
+	struct runs *runs;
+	struct mem_counting *mc;        /* memory counts, from part to part */
+	struct export_opts opts;
+	struct track_set tracks;        /* of every part, counted */
+	uint64_t first_ts, events;
+	uint8_t *rec;                   /* the record being written */
+	size_t cap_rec;
+};
+
+static void parts_free(void *state)
+{
+	struct perfetto_parts *p = state;
+
+	if (!p)
+		return;
+	runs_close(p->runs);
+	mem_counting_free(p->mc);
+	free(p->tracks.tr);
+	free(p->rec);
+	free(p);
+}
+
+static int parts_open(void **state, const char *path, const struct export_opts *opts)
+{
+	struct perfetto_parts *p = calloc(1, sizeof(*p));
+
+	*state = p;
+	if (!p)
+		return -ENOMEM;
+	p->opts = *opts;
+	p->first_ts = UINT64_MAX;
+	p->mc = mem_counting_new();
+	return p->mc ? runs_open(&p->runs, path) : -ENOMEM;
+}
+
+/* An item into the newest run, its track counted. */
+static int put_item(void *state, const struct item *it)
+{
+	struct perfetto_parts *p = state;
+	struct item_rec h = { .kind = it->kind, .nflows = it->nflows, .end = it->end };
+	size_t size = item_size[it->kind], len = sizeof(h) + size + it->nflows * sizeof(uint64_t);
+	int ret = collect_item(&p->tracks, it);
+
+	if (ret || array_grow_bytes((void **)&p->rec, &p->cap_rec, len, 1))
+		return ret ?: -ENOMEM;
+	memcpy(p->rec, &h, sizeof(h));
+	memcpy(p->rec + sizeof(h), it->ev, size);       /* any member: the object */
+	memcpy(p->rec + sizeof(h) + size, it->flows, it->nflows * sizeof(uint64_t));
+	return runs_put(p->runs, item_ts(it), item_dur(it), p->rec, len);
+}
+
+static int parts_add(void *state, const struct model *m)
+{
+	struct perfetto_parts *p = state;
+	struct mem_sample *ms = NULL;
+	uint64_t first = first_ts(m);
+	size_t nms = 0;
+	int ret = runs_add(p->runs) ?:
+		  mem_counting_run(p->mc, m, p->opts.mem_sample_rate, &ms, &nms) ?:
+		  walk_model(m, ms, nms, put_item, p);
+
+	free(ms);
+	if (first && first < p->first_ts)
+		p->first_ts = first;
+	p->events += m->nev;
+	return ret;
+}
+
+/* An item read back from a run, written. */
+static int get_item(void *pf, uint64_t ts, uint64_t dur, const void *rec, size_t len)
+{
+	union {
+		struct model_event ev;
+		struct model_state_span st;
+		struct model_sample sm;
+		struct mem_sample mc;
+	} obj;
+	struct item_rec h;
+	struct item it;
+
+	if (len < sizeof(h))
+		return -EIO;
+	memcpy(&h, rec, sizeof(h));
+	if (h.kind > IT_COUNTER ||
+	    len != sizeof(h) + item_size[h.kind] + (size_t)h.nflows * sizeof(uint64_t))
+		return -EIO;
+	memcpy(&obj, (const uint8_t *)rec + sizeof(h), item_size[h.kind]);
+	it = (struct item){ .kind = h.kind, .nflows = h.nflows, .end = h.end, .ev = &obj.ev,
+			    .flows = (const void *)((const uint8_t *)rec + sizeof(h) +
+						    item_size[h.kind]) };
+	return write_item(pf, &it);
+}
+
+static int parts_finish(void *state, const struct model *m, struct sink *out)
+{
+	struct perfetto_parts *p = state;
+	struct pf w;
+	int ret = parts_add(p, m) ?: pf_init(&w, m, out);
+
+	if (ret)
+		return ret;
+	w.first_ts = p->first_ts == UINT64_MAX ? 0 : p->first_ts;
+	w.nevents = p->events;
+	ret = write_head(&w, &p->tracks) ?: runs_merge(p->runs, get_item, &w) ?: write_tail(&w);
+	pf_release(&w);
+	return ret;
+}
+
+static unsigned long long parts_bytes(const void *state)
+{
+	const struct perfetto_parts *p = state;
+
+	return runs_bytes(p->runs);
 }
 
 const struct exporter export_perfetto = {
 	.name = "perfetto",
 	.description = "Perfetto protobuf TrackEvents (ui.perfetto.dev, trace_processor)",
 	.write = perfetto_write,
+	.parts_open = parts_open,
+	.parts_add = parts_add,
+	.parts_finish = parts_finish,
+	.parts_bytes = parts_bytes,
+	.parts_free = parts_free,
 };

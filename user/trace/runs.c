@@ -1,17 +1,17 @@
 // SPDX-License-Identifier: BSD-2-Clause
-/* Sorted runs of trace events, merged; see runs.h. */
+/* Sorted runs of trace records, merged; see runs.h. */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "lib/array.h"
-#include "lib/json_writer.h"
 #include "trace/runs.h"
-#include "trace/trace_reader.h"
 
 /*
  * Runs merge in tiers, so that a long recording holds a few dozen files
@@ -20,11 +20,17 @@
  */
 #define RUNS_FANIN 16
 
+/* A record's head in a run file (the file is this process's own). */
+struct rec_head {
+	uint64_t ts, dur;
+	uint32_t len;
+};
+
 struct run {
 	FILE *f;
-	char *line;             /* its next event, NUL-terminated, no separator */
-	size_t cap, len;
-	int64_t ts, dur;
+	struct rec_head head;   /* its next record's */
+	uint8_t *rec;           /* and bytes */
+	size_t cap;
 	bool done;
 	bool pick;              /* in the merge under way */
 	unsigned level;         /* merged level times */
@@ -92,7 +98,12 @@ static int new_run(struct runs *r, unsigned level, uint64_t seq)
 	return 0;
 }
 
-static int merge_picked(struct runs *r, struct jw *jw);
+static int merge_picked(struct runs *r, runs_fn fn, void *ctx);
+
+static int put_newest(void *r, uint64_t ts, uint64_t dur, const void *rec, size_t len)
+{
+	return runs_put(r, ts, dur, rec, len);
+}
 
 /* Merge the runs of the lowest level that has RUNS_FANIN into one: 0 or -errno. */
 static int compact(struct runs *r)
@@ -100,7 +111,6 @@ static int compact(struct runs *r)
 	unsigned count[64] = { 0 }, level = 64;
 	uint64_t seq = 0;
 	size_t k = 0;
-	struct jw jw;
 	int ret;
 
 	for (size_t i = 0; i < r->n; i++)
@@ -114,22 +124,13 @@ static int compact(struct runs *r)
 		if (r->run[i].pick && r->run[i].seq > seq)
 			seq = r->run[i].seq;
 	}
-	ret = new_run(r, level + 1, seq) ?: jw_init_file(&jw, r->run[r->n - 1].f);
-	if (ret)
-		return ret;
-	jw_arr_begin_lines(&jw);
-	ret = merge_picked(r, &jw);
-	if (!ret) {
-		jw_arr_end(&jw);
-		ret = jw_finish(&jw);
-	}
-	jw_release(&jw);
+	ret = new_run(r, level + 1, seq) ?: merge_picked(r, put_newest, r);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < r->n; i++) {
 		if (r->run[i].pick) {
 			fclose(r->run[i].f);
-			free(r->run[i].line);
+			free(r->run[i].rec);
 		} else {
 			r->run[k++] = r->run[i];
 		}
@@ -138,72 +139,50 @@ static int compact(struct runs *r)
 	return 0;
 }
 
-FILE *runs_add(struct runs *r)
+int runs_add(struct runs *r)
 {
-	int ret = compact(r) ?: new_run(r, 0, ++r->seq);
-
-	if (ret) {
-		errno = -ret;
-		return NULL;
-	}
-	return r->run[r->n - 1].f;
+	return compact(r) ?: new_run(r, 0, ++r->seq);
 }
 
-/* The number after key ("\"ts\":") in line, as ns; -EINVAL if absent or bad. */
-static int number_after(const char *line, const char *key, const char *at, int64_t *ns)
+int runs_put(struct runs *r, uint64_t ts, uint64_t dur, const void *rec, size_t len)
 {
-	const char *p = at ? at : strstr(line, key);
-	size_t len;
+	struct rec_head h = { .ts = ts, .dur = dur, .len = len };
+	FILE *f = r->n ? r->run[r->n - 1].f : NULL;
 
-	if (!p || strncmp(p, key, strlen(key)))
+	if (!f || len > UINT32_MAX)
 		return -EINVAL;
-	p += strlen(key);
-	len = strcspn(p, ",}");
-	return tr_parse_us_ns(p, len, ns);
+	errno = 0;
+	if (fwrite(&h, sizeof(h), 1, f) != 1 || (len && fwrite(rec, len, 1, f) != 1))
+		return errno ? -errno : -EIO;
+	return 0;
 }
 
-/* Read run's next event: 1, 0 at its end, -errno. */
+/* Read run's next record: 1, 0 at its end, -errno (-EIO: cut short). */
 static int run_next(struct run *run)
 {
-	ssize_t n;
-	const char *dur;
-
-	for (;;) {
-		n = getline(&run->line, &run->cap, run->f);
-		if (n < 0) {
-			run->done = true;
-			return ferror(run->f) ? -EIO : 0;
-		}
-		while (n && (run->line[n - 1] == '\n' || run->line[n - 1] == ','))
-			run->line[--n] = 0;
-		if (n && run->line[0] == '{')
-			break;
+	if (fread(&run->head, sizeof(run->head), 1, run->f) != 1) {
+		run->done = true;
+		return ferror(run->f) || !feof(run->f) ? -EIO : 0;
 	}
-	run->len = n;
-	/* ts, and dur right after it, as the exporter writes them: a raw
-	 * '"' cannot be inside a JSON string, so the first match is the key */
-	if (number_after(run->line, ",\"ts\":", NULL, &run->ts))
-		return -EINVAL;
-	dur = strstr(run->line, ",\"ts\":") + 6;
-	dur += strcspn(dur, ",}");
-	run->dur = 0;
-	if (!strncmp(dur, ",\"dur\":", 7) && number_after(run->line, ",\"dur\":", dur, &run->dur))
-		return -EINVAL;
+	if (array_grow_bytes((void **)&run->rec, &run->cap, run->head.len ? run->head.len : 1, 1))
+		return -ENOMEM;
+	if (run->head.len && fread(run->rec, run->head.len, 1, run->f) != 1)
+		return -EIO;
 	return 1;
 }
 
 /* Whether run a's head goes before run b's. */
 static bool before(const struct run *a, const struct run *b)
 {
-	if (a->ts != b->ts)
-		return a->ts < b->ts;
-	if (a->dur != b->dur)
-		return a->dur > b->dur;
+	if (a->head.ts != b->head.ts)
+		return a->head.ts < b->head.ts;
+	if (a->head.dur != b->head.dur)
+		return a->head.dur > b->head.dur;
 	return a->seq > b->seq;
 }
 
-/* The events of the runs picked, merged, into the array jw has open. */
-static int merge_picked(struct runs *r, struct jw *jw)
+/* The records of the runs picked, merged, to fn. */
+static int merge_picked(struct runs *r, runs_fn fn, void *ctx)
 {
 	int ret = 0;
 
@@ -228,7 +207,7 @@ static int merge_picked(struct runs *r, struct jw *jw)
 		}
 		if (!best)
 			break;
-		ret = jw_raw(jw, best->line, best->len);
+		ret = fn(ctx, best->head.ts, best->head.dur, best->rec, best->head.len);
 		if (!ret) {
 			ret = run_next(best);
 			ret = ret < 0 ? ret : 0;
@@ -237,11 +216,11 @@ static int merge_picked(struct runs *r, struct jw *jw)
 	return ret;
 }
 
-int runs_merge(struct runs *r, struct jw *jw)
+int runs_merge(struct runs *r, runs_fn fn, void *ctx)
 {
 	for (size_t i = 0; i < r->n; i++)
 		r->run[i].pick = true;
-	return merge_picked(r, jw);
+	return merge_picked(r, fn, ctx);
 }
 
 unsigned long long runs_bytes(const struct runs *r)
@@ -263,7 +242,7 @@ void runs_close(struct runs *r)
 	for (size_t i = 0; i < r->n; i++) {
 		if (r->run[i].f)
 			fclose(r->run[i].f);
-		free(r->run[i].line);
+		free(r->run[i].rec);
 	}
 	free(r->run);
 	free(r);
