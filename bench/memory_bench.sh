@@ -4,29 +4,30 @@
 # bench/gpuwork in rounds mode on the simulated driver (LAUNCHES launches
 # then a sync, every 100 ms: a steady 10*LAUNCHES launches/s, each with
 # its GPU record) is recorded for each length in SECS, with the default
-# --memory (64M) and with everything held (--memory 64G), -q (no report),
-# REPS repetitions interleaved: the recorder's peak RSS (getrusage), its
-# events and losses, and how long it took after the workload ended.
+# --memory (64M) into JSON and into .pftrace, and with everything held
+# (--memory 64G, JSON), -q (no report), REPS repetitions interleaved: the
+# recorder's peak RSS (getrusage), its events and losses, and how long it
+# took after the workload ended.
 # Writes its block of BENCHMARKS.md (between the memory-bench markers)
 # unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 REPS=${REPS:-3}
-SECS=${SECS:-10 20 40}
-LAUNCHES=${LAUNCHES:-2000}
+SECS=${SECS:-10 60}
+LAUNCHES=${LAUNCHES:-2500}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 make -s all build/bench/gpuwork
 export LD_LIBRARY_PATH="$PWD/build/sim"
 T=$(mktemp -d)
 trap 'rm -rf "$T"' EXIT
 
-# rec MEMORY SECS -> "peak_MB events dropped tail_s trace_MB"
+# rec MEMORY FORMAT SECS -> "peak_MB events dropped tail_s trace_MB"
 rec() {
-	python3 - "$1" "$2" "$LAUNCHES" "$T" <<'PYEOF'
+	python3 - "$1" "$2" "$3" "$LAUNCHES" "$T" <<'PYEOF'
 import os, re, resource, subprocess, sys, time
-mem, secs, n, tmp = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
-out = os.path.join(tmp, "m.json")
+mem, fmt, secs, n, tmp = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5]
+out = os.path.join(tmp, "m." + fmt)
 p = subprocess.Popen(["build/gpubpf", "record", "-q", "--memory", mem, "-o", out, "--",
                       "build/bench/gpuwork", "-l", "build/sim/libcuda.so.1", "-m", "rounds",
                       "-n", n, "-r", str(secs * 10)],
@@ -40,7 +41,7 @@ tail = end - last[-1] / 1e3 - 0.1 if last else float("nan")
 m = re.search(r"gpubpf: (\d+) events, (\d+) dropped", se)
 if p.returncode or not m:
     sys.exit("record failed: " + se[-300:])
-print("%.0f %s %s %.2f %.0f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
+print("%.0f %s %s %.2f %.1f" % (resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024,
                                 m.group(1), m.group(2), tail, os.path.getsize(out) / 1e6))
 os.unlink(out)
 PYEOF
@@ -49,14 +50,14 @@ PYEOF
 start=$(date +%s)
 for rep in $(seq "$REPS"); do
 	for s in $SECS; do
-		for mem in 64M 64G; do
-			r=$(rec "$mem" "$s")
-			echo "$mem $s $r" >>"$T/raw"
-			echo "rep $rep ${s}s --memory $mem: peak ${r%% *} MB (events dropped tail_s MB: ${r#* })"
+		for cfg in 64M:json 64M:pftrace 64G:json; do
+			r=$(rec "${cfg%:*}" "${cfg#*:}" "$s")
+			echo "$cfg $s $r" >>"$T/raw"
+			echo "rep $rep ${s}s --memory ${cfg%:*} .${cfg#*:}: peak ${r%% *} MB (events dropped tail_s MB: ${r#* })"
 		done
 	done
 done
-# col MEMORY SECS FIELD -> median of that field (1 peak, 2 events, 3 dropped, 4 tail, 5 MB)
+# col MEMORY:FORMAT SECS FIELD -> median of that field (1 peak, 2 events, 3 dropped, 4 tail, 5 MB)
 col() { awk -v m="$1" -v s="$2" -v f="$3" '$1 == m && $2 == s { print $(f + 2) }' "$T/raw" | median -; }
 
 block() {
@@ -67,12 +68,12 @@ block() {
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs (shared with other jobs); load average $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- $REPS repetitions, interleaved, medians; took $(($(date +%s) - start)) s"
 	echo
-	echo "bench/gpuwork -m rounds on the simulated driver: $LAUNCHES launches and a sync every 100 ms ($((LAUNCHES * 10)) launches/s, each with its kernel record), recorded with \`record -q\`. Peak RSS is the recorder's (getrusage of the children: gpuwork's own is a few MB); \"after\" is how long record ran once the workload's last round was over (writing the trace)."
+	echo "bench/gpuwork -m rounds on the simulated driver: $LAUNCHES launches and a sync every 100 ms ($((LAUNCHES * 10)) launches/s, each with its kernel record: $((LAUNCHES * 20)) events/s), recorded with \`record -q -o m.json\` or \`-o m.pftrace\`. Peak RSS is the recorder's (getrusage of the children: gpuwork's own is a few MB); \"after\" is how long record ran once the workload's last round was over (writing the trace)."
 	echo
-	echo "| length | events | --memory 64M: peak RSS | dropped | after | --memory 64G (all held): peak RSS | dropped | after | trace |"
-	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+	echo "| length | events | 64M, .json: peak RSS | dropped | after | 64M, .pftrace: peak RSS | dropped | after | 64G (all held), .json: peak RSS | dropped | after | .json | .pftrace |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for s in $SECS; do
-		echo "| ${s} s | $(col 64M "$s" 2) | $(col 64M "$s" 1) MB | $(col 64M "$s" 3) | $(col 64M "$s" 4) s | $(col 64G "$s" 1) MB | $(col 64G "$s" 3) | $(col 64G "$s" 4) s | $(col 64M "$s" 5) MB |"
+		echo "| ${s} s | $(col 64M:json "$s" 2) | $(col 64M:json "$s" 1) MB | $(col 64M:json "$s" 3) | $(col 64M:json "$s" 4) s | $(col 64M:pftrace "$s" 1) MB | $(col 64M:pftrace "$s" 3) | $(col 64M:pftrace "$s" 4) s | $(col 64G:json "$s" 1) MB | $(col 64G:json "$s" 3) | $(col 64G:json "$s" 4) s | $(col 64M:json "$s" 5) MB | $(col 64M:pftrace "$s" 5) MB |"
 	done
 	echo
 	echo "<!-- memory-bench:end -->"

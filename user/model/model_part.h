@@ -2,7 +2,7 @@
 /*
  * A model finished in parts, for recordings of any length: the recorder
  * takes the part of its model before a cutoff (model_part_take()), has
- * it written (a sorted run of the trace, see export_chrome_parts()), and
+ * it written (a sorted run of each output, see export.h's export_parts), and
  * goes on (model_part_next()); the last part is model_finish()'s.
  *
  * What the model keeps between parts is bounded by what is still open,

@@ -108,16 +108,13 @@ static int write_output(struct record *r, int i)
 {
 	const char *path = r->outputs[i];
 	struct sink out;
-	int ret = sink_open(&out, path);
+	int ret = sink_open(&out, path) ?: export_parts_finish(r->parts[i], &r->model, &out);
 
 	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out) : strerror(-ret));
-		return ret;
-	}
-	ret = export_parts_finish(r->parts[i], &r->model, &out);
-	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out)[0] ? sink_errmsg(&out)
-								 : strerror(-ret));
+		if (sink_errmsg(&out)[0])
+			fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
+		else
+			fprintf(stderr, "gpubpf: %s: %s\n", path, strerror(-ret));
 		sink_abort(&out);
 	} else if ((ret = sink_commit(&out))) {
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
