@@ -1704,7 +1704,8 @@ static int put_item(void *state, const struct item *it)
 		return ret ?: -ENOMEM;
 	memcpy(p->rec, &h, sizeof(h));
 	memcpy(p->rec + sizeof(h), it->ev, size);       /* any member: the object */
-	memcpy(p->rec + sizeof(h) + size, it->flows, it->nflows * sizeof(uint64_t));
+	if (it->nflows)
+		memcpy(p->rec + sizeof(h) + size, it->flows, it->nflows * sizeof(uint64_t));
 	return runs_put(p->runs, item_ts(it), item_dur(it), p->rec, len);
 }
 
