@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 /*
  * Helpers of the unit tests that build models and read back what was
- * written: a temporary directory, files read whole, events added.
+ * written: a temporary directory, files read whole, events added, file
+ * descriptors counted.
  *
  *	if (unit_mkdtemp("export")) -> Bail out
  *	e = unit_event(&m, ts, dur, pid, tid, "cuLaunchKernel");
@@ -10,6 +11,7 @@
 #ifndef GPUBPF_MODEL_UTIL_H
 #define GPUBPF_MODEL_UTIL_H
 
+#include <dirent.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,19 @@ static inline int unit_mkdtemp(const char *what)
 {
 	snprintf(unit_dir, sizeof(unit_dir), "/tmp/gpubpf-%s-XXXXXX", what);
 	return mkdtemp(unit_dir) ? 0 : -1;
+}
+
+/* The file descriptors this process has open. */
+static inline int open_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	while (d && readdir(d))
+		n++;
+	if (d)
+		closedir(d);
+	return n - 3;   /* ".", "..", and d's own */
 }
 
 /* unit_dir/name (the last four such paths stay valid). */

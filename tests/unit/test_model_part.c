@@ -12,16 +12,18 @@
  *
  *	test_model_part [DIR [MEMORY_RATE]]
  *
- * writes DIR (default: a new one in /tmp, removed after) /whole.json (fed whole, model_finish()) and DIR/parts.json
- * (fed in chunks, a part taken after each, PARTS_LAG behind the latest
- * arrival, or the entry of the earliest call in flight then, as the
- * recorder does), and checks what can be told in C: the parts, the event
- * counts, the ids.  Launches are entry-only (announced after they are
+ * writes DIR (default: a new one in /tmp, removed after) /whole.json and
+ * whole.pftrace (fed whole, model_finish()) and DIR/parts.json and
+ * parts.pftrace (fed in chunks, a part taken after each, PARTS_LAG behind
+ * the latest arrival, or the entry of the earliest call in flight then,
+ * as the recorder does), and checks what can be told in C: the parts, the
+ * event counts, the ids.  Launches are entry-only (announced after they are
  * sent); a 15 ms copy and a 30 ms sync are in flight across cutoffs, the
  * copy announced while in flight, after an entry-only call without one.
- * t0167 then compares the two traces event by event (tests/check_parts.py).
+ * t0167 then compares each pair event by event (tests/check_parts.py, the
+ * .pftrace files read back by gpubpf convert) and checks the .pftrace
+ * files with Perfetto's importer.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -222,18 +224,6 @@ static void make_items(void)
 }
 
 /* This process's open file descriptors. */
-static int open_fds(void)
-{
-	DIR *d = opendir("/proc/self/fd");
-	int n = 0;
-
-	while (d && readdir(d))
-		n++;
-	if (d)
-		closedir(d);
-	return n - 3;   /* ".", "..", and d's own */
-}
-
 static int cmp_arrival(const void *a, const void *b)
 {
 	const struct item *x = a, *y = b;

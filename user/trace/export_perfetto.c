@@ -38,6 +38,12 @@
  * the sequence, its default, set in its first packet).  Events on the track
  * with the most of them (the sequence's default track) name no track.
  *
+ * A model is written as a stream of items in time order (walk_model()):
+ * whole, straight into the writer; in parts (export.h's export_parts),
+ * each part's items are kept as records in sorted runs (runs.h) and go
+ * through the same writer, merged, at the end, so that the file is one
+ * sequence either way.
+ *
  * Packets go in time order.  Slices of a track are ended in nesting order:
  * a slice stays open while the slices that start inside it end inside it,
  * so a zero-length call at the end of its Python function is its child, as

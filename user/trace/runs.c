@@ -24,6 +24,7 @@
 struct rec_head {
 	uint64_t ts, dur;
 	uint32_t len;
+	uint32_t pad;           /* 0: no byte of the file is left unset */
 };
 
 struct run {
