@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # gpubpf convert IN OUT: a JSON or .pftrace trace read back into the model
 # and written in the format OUT names gives the very files record writes
-# from the model itself; report reads a .pftrace as its JSON; bad input is
-# one line and no output.
+# from the model itself, and past --memory the same events and arrows,
+# written in parts; report reads a .pftrace as its JSON; bad input is one
+# line and no output.
 . "$(dirname "$0")/lib.sh"
 test_description "convert: .json/.pftrace -> .pftrace/.json.gz/.json exactly as record writes them; bad input"
 require_bpf
@@ -23,6 +24,28 @@ check "record's .json, byte for byte" cmp "$TMPD/a.json" "$TMPD/d.json"
 ok "report reads the .pftrace as the .json (all but the line naming the file)" \
 	test -s "$TMPD/r.pf.txt" -a "$(cat "$TMPD/r.json.txt")" = "$(cat "$TMPD/r.pf.txt")"
 
+# a trace of any size: past --memory, converted in parts as record writes them
+mkdir -p "$TMPD/big"
+check "record 200 steps whole" "$GPUBPF" record -q --memory 1G -o "$TMPD/big/t.json" -- \
+	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 200 --sync-every 4
+for out in p.json p.pftrace; do
+	check "convert --memory 1M .json -> $out" \
+		"$GPUBPF" convert -v --memory 1M "$TMPD/big/t.json" "$TMPD/big/$out"
+	like "in several parts" "$(grep -c "gpubpf: part [0-9]* written out" "$TMPD/.check.out")" \
+		'^([3-9]|[1-9][0-9]+)$'
+done
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_parts.py" "$TMPD/big/t.json" "$TMPD/big/p.json"
+check "convert --memory 1M .pftrace -> .json" \
+	"$GPUBPF" convert --memory 1M "$TMPD/big/p.pftrace" "$TMPD/big/pp.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_parts.py" "$TMPD/big/t.json" "$TMPD/big/pp.json"
+perfetto_ok "$TMPD/big/p.pftrace"
+is "nothing left beside the outputs" "$(ls -A "$TMPD/big" | sort | tr '\n' ' ')" \
+	"p.json p.pftrace pp.json t.json "
+for bad in 0 100K lots; do
+	expect_error "convert --memory $bad is refused" 1 "invalid memory size '$bad'" \
+		"$GPUBPF" convert --memory "$bad" "$TMPD/a.json" "$TMPD/x.json"
+done
+
 # bad input: one line naming what is wrong, exit 1, no output file
 bad() {
 	local what=$1 want=$2 out rc=0
@@ -42,6 +65,11 @@ bad "no such file" "gpubpf: $TMPD/none.json: " "$TMPD/none.json" "$TMPD/x.pftrac
 bad "another tool's trace" "not a gpubpf trace" "$TMPD/foreign.json" "$TMPD/x.pftrace"
 bad "a truncated trace" "truncated" "$TMPD/cut.json" "$TMPD/x.pftrace"
 bad "a truncated .pftrace" "truncated" "$TMPD/cut.pftrace" "$TMPD/x.json"
+head -c 15000000 "$TMPD/big/t.json" >"$TMPD/big/cut.json"
+bad "a trace cut after parts were written" "truncated" --memory 1M "$TMPD/big/cut.json" \
+	"$TMPD/big/x.pftrace"
+is "nothing left of its parts" "$(ls -A "$TMPD/big" | sort | tr '\n' ' ')" \
+	"cut.json p.json p.pftrace pp.json t.json "
 bad "another tool's Perfetto trace" "not a gpubpf trace .a Perfetto trace without gpubpf's metadata.$" \
 	"$TMPD/foreign.pftrace" "$TMPD/x.json"
 bad "bytes that are no Perfetto trace" "not a Perfetto trace" "$TMPD/junk.pftrace" "$TMPD/x.json"

@@ -35,6 +35,7 @@
 #include "commands.h"
 #include "lib/sink.h"
 #include "merge/merge.h"
+#include "model/model_part.h"
 #include "trace/export.h"
 
 static int alloc_inputs(struct merge *m)
@@ -110,7 +111,8 @@ int cmd_merge(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&m.sink));
 		goto cleanup;
 	}
-	if (tmp[0] && export_convert(tmp, &(struct export_opts){ 0 }, o.output, err, sizeof(err))) {
+	if (tmp[0] && export_convert(tmp, &(struct export_opts){ 0 }, MODEL_PART_MEMORY, 0,
+				     o.output, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		goto cleanup;
 	}

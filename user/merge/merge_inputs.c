@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "merge/merge.h"
+#include "model/model_part.h"
 #include "trace/export.h"
 
 #define MAX_SHIFT_NS (1LL << 62)
@@ -92,7 +93,8 @@ static int open_input(struct merge *m, struct input *in)
 	}
 	if (merge_temp_json(m->o->output, tmp, sizeof(tmp)))
 		return -EINVAL;
-	ret = export_convert(in->path, &(struct export_opts){ 0 }, tmp, err, sizeof(err));
+	ret = export_convert(in->path, &(struct export_opts){ 0 }, MODEL_PART_MEMORY, 0, tmp, err,
+			     sizeof(err));
 	if (ret)
 		fprintf(stderr, "gpubpf: %s\n", err);
 	else if (trace_reader_open(&in->r, tmp) < 0)

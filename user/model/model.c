@@ -364,7 +364,8 @@ static int link_correlations(struct model *m, uint64_t cutoff, uint32_t **api_ou
 		struct model_event *e = &m->ev[api[k]];
 		const struct model_event *next = k + 1 < napi ? &m->ev[api[k + 1]] : NULL;
 
-		e->correlation = 0;
+		if (!m->read_back)      /* announcements say them again */
+			e->correlation = 0;
 		e->kept = parted && !e->dur && e->ts < cutoff &&
 			  (!next || next->pid != e->pid || next->tid != e->tid || next->ts >= cutoff);
 	}
@@ -711,7 +712,7 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 			continue;
 		/* a call kept from an earlier part is attributed again, with
 		 * the wakes known now */
-		if (m->carry && e->stack_tid)
+		if (m->carry && e->stack_tid && !m->read_back)
 			e->stack = e->stack_tid = 0;
 		if (e->pystack && (st = model_find_stack(m, e->pid, e->pystack)))
 			e->stack = st - m->stacks + 1;

@@ -195,6 +195,9 @@ struct model {
 	   the arrow ids the earlier parts used (the next part's start after) */
 	struct model_carry *carry;
 	uint64_t flow_base;
+	/* a trace read back (trace_import.h): its calls carry their correlations
+	   and attributions, and its states are those of processes with events */
+	bool read_back;
 };
 
 void model_init(struct model *m);

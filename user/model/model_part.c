@@ -123,7 +123,7 @@ static int split_states(struct model *m, uint64_t cutoff)
 				ret = -ENOMEM;
 			else
 				c->states[c->nstates++] = s;
-		} else if (hashmap_find(&c->pids, s.pid)) {
+		} else if (m->read_back || hashmap_find(&c->pids, s.pid)) {
 			m->states[k++] = s;
 		}
 	}
@@ -148,7 +148,7 @@ static int split_states(struct model *m, uint64_t cutoff)
 			if (array_grow(&c->samples, &c->cap_samples, c->nsamples + 1))
 				return -ENOMEM;
 			c->samples[c->nsamples++] = s;
-		} else if (hashmap_find(&c->pids, s.pid)) {
+		} else if (m->read_back || hashmap_find(&c->pids, s.pid)) {
 			m->samples[k++] = s;
 		}
 	}
@@ -223,6 +223,48 @@ int model_part_next(struct model *m)
 	m->nsamples = c->nsamples;
 	c->nev = c->nstates = c->nsamples = 0;
 	return 0;
+}
+
+#define PARTS_LAG_NS 5000000000ULL
+#define PARTS_MIN_LAG_NS 250000000ULL   /* the injection library delivers every 50 ms */
+
+/*
+ * PARTS_LAG_NS before now, or later, the median event time, when that
+ * holds less than half the events, but PARTS_MIN_LAG_NS before now at
+ * the latest; and not after inflight.  Unless that would leave more than
+ * three quarters of the events: then the first quartile's time (memory
+ * first).
+ */
+int model_part_cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64_t *cut)
+{
+	uint64_t *ts, lag = now > PARTS_LAG_NS ? now - PARTS_LAG_NS : 0;
+	uint64_t latest = now > PARTS_MIN_LAG_NS ? now - PARTS_MIN_LAG_NS : 0;
+	size_t n = m->nev, older = 0;
+
+	ts = malloc((n ? n : 1) * sizeof(*ts));
+	if (!ts)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		ts[i] = m->ev[i].ts;
+	qsort(ts, n, sizeof(*ts), array_cmp_u64);
+	*cut = n && ts[n / 2] > lag ? ts[n / 2] : lag;
+	if (latest < *cut)
+		*cut = latest;
+	if (inflight < *cut)
+		*cut = inflight;
+	while (older < n && ts[older] < *cut)
+		older++;
+	if (n && older < n / 4)
+		*cut = ts[n / 4];
+	free(ts);
+	return 0;
+}
+
+size_t model_part_next_at(const struct model *m, size_t memory)
+{
+	size_t at = model_event_bytes(m) + memory / 2;
+
+	return at < memory ? memory : at;
 }
 
 size_t model_event_bytes(const struct model *m)

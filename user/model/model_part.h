@@ -80,6 +80,26 @@ int model_part_next(struct model *m);
 /* Bytes m's events, announcements, states, samples and wakes take now. */
 size_t model_event_bytes(const struct model *m);
 
+/* The default budget of event bytes held (record --memory, convert). */
+#define MODEL_PART_MEMORY (64ULL << 20)
+
+/*
+ * Where to cut the next part, at time now (the latest arrival: of a
+ * recording, the clock; of a trace read back, the latest event): what may
+ * still change stays, calls whose announcement or GPU work has not
+ * arrived yet (the injection library delivers every 50 ms, GPU work may
+ * run seconds after its launch) and calls in flight since inflight
+ * (UINT64_MAX: none), whose record comes at their return.  0 or -ENOMEM.
+ */
+int model_part_cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64_t *cut);
+
+/*
+ * Event bytes past which the next part is due, once one was taken, for a
+ * budget of memory bytes: what is kept may stay near the budget, so half
+ * as much again first.
+ */
+size_t model_part_next_at(const struct model *m, size_t memory);
+
 void model_carry_release(struct model_carry *c);
 
 /* For model.c: finish m, or the part before cutoff (UINT64_MAX: all, the last). */

@@ -5,58 +5,18 @@
  * sorted run beside each output (model_part.h, export.h's export_parts);
  * each output is written whole at the end from its runs.
  *
- * The cutoff leaves in memory what may still change: calls whose
- * correlation announcement or GPU work has not arrived yet (the injection
- * library delivers every 50 ms, GPU work may run seconds after its
- * launch), so it is PARTS_LAG_NS before now, or, when events come faster
- * than --memory holds for that long, the time that halves them; and calls
- * still in flight, sent at their return (see cutoff()).
+ * The cutoff (model_part_cutoff()) leaves in memory what may still
+ * change: calls whose correlation announcement or GPU work has not arrived
+ * yet, and calls still in flight, sent at their return.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lib/array.h"
 #include "lib/sink.h"
 #include "model/model_part.h"
 #include "record/record.h"
 #include "trace/export.h"
-
-#define PARTS_LAG_NS 5000000000ULL
-#define PARTS_MIN_LAG_NS 250000000ULL   /* the injection library delivers every 50 ms */
-
-/*
- * PARTS_LAG_NS before now, or later, the median event time, when that
- * holds less than half the events, but PARTS_MIN_LAG_NS before now at
- * the latest; and not after the entry of a call still in flight
- * (inflight), whose record and announcements come at its return.  Unless
- * that would leave more than three quarters of the events: then the
- * first quartile's time (memory first).
- */
-static int cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64_t *cut)
-{
-	uint64_t *ts, lag = now > PARTS_LAG_NS ? now - PARTS_LAG_NS : 0;
-	uint64_t latest = now > PARTS_MIN_LAG_NS ? now - PARTS_MIN_LAG_NS : 0;
-	size_t n = m->nev, older = 0;
-
-	ts = malloc((n ? n : 1) * sizeof(*ts));
-	if (!ts)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		ts[i] = m->ev[i].ts;
-	qsort(ts, n, sizeof(*ts), array_cmp_u64);
-	*cut = n && ts[n / 2] > lag ? ts[n / 2] : lag;
-	if (latest < *cut)
-		*cut = latest;
-	if (inflight < *cut)
-		*cut = inflight;
-	while (older < n && ts[older] < *cut)
-		older++;
-	if (n && older < n / 4)
-		*cut = ts[n / 4];
-	free(ts);
-	return 0;
-}
 
 /* Say why parts cannot be written beside path; the recording stops. */
 static int parts_fail(struct record *r, const char *path, int err)
@@ -79,7 +39,8 @@ int record_parts_spill(struct record *r, uint64_t now)
 		if ((ret = export_parts_open(&r->parts[i], r->outputs[i], &r->o->export)))
 			return parts_fail(r, r->outputs[i], ret);
 	r->in_parts = 1;
-	ret = cutoff(m, now, probes_inflight_since(&r->probes), &cut) ?: model_part_take(m, cut);
+	ret = model_part_cutoff(m, now, probes_inflight_since(&r->probes), &cut) ?:
+	      model_part_take(m, cut);
 	if (ret)
 		return parts_fail(r, r->outputs[0], ret);
 	for (int i = 0; i < r->noutputs; i++)
@@ -87,10 +48,7 @@ int record_parts_spill(struct record *r, uint64_t now)
 			return parts_fail(r, r->outputs[i], ret);
 	if ((ret = model_part_next(m)))
 		return parts_fail(r, r->outputs[0], ret);
-	/* what is kept may stay near --memory: half as much again first */
-	r->spill_at = model_event_bytes(m) + r->o->memory / 2;
-	if (r->spill_at < r->o->memory)
-		r->spill_at = r->o->memory;
+	r->spill_at = model_part_next_at(m, r->o->memory);
 	if (r->o->verbose) {
 		unsigned long long bytes = 0;
 

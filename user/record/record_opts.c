@@ -9,11 +9,11 @@
 #include "gpubpf.h"
 #include "lib/parse.h"
 #include "lib/sink.h"
+#include "model/model_part.h"
 #include "record/discover.h"
 #include "record/record_opts.h"
 
 #define DEFAULT_RINGBUF (16ULL << 20)
-#define DEFAULT_MEMORY (64ULL << 20)
 #define MIN_MEMORY (1ULL << 20)
 #define DEFAULT_STACK_DEPTH 64
 #define DEFAULT_SAMPLE_HZ 1000
@@ -94,7 +94,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 	int c, n = 0, all = 0;
 
 	o->ringbuf = DEFAULT_RINGBUF;
-	o->memory = DEFAULT_MEMORY;
+	o->memory = MODEL_PART_MEMORY;
 	o->device = 1;
 	o->inject = 1;
 	o->stacks = 1;

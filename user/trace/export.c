@@ -7,6 +7,7 @@
 
 #include "lib/sink.h"
 #include "model/model.h"
+#include "model/model_part.h"
 #include "trace/export.h"
 #include "trace/trace_import.h"
 
@@ -74,14 +75,87 @@ void export_parts_free(struct export_parts *p)
 	free(p);
 }
 
-int export_convert(const char *in, const struct export_opts *opts, const char *out, char *err,
-		   size_t errlen)
+/* A part of m (a trace read back up to the instant now) into *p, opened for out first. */
+static int convert_part(struct model *m, struct export_parts **p, const struct export_opts *opts,
+			const char *out, uint64_t now)
 {
-	struct model m;
+	uint64_t cut;
+
+	if (!*p) {
+		int ret = export_parts_open(p, out, opts);
+
+		if (ret)
+			return ret;
+	}
+	return model_part_cutoff(m, now, UINT64_MAX, &cut) ?: model_part_take(m, cut) ?:
+	       export_parts_add(*p, m) ?: model_part_next(m);
+}
+
+/* The finished model, and its parts if any, into out. */
+static int convert_write(const struct model *m, struct export_parts *p,
+			 const struct export_opts *opts, const char *out, char *err, size_t errlen)
+{
+	struct sink s;
 	int ret;
 
+	if (!p)
+		return export_file(m, opts, out, err, errlen);
+	ret = sink_open(&s, out) ?: export_parts_finish(p, m, &s);
+	if (ret) {
+		if (sink_errmsg(&s)[0])
+			snprintf(err, errlen, "%s", sink_errmsg(&s));
+		else
+			snprintf(err, errlen, "%s: %s", out, strerror(-ret));
+		sink_abort(&s);
+	} else if ((ret = sink_commit(&s))) {
+		snprintf(err, errlen, "%s", sink_errmsg(&s));
+	}
+	return ret;
+}
+
+int export_convert(const char *in, const struct export_opts *opts, size_t memory, int verbose,
+		   const char *out, char *err, size_t errlen)
+{
+	struct export_parts *p = NULL;
+	struct trace_import ti;
+	struct model_event ev, *e;
+	struct model m;
+	size_t spill_at = memory;
+	uint64_t now = 0;
+	int ret;
+
+	if (errlen)
+		err[0] = 0;
 	model_init(&m);
-	ret = trace_import_file(&m, in, err, errlen) ?: export_file(&m, opts, out, err, errlen);
+	ret = trace_import_open(&ti, in, &m);
+	while (!ret && (ret = trace_import_next(&ti, &ev)) > 0) {
+		if (!(e = model_add_event(&m))) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "%s: %s", in, strerror(ENOMEM));
+			break;
+		}
+		*e = ev;
+		now = ev.ts > now ? ev.ts : now;
+		ret = 0;
+		if (memory && model_event_bytes(&m) >= spill_at) {
+			ret = convert_part(&m, &p, opts, out, now);
+			spill_at = model_part_next_at(&m, memory);
+			if (ret)
+				snprintf(err, errlen, "%s: %s", out, strerror(-ret));
+			else if (verbose)
+				fprintf(stderr, "gpubpf: part %llu written out (%llu events so far)\n",
+					(unsigned long long)m.carry->parts,
+					(unsigned long long)m.carry->events);
+		}
+	}
+	if (ret < 0 && !err[0])
+		snprintf(err, errlen, "%s", trace_import_errmsg(&ti));
+	trace_import_close(&ti);
+	if (!ret && (ret = model_finish(&m)))
+		snprintf(err, errlen, "%s: %s", in, strerror(-ret));
+	if (!ret)
+		ret = convert_write(&m, p, opts, out, err, errlen);
+	export_parts_free(p);
 	model_release(&m);
 	return ret;
 }

@@ -94,10 +94,12 @@ void export_parts_free(struct export_parts *p);
 
 /*
  * The gpubpf trace in (.json, .json.gz or .pftrace) read back into a
- * model (trace_import.h, held whole in memory) and written into out as
- * export_file() does.  0, or -errno with a one-line message in err.
+ * model (trace_import.h) and written into out as export_file() does; past
+ * memory bytes of events held (0: no bound), in parts, as record writes
+ * them, so that a trace of any size converts in bounded memory (verbose:
+ * each part said on stderr).  0, or -errno with a one-line message in err.
  */
-int export_convert(const char *in, const struct export_opts *opts, const char *out, char *err,
-		   size_t errlen);
+int export_convert(const char *in, const struct export_opts *opts, size_t memory, int verbose,
+		   const char *out, char *err, size_t errlen);
 
 #endif

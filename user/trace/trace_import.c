@@ -785,6 +785,7 @@ int trace_import_open(struct trace_import *ti, const char *path, struct model *m
 
 	memset(ti, 0, sizeof(*ti));
 	ti->m = m;
+	m->read_back = true;
 	ret = trace_reader_open(&ti->r, path);
 	if (!ret)
 		ret = read_metadata(ti);
