@@ -13,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include "lib/sink.h"
 #include "model/model_part.h"
 #include "record/record.h"
 #include "trace/export.h"
@@ -64,19 +63,11 @@ int record_parts_spill(struct record *r, uint64_t now)
 /* Write the finished model's last part, then output i whole. */
 static int write_output(struct record *r, int i)
 {
-	const char *path = r->outputs[i];
-	struct sink out;
-	int ret = sink_open(&out, path) ?: export_parts_finish(r->parts[i], &r->model, &out);
+	char err[600];
+	int ret = export_parts_write(r->parts[i], &r->model, r->outputs[i], err, sizeof(err));
 
-	if (ret) {
-		if (sink_errmsg(&out)[0])
-			fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
-		else
-			fprintf(stderr, "gpubpf: %s: %s\n", path, strerror(-ret));
-		sink_abort(&out);
-	} else if ((ret = sink_commit(&out))) {
-		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&out));
-	}
+	if (ret)
+		fprintf(stderr, "gpubpf: %s\n", err);
 	/* the runs are no longer needed: their disk space back */
 	export_parts_free(r->parts[i]);
 	r->parts[i] = NULL;

@@ -16,17 +16,20 @@ const struct exporter *export_for(const char *path)
 	return sink_format(path) == SINK_PFTRACE ? &export_perfetto : &export_chrome;
 }
 
-int export_file(const struct model *m, const struct export_opts *opts, const char *path,
-		char *err, size_t errlen)
+/* m whole, or, p set, p's parts and m the last, into path, atomically. */
+static int write_file(const struct model *m, const struct export_opts *opts,
+		      struct export_parts *p, const char *path, char *err, size_t errlen)
 {
 	struct sink out;
-	int ret;
+	int ret = sink_open(&out, path);
 
-	ret = sink_open(&out, path);
 	if (!ret)
-		ret = export_for(path)->write(m, opts, &out);
+		ret = p ? export_parts_finish(p, m, &out) : export_for(path)->write(m, opts, &out);
 	if (ret) {
-		snprintf(err, errlen, "%s", sink_errmsg(&out)[0] ? sink_errmsg(&out) : strerror(-ret));
+		if (sink_errmsg(&out)[0])
+			snprintf(err, errlen, "%s", sink_errmsg(&out));
+		else
+			snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 		sink_abort(&out);
 		return ret;
 	}
@@ -34,6 +37,12 @@ int export_file(const struct model *m, const struct export_opts *opts, const cha
 	if (ret)
 		snprintf(err, errlen, "%s", sink_errmsg(&out));
 	return ret;
+}
+
+int export_file(const struct model *m, const struct export_opts *opts, const char *path,
+		char *err, size_t errlen)
+{
+	return write_file(m, opts, NULL, path, err, errlen);
 }
 
 struct export_parts {
@@ -67,6 +76,12 @@ unsigned long long export_parts_bytes(const struct export_parts *p)
 	return p->x->parts_bytes(p->state);
 }
 
+int export_parts_write(struct export_parts *p, const struct model *m, const char *path,
+		       char *err, size_t errlen)
+{
+	return write_file(m, NULL, p, path, err, errlen);
+}
+
 void export_parts_free(struct export_parts *p)
 {
 	if (!p)
@@ -89,28 +104,6 @@ static int convert_part(struct model *m, struct export_parts **p, const struct e
 	}
 	return model_part_cutoff(m, now, UINT64_MAX, &cut) ?: model_part_take(m, cut) ?:
 	       export_parts_add(*p, m) ?: model_part_next(m);
-}
-
-/* The finished model, and its parts if any, into out. */
-static int convert_write(const struct model *m, struct export_parts *p,
-			 const struct export_opts *opts, const char *out, char *err, size_t errlen)
-{
-	struct sink s;
-	int ret;
-
-	if (!p)
-		return export_file(m, opts, out, err, errlen);
-	ret = sink_open(&s, out) ?: export_parts_finish(p, m, &s);
-	if (ret) {
-		if (sink_errmsg(&s)[0])
-			snprintf(err, errlen, "%s", sink_errmsg(&s));
-		else
-			snprintf(err, errlen, "%s: %s", out, strerror(-ret));
-		sink_abort(&s);
-	} else if ((ret = sink_commit(&s))) {
-		snprintf(err, errlen, "%s", sink_errmsg(&s));
-	}
-	return ret;
 }
 
 int export_convert(const char *in, const struct export_opts *opts, size_t memory, int verbose,
@@ -154,7 +147,8 @@ int export_convert(const char *in, const struct export_opts *opts, size_t memory
 	if (!ret && (ret = model_finish(&m)))
 		snprintf(err, errlen, "%s: %s", in, strerror(-ret));
 	if (!ret)
-		ret = convert_write(&m, p, opts, out, err, errlen);
+		ret = p ? export_parts_write(p, &m, out, err, errlen)
+			: export_file(&m, opts, out, err, errlen);
 	export_parts_free(p);
 	model_release(&m);
 	return ret;

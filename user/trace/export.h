@@ -77,8 +77,10 @@ int export_file(const struct model *m, const struct export_opts *opts, const cha
  *	export_parts_open(&p, "run.json", &opts);
  *	for each part: model_part_take(m, cutoff); export_parts_add(p, m);
  *	               model_part_next(m);
- *	model_finish(m); sink_open(&out, "run.json");
- *	export_parts_finish(p, m, &out); sink_commit(&out); export_parts_free(p);
+ *	model_finish(m); export_parts_write(p, m, "run.json", err, sizeof(err));
+ *	export_parts_free(p);
+ *
+ * (or export_parts_finish() into a sink of one's own).
  *
  * Each returns 0 or -errno.
  */
@@ -87,6 +89,12 @@ int export_parts_open(struct export_parts **p, const char *path, const struct ex
 int export_parts_add(struct export_parts *p, const struct model *m);
 /* m: the last part, finished; it is added, then the whole written into out. */
 int export_parts_finish(struct export_parts *p, const struct model *m, struct sink *out);
+/*
+ * export_parts_finish() into path, atomically as export_file() writes;
+ * 0, or -errno with a one-line message in err.
+ */
+int export_parts_write(struct export_parts *p, const struct model *m, const char *path,
+		       char *err, size_t errlen);
 /* Bytes the parts hold on disk so far. */
 unsigned long long export_parts_bytes(const struct export_parts *p);
 /* NULL-safe. */
