@@ -41,9 +41,11 @@ tap_from "$PY" "$GPUBPF_ROOT/tests/check_parts.py" "$TMPD/big/t.json" "$TMPD/big
 perfetto_ok "$TMPD/big/p.pftrace"
 is "nothing left beside the outputs" "$(ls -A "$TMPD/big" | sort | tr '\n' ' ')" \
 	"p.json p.pftrace pp.json t.json "
+out=$TMPD/refused   # expect_error: nothing written here
+mkdir -p "$out"
 for bad in 0 100K lots; do
 	expect_error "convert --memory $bad is refused" 1 "invalid memory size '$bad'" \
-		"$GPUBPF" convert --memory "$bad" "$TMPD/a.json" "$TMPD/x.json"
+		"$GPUBPF" convert --memory "$bad" "$TMPD/a.json" "$out/x.json"
 done
 
 # bad input: one line naming what is wrong, exit 1, no output file
@@ -76,5 +78,12 @@ bad "bytes that are no Perfetto trace" "not a Perfetto trace" "$TMPD/junk.pftrac
 bad "an unknown output format" "unsupported output format" "$TMPD/a.json" "$TMPD/x.txt"
 bad "an unwritable output" "/nonexistent-dir" "$TMPD/a.json" /nonexistent-dir/x.pftrace
 ok "no output was left behind" test ! -e "$TMPD/x.pftrace" -a ! -e "$TMPD/x.json"
-check_fails "one argument is a usage error" "$GPUBPF" convert "$TMPD/a.json"
+out=$TMPD/usage     # expect_error: nothing written here
+mkdir -p "$out"
+expect_error "one argument is a usage error" 1 "convert needs a trace and an output file" \
+	"$GPUBPF" convert "$TMPD/a.json"
+expect_error "an unknown option" 1 "unknown option '--bogus'" \
+	"$GPUBPF" convert --bogus "$TMPD/a.json" "$out/x.json"
+expect_error "--memory without its value" 1 "missing value for '--memory'" \
+	"$GPUBPF" convert "$TMPD/a.json" "$out/x.json" --memory
 done_testing

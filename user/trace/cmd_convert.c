@@ -44,7 +44,7 @@ int cmd_convert(int argc, char **argv)
 
 	optind = 1;
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+hv", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
 			if (parse_size(optarg, &memory) || memory < MIN_MEMORY) {
@@ -60,12 +60,14 @@ int cmd_convert(int argc, char **argv)
 			fputs(usage, stdout);
 			return 0;
 		default:
-			fputs(usage, stderr);
+			fprintf(stderr, "gpubpf: %s '%s' (see 'gpubpf convert --help')\n",
+				c == ':' ? "missing value for" : "unknown option", argv[optind - 1]);
 			return 1;
 		}
 	}
 	if (argc - optind != 2) {
-		fputs(usage, stderr);
+		fprintf(stderr, "gpubpf: convert needs a trace and an output file (see 'gpubpf "
+			"convert --help')\n");
 		return 1;
 	}
 	if (sink_check_path(argv[optind + 1], err, sizeof(err))) {
