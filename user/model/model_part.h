@@ -80,8 +80,9 @@ int model_part_next(struct model *m);
 /* Bytes m's events, announcements, states, samples and wakes take now. */
 size_t model_event_bytes(const struct model *m);
 
-/* The default budget of event bytes held (record --memory, convert). */
+/* The default and the least budget of event bytes held (record --memory, convert). */
 #define MODEL_PART_MEMORY (64ULL << 20)
+#define MODEL_PART_MIN_MEMORY (1ULL << 20)
 
 /*
  * Where to cut the next part, at time now (the latest arrival: of a

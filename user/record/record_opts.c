@@ -14,7 +14,6 @@
 #include "record/record_opts.h"
 
 #define DEFAULT_RINGBUF (16ULL << 20)
-#define MIN_MEMORY (1ULL << 20)
 #define DEFAULT_STACK_DEPTH 64
 #define DEFAULT_SAMPLE_HZ 1000
 #define MAX_SAMPLE_HZ 100000
@@ -140,7 +139,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			}
 			break;
 		case 'm':
-			if (parse_size(optarg, &o->memory) || o->memory < MIN_MEMORY) {
+			if (parse_size(optarg, &o->memory) || o->memory < MODEL_PART_MIN_MEMORY) {
 				fprintf(stderr, "gpubpf: invalid memory size '%s' (use e.g. 512M, at least 1M)\n",
 					optarg);
 				return -EINVAL;

@@ -16,8 +16,6 @@
 #include "model/model_part.h"
 #include "trace/export.h"
 
-#define MIN_MEMORY (1ULL << 20)
-
 static const char usage[] =
 	"usage: gpubpf convert [--memory SIZE] [-v] IN OUT\n"
 	"\n"
@@ -47,7 +45,7 @@ int cmd_convert(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":hv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'm':
-			if (parse_size(optarg, &memory) || memory < MIN_MEMORY) {
+			if (parse_size(optarg, &memory) || memory < MODEL_PART_MIN_MEMORY) {
 				fprintf(stderr, "gpubpf: invalid memory size '%s' (use e.g. 512M, "
 					"at least 1M)\n", optarg);
 				return 1;

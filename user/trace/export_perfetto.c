@@ -1437,16 +1437,15 @@ static int walk_event(struct walk *k, size_t i)
 	struct item it = { .kind = IT_EVENT, .ev = ev };
 	size_t n = 0;
 
-	if (ev->kind == EV_API && ev->flow) {
-		n = ev->flow_k < FLOW_RANKS ? ev->flow_k : FLOW_RANKS;
+	if (ev->kind == EV_API) {
+		n = !ev->flow ? 0 : ev->flow_k < FLOW_RANKS ? ev->flow_k : FLOW_RANKS;
 		if (walk_flows(k, n))
 			return -ENOMEM;
 		for (uint32_t r = 0; r < n; r++)
 			k->flows[r] = pf_flow(ev->flow, r);
 		it.flows = k->flows;
 		it.nflows = n;
-	} else if (ev->kind != EV_API && ev->kind != EV_SCOPE && ev->kind != EV_MEMORY &&
-		   !gpu_wait_event(ev)) {
+	} else if (ev->kind != EV_SCOPE && ev->kind != EV_MEMORY && !gpu_wait_event(ev)) {
 		if (!gpu_on_track(ev))
 			return 0;
 		if (ev->flow && ev->flow_k < FLOW_RANKS)
