@@ -42,6 +42,11 @@ for v in 3.10 3.11 3.12 3.13; do
  {"sites": sorted({c["site"].split("/")[-1] for c in g}),
   "share": sum(c["ms"] for c in g) / max(sum(c["ms"] for c in cpu), 1e-9),
   "first": cpu[0]["cause"] if cpu else None}][-1]' >"$TMPD/$v.gc"
+	# what the checks below read, for a failure on a machine far away
+	diag "$v: host-bound $(json_query "$TMPD/$v.rep.json" '
+[i := d["processes"][0]["devices"][0]["idle"],
+ "%.1f ms: " % i["host_bound_ms"] + ", ".join("%s %.1f" % (c["cause"], c["ms"])
+                                              for c in i["host_bound_causes"][:6])][-1]')"
 	is "$v: gc time is at the line calling gc.collect()" \
 		"$(json_query "$TMPD/$v.gc" 'd["sites"]')" "[\"gc_workload.py:$gc_line)\"]"
 	is "$v: of the time on a CPU, gc is the costliest" "$(json_query "$TMPD/$v.gc" 'd["first"]')" gc
