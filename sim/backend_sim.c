@@ -21,9 +21,10 @@ static void api_enter(void *ctx, uint32_t correlation, const char *function)
 	publish_api(correlation, 0);
 }
 
-static void api_error(void *ctx, const char *function, int result)
+static void api_exit(void *ctx, uint32_t correlation, const char *function, int result)
 {
-	publish_api_error(0, 0, result);
+	if (result)
+		publish_api_error(0, 0, result);
 }
 
 static void activity(void *ctx, const struct simcu_activity *a)
@@ -91,7 +92,7 @@ static int sim_probe(void)
 static int sim_enable(void)
 {
 	static const struct simcu_profiler p = { .api_enter = api_enter, .activity = activity,
-						 .api_error = api_error };
+						 .api_exit = api_exit };
 
 	if (subscribe(&p)) {
 		publish_error("sim: another profiler is subscribed");

@@ -70,8 +70,8 @@
  *    Unsubscribed, a call costs one relaxed atomic load and its work is
  *    never reported, even if a profiler subscribes before it runs.  A launch,
  *    copy, memset or graph launch that fails (an invalid function, pointer
- *    or graph, an empty grid...) calls api_error with its CUresult on the
- *    calling thread as it returns.
+ *    or graph, an empty grid...) still returns through api_exit, with its
+ *    CUresult, on the calling thread.
  */
 #define _GNU_SOURCE
 /* NVIDIA's own switch: declare every versioned entry point (v1, _v2, _ptsz,
@@ -228,12 +228,12 @@ static void prof_activity(uint32_t gen, const struct simcu_activity *a)
 	cb_end();
 }
 
-/* A launch, copy, memset or graph launch returns rc: report a failure. */
-static CUresult prof_exit(const char *fn, CUresult rc)
+/* A launch, copy, memset or graph launch returns rc. */
+static CUresult prof_exit(const struct prof_call *pc, CUresult rc)
 {
-	if (rc != CUDA_SUCCESS && __atomic_load_n(&g_prof_on, __ATOMIC_RELAXED) && cb_begin()) {
-		if (g_prof.api_error)
-			g_prof.api_error(g_prof.ctx, fn, rc);
+	if (__atomic_load_n(&g_prof_on, __ATOMIC_RELAXED) && cb_begin()) {
+		if (g_prof.api_exit)
+			g_prof.api_exit(g_prof.ctx, pc->corr, pc->fn, rc);
 		cb_end();
 	}
 	return rc;
@@ -1115,11 +1115,10 @@ static uint32_t kernel_us(void **params, void **extra)
 }
 
 /* fn: the exported entry point, for the profiler. */
-static CUresult launch_body(const char *fn, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-		       unsigned bx, unsigned by, unsigned bz, unsigned smem,
-		       CUstream h, void **params, void **extra)
+static CUresult launch_body(struct prof_call *pc, CUfunction f, unsigned gx, unsigned gy,
+			    unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned smem,
+			    CUstream h, void **params, void **extra)
 {
-	struct prof_call pc = { .fn = fn };
 	const char *name = NULL;
 	struct obj *o;
 	struct op *op;
@@ -1141,9 +1140,9 @@ static CUresult launch_body(const char *fn, CUfunction f, unsigned gx, unsigned 
 	op->grid[0] = gx; op->grid[1] = gy; op->grid[2] = gz;
 	op->block[0] = bx; op->block[1] = by; op->block[2] = bz;
 	op->smem = smem;
-	prof_enter(&pc);
-	op->corr = pc.corr;
-	op->gen = pc.gen;
+	prof_enter(pc);
+	op->corr = pc->corr;
+	op->gen = pc->gen;
 	return submit(h, op, false);
 }
 
@@ -1151,14 +1150,17 @@ static CUresult launch(const char *fn, CUfunction f, unsigned gx, unsigned gy, u
 		       unsigned bx, unsigned by, unsigned bz, unsigned smem,
 		       CUstream h, void **params, void **extra)
 {
-	return prof_exit(fn, launch_body(fn, f, gx, gy, gz, bx, by, bz, smem, h, params, extra));
+	struct prof_call pc = { .fn = fn };
+
+	return prof_exit(&pc, launch_body(&pc, f, gx, gy, gz, bx, by, bz, smem, h, params, extra));
 }
 
 static CUresult launch_ex(const char *fn, const CUlaunchConfig *c, CUfunction f,
 			  void **params, void **extra)
 {
 	if (!c)
-		return prof_exit(fn, g_inited ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED);
+		return prof_exit(&(struct prof_call){ .fn = fn },
+				 g_inited ? CUDA_ERROR_INVALID_VALUE : CUDA_ERROR_NOT_INITIALIZED);
 	return launch(fn, f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX,
 		      c->blockDimY, c->blockDimZ, c->sharedMemBytes, c->hStream,
 		      params, extra);
@@ -1359,7 +1361,7 @@ static CUresult copy_body(struct prof_call *pc, const struct copy_desc *d, CUstr
 
 static CUresult copy_submit(struct prof_call *pc, const struct copy_desc *d, CUstream h, bool sync)
 {
-	return prof_exit(pc->fn, copy_body(pc, d, h, sync));
+	return prof_exit(pc, copy_body(pc, d, h, sync));
 }
 
 static CUresult copy_1d_pc(struct prof_call *pc, uintptr_t dst, enum side dk, uintptr_t src,
@@ -1687,10 +1689,9 @@ CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opL
 /* ------------------------------------------------------------- memsets */
 
 /* Fill height rows (pitch apart) of width elements of elsize bytes. */
-static CUresult memset_body(const char *fn, CUdeviceptr dst, size_t pitch, uint32_t value,
+static CUresult memset_body(struct prof_call *pc, CUdeviceptr dst, size_t pitch, uint32_t value,
 			    unsigned elsize, size_t width, size_t height, CUstream h, bool sync)
 {
-	struct prof_call pc = { .fn = fn };
 	size_t row = width * elsize, span;
 	struct op *op;
 
@@ -1711,9 +1712,9 @@ static CUresult memset_body(const char *fn, CUdeviceptr dst, size_t pitch, uint3
 	}
 	op->dur_ns = bytes_ns(row * height);
 	op->bytes = row * height;
-	prof_enter(&pc);
-	op->corr = pc.corr;
-	op->gen = pc.gen;
+	prof_enter(pc);
+	op->corr = pc->corr;
+	op->gen = pc->gen;
 	op->u.f = (struct fill){
 		.dst = (char *)dst, .pitch = pitch, .width = width, .height = height,
 		.elsize = elsize, .value = value,
@@ -1724,7 +1725,9 @@ static CUresult memset_body(const char *fn, CUdeviceptr dst, size_t pitch, uint3
 static CUresult memset_submit(const char *fn, CUdeviceptr dst, size_t pitch, uint32_t value,
 			      unsigned elsize, size_t width, size_t height, CUstream h, bool sync)
 {
-	return prof_exit(fn, memset_body(fn, dst, pitch, value, elsize, width, height, h, sync));
+	struct prof_call pc = { .fn = fn };
+
+	return prof_exit(&pc, memset_body(&pc, dst, pitch, value, elsize, width, height, h, sync));
 }
 
 #define MS1(dst, v, sz, n, h, sync)  memset_submit(__func__, dst, (size_t)(n) * (sz), v, sz, n, 1, h, sync)
@@ -2337,9 +2340,8 @@ static CUresult instantiate(CUgraphExec *out, CUgraph hGraph)
 /* Queue the instantiated operations, in order, on stream h. */
 /* One correlation id for the call, carried by every node it runs; node i
  * is reported as graph node i + 1. */
-static CUresult graph_launch_body(const char *fn, CUgraphExec hExec, CUstream h)
+static CUresult graph_launch_body(struct prof_call *pc, CUgraphExec hExec, CUstream h)
 {
-	struct prof_call pc = { .fn = fn };
 	struct sim_stream *s;
 	struct sim_exec *e;
 	struct op **ops = NULL;
@@ -2363,10 +2365,10 @@ static CUresult graph_launch_body(const char *fn, CUgraphExec hExec, CUstream h)
 	if (!s)
 		rc = CUDA_ERROR_INVALID_VALUE;
 	if (rc == CUDA_SUCCESS)
-		prof_enter(&pc);
+		prof_enter(pc);
 	for (i = 0; i < n; i++) {
-		ops[i]->corr = pc.corr;
-		ops[i]->gen = pc.gen;
+		ops[i]->corr = pc->corr;
+		ops[i]->gen = pc->gen;
 		ops[i]->graph_node = i + 1;
 		if (rc == CUDA_SUCCESS)
 			rc = stream_submit(s, ops[i], false, NULL);
@@ -2427,7 +2429,9 @@ CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGr
 
 static CUresult graph_launch(const char *fn, CUgraphExec hExec, CUstream h)
 {
-	return prof_exit(fn, graph_launch_body(fn, hExec, h));
+	struct prof_call pc = { .fn = fn };
+
+	return prof_exit(&pc, graph_launch_body(&pc, hExec, h));
 }
 
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) { return graph_launch(__func__, hGraphExec, hStream); }

@@ -7,8 +7,8 @@
  *  - on the calling thread, inside each launch, copy, memset and graph
  *    launch call, the correlation id that call's GPU work will carry;
  *  - when each simulated kernel, copy or memset has finished, when it ran;
- *  - on the calling thread, as a launch, copy, memset or graph launch call
- *    returns an error, that error (what CUPTI's API-exit callback sees).
+ *  - on the calling thread, as each launch, copy, memset or graph launch
+ *    call returns, its result (what CUPTI's API-exit callback sees).
  * The driver knows nothing of who subscribes.
  */
 #ifndef SIMCU_PROFILER_H
@@ -42,8 +42,13 @@ struct simcu_profiler {
 	/* From a stream's worker thread, once the work has finished. */
 	void (*activity)(void *ctx, const struct simcu_activity *a);
 	void *ctx;
-	/* On the calling thread, as a call fails: its exported name and CUresult. */
-	void (*api_error)(void *ctx, const char *function, int result);
+	/*
+	 * On the calling thread, as the call returns: the correlation id its
+	 * api_enter had (0 if it failed before drawing one), its exported name
+	 * and CUresult.  May unsubscribe (as CUPTI's cuptiFinalize from an
+	 * API-exit callback).
+	 */
+	void (*api_exit)(void *ctx, uint32_t correlation, const char *function, int result);
 };
 
 /*
