@@ -69,10 +69,11 @@ CUPTI_LIB  := $(BUILD)/libgpubpf_cupti.so
 # the injection library's variant for the simulated driver (tests, demo)
 SIM_INJ_SRCS := $(filter-out cupti/backends.c,$(CUPTI_SRCS)) sim/backend_sim.c
 SIM_INJ_LIB := $(BUILD)/sim/libgpubpf_cupti.so
+SIM_CUPTI  := $(BUILD)/sim/libcupti_sim.so
 DEPS_STAMP := $(BUILD)/.deps-ok
 
 .PHONY: all deps test-bins test fresh-test bench demo install clean
-all: $(BUILD)/gpubpf $(CUPTI_LIB) $(SIM_LIB) $(SIM_INJ_LIB)
+all: $(BUILD)/gpubpf $(CUPTI_LIB) $(SIM_LIB) $(SIM_INJ_LIB) $(SIM_CUPTI)
 test-bins: $(UNIT_BINS) $(TEST_BINS)
 
 # Install build and test dependencies (idempotent; fast when present).
@@ -136,6 +137,19 @@ $(SIM_INJ_LIB): $(SIM_INJ_SRCS) cupti/*.h sim/simcu_profiler.h Makefile | $(DEPS
 	@mkdir -p $(@D)
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(INJ_CFLAGS) -Isim -o $@ $(SIM_INJ_SRCS) -ldl -lpthread
+
+# CUPTI's API over the simulated driver's profiler hooks, for the shipped
+# library's CUPTI backend to run end to end here (GPUBPF_CUPTI_LIB); the
+# callback ids and names are those of the toolkit's cupti_driver_cbid.h.
+$(BUILD)/sim/cupti_cbid_names.h: $(CUDA_HOME)/include/cupti_driver_cbid.h
+	@mkdir -p $(@D)
+	$(call msg,GEN,$@)
+	$(Q){ echo 'static const char *const cbid_names[] = {'; \
+	  sed -n 's/^ *CUPTI_DRIVER_TRACE_CBID_\([A-Za-z0-9_]*\) *= *\([0-9][0-9]*\),.*/\t[\2] = "\1",/p' $< | \
+	  grep -v '"INVALID"\|"SIZE"'; echo '};'; } > $@.tmp && mv $@.tmp $@
+$(SIM_CUPTI): sim/libcupti_sim.c sim/simcu_profiler.h $(BUILD)/sim/cupti_cbid_names.h Makefile | $(DEPS_STAMP)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(INJ_CFLAGS) -Isim -I$(BUILD)/sim -Wl,-soname,libcupti_sim.so -o $@ $< -ldl -lpthread
 
 # The simulated CUDA driver.  -fno-ipa-icf: identical stubs must stay
 # separate functions, as in the real libcuda.

@@ -13,6 +13,12 @@
 #     rounds after B's recording ended (gpubpf exited): B/A, and
 #     B after / B before its recording.  Goal: <= 1.02x.  C/A shows the
 #     noise of the machine.
+#  3. the same with the shipped library's CUPTI backend, over CUPTI's API
+#     on the simulated driver (build/sim/libcupti_sim.so, which like CUPTI
+#     stays attached to the driver until cuptiFinalize): E never
+#     attached, F recorded once and detached (CUPTI finalized from the
+#     job's API-exit callback), G recorded once with GPUBPF_CUPTI_FINALIZE=0
+#     (only unsubscribed): F/E and G/E after the recording.
 # Knobs: INJ_REPS (20), LAUNCHES (20000), ROUNDS (60).  Writes its block
 # of BENCHMARKS.md (between the inject-bench markers) unless BENCH_MD=-.
 set -euo pipefail
@@ -23,7 +29,8 @@ LAUNCHES=${LAUNCHES:-20000}
 ROUNDS=${ROUNDS:-60}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 GW=build/bench/gpuwork
-for f in $GW build/gpubpf build/sim/libgpubpf_cupti.so build/sim/libcuda.so.1; do
+for f in $GW build/gpubpf build/sim/libgpubpf_cupti.so build/sim/libcuda.so.1 \
+	build/libgpubpf_cupti.so build/sim/libcupti_sim.so; do
 	[ -e "$f" ] || { echo "inject_bench: $f missing (run make all bench-bins)" >&2; exit 1; }
 done
 export LD_LIBRARY_PATH="$PWD/build/sim"
@@ -86,6 +93,31 @@ r0=$(awk -v x="$c_after" -v y="$a_after" 'BEGIN { printf "%.3f", x / y }')
 printf '2. CPU time per launch after detach (%d rounds of %d launches): never attached %.1f ns, after detach %.1f ns (%sx), same process before its recording %.1f ns (after/before %sx)\n' \
 	"$n_after" "$LAUNCHES" "$a_after" "$b_after" "$r1" "$b_before" "$r2"
 printf '   noise: a second process never attached, same rounds: %.1f ns (%sx the first)\n' "$c_after" "$r0"
+
+# 3. after detach with the CUPTI backend: finalized (F), only unsubscribed (G)
+cp build/libgpubpf_cupti.so "$T/"      # away from build/: the simulated driver keeps it
+export GPUBPF_CUPTI_LIB="$PWD/build/sim/libcupti_sim.so"
+$GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/e.out" &
+e=$!
+$GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/f.out" &
+f=$!
+GPUBPF_CUPTI_FINALIZE=0 $GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/g.out" &
+g=$!
+PIDS+=("$e" "$f" "$g")
+wait_cuda "$f"
+wait_cuda "$g"
+sleep 1
+build/gpubpf record --cupti-lib "$T/libgpubpf_cupti.so" -p "$f,$g" -d 1s -q \
+	-o "$T/fg.json" 2>"$T/fg.err"
+t_detach=$(mono_ms)
+wait "$e" "$f" "$g"
+e_after=$(after "$T/e.out" "$t_detach" | median)
+f_after=$(after "$T/f.out" "$t_detach" | median)
+g_after=$(after "$T/g.out" "$t_detach" | median)
+r3=$(awk -v x="$f_after" -v y="$e_after" 'BEGIN { printf "%.3f", x / y }')
+r4=$(awk -v x="$g_after" -v y="$e_after" 'BEGIN { printf "%.3f", x / y }')
+printf '3. CUPTI backend, CPU time per launch after detach: never attached %.1f ns, finalized %.1f ns (%sx), only unsubscribed %.1f ns (%sx)\n' \
+	"$e_after" "$f_after" "$r3" "$g_after" "$r4"
 echo "inject_bench: done in $(( $(date +%s) - start ))s"
 
 [ "$BENCH_MD" = - ] && exit 0
@@ -97,6 +129,7 @@ block="$T/block"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- target stall per injection ($INJ_REPS fresh processes): median $(printf %.0f "$s_med") us, p90 $(printf %.0f "$s_p90") us, max $(printf %.0f "$s_max") us ($fails failed)"
 	echo "- launching thread CPU time per launch after detach, side by side with a process never attached: $(printf %.1f "$b_after") ns vs $(printf %.1f "$a_after") ns (${r1}x); the same process before its recording: $(printf %.1f "$b_before") ns (${r2}x); goal <= 1.02x; noise: two processes never attached differ by ${r0}x"
+	echo "- the same after detach with the shipped library's CUPTI backend (over build/sim/libcupti_sim.so, which stays attached to the driver until cuptiFinalize, as CUPTI does): never attached $(printf %.1f "$e_after") ns; CUPTI finalized at detach $(printf %.1f "$f_after") ns (${r3}x); only unsubscribed (GPUBPF_CUPTI_FINALIZE=0) $(printf %.1f "$g_after") ns (${r4}x)"
 	echo "<!-- inject-bench:end -->"
 } >"$block"
 splice_block inject-bench "$block" "$BENCH_MD"

@@ -50,9 +50,13 @@
 	X(cuptiActivityGetNextRecord)			\
 	X(cuptiActivityGetNumDroppedRecords)
 
-/* Used where present: without it, CUPTI's own clock is converted (clock_offset_ns). */
+/*
+ * Used where present: without the first, CUPTI's own clock is converted
+ * (clock_offset_ns); without the second, detaching only unsubscribes.
+ */
 #define CUPTI_OPTIONAL_FUNCS(X)				\
-	X(cuptiActivityRegisterTimestampCallback)
+	X(cuptiActivityRegisterTimestampCallback)	\
+	X(cuptiFinalize)
 
 static struct {
 #define X(f) __typeof__(f) *f;
@@ -77,6 +81,18 @@ static const CUpti_ActivityKind kinds[] = {
 static CUpti_SubscriberHandle subscriber;
 static unsigned kinds_on;               /* bit i: kinds[i] enabled */
 static int active;                      /* enable() succeeded, no disable() since */
+
+/*
+ * The window's first call.  Calls are announced only once every activity
+ * kind is on (active, read by api_callback); the first announced sets
+ * first_corr.  CUPTI numbers calls process-wide in order, so a record of a
+ * lower correlation id is work of a call made before the window, which was
+ * not announced: dropped, rather than shown unlinked.  (The library marks
+ * the window just after enable() returns, so no call announced ends
+ * before it.)
+ */
+static uint32_t first_corr;
+static int have_first;
 static int warned;                      /* the stderr line was printed */
 
 /* The buffer callbacks run on CUPTI's thread and on whoever flushes. */
@@ -86,6 +102,22 @@ static struct cupti_conv conv = { .name = name_id };
 static uint64_t bad_buffers;            /* iteration stopped on a bad record */
 
 static char why_not[512];              /* why probe() found no usable libcupti */
+
+/*
+ * Detaching CUPTI (DESIGN.md, "Late attach").  Once used, CUPTI stays
+ * attached to the driver, and every driver call of the job pays for it,
+ * until cuptiFinalize, which is safe only from an API-exit callback.  So
+ * disable() asks for it (FIN_WANTED) and waits up to FINALIZE_WAIT_MS for
+ * one of the program's driver calls to return through api_callback, which
+ * finalizes there, on the program's thread.  A job that makes no call in
+ * that time finalizes at its next one.  An enable() that comes first takes
+ * the request back and keeps the subscription.
+ */
+#define FINALIZE_WAIT_MS 200
+enum { FIN_NONE, FIN_WANTED, FIN_RUNNING, FIN_DONE };
+static int fin;                         /* FIN_*: under fin_lock, read lock-free by api_callback */
+static pthread_mutex_t fin_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t fin_cond = PTHREAD_COND_INITIALIZER;
 
 /* h is libcupti: every function we call is there.  Else NULL, h closed. */
 static void *check_cupti(void *h, const char *name, int from_env)
@@ -250,22 +282,64 @@ static int64_t realtime_minus_monotonic_ns(void)
 	return (int64_t)(r - (a + (b - a) / 2));
 }
 
+/* The lowest correlation id announced since enable(), of racing first calls. */
+static void note_first(uint32_t corr)
+{
+	pthread_mutex_lock(&conv_lock);
+	if (!have_first || (int32_t)(corr - first_corr) < 0)
+		first_corr = corr;
+	__atomic_store_n(&have_first, 1, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&conv_lock);
+}
+
+/* A record of a call made before the window (see first_corr); conv_lock held. */
+static int before_window(const union ga_record *out)
+{
+	uint32_t corr = out->h.correlation;
+
+	return corr && (!have_first || (int32_t)(corr - first_corr) < 0);
+}
+
+/* On the program's thread, at an API exit: the finalize disable() asked for. */
+static void finalize_here(void)
+{
+	int wanted = FIN_WANTED;
+
+	if (!__atomic_compare_exchange_n(&fin, &wanted, FIN_RUNNING, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE))
+		return;         /* another thread got there first, or enable() took it back */
+	fn.cuptiFinalize();
+	pthread_mutex_lock(&fin_lock);
+	__atomic_store_n(&fin, FIN_DONE, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&fin_cond);
+	pthread_mutex_unlock(&fin_lock);
+}
+
 /*
  * On every enabled driver call, entry and exit: at entry the marker ties
  * the correlation id to this thread and its stack; at exit a failed call's
  * error is announced (launches are probed at entry only: this is how their
- * errors are known).  Runs on the program's launch path, so nothing but
- * the checks and the markers.
+ * errors are known), and a finalize asked for is done.  Runs on the
+ * program's launch path, so nothing but the checks and the markers.
  */
 static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 				  CUpti_CallbackId cbid, const void *data)
 {
 	const CUpti_CallbackData *cb = data;
 
-	if (!publish_attached() || domain != CUPTI_CB_DOMAIN_DRIVER_API)
+	if (cb->callbackSite == CUPTI_API_EXIT &&
+	    __atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_WANTED) {
+		finalize_here();
 		return;
-	if (cb->callbackSite == CUPTI_API_ENTER)
+	}
+	if (!publish_attached() || domain != CUPTI_CB_DOMAIN_DRIVER_API ||
+	    !__atomic_load_n(&active, __ATOMIC_ACQUIRE))
+		return;
+	if (cb->callbackSite == CUPTI_API_ENTER) {
+		if (!__atomic_load_n(&have_first, __ATOMIC_ACQUIRE))
+			note_first(cb->correlationId);
 		publish_api(cb->correlationId, cbid);
+	}
 	else if (cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
 		 *(const CUresult *)cb->functionReturnValue != CUDA_SUCCESS)
 		publish_api_error(cb->correlationId, cbid,
@@ -296,7 +370,7 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 
 	pthread_mutex_lock(&conv_lock);
 	while ((st = fn.cuptiActivityGetNextRecord(buffer, valid, &rec)) == CUPTI_SUCCESS)
-		if (cupti_convert(&conv, rec, &out) > 0)
+		if (cupti_convert(&conv, rec, &out) > 0 && !before_window(&out))
 			publish_record(&out.h);
 	/* MAX_LIMIT_REACHED is the end; anything else is an incomplete record */
 	if (st != CUPTI_ERROR_MAX_LIMIT_REACHED)
@@ -391,8 +465,8 @@ static CUptiResult enable_callbacks(unsigned *n)
 	return CUPTI_SUCCESS;
 }
 
-/* Undo enable(), in whatever state it got to. */
-static void stop(void)
+/* Stop collecting activity, and deliver what ran since the last flush. */
+static void stop_activity(void)
 {
 	unsigned i;
 
@@ -403,11 +477,63 @@ static void stop(void)
 		/* after disabling: also delivers what ran since the last flush */
 		fn.cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
 	kinds_on = 0;
+}
+
+/* Undo enable(), in whatever state it got to. */
+static void stop(void)
+{
+	stop_activity();
 	/* unsubscribing drops every callback enabled for the subscriber */
 	if (subscriber)
 		fn.cuptiUnsubscribe(subscriber);
 	subscriber = NULL;
-	active = 0;
+	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
+}
+
+/*
+ * Before enabling: a finalize still wanted is taken back (the
+ * subscription stays and is reused), one under way is waited for, and one
+ * done leaves nothing subscribed.
+ */
+static void settle_finalize(void)
+{
+	int wanted = FIN_WANTED;
+
+	pthread_mutex_lock(&fin_lock);
+	if (!__atomic_compare_exchange_n(&fin, &wanted, FIN_NONE, 0, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		while (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_RUNNING)
+			pthread_cond_wait(&fin_cond, &fin_lock);
+		if (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_DONE) {
+			subscriber = NULL;
+			__atomic_store_n(&fin, FIN_NONE, __ATOMIC_RELEASE);
+		}
+	}
+	pthread_mutex_unlock(&fin_lock);
+}
+
+/*
+ * Ask the program's next API exit to finalize CUPTI and wait a bounded
+ * time for it; past that, the request stays for the next call.
+ */
+static void request_finalize(void)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_nsec += FINALIZE_WAIT_MS * 1000000L;
+	until.tv_sec += until.tv_nsec / 1000000000L;
+	until.tv_nsec %= 1000000000L;
+	pthread_mutex_lock(&fin_lock);
+	__atomic_store_n(&fin, FIN_WANTED, __ATOMIC_RELEASE);
+	while (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) != FIN_DONE &&
+	       pthread_cond_timedwait(&fin_cond, &fin_lock, &until) == 0)
+		;
+	if (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_DONE) {
+		subscriber = NULL;
+		__atomic_store_n(&fin, FIN_NONE, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&fin_lock);
 }
 
 static int cupti_enable(void)
@@ -423,6 +549,7 @@ static int cupti_enable(void)
 		return -ENODEV;
 	if (active)
 		return 0;
+	settle_finalize();
 	what = "cuptiGetVersion";
 	if ((st = fn.cuptiGetVersion(&version)) != CUPTI_SUCCESS)
 		goto fail;
@@ -441,7 +568,8 @@ static int cupti_enable(void)
 	 * because one (torch.profiler) may have run between two recordings.
 	 */
 	what = "cuptiSubscribe";
-	if ((st = fn.cuptiSubscribe(&subscriber, api_callback, NULL)) != CUPTI_SUCCESS) {
+	if (!subscriber &&
+	    (st = fn.cuptiSubscribe(&subscriber, api_callback, NULL)) != CUPTI_SUCCESS) {
 		subscriber = NULL;
 		goto fail;
 	}
@@ -481,7 +609,10 @@ static int cupti_enable(void)
 			goto fail;
 		kinds_on |= 1u << i;
 	}
-	active = 1;
+	pthread_mutex_lock(&conv_lock);
+	have_first = 0;
+	pthread_mutex_unlock(&conv_lock);
+	__atomic_store_n(&active, 1, __ATOMIC_RELEASE);
 	return 0;
 fail:
 	ret = cupti_failed(what, st);
@@ -495,12 +626,25 @@ static void cupti_flush(int forced)
 		fn.cuptiActivityFlushAll(forced ? CUPTI_ACTIVITY_FLAG_FLUSH_FORCED : 0);
 }
 
+/*
+ * Deliver the rest, then leave: finalized where CUPTI has it, else (or
+ * where the job was started with GPUBPF_CUPTI_FINALIZE=0) unsubscribed.
+ */
 static void cupti_disable(void)
 {
+	const char *env = getenv("GPUBPF_CUPTI_FINALIZE");
+
 	if (!active)
 		return;
-	stop();
+	if (!fn.cuptiFinalize || (env && !strcmp(env, "0"))) {
+		stop();
+		publish_flush();
+		return;
+	}
+	stop_activity();
+	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 	publish_flush();
+	request_finalize();
 }
 
 const struct backend backend_cupti = {
