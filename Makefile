@@ -172,6 +172,11 @@ $(BUILD)/tests/test_cupti_records: tests/unit/test_cupti_records.c $(BUILD)/cupt
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $(filter %.c %.o,$^) -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
 
+$(BUILD)/tests/test_launch_args: tests/unit/test_launch_args.c $(BUILD)/cupti/launch_args.o
+	@mkdir -p $(@D)
+	$(call msg,LINK,$@)
+	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $(filter %.c %.o,$^) -ldl -lpthread
+
 $(BUILD)/tests/test_cupti_pick: tests/unit/test_cupti_pick.c $(BUILD)/cupti/cupti_pick.o
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)

@@ -28,6 +28,7 @@
 #include "backend.h"
 #include "cupti_convert.h"
 #include "cupti_pick.h"
+#include "launch_args.h"
 #include "publish.h"
 
 /* 4 MiB buffers: about 20000 kernel records, a few per second at most. */
@@ -300,6 +301,31 @@ static int before_window(const union ga_record *out)
 	return corr && (!have_first || (int32_t)(corr - first_corr) < 0);
 }
 
+/* A kernel launch's arguments, kept by correlation id for its record. */
+static void keep_launch_args(CUpti_CallbackId cbid, const CUpti_CallbackData *cb)
+{
+	const cuLaunchKernel_params *k = cb->functionParams;
+	const cuLaunchKernelEx_params *ex = cb->functionParams;
+
+	if (!cb->functionParams)
+		return;
+	switch (cbid) {
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernel_ptsz:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchCooperativeKernel_ptsz:
+		/* the _ptsz and cooperative forms share cuLaunchKernel's layout */
+		launch_args_put(cb->correlationId,
+				launch_args_hash(k->f, k->kernelParams, k->extra));
+		break;
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx:
+	case CUPTI_DRIVER_TRACE_CBID_cuLaunchKernelEx_ptsz:
+		launch_args_put(cb->correlationId,
+				launch_args_hash(ex->f, ex->kernelParams, ex->extra));
+		break;
+	}
+}
+
 /* On the program's thread, at an API exit: the finalize disable() asked for. */
 static void finalize_here(void)
 {
@@ -338,6 +364,7 @@ static void CUPTIAPI api_callback(void *userdata, CUpti_CallbackDomain domain,
 	if (cb->callbackSite == CUPTI_API_ENTER) {
 		if (!__atomic_load_n(&have_first, __ATOMIC_ACQUIRE))
 			note_first(cb->correlationId);
+		keep_launch_args(cbid, cb);
 		publish_api(cb->correlationId, cbid);
 	}
 	else if (cb->callbackSite == CUPTI_API_EXIT && cb->functionReturnValue &&
@@ -370,8 +397,11 @@ static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream,
 
 	pthread_mutex_lock(&conv_lock);
 	while ((st = fn.cuptiActivityGetNextRecord(buffer, valid, &rec)) == CUPTI_SUCCESS)
-		if (cupti_convert(&conv, rec, &out) > 0 && !before_window(&out))
+		if (cupti_convert(&conv, rec, &out) > 0 && !before_window(&out)) {
+			if (out.h.type == GA_KERNEL && !out.kernel.graph_node)
+				out.kernel.args = launch_args_get(out.h.correlation);
 			publish_record(&out.h);
+		}
 	/* MAX_LIMIT_REACHED is the end; anything else is an incomplete record */
 	if (st != CUPTI_ERROR_MAX_LIMIT_REACHED)
 		bad_buffers++;

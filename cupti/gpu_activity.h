@@ -51,7 +51,7 @@ struct ga_kernel {
 	uint32_t static_shmem, dynamic_shmem;
 	uint64_t graph_node;    /* 0: not launched from a graph */
 	uint32_t graph_id;
-	uint32_t pad;
+	uint32_t args;          /* hash of its launch's arguments (launch_args.h), 0 unknown */
 };
 
 /* ga_memcpy.kind, as CUpti_ActivityMemcpyKind */

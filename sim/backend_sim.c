@@ -11,13 +11,18 @@
 #include <errno.h>
 #include <string.h>
 #include "backend.h"
+#include "launch_args.h"
 #include "publish.h"
 #include "simcu_profiler.h"
 
 static simcu_subscribe_fn subscribe;
 
-static void api_enter(void *ctx, uint32_t correlation, const char *function)
+static void api_enter(void *ctx, uint32_t correlation, const char *function,
+		      const struct simcu_launch *launch)
 {
+	if (launch)
+		launch_args_put(correlation,
+				launch_args_hash(launch->func, launch->params, launch->extra));
 	publish_api(correlation, 0);
 }
 
@@ -51,6 +56,7 @@ static void activity(void *ctx, const struct simcu_activity *a)
 		memcpy(r.k.block, a->block, sizeof(r.k.block));
 		r.k.dynamic_shmem = a->shared_mem;
 		r.k.graph_node = a->graph_node;
+		r.k.args = a->graph_node ? 0 : launch_args_get(a->correlation);
 		break;
 	case SIMCU_MEMCPY:
 		r.h.type = GA_MEMCPY;

@@ -175,6 +175,7 @@ static __thread int t_in_cb;		/* this thread's callbacks in flight */
 /* One API call's profiler state: corr 0 = not reported. */
 struct prof_call {
 	const char *fn;			/* the exported entry point */
+	const struct simcu_launch *launch;	/* a kernel launch's, else NULL */
 	uint32_t corr, gen;
 	bool entered;
 };
@@ -205,7 +206,7 @@ static void __attribute__((noinline)) prof_enter_slow(struct prof_call *pc)
 		pc->corr = __atomic_fetch_add(&g_corr_next, 1, __ATOMIC_RELAXED);
 	pc->gen = g_prof_gen;
 	if (g_prof.api_enter)
-		g_prof.api_enter(g_prof.ctx, pc->corr, pc->fn);
+		g_prof.api_enter(g_prof.ctx, pc->corr, pc->fn, pc->launch);
 	cb_end();
 }
 
@@ -1150,7 +1151,8 @@ static CUresult launch(const char *fn, CUfunction f, unsigned gx, unsigned gy, u
 		       unsigned bx, unsigned by, unsigned bz, unsigned smem,
 		       CUstream h, void **params, void **extra)
 {
-	struct prof_call pc = { .fn = fn };
+	struct simcu_launch l = { .func = f, .params = params, .extra = extra };
+	struct prof_call pc = { .fn = fn, .launch = &l };
 
 	return prof_exit(&pc, launch_body(&pc, f, gx, gy, gz, bx, by, bz, smem, h, params, extra));
 }
@@ -2212,6 +2214,47 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 		*pFunc = (CUfunction)k->func;
 	pthread_mutex_unlock(&g_lock);
 	return k ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The parameters a function takes, from the signature its name may end
+ * with: "name(u32,ptr,u64)", u32 4 bytes, u64 and ptr 8, each aligned to its
+ * size.  A name without one cannot be described (CUDA_ERROR_NOT_SUPPORTED),
+ * as by a driver older than CUDA 12.4.  Past the last: CUDA_ERROR_INVALID_VALUE. */
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+			    size_t *paramSize)
+{
+	const char *p = NULL;
+	size_t off = 0, size = 0, i = 0;
+	struct sim_func *f;
+
+	CHECK_INIT();
+	if (!paramOffset || !paramSize)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	f = (struct sim_func *)obj_find_locked(func, OBJ_FUNC);
+	if (f)
+		p = strchr(f->name, '(');
+	pthread_mutex_unlock(&g_lock);	/* names live as long as the process */
+	if (!f)
+		return CUDA_ERROR_INVALID_HANDLE;
+	if (!p)
+		return CUDA_ERROR_NOT_SUPPORTED;
+	for (p++; *p && *p != ')'; i++) {
+		size = !strncmp(p, "u32", 3) ? 4 : !strncmp(p, "u64", 3) || !strncmp(p, "ptr", 3) ? 8 : 0;
+		if (!size)
+			return CUDA_ERROR_INVALID_VALUE;
+		off = (off + size - 1) / size * size;
+		if (i == paramIndex) {
+			*paramOffset = off;
+			*paramSize = size;
+			return CUDA_SUCCESS;
+		}
+		off += size;
+		p += 3;
+		if (*p == ',')
+			p++;
+	}
+	return CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuFuncGetName(const char **name, CUfunction hfunc)

@@ -104,13 +104,14 @@ static CUpti_CallbackId cbid_of(const char *function)
 }
 
 static void call_back(CUpti_ApiCallbackSite site, uint32_t corr, const char *function,
-		      CUresult *result)
+		      const void *params, CUresult *result)
 {
 	CUpti_CallbackId id = cbid_of(function);
 	CUpti_CallbackFunc cb = __atomic_load_n(&callback, __ATOMIC_ACQUIRE);
 	CUpti_CallbackData d = {
 		.callbackSite = site,
 		.functionName = function,
+		.functionParams = params,
 		.functionReturnValue = result,
 		.correlationId = corr,
 	};
@@ -120,15 +121,45 @@ static void call_back(CUpti_ApiCallbackSite site, uint32_t corr, const char *fun
 	cb(callback_data, CUPTI_CB_DOMAIN_DRIVER_API, id, &d);
 }
 
-static void api_enter(void *ctx, uint32_t corr, const char *function)
+/*
+ * A launch's parameters as CUPTI gives them (generated_cuda_meta.h): the
+ * cuLaunchKernelEx form, or the cuLaunchKernel one (its grid and stream are
+ * not filled: the simulated driver's hook does not pass them).
+ */
+union launch_params {
+	cuLaunchKernel_params k;
+	cuLaunchKernelEx_params ex;
+};
+
+static const void *launch_params(union launch_params *u, const char *function,
+				 const struct simcu_launch *l)
+{
+	memset(u, 0, sizeof(*u));
+	if (!l)
+		return NULL;
+	if (!strncmp(function, "cuLaunchKernelEx", 16)) {
+		u->ex.f = l->func;
+		u->ex.kernelParams = l->params;
+		u->ex.extra = l->extra;
+	} else {
+		u->k.f = l->func;
+		u->k.kernelParams = l->params;
+		u->k.extra = l->extra;
+	}
+	return u;
+}
+
+static void api_enter(void *ctx, uint32_t corr, const char *function,
+		      const struct simcu_launch *launch)
 {
 	uint32_t seen = __atomic_load_n(&last_corr, __ATOMIC_RELAXED);
+	union launch_params u;
 
 	while ((int32_t)(corr - seen) > 0 &&
 	       !__atomic_compare_exchange_n(&last_corr, &seen, corr, 1, __ATOMIC_RELAXED,
 					    __ATOMIC_RELAXED))
 		;
-	call_back(CUPTI_API_ENTER, corr, function, NULL);
+	call_back(CUPTI_API_ENTER, corr, function, launch_params(&u, function, launch), NULL);
 }
 
 static void api_exit(void *ctx, uint32_t corr, const char *function, int result)
@@ -136,7 +167,7 @@ static void api_exit(void *ctx, uint32_t corr, const char *function, int result)
 	CUresult r = (CUresult)result;
 
 	in_exit_callback++;
-	call_back(CUPTI_API_EXIT, corr, function, &r);
+	call_back(CUPTI_API_EXIT, corr, function, NULL, &r);
 	in_exit_callback--;
 }
 

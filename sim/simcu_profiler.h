@@ -5,7 +5,8 @@
  * which the simulated cuInit honours like the real one: dlopen the library
  * and call its InitializeInjection) subscribes and is then told
  *  - on the calling thread, inside each launch, copy, memset and graph
- *    launch call, the correlation id that call's GPU work will carry;
+ *    launch call, the correlation id that call's GPU work will carry (and
+ *    a kernel launch's function and arguments);
  *  - when each simulated kernel, copy or memset has finished, when it ran;
  *  - on the calling thread, as each launch, copy, memset or graph launch
  *    call returns, its result (what CUPTI's API-exit callback sees).
@@ -36,9 +37,20 @@ struct simcu_activity {
 	uint64_t graph_node;    /* work launched from a graph: its node id, else 0 */
 };
 
+/* A kernel launch's function and arguments, as cuLaunchKernel takes them. */
+struct simcu_launch {
+	void *func;             /* CUfunction */
+	void **params;          /* kernelParams */
+	void **extra;
+};
+
 struct simcu_profiler {
-	/* On the calling thread, during the driver call; function: its exported name. */
-	void (*api_enter)(void *ctx, uint32_t correlation, const char *function);
+	/*
+	 * On the calling thread, during the driver call; function: its
+	 * exported name; launch: a kernel launch's, else NULL.
+	 */
+	void (*api_enter)(void *ctx, uint32_t correlation, const char *function,
+			  const struct simcu_launch *launch);
 	/* From a stream's worker thread, once the work has finished. */
 	void (*activity)(void *ctx, const struct simcu_activity *a);
 	void *ctx;

@@ -231,9 +231,13 @@ class Driver(object):
     # -- work ---------------------------------------------------------------
 
     def launch(self, kernel, duration_us, grid=(1, 1, 1), block=(128, 1, 1),
-               shared_mem=0, stream=0, ptsz=False):
+               shared_mem=0, stream=0, ptsz=False, args=()):
+        """args: 64-bit values passed after the duration, for a kernel whose
+        name declares them ("name(u32,ptr,...)", see cuFuncGetParamInfo)."""
         dur = c_u32(duration_us)
-        params = (c_ptr * 1)(ctypes.cast(ctypes.byref(dur), c_ptr))
+        vals = [c_u64(v) for v in args]
+        params = (c_ptr * (1 + len(vals)))(ctypes.cast(ctypes.byref(dur), c_ptr),
+                                           *[ctypes.cast(ctypes.byref(v), c_ptr) for v in vals])
         name = "cuLaunchKernel_ptsz" if ptsz else "cuLaunchKernel"
         a = {"kernel": kernel.name, "func": kernel.handle, "grid": list(grid),
              "block": list(block), "shared_mem": shared_mem, "stream": stream,

@@ -71,6 +71,7 @@ struct model_event {
 	uint32_t grid[3], block[3];
 	uint32_t shared_mem;
 	uint32_t count;
+	uint32_t args;          /* EV_KERNEL: hash of its launch's arguments, 0 unknown */
 	uint64_t func, stream, bytes, ptr, handle;
 	uint64_t seq;           /* arrival order: the tie-break that keeps sorting stable */
 	/* GPU side (kind != EV_API); API events use correlation only */

@@ -564,6 +564,7 @@ static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr 
 		ev->static_shmem = k->static_shmem;
 		ev->shared_mem = k->dynamic_shmem;
 		ev->graph_node = k->graph_node;
+		ev->args = k->args;
 		break;
 	case GA_MEMCPY:
 		set_where(ev, &cp->w, pid);

@@ -241,6 +241,8 @@ static int write_gpu_work(struct jw *jw, const struct model *m, const struct mod
 		jw_kv_uint(jw, TS_ARG_REGISTERS, ev->registers);
 		jw_kv_uint(jw, TS_ARG_SHMEM, ev->shared_mem);
 		jw_kv_uint(jw, TS_ARG_STATIC_SHMEM, ev->static_shmem);
+		if (ev->args)
+			jw_kv_uint(jw, TS_ARG_ARGS_HASH, ev->args);
 	} else {
 		jw_kv_uint(jw, TS_ARG_BYTES, ev->bytes);
 	}

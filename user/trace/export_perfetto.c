@@ -959,6 +959,8 @@ static int write_gpu_work(struct pf *w, const struct model_event *ev, uint64_t f
 		arg_uint(w, TS_ARG_REGISTERS, ev->registers);
 		arg_uint(w, TS_ARG_SHMEM, ev->shared_mem);
 		arg_uint(w, TS_ARG_STATIC_SHMEM, ev->static_shmem);
+		if (ev->args)
+			arg_uint(w, TS_ARG_ARGS_HASH, ev->args);
 	} else {
 		arg_uint(w, TS_ARG_BYTES, ev->bytes);
 	}

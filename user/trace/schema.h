@@ -83,6 +83,7 @@
 #define TS_ARG_STACK_THREAD     "stack_thread"  /* that thread, whose wake the call served */
 #define TS_ARG_NATIVE_STACK     "native_stack"
 #define TS_ARG_GRAPH_NODE       "graph_node"
+#define TS_ARG_ARGS_HASH        "args_hash"     /* kernels: of the launch's arguments */
 #define TS_ARG_DEVICE           "device"
 #define TS_ARG_EVENT            "event"         /* gpu_sync: the event waited for */
 #define TS_ARG_ADDRESS          "address"       /* gpu_memory */

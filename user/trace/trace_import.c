@@ -25,7 +25,7 @@ enum {
 	A_NAME, A_KERNEL, A_GRID, A_BLOCK, A_SHMEM, A_STATIC_SHMEM, A_REGISTERS, A_STREAM,
 	A_BYTES, A_KIND, A_PTR, A_COUNT, A_HANDLE, A_RET, A_CORR, A_STACK, A_STACK_TRUNCATED,
 	A_STACK_ATTRIBUTED, A_STACK_THREAD, A_NATIVE_STACK, A_GRAPH_NODE, A_DEVICE, A_EVENT,
-	A_ADDRESS, A_MEMORY_KIND, A_STATE, A_SYSCALL, A_HOLDER, A_CPU, A_GC,
+	A_ADDRESS, A_MEMORY_KIND, A_STATE, A_SYSCALL, A_HOLDER, A_CPU, A_GC, A_ARGS_HASH,
 	A_N
 };
 
@@ -42,7 +42,7 @@ static const char *const arg_keys[A_N] = {
 	[A_GRAPH_NODE] = TS_ARG_GRAPH_NODE, [A_DEVICE] = TS_ARG_DEVICE, [A_EVENT] = TS_ARG_EVENT,
 	[A_ADDRESS] = TS_ARG_ADDRESS, [A_MEMORY_KIND] = TS_ARG_MEMORY_KIND,
 	[A_STATE] = TS_ARG_STATE, [A_SYSCALL] = TS_ARG_SYSCALL, [A_HOLDER] = TS_ARG_HOLDER_TID,
-	[A_CPU] = TS_ARG_CPU, [A_GC] = TS_ARG_GC,
+	[A_CPU] = TS_ARG_CPU, [A_GC] = TS_ARG_GC, [A_ARGS_HASH] = TS_ARG_ARGS_HASH,
 };
 
 /* A JSON value's text; p NULL when absent. */
@@ -487,6 +487,7 @@ static void read_gpu(struct trace_import *ti, const struct val *a, struct model_
 		ev->registers = int_val(&a[A_REGISTERS]);
 		ev->shared_mem = int_val(&a[A_SHMEM]);
 		ev->static_shmem = int_val(&a[A_STATIC_SHMEM]);
+		ev->args = int_val(&a[A_ARGS_HASH]);
 		break;
 	case EV_MEMCPY:
 		ev->name = 0;

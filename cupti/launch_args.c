@@ -1,0 +1,158 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * Launch argument hashes (launch_args.h).  Two lock-free tables:
+ *  - functions: the sizes of each function's parameters, filled once per
+ *    function (under a lock, on a miss) and read without one: an entry is
+ *    published by storing its function last;
+ *  - hashes: correlation id -> hash, one 64-bit word per slot (the id in
+ *    the high half), so a reader never sees half of another call's entry.
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cuda.h>
+#include "launch_args.h"
+
+#define FUNCS      1024         /* functions described (more: unknown) */
+#define MAX_PARAMS 64           /* parameters hashed; more: unknown */
+#define SLOTS      (1u << 16)   /* calls between a launch and its record's conversion */
+
+typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
+
+struct func {
+	void *func;             /* published last; NULL: free */
+	uint16_t n;             /* parameters; 0: cannot be described */
+	uint16_t size[MAX_PARAMS];
+};
+
+static struct func funcs[FUNCS];
+static pthread_mutex_t funcs_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t slots[SLOTS];
+static param_info_fn param_info;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void resolve(void)
+{
+	void *driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+
+	if (!driver)
+		return;
+	param_info = (param_info_fn)dlsym(driver, "cuFuncGetParamInfo");
+	dlclose(driver);        /* drops our reference; the driver stays */
+}
+
+static size_t func_slot(const void *f)
+{
+	uintptr_t x = (uintptr_t)f;
+
+	return (size_t)((x >> 4) ^ (x >> 14)) % FUNCS;
+}
+
+/*
+ * Ask the driver for f's parameter sizes into e (not yet published); n
+ * stays 0 (unknown) for a driver that cannot describe f, or for more
+ * parameters than are hashed.
+ */
+static void describe(struct func *e, void *f)
+{
+	size_t off, size, i;
+
+	e->n = 0;
+	for (i = 0; i < MAX_PARAMS; i++) {
+		/* past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE */
+		if (param_info((CUfunction)f, i, &off, &size) != CUDA_SUCCESS)
+			break;
+		if (size > UINT16_MAX)
+			return;
+		e->size[i] = (uint16_t)size;
+	}
+	if (i < MAX_PARAMS)
+		e->n = (uint16_t)i;
+}
+
+/* f's entry, described on first sight; NULL when the table is full. */
+static const struct func *lookup(void *f)
+{
+	size_t h = func_slot(f), k;
+	struct func *e;
+
+	for (k = 0; k < FUNCS; k++) {
+		e = &funcs[(h + k) % FUNCS];
+		void *have = __atomic_load_n(&e->func, __ATOMIC_ACQUIRE);
+
+		if (have == f)
+			return e;
+		if (!have)
+			break;
+	}
+	if (k == FUNCS)
+		return NULL;
+	pthread_mutex_lock(&funcs_lock);
+	for (k = 0; k < FUNCS; k++) {
+		e = &funcs[(h + k) % FUNCS];
+		if (e->func == f || !e->func)
+			break;
+	}
+	if (k < FUNCS && !e->func) {
+		describe(e, f);
+		__atomic_store_n(&e->func, f, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&funcs_lock);
+	return k < FUNCS ? e : NULL;
+}
+
+/* FNV-1a over bytes, continuing from h. */
+static uint32_t fnv(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--)
+		h = (h ^ *b++) * 16777619u;
+	return h;
+}
+
+uint32_t launch_args_hash(void *func, void **params, void **extra)
+{
+	uint32_t h = 2166136261u;
+	const struct func *e;
+
+	if (extra) {
+		void *buf = NULL;
+		size_t *size = NULL;
+
+		for (size_t i = 0; i < 8 && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+			if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				buf = extra[i + 1];
+			else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = extra[i + 1];
+		}
+		if (!buf || !size)
+			return 0;
+		h = fnv(h, buf, *size);
+		return h ? h : 1;
+	}
+	if (!params || !func)
+		return 0;
+	pthread_once(&once, resolve);
+	if (!param_info || !(e = lookup(func)) || !e->n)
+		return 0;
+	for (uint16_t i = 0; i < e->n; i++)
+		h = fnv(h, params[i], e->size[i]);
+	return h ? h : 1;
+}
+
+void launch_args_put(uint32_t corr, uint32_t hash)
+{
+	if (hash)
+		__atomic_store_n(&slots[corr % SLOTS], (uint64_t)corr << 32 | hash,
+				 __ATOMIC_RELAXED);
+}
+
+uint32_t launch_args_get(uint32_t corr)
+{
+	uint64_t v = __atomic_load_n(&slots[corr % SLOTS], __ATOMIC_RELAXED);
+
+	return v >> 32 == corr ? (uint32_t)v : 0;
+}
