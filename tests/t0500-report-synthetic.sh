@@ -110,6 +110,21 @@ is "loop: wasted work after the optimizer step, at its loop line" "$(json_query 
 	'[["train (/home/u/t.py:16)", 0.9, 9], ["train (/home/u/t.py:15)", 0.045, 0]]'
 is "nested loop: run()'s set-up and tear-down around it, the loop in train_step()" "$(json_query "$TMPD/l.rep.json" "[(i['loop_function'], i['steps'], i['kernels_per_step'], round(i['step_ms']['median'], 6), [x['phase'] for x in i['phases']]) for i in [p['iterations'] for p in d['processes'] if p['pid'] == 301]]")" \
 	'[["train_step (/home/u/r.py)", 5, 3, 0.5, ["line 20", "line 21", "outside any phase"]]]'
+# repeated work: a kernel run again in every step on the same grid and
+# arguments, and its look-alikes that are not (gen_report_trace.py repeats);
+# the same read back from a .pftrace
+"$PY" "$gen" repeats "$TMPD/rp.json" || bail_out "cannot generate the repeats trace"
+check "report the repeats" "$GPUBPF" report --format json -o "$TMPD/rp.rep.json" "$TMPD/rp.json"
+RPF="[(f['kind'], round(f['cost_ms'], 6), f['site'], f['count']) for f in d['processes'][0]['findings'] if f['kind'] == 'repeated_work']"
+is "repeats: softmax recomputed at Metrics.compute in each of 9 steps, 9 x 50 us; nothing else" \
+	"$(json_query "$TMPD/rp.rep.json" "$RPF")" '[["repeated_work", 0.45, "Metrics.compute (/home/u/metrics.py:7)", 9]]'
+is "repeats: the finding's detail" "$(json_query "$TMPD/rp.rep.json" "[f['detail'] for f in d['processes'][0]['findings'] if f['kind'] == 'repeated_work']")" \
+	'["softmax ran again on the same grid and arguments 9 times in 9 of 9 steps: its output is possibly recomputed from the same inputs"]'
+check "repeats: convert to .pftrace" "$GPUBPF" convert "$TMPD/rp.json" "$TMPD/rp.pftrace"
+check "repeats: report the .pftrace" "$GPUBPF" report --format json -o "$TMPD/rpp.rep.json" "$TMPD/rp.pftrace"
+is "repeats: the same finding from the .pftrace" "$(json_query "$TMPD/rpp.rep.json" "$RPF")" \
+	"$(json_query "$TMPD/rp.rep.json" "$RPF")"
+
 "$GPUBPF" report "$TMPD/l.json" >"$TMPD/l.txt"
 like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .*the loop is train \\(/home/u/t.py\\).*
     Model.forward +0.160 \[0.160-0.160\] +0.250 \[0.250-0.250\] +4  /home/u/t.py:12"

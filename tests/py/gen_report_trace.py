@@ -44,10 +44,11 @@ def api(pid, name, ts, dur=0.0, tid=None, stack=None, **args):
             "ts": ts, "dur": dur, "args": a}
 
 
-def gpu(pid, cat, name, ts, dur, stream, corr, device=0):
+def gpu(pid, cat, name, ts, dur, stream, corr, device=0, **args):
+    a = {"device": device, "stream": stream, "correlation": corr}
+    a.update(args)
     return {"ph": "X", "cat": cat, "name": name, "pid": pid,
-            "tid": 0x40000000 + (device << 20) + stream, "ts": ts, "dur": dur,
-            "args": {"device": device, "stream": stream, "correlation": corr}}
+            "tid": 0x40000000 + (device << 20) + stream, "ts": ts, "dur": dur, "args": a}
 
 
 def stack(*user):
@@ -161,6 +162,58 @@ def loop():
         ev.append(api(p, "cuEventRecord", t + 850, 20))
         t += 1400 if i == 3 else 1000
     ev += nested_loop()
+    ev.sort(key=lambda e: e.get("ts", -1))
+    return ev
+
+
+def repeats():
+    """pid 320, a loop in train() (/home/u/t.py), 10 iterations 1000 us
+    apart (so 9 steps, each starting at the normalize launch), kernels with
+    their grid, block and argument hash.  At offsets (us) in each:
+      line 11 load_batch: normalize at 0 (GPU 20), arguments new each step
+      line 12 Model.forward: 3 x gemm at 100, 150, 200 (GPU 40), each on its
+              own arguments (the same every step, as a real model's)
+      line 13 Model.loss: softmax at 400 (GPU 50), arguments S
+      line 14 Metrics.compute: softmax at 500 (GPU 50), arguments S again,
+              same grid: a repeat, in every step
+      line 15 Metrics.compute: softmax at 600 on S with another grid: not one
+      line 16 relu twice at 700, 750, arguments not known: not repeats
+      line 17 dropout twice at 800, 850 on the same arguments, in the first
+              3 iterations only: under half of the steps, not kept
+    So one repeated_work finding: softmax at Metrics.compute
+    (/home/u/metrics.py:7), 9 repeats, 9 x 50 us."""
+    p = 320
+    ev = [meta(p, "repeats")]
+    corr = 0
+    t = 10000.0
+
+    def st(line, *under):
+        return list(reversed(under)) + ["train (/home/u/t.py:%d)" % line, "<module> (/home/u/t.py:90)"]
+
+    def launch(ts, kernel, dur, stack, h=None, grid=(64, 1, 1)):
+        nonlocal corr
+        corr += 1
+        ev.append(api(p, "cuLaunchKernel", ts, 10, kernel=kernel, correlation=corr, stack=stack))
+        extra = {"grid": list(grid), "block": [128, 1, 1], "shared_mem": 0}
+        if h is not None:
+            extra["args_hash"] = h
+        ev.append(gpu(p, "kernel", kernel, ts + 10, dur, 7, corr, **extra))
+
+    for i in range(10):
+        launch(t, "normalize", 20, st(11, "load_batch (/home/u/data.py:5)"), h=1000 + i)
+        for k in range(3):
+            launch(t + 100 + 50 * k, "gemm", 40, st(12, "Model.forward (/home/u/model.py:20)"),
+                   h=2000 + k)
+        launch(t + 400, "softmax", 50, st(13, "Model.loss (/home/u/model.py:40)"), h=3000)
+        launch(t + 500, "softmax", 50, st(14, "Metrics.compute (/home/u/metrics.py:7)"), h=3000)
+        launch(t + 600, "softmax", 50, st(15, "Metrics.compute (/home/u/metrics.py:9)"), h=3000,
+               grid=(32, 1, 1))
+        for k in range(2):
+            launch(t + 700 + 50 * k, "relu", 10, st(16))
+        if i < 3:
+            for k in range(2):
+                launch(t + 800 + 50 * k, "dropout", 10, st(17), h=4000)
+        t += 1000
     ev.sort(key=lambda e: e.get("ts", -1))
     return ev
 
@@ -380,6 +433,8 @@ if __name__ == "__main__":
         write(sys.argv[2], known())
     elif sys.argv[1] == "loop":
         write(sys.argv[2], loop())
+    elif sys.argv[1] == "repeats":
+        write(sys.argv[2], repeats())
     elif sys.argv[1] == "loop_samples":
         write(sys.argv[2], loop_samples())
     elif sys.argv[1] == "workers":

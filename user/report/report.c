@@ -71,7 +71,7 @@ int report_analyze(const struct rt_table *t, struct report *r)
 		}
 	r->any_stacks = t->nstacks > 0;
 	if ((ret = report_gpu(t, r)) || (ret = report_top(t, r)) || (ret = report_iter(t, r)) ||
-	    (ret = report_memory(t, r)))
+	    (ret = report_repeats(t, r)) || (ret = report_memory(t, r)))
 		return ret;
 	return report_findings(t, r);
 }
@@ -94,6 +94,8 @@ void report_release(struct report *r)
 		free(rp->errors);
 		free(rp->mem);
 		free(rp->iter.phases);
+		free(rp->iter.starts);
+		free(rp->repeats);
 	}
 	free(r->procs);
 	memset(r, 0, sizeof(*r));

@@ -5,7 +5,7 @@
  * or GPU activity, filled from the model record built or from a trace file
  * streamed through the importer; the analyses (report_gpu.c with
  * report_cause.c, report_top.c, report_iter.c with report_phase.c,
- * report_memory.c; report.c runs them) read the table, report_findings.c
+ * report_repeat.c, report_memory.c; report.c runs them) read the table, report_findings.c
  * ranks what they found, and all of them fill a struct report, which
  * report_out.c prints as text or JSON and report_svg.c draws.  Data flows
  * one way: model -> table -> results -> output; cmd_report.c ties them
@@ -95,6 +95,8 @@ enum rep_finding_kind {
 	RF_LAUNCH_BOUND,        /* a stream of kernels shorter than their launches: streams[index] */
 	RF_WASTED,              /* GPU work every step after the optimizer step or outside any
 				   phase: iter.phases[index] */
+	RF_REPEATED,            /* a kernel run again in a step on the same arguments:
+				   repeats[index] */
 };
 
 struct rep_finding {
@@ -128,6 +130,16 @@ struct rep_phase {
 	uint64_t launches[3];
 };
 
+/*
+ * A kernel launched again within a step on the same grid, block, shared
+ * memory and arguments (report_repeat.c), from one launch site: the
+ * launches after the first in each step.
+ */
+struct rep_repeat {
+	uint32_t kernel, site;  /* site 0 unknown */
+	uint64_t steps;         /* steps it repeated in */
+	uint64_t count, gpu_ns; /* the repeats, their GPU time */
+};
 struct rep_iter {
 	bool found;
 	bool from_stacks;
@@ -138,6 +150,8 @@ struct rep_iter {
 	uint32_t anchor;        /* kernel name id that starts each step */
 	uint32_t anchor_site;
 	uint64_t steps;
+	int64_t *starts;        /* steps + 1 anchor launch times: step k is
+				   [starts[k], starts[k + 1]) */
 	uint64_t kernels_per_step;
 	double mean_ns, median_ns, min_ns, max_ns, stddev_ns;
 };
@@ -170,6 +184,8 @@ struct rep_proc {
 	size_t nerrors;
 	uint64_t nfailed;       /* failed calls, all names */
 	struct rep_iter iter;
+	struct rep_repeat *repeats;     /* costliest first */
+	size_t nrepeats;
 	struct rep_mem_dev *mem;
 	size_t nmem;
 	uint64_t napi, ngpu, nsync;
@@ -188,6 +204,7 @@ void report_release(struct report *r);
 int report_gpu(const struct rt_table *t, struct report *r);   /* devs, hot, streams, comm, late */
 int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
 int report_iter(const struct rt_table *t, struct report *r);     /* iter */
+int report_repeats(const struct rt_table *t, struct report *r);  /* repeats, from iter */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
 int report_findings(const struct rt_table *t, struct report *r); /* findings, from the others */
 

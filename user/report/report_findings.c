@@ -24,6 +24,9 @@
  *                  ending in .step, or one in an optim/ folder
  *                  (torch.optim wraps step() in optimizer.py); zero_grad
  *                  after it is the optimizer's own work, not waste.
+ *  repeated_work   a kernel run again in most steps on the same grid and
+ *                  arguments (report_repeat.c): cost the GPU time of the
+ *                  repeats; site the launch site of the repeats.
  * Findings that cost nothing are left out; at most REPORT_FINDINGS_MAX.
  */
 #include <errno.h>
@@ -42,6 +45,7 @@ static const char *const kind_names[] = {
 	[RF_HOST_BOUND] = "host_bound",
 	[RF_LAUNCH_BOUND] = "launch_bound",
 	[RF_WASTED] = "wasted_work",
+	[RF_REPEATED] = "repeated_work",
 };
 
 const char *report_finding_kind(const struct rep_finding *f)
@@ -225,6 +229,12 @@ static int proc_findings(const struct rt_table *t, struct rep_proc *rp)
 			return -ENOMEM;
 	if (launch_bound(&l) || host_bound(&l) || wasted(t, &l))
 		return -ENOMEM;
+	for (size_t k = 0; k < rp->nrepeats; k++)
+		if (add(&l, (struct rep_finding){ .kind = RF_REPEATED, .index = k,
+						  .site = rp->repeats[k].site,
+						  .cost_ns = rp->repeats[k].gpu_ns,
+						  .count = rp->repeats[k].count }))
+			return -ENOMEM;
 	if (rp->nfindings)
 		qsort(rp->findings, rp->nfindings, sizeof(*rp->findings), cmp_finding);
 	if (rp->nfindings > REPORT_FINDINGS_MAX)
@@ -247,6 +257,7 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 	const struct rep_comm *c;
 	const struct rep_stream *s;
 	const struct rep_phase *x;
+	const struct rep_repeat *p;
 	static const char *const doing[REP_NCAUSES] = {
 		[MS_RUNNING] = "running on a CPU",
 		[MS_RUNNABLE] = "runnable, waiting for a CPU",
@@ -285,6 +296,12 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 		snprintf(buf, len, "%.3f ms of GPU work in every step (median, %" PRIu64 " launches a "
 			 "step) started %s", x->gpu_ns[0] / 1e6, x->launches[0],
 			 x->site ? "after the optimizer step" : "outside any phase of the loop");
+		break;
+	case RF_REPEATED:
+		p = &rp->repeats[f->index];
+		snprintf(buf, len, "%s ran again on the same grid and arguments %" PRIu64 " times in "
+			 "%" PRIu64 " of %" PRIu64 " steps: its output is possibly recomputed from the "
+			 "same inputs", rt_str(t, p->kernel), p->count, p->steps, rp->iter.steps);
 		break;
 	case RF_HOST_BOUND:
 		dominant_cause(rp, f, &cause, &share);

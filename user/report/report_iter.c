@@ -384,6 +384,12 @@ static int proc_steps(const struct rt_table *t, uint32_t proc, struct rep_iter *
 		ret = proc_iter(t, proc, it, &lp, false, q);
 	}
 	report_loop_release(&lp);
+	if (ret >= 0 && it->found) {
+		it->starts = malloc((it->steps + 1) * sizeof(*it->starts));
+		if (!it->starts)
+			return -ENOMEM;
+		memcpy(it->starts, q->st, (it->steps + 1) * sizeof(*it->starts));
+	}
 	return ret;
 }
 

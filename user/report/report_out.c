@@ -70,7 +70,7 @@ static void text_findings(const struct rt_table *t, const struct rep_proc *rp, F
 
 	if (!rp->nfindings)
 		return;
-	fprintf(f, "  findings (costliest first; cost = GPU idle time, or GPU time for wasted work):\n");
+	fprintf(f, "  findings (costliest first; cost = GPU idle time, or GPU time for wasted or repeated work):\n");
 	for (size_t k = 0; k < rp->nfindings && k < TEXT_TOP; k++) {
 		const struct rep_finding *x = &rp->findings[k];
 

@@ -309,6 +309,23 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 	return 0;
 }
 
+/*
+ * A kernel's launch as far as its output goes: grid, block, shared memory
+ * and the hash of its arguments; 0 when the arguments are not known.
+ */
+static uint32_t launch_identity(const struct model_event *ev)
+{
+	const uint32_t v[8] = { ev->grid[0], ev->grid[1], ev->grid[2], ev->block[0],
+				ev->block[1], ev->block[2], ev->shared_mem, ev->args };
+	uint32_t h = 2166136261u;
+
+	if (!ev->args)
+		return 0;
+	for (size_t i = 0; i < 8; i++)
+		h = (h ^ v[i]) * 16777619u;
+	return h ? h : 1;
+}
+
 /* Kernels, copies and memsets, named as the trace names them. */
 static int add_gpu_work(struct rt_table *t, const struct model *m, const struct model_event *ev)
 {
@@ -320,6 +337,7 @@ static int add_gpu_work(struct rt_table *t, const struct model *m, const struct 
 	if (ev->kind == EV_KERNEL) {
 		r->name = ev->kernel ? str_id(t, m, ev->kernel) : intern(t, TS_NAME_KERNEL);
 		r->kind = classify(t, r->name) & NC_NCCL ? RT_NCCL : RT_KERNEL;
+		r->aux = launch_identity(ev);
 	} else if (ev->kind == EV_MEMCPY) {
 		snprintf(name, sizeof(name), TS_NAME_MEMCPY, ts_copy_kind_name(ev->gpu_kind));
 		r->name = intern(t, name);

@@ -44,7 +44,9 @@ enum {
 struct rt_event {
 	int64_t ts, dur;        /* ns */
 	uint32_t name;          /* call name, or kernel name for GPU work */
-	uint32_t aux;           /* launches: kernel name id */
+	uint32_t aux;           /* launches: kernel name id; kernels: their launch's grid,
+				   block, shared memory and arguments, hashed (0: the
+				   arguments are not known) */
 	uint32_t stack;         /* host calls: index + 1 into rt_table.stacks, 0 none */
 	uint32_t corr;          /* correlation id, 0 none */
 	uint32_t tid;           /* host: thread id; GPU: stream */

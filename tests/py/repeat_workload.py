@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""A training loop that recomputes one kernel on the same inputs every step,
+for `gpubpf report`'s repeated_work finding (simulated driver).
+
+    LD_LIBRARY_PATH=build/sim python3 tests/py/repeat_workload.py --lib-dir DIR
+
+Imports sim/train.py's Driver from DIR (as findings_workload.py does, so
+each launch's innermost user frame is a line of this file).  Its kernels
+declare their parameters in their names ("name(u32,ptr,...)"), so the
+simulated driver describes them (cuFuncGetParamInfo) and gpubpf hashes
+each launch's arguments.  Each of --steps iterations of main()'s loop:
+  forward   3 x linear (400 us), each on its own layer's weights (the same
+            pointers every step, as a real model's)
+  loss      softmax (500 us) of the logits
+  metrics   softmax of the same logits again, same grid: a repeat
+            (REPEAT_LINE), then softmax of them on another grid: not one
+  log       norm (50 us) twice on one buffer, but a kernel whose name
+            declares nothing: its arguments are not known, never a repeat
+  step      sgd (100 us) twice, on each of two parameter buffers
+One repeated_work finding: softmax at REPEAT_LINE, (steps - 1) x 500 us
+(steps are counted between the first launches of two iterations).
+"""
+import argparse
+import importlib
+import sys
+
+LOGITS, LABELS = 0x7f0000100000, 0x7f0000200000
+WEIGHTS = [0x7f0000300000 + 0x10000 * i for i in range(3)]
+PARAMS = [0x7f0000400000, 0x7f0000500000]
+
+
+def forward(drv, k):
+    for w in WEIGHTS:
+        drv.launch(k["linear"], 400, args=(w, LOGITS))
+
+
+def loss(drv, k):
+    drv.launch(k["softmax"], 500, grid=(64, 1, 1), args=(LOGITS, LABELS))
+
+
+def metrics(drv, k):
+    drv.launch(k["softmax"], 500, grid=(64, 1, 1), args=(LOGITS, LABELS))  # REPEAT_LINE
+    drv.launch(k["softmax"], 500, grid=(32, 1, 1), args=(LOGITS, LABELS))
+
+
+def step(drv, k):
+    for p in PARAMS:
+        drv.launch(k["sgd"], 100, args=(p,))
+
+
+def log(drv, k):
+    drv.launch(k["norm"], 50)
+    drv.launch(k["norm"], 50)
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--lib-dir", required=True, help="the folder holding train.py")
+    p.add_argument("--steps", type=int, default=6)
+    o = p.parse_args()
+    sys.path.insert(0, o.lib_dir)
+    train = importlib.import_module("train")
+    drv = train.Driver(None, False)
+    drv.init()
+    mod = drv.load_module()
+    k = {"linear": train.Kernel(drv, mod, "linear(u32,ptr,ptr)"),
+         "softmax": train.Kernel(drv, mod, "softmax(u32,ptr,ptr)"),
+         "sgd": train.Kernel(drv, mod, "sgd(u32,ptr)"),
+         "norm": train.Kernel(drv, mod, "norm")}
+    for _ in range(o.steps):
+        forward(drv, k)
+        loss(drv, k)
+        metrics(drv, k)
+        log(drv, k)
+        step(drv, k)
+    drv.ctx_synchronize()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
