@@ -103,19 +103,40 @@ static const struct func *lookup(void *f)
 	return k < FUNCS ? e : NULL;
 }
 
-/* FNV-1a over bytes, continuing from h. */
-static uint32_t fnv(uint32_t h, const void *p, size_t n)
+/*
+ * Mix n bytes into h, eight at a time (a kernel's arguments can be
+ * hundreds of bytes, on the program's launch path), the tail with its
+ * length.
+ */
+static uint64_t mix(uint64_t h, const void *p, size_t n)
 {
 	const unsigned char *b = p;
+	uint64_t w;
 
-	while (n--)
-		h = (h ^ *b++) * 16777619u;
+	for (; n >= 8; b += 8, n -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 32;
+	}
+	if (n) {
+		w = (uint64_t)n << 56;
+		memcpy(&w, b, n);
+		h = (h ^ w) * 0x9e3779b97f4a7c15ULL;
+		h ^= h >> 32;
+	}
 	return h;
+}
+
+static uint32_t fold(uint64_t h)
+{
+	uint32_t x = (uint32_t)(h ^ h >> 32);
+
+	return x ? x : 1;
 }
 
 uint32_t launch_args_hash(void *func, void **params, void **extra)
 {
-	uint32_t h = 2166136261u;
+	uint64_t h = 0xcbf29ce484222325ULL;
 	const struct func *e;
 
 	if (extra) {
@@ -128,10 +149,7 @@ uint32_t launch_args_hash(void *func, void **params, void **extra)
 			else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
 				size = extra[i + 1];
 		}
-		if (!buf || !size)
-			return 0;
-		h = fnv(h, buf, *size);
-		return h ? h : 1;
+		return buf && size ? fold(mix(h, buf, *size)) : 0;
 	}
 	if (!params || !func)
 		return 0;
@@ -139,8 +157,8 @@ uint32_t launch_args_hash(void *func, void **params, void **extra)
 	if (!param_info || !(e = lookup(func)) || !e->n)
 		return 0;
 	for (uint16_t i = 0; i < e->n; i++)
-		h = fnv(h, params[i], e->size[i]);
-	return h ? h : 1;
+		h = mix(h, params[i], e->size[i]);
+	return fold(h);
 }
 
 void launch_args_put(uint32_t corr, uint32_t hash)
