@@ -89,8 +89,8 @@ static int active;                      /* enable() succeeded, no disable() sinc
  * first_corr.  CUPTI numbers calls process-wide in order, so a record of a
  * lower correlation id is work of a call made before the window, which was
  * not announced: dropped, rather than shown unlinked.  (The library marks
- * the window just after enable() returns, so no call announced ends
- * before it.)
+ * the window just after enable() returns: a call announced in between may
+ * end before the mark, with its records all the same.)
  */
 static uint32_t first_corr;
 static int have_first;

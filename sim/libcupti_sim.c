@@ -261,6 +261,17 @@ static int kind_on(CUpti_ActivityKind k, uint32_t corr)
 	return (unsigned)k < 64 && (kinds & (1ull << k)) && (int32_t)(corr - kind_from[k]) >= 0;
 }
 
+/* The fields every record kind here has, from a. */
+#define FILL_WHERE(r, a) do {					\
+		(r)->start = cupti_ts((a)->start);		\
+		(r)->end = cupti_ts((a)->end);			\
+		(r)->deviceId = (a)->device;			\
+		(r)->contextId = 1;				\
+		(r)->streamId = (a)->stream;			\
+		(r)->correlationId = (a)->correlation;		\
+		(r)->graphNodeId = (a)->graph_node;		\
+	} while (0)
+
 static void activity(void *ctx, const struct simcu_activity *a)
 {
 	uint32_t corr = a->correlation;
@@ -273,12 +284,7 @@ static void activity(void *ctx, const struct simcu_activity *a)
 		if (k) {
 			k->kind = kind_on(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, corr) ?
 				  CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL : CUPTI_ACTIVITY_KIND_KERNEL;
-			k->start = cupti_ts(a->start);
-			k->end = cupti_ts(a->end);
-			k->deviceId = a->device;
-			k->contextId = 1;
-			k->streamId = a->stream;
-			k->correlationId = a->correlation;
+			FILL_WHERE(k, a);
 			k->gridX = a->grid[0];
 			k->gridY = a->grid[1];
 			k->gridZ = a->grid[2];
@@ -287,36 +293,23 @@ static void activity(void *ctx, const struct simcu_activity *a)
 			k->blockZ = a->block[2];
 			k->dynamicSharedMemory = a->shared_mem;
 			k->name = intern_locked(a->name ? a->name : "");
-			k->graphNodeId = a->graph_node;
 		}
 	} else if (a->kind == SIMCU_MEMCPY && kind_on(CUPTI_ACTIVITY_KIND_MEMCPY, corr)) {
 		CUpti_ActivityMemcpy6 *m = reserve_locked(sizeof(*m));
 
 		if (m) {
 			m->kind = CUPTI_ACTIVITY_KIND_MEMCPY;
+			FILL_WHERE(m, a);
 			m->copyKind = (uint8_t)a->copy_kind;
 			m->bytes = a->bytes;
-			m->start = cupti_ts(a->start);
-			m->end = cupti_ts(a->end);
-			m->deviceId = a->device;
-			m->contextId = 1;
-			m->streamId = a->stream;
-			m->correlationId = a->correlation;
-			m->graphNodeId = a->graph_node;
 		}
 	} else if (a->kind == SIMCU_MEMSET && kind_on(CUPTI_ACTIVITY_KIND_MEMSET, corr)) {
 		CUpti_ActivityMemset4 *m = reserve_locked(sizeof(*m));
 
 		if (m) {
 			m->kind = CUPTI_ACTIVITY_KIND_MEMSET;
+			FILL_WHERE(m, a);
 			m->bytes = a->bytes;
-			m->start = cupti_ts(a->start);
-			m->end = cupti_ts(a->end);
-			m->deviceId = a->device;
-			m->contextId = 1;
-			m->streamId = a->stream;
-			m->correlationId = a->correlation;
-			m->graphNodeId = a->graph_node;
 		}
 	}
 	pthread_mutex_unlock(&mu);

@@ -286,6 +286,12 @@ require_sim() {
 
 # --- utilities --------------------------------------------------------------
 
+# job_summary FILE: the last line a workload printed (sim/train.py's summary),
+# without what differs between runs (pid, times).
+job_summary() {
+	tail -n 1 "$1" | sed -E 's/pid [0-9]+ //; s/ gpu [0-9.]+ ms//; s/ wall [0-9.]+ ms//'
+}
+
 # pyenv_pythons VERSION...: the pyenv CPythons of those versions (3.12 finds
 # ~/.pyenv/versions/3.12.*/bin/python3.12), one path a line, in that order.
 pyenv_pythons() {

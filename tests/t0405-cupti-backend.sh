@@ -72,9 +72,8 @@ is "record -p: finalized on the launching thread, from its API-exit callback, no
 wait "$w"
 is "record -p: the job exited 0" "$?" 0
 wait "$ref"
-summary() { tail -n 1 "$1" | sed -E 's/pid [0-9]+ //; s/ gpu [0-9.]+ ms//; s/ wall [0-9.]+ ms//'; }
-is "record -p: the job's output is that of a run never attached" "$(summary "$TMPD/py.out")" \
-	"$(summary "$TMPD/ref.out")"
+is "record -p: the job's output is that of a run never attached" "$(job_summary "$TMPD/py.out")" \
+	"$(job_summary "$TMPD/ref.out")"
 
 # 3. detached while idle: finalize deferred to the next call; re-attach takes it back
 : >"$SIMCUPTI_LOG"

@@ -17,11 +17,6 @@ export LD_LIBRARY_PATH="$SIMLIB"
 unset CUDA_INJECTION64_PATH GPUBPF_INJECTION_LIB
 train=("$PY" "$GPUBPF_ROOT/sim/train.py")
 
-# the job's last line without what differs between runs (pid, times)
-summary() {
-	tail -n 1 "$1" | sed -E 's/pid [0-9]+ //; s/ gpu [0-9.]+ ms//; s/ wall [0-9.]+ ms//'
-}
-
 lib_copies() {
 	grep libgpubpf_cupti "/proc/$1/maps" | awk '{print $5}' | sort -u | wc -l
 }
@@ -56,8 +51,8 @@ record_twice py "$w"
 wait "$w"
 is "py: the job exited 0" "$?" 0
 wait "$ref"
-is "py: its output is that of a run never attached" "$(summary "$TMPD/py.out")" \
-	"$(summary "$TMPD/ref.out")"
+is "py: its output is that of a run never attached" "$(job_summary "$TMPD/py.out")" \
+	"$(job_summary "$TMPD/ref.out")"
 
 # 2. a C job
 "$TESTBIN/cudaloop" "$SIMLIB/libcuda.so.1" 1000 >"$TMPD/c.out" 2>&1 &
