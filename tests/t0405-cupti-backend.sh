@@ -14,7 +14,9 @@
 #  3. detached while the job makes no driver call: the finalize waits for
 #     its next call; a re-attach before that takes the request back;
 #  4. CUPTI held by another profiler, or a CUPTI too old: host calls only,
-#     the reason on stderr and in the trace; the job runs on.
+#     the reason on stderr and in the trace; the job runs on.  A CUPTI that
+#     says it is CUPTI 12 is used as 13 is (the records read are at the same
+#     offsets in both: cupti_convert.c).
 . "$(dirname "$0")/lib.sh"
 test_description "CUPTI backend on the simulated driver: records, late attach, finalize on detach"
 require_bpf
@@ -105,6 +107,9 @@ is "busy: the same reason in the trace, no GPU work, host calls kept" "$(json_qu
  len([e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]),
  len([e for e in ev if e.get("cat") == "cuda_api" and e["name"] == "cuLaunchKernel"]) > 0]')" \
 	'[["cupti: cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another profiler is attached)"], 0, true]'
+SIMCUPTI_API_VERSION=24 check "CUPTI 12 (API 24, CUDA 12.6): record -- train.py" "$GPUBPF" record \
+	--cupti-lib "$LIB" -q -o "$TMPD/v12.json" -- "${train[@]}" --steps 4 --truth "$TMPD/v12.truth.json"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" "$TMPD/v12.json" "$TMPD/v12.truth.json"
 SIMCUPTI_API_VERSION=110000 check "CUPTI 11: record -- train.py" "$GPUBPF" record --cupti-lib "$LIB" \
 	-q -o "$TMPD/v.json" -- "${train[@]}" --steps 2
 like "CUPTI 11: stderr says which versions are read" "$(cat "$TMPD/.check.out")" \
