@@ -17,7 +17,9 @@
 # less 0.5 s after the first.  Each block gives on / off; the slowdown is
 # the median over BLOCKS blocks, with their range; noise: the first off
 # window against the second, in each block.
-# Knobs: BLOCKS (6), WIN_S (3), LAUNCHES (1000), PAUSE_MS (20).  Writes its
+# Knobs: BLOCKS (6), WIN_S (3), LAUNCHES (1000), PAUSE_MS (20), ON_FLAGS
+# (record's options in the "on" windows, default none: to tell the states'
+# share from the samples', e.g. "--sample-hz 0").  Writes its
 # block of BENCHMARKS.md (between the slowdown-bench markers) unless
 # BENCH_MD=-.
 set -euo pipefail
@@ -27,6 +29,7 @@ BLOCKS=${BLOCKS:-6}
 WIN_S=${WIN_S:-3}
 LAUNCHES=${LAUNCHES:-1000}
 PAUSE_MS=${PAUSE_MS:-20}
+ON_FLAGS=${ON_FLAGS:-}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 LIBDIR=build/bench/push
 PYTHON=${PYTHON:-python3}
@@ -46,7 +49,8 @@ sleep 1
 : >"$T/windows"
 for b in $(seq "$BLOCKS"); do
 	for mode in off on on off; do
-		flags=()
+		# shellcheck disable=SC2206
+		flags=($ON_FLAGS)
 		[ "$mode" = off ] && flags=(--no-states --sample-hz 0)
 		build/gpubpf record -p "$w" -d "${WIN_S}s" -q --no-inject "${flags[@]}" -o "$T/w.json" 2>/dev/null
 		# the window: its first and last recorded launch (ms, CLOCK_MONOTONIC)
@@ -88,8 +92,8 @@ print("%.1f %.1f %.2f %.2f %.2f %.2f %.2f %d" % (
     min(m[3] for m in med)))
 EOF
 read -r off on slow slow_min slow_max noise noise_max nrounds <"$T/result"
-printf 'slowdown from states and samples: %s%% (median of %d blocks; range %s%% to %s%%)\n' \
-	"$slow" "$BLOCKS" "$slow_min" "$slow_max"
+printf 'slowdown from states and samples%s: %s%% (median of %d blocks; range %s%% to %s%%)\n' \
+	"${ON_FLAGS:+ (on: $ON_FLAGS)}" "$slow" "$BLOCKS" "$slow_min" "$slow_max"
 printf '  CPU ns per launch: %s without, %s with; noise (off vs off in a block): median %s%%, max %s%%; >= %d rounds a window\n' \
 	"$off" "$on" "$noise" "$noise_max" "$nrounds"
 echo "slowdown_bench: done in $(( $(date +%s) - start ))s"
