@@ -19,7 +19,8 @@
 #define MAX_PARAMS 64           /* parameters hashed; more: unknown */
 #define SLOTS      (1u << 16)   /* calls between a launch and its record's conversion */
 
-typedef CUresult (*param_info_fn)(CUfunction, size_t, size_t *, size_t *);
+/* cuFuncGetParamInfo, and cuKernelGetParamInfo for a CUkernel launched as a CUfunction */
+typedef CUresult (*param_info_fn)(void *, size_t, size_t *, size_t *);
 
 struct func {
 	void *func;             /* published last; NULL: free */
@@ -30,7 +31,7 @@ struct func {
 static struct func funcs[FUNCS];
 static pthread_mutex_t funcs_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t slots[SLOTS];
-static param_info_fn param_info;
+static param_info_fn func_info, kernel_info;
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 static void resolve(void)
@@ -39,7 +40,8 @@ static void resolve(void)
 
 	if (!driver)
 		return;
-	param_info = (param_info_fn)dlsym(driver, "cuFuncGetParamInfo");
+	func_info = (param_info_fn)dlsym(driver, "cuFuncGetParamInfo");
+	kernel_info = (param_info_fn)dlsym(driver, "cuKernelGetParamInfo");
 	dlclose(driver);        /* drops our reference; the driver stays */
 }
 
@@ -51,25 +53,39 @@ static size_t func_slot(const void *f)
 }
 
 /*
- * Ask the driver for f's parameter sizes into e (not yet published); n
- * stays 0 (unknown) for a driver that cannot describe f, or for more
- * parameters than are hashed.
+ * Ask the driver, with info, for f's parameter sizes into e (not yet
+ * published): their number, 0 for a function it cannot describe (or with
+ * none), -1 for more parameters than are hashed.
  */
-static void describe(struct func *e, void *f)
+static int describe_with(param_info_fn info, struct func *e, void *f)
 {
 	size_t off, size, i;
 
-	e->n = 0;
+	if (!info)
+		return 0;
 	for (i = 0; i < MAX_PARAMS; i++) {
 		/* past the last parameter the driver answers CUDA_ERROR_INVALID_VALUE */
-		if (param_info((CUfunction)f, i, &off, &size) != CUDA_SUCCESS)
+		if (info(f, i, &off, &size) != CUDA_SUCCESS)
 			break;
 		if (size > UINT16_MAX)
-			return;
+			return -1;
 		e->size[i] = (uint16_t)size;
 	}
-	if (i < MAX_PARAMS)
-		e->n = (uint16_t)i;
+	return i < MAX_PARAMS ? (int)i : -1;
+}
+
+/*
+ * f's parameter sizes into e; n stays 0 (unknown) when the driver cannot
+ * describe f.  f may be a CUkernel (CUDA 12's launch APIs take one where a
+ * CUfunction goes): asked as one when the driver knows no such function.
+ */
+static void describe(struct func *e, void *f)
+{
+	int n = describe_with(func_info, e, f);
+
+	if (!n)
+		n = describe_with(kernel_info, e, f);
+	e->n = n > 0 ? (uint16_t)n : 0;
 }
 
 /* f's entry, described on first sight; NULL when the table is full. */
@@ -154,7 +170,7 @@ uint32_t launch_args_hash(void *func, void **params, void **extra)
 	if (!params || !func)
 		return 0;
 	pthread_once(&once, resolve);
-	if (!param_info || !(e = lookup(func)) || !e->n)
+	if ((!func_info && !kernel_info) || !(e = lookup(func)) || !e->n)
 		return 0;
 	for (uint16_t i = 0; i < e->n; i++)
 		h = mix(h, params[i], e->size[i]);

@@ -3,8 +3,9 @@
  * What a kernel launch passed its kernel: a 32-bit hash of its argument
  * bytes, so the report can tell a kernel recomputed on the same inputs
  * (same kernel, grid and arguments) from one run again on others.  The
- * argument sizes come from the driver (cuFuncGetParamInfo, CUDA 12.4 and
- * later), asked once per function; a driver without it, or a function it
+ * argument sizes come from the driver (cuFuncGetParamInfo, or
+ * cuKernelGetParamInfo for a CUkernel; CUDA 12.4 and later), asked once
+ * per function; a driver without it, or a function it
  * cannot describe, gives 0 (unknown).  The hash is taken on the launching
  * thread at the call's entry (the arguments are only valid then) and kept
  * by correlation id until the kernel's record is converted.  Thread-safe.

@@ -2220,41 +2220,60 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
  * with: "name(u32,ptr,u64)", u32 4 bytes, u64 and ptr 8, each aligned to its
  * size.  A name without one cannot be described (CUDA_ERROR_NOT_SUPPORTED),
  * as by a driver older than CUDA 12.4.  Past the last: CUDA_ERROR_INVALID_VALUE. */
-CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
-			    size_t *paramSize)
+static CUresult param_info(const char *name, size_t index, size_t *offset, size_t *size)
 {
-	const char *p = NULL;
-	size_t off = 0, size = 0, i = 0;
-	struct sim_func *f;
+	const char *p = strchr(name, '(');
+	size_t off = 0, sz, i;
 
-	CHECK_INIT();
-	if (!paramOffset || !paramSize)
-		return CUDA_ERROR_INVALID_VALUE;
-	pthread_mutex_lock(&g_lock);
-	f = (struct sim_func *)obj_find_locked(func, OBJ_FUNC);
-	if (f)
-		p = strchr(f->name, '(');
-	pthread_mutex_unlock(&g_lock);	/* names live as long as the process */
-	if (!f)
-		return CUDA_ERROR_INVALID_HANDLE;
 	if (!p)
 		return CUDA_ERROR_NOT_SUPPORTED;
-	for (p++; *p && *p != ')'; i++) {
-		size = !strncmp(p, "u32", 3) ? 4 : !strncmp(p, "u64", 3) || !strncmp(p, "ptr", 3) ? 8 : 0;
-		if (!size)
+	for (i = 0, p++; *p && *p != ')'; i++) {
+		sz = !strncmp(p, "u32", 3) ? 4 : !strncmp(p, "u64", 3) || !strncmp(p, "ptr", 3) ? 8 : 0;
+		if (!sz)
 			return CUDA_ERROR_INVALID_VALUE;
-		off = (off + size - 1) / size * size;
-		if (i == paramIndex) {
-			*paramOffset = off;
-			*paramSize = size;
+		off = (off + sz - 1) / sz * sz;
+		if (i == index) {
+			*offset = off;
+			*size = sz;
 			return CUDA_SUCCESS;
 		}
-		off += size;
+		off += sz;
 		p += 3;
 		if (*p == ',')
 			p++;
 	}
 	return CUDA_ERROR_INVALID_VALUE;
+}
+
+/* A function's or a library kernel's parameters (param_info); names live
+ * as long as the process. */
+static CUresult obj_param_info(void *h, enum obj_kind kind, size_t index, size_t *offset,
+			       size_t *size)
+{
+	const char *name = NULL;
+	struct obj *o;
+
+	CHECK_INIT();
+	if (!offset || !size)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&g_lock);
+	if ((o = obj_find_locked(h, kind)))
+		name = kind == OBJ_FUNC ? ((struct sim_func *)o)->name :
+					  ((struct sim_kernel *)o)->func->name;
+	pthread_mutex_unlock(&g_lock);
+	return name ? param_info(name, index, offset, size) : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+			    size_t *paramSize)
+{
+	return obj_param_info(func, OBJ_FUNC, paramIndex, paramOffset, paramSize);
+}
+
+CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+			      size_t *paramSize)
+{
+	return obj_param_info(kernel, OBJ_KERNEL, paramIndex, paramOffset, paramSize);
 }
 
 CUresult cuFuncGetName(const char **name, CUfunction hfunc)

@@ -11,7 +11,9 @@ simulated driver describes them (cuFuncGetParamInfo) and gpubpf hashes
 each launch's arguments.  Each of --steps iterations of main()'s loop:
   forward   3 x linear (400 us), each on its own layer's weights (the same
             pointers every step, as a real model's)
-  loss      softmax (500 us) of the logits
+  loss      softmax (500 us) of the logits, launched by the CUkernel handle
+            of a library (cuLibraryGetKernel), as CUDA 12's runtime may: its
+            parameters are asked with cuKernelGetParamInfo
   metrics   softmax of the same logits again, same grid: a repeat
             (REPEAT_LINE), then softmax of them on another grid: not one
   log       norm (50 us) twice on one buffer, but a kernel whose name
@@ -21,6 +23,7 @@ One repeated_work finding: softmax at REPEAT_LINE, (steps - 1) x 500 us
 (steps are counted between the first launches of two iterations).
 """
 import argparse
+import ctypes
 import importlib
 import sys
 
@@ -29,13 +32,25 @@ WEIGHTS = [0x7f0000300000 + 0x10000 * i for i in range(3)]
 PARAMS = [0x7f0000400000, 0x7f0000500000]
 
 
+class LibraryKernel(object):
+    """A kernel of a library (cuLibraryLoadData, cuLibraryGetKernel), launched by its CUkernel."""
+
+    def __init__(self, drv, name):
+        lib, kern = ctypes.c_void_p(), ctypes.c_void_p()
+        image = ctypes.create_string_buffer(b"\x7fELF simulated cubin", 64)
+        if (drv.lib.cuLibraryLoadData(ctypes.byref(lib), image, None, None, 0, None, None, 0) or
+                drv.lib.cuLibraryGetKernel(ctypes.byref(kern), lib, name.encode())):
+            raise RuntimeError("cannot get library kernel " + name)
+        self.name, self.handle = name, kern.value
+
+
 def forward(drv, k):
     for w in WEIGHTS:
         drv.launch(k["linear"], 400, args=(w, LOGITS))
 
 
 def loss(drv, k):
-    drv.launch(k["softmax"], 500, grid=(64, 1, 1), args=(LOGITS, LABELS))
+    drv.launch(k["softmax_lib"], 500, grid=(64, 1, 1), args=(LOGITS, LABELS))
 
 
 def metrics(drv, k):
@@ -65,6 +80,7 @@ def main():
     mod = drv.load_module()
     k = {"linear": train.Kernel(drv, mod, "linear(u32,ptr,ptr)"),
          "softmax": train.Kernel(drv, mod, "softmax(u32,ptr,ptr)"),
+         "softmax_lib": LibraryKernel(drv, "softmax(u32,ptr,ptr)"),
          "sgd": train.Kernel(drv, mod, "sgd(u32,ptr)"),
          "norm": train.Kernel(drv, mod, "norm")}
     for _ in range(o.steps):
