@@ -580,6 +580,7 @@ static int cupti_enable(void)
 	if (active)
 		return 0;
 	settle_finalize();
+	launch_args_init();
 	what = "cuptiGetVersion";
 	if ((st = fn.cuptiGetVersion(&version)) != CUPTI_SUCCESS)
 		goto fail;

@@ -45,6 +45,11 @@ static void resolve(void)
 	dlclose(driver);        /* drops our reference; the driver stays */
 }
 
+void launch_args_init(void)
+{
+	pthread_once(&once, resolve);
+}
+
 static size_t func_slot(const void *f)
 {
 	uintptr_t x = (uintptr_t)f;
@@ -169,7 +174,7 @@ uint32_t launch_args_hash(void *func, void **params, void **extra)
 	}
 	if (!params || !func)
 		return 0;
-	pthread_once(&once, resolve);
+	launch_args_init();
 	if ((!func_info && !kernel_info) || !(e = lookup(func)) || !e->n)
 		return 0;
 	for (uint16_t i = 0; i < e->n; i++)

@@ -16,6 +16,13 @@
 #include <stdint.h>
 
 /*
+ * Find the driver's parameter queries (a dlopen: call it on the library's
+ * own thread, before launches are hashed; launch_args_hash() does it
+ * otherwise).
+ */
+void launch_args_init(void);
+
+/*
  * The hash of a launch's arguments, given as kernelParams (an array of
  * pointers to each argument) or as extra (CU_LAUNCH_PARAM_BUFFER_POINTER
  * and _SIZE: all of them in one buffer); never 0 when known, 0 when not.

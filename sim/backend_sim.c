@@ -100,6 +100,7 @@ static int sim_enable(void)
 	static const struct simcu_profiler p = { .api_enter = api_enter, .activity = activity,
 						 .api_exit = api_exit };
 
+	launch_args_init();
 	if (subscribe(&p)) {
 		publish_error("sim: another profiler is subscribed");
 		return -EBUSY;
