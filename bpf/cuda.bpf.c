@@ -49,16 +49,40 @@ struct {
 	__type(value, struct gb_call);
 } inflight SEC(".maps");
 
+/*
+ * Per-CPU scratch space is shared by programs that can interrupt one
+ * another on a CPU: a sampler tick (perf_event) lands in a uprobe's or a
+ * tracepoint's program, and on a kernel with full preemption one task's
+ * uprobe program can be preempted by another's.  So each scratch map holds
+ * SCRATCH_SLOTS entries per CPU, and a program takes the next free one for
+ * as long as it runs (scratch_take, scratch_put): nested programs never
+ * write each other's.  Nesting deeper than that finds no slot, and what
+ * needed it is lost and counted.
+ */
+#define SCRATCH_SLOTS 4
+enum { NEST_CALL, NEST_GPU, NEST_PY, NEST_NATIVE, NEST_N };
+
+struct scratch_nest {
+	__u32 depth[NEST_N];            /* slots in use, per scratch map */
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct scratch_nest);
+} scratch_nest SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct gb_call);
 } scratch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct gb_gpu);
 } gpu_scratch SEC(".maps");
@@ -143,7 +167,7 @@ struct py_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct py_scratch);
 } py_scratch SEC(".maps");
@@ -185,7 +209,7 @@ struct native_scratch {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, SCRATCH_SLOTS);
 	__type(key, __u32);
 	__type(value, struct native_scratch);
 } native_scratch SEC(".maps");
@@ -244,6 +268,27 @@ static __always_inline void count_drop(__u32 tgid)
  * record's bytes; reserved: it is already counted in the unread data
  * (reserve/submit), else it is about to be (output).
  */
+/* The per-CPU count of slots in use of scratch map which (NEST_*), or NULL. */
+static __always_inline __u32 *scratch_depth(int which)
+{
+	__u32 zero = 0;
+	struct scratch_nest *n = bpf_map_lookup_elem(&scratch_nest, &zero);
+
+	return n ? &n->depth[which] : NULL;
+}
+
+/* Take the next slot: its index, SCRATCH_SLOTS for none.  Always scratch_put() after. */
+static __always_inline __u32 scratch_take(__u32 *depth)
+{
+	return depth ? __sync_fetch_and_add(depth, 1) : SCRATCH_SLOTS;
+}
+
+static __always_inline void scratch_put(__u32 *depth)
+{
+	if (depth)
+		__sync_fetch_and_add(depth, -1);
+}
+
 static __always_inline __u64 wake_flags(__u64 size, int reserved)
 {
 	__u64 after = bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA);
@@ -495,25 +540,25 @@ static long py_walk_frame(__u32 i, void *data)
 }
 
 /*
- * Walk the calling thread's Python frames into the scratch stack; send the
+ * Walk the calling thread's Python frames into scratch stack slot; send the
  * stack if this process has not been sent it yet.  Returns its id, 0 when
- * the thread runs no Python.  Not inlined: both probe paths call it, and
+ * the thread runs no Python.  Not inlined: every probe path calls it, and
  * the verifier checks it once.
  */
-static __noinline __u64 py_stack(__u32 tgid, int sampled)
+static __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_seen_key key = { .tgid = tgid };
 	struct py_walk w = { .hash = 0x84222325cbf29ce4ULL };
-	__u32 zero = 0, n;
+	__u32 n;
 	__u64 frame, *sent;
 	__u8 one = 1;
 
 	if (!cfg)
 		return 0;
 	w.cfg = cfg;
-	w.s = bpf_map_lookup_elem(&py_scratch, &zero);
+	w.s = bpf_map_lookup_elem(&py_scratch, &slot);
 	w.t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!w.s || !w.t)
 		return 0;
@@ -562,22 +607,33 @@ static __noinline __u64 py_stack(__u32 tgid, int sampled)
 	return key.id;
 }
 
+/* py_stack_walk() in a scratch slot of its own. */
+static __always_inline __u64 py_stack(__u32 tgid, int sampled)
+{
+	__u32 *depth = scratch_depth(NEST_PY), slot = scratch_take(depth);
+	__u64 id = slot < SCRATCH_SLOTS ? py_stack_walk(tgid, sampled, slot) : 0;
+
+	scratch_put(depth);
+	return id;
+}
+
 /*
  * The calling thread's user-space stack, unwound by the kernel through
  * frame pointers; sent if this process has not been sent it yet.  Returns
  * its id, 0 when none could be read.  at_entry: ctx is a uprobe's at a
  * function's first instruction (else a CPU-clock sample's, anywhere).
  */
-static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid, int at_entry)
+static __noinline __u64 native_stack_walk(struct pt_regs *ctx, __u32 tgid, int at_entry,
+					  __u32 slot)
 {
 	struct py_seen_key key = { .tgid = tgid };
 	__u64 h = 0x84222325cbf29ce4ULL, ret_addr = 0;
 	struct native_scratch *s;
-	__u32 zero = 0, n, shift = 0;
+	__u32 n, shift = 0;
 	__u8 one = 1;
 	long got;
 
-	s = bpf_map_lookup_elem(&native_scratch, &zero);
+	s = bpf_map_lookup_elem(&native_scratch, &slot);
 	if (!s)
 		return 0;
 	got = bpf_get_stack(ctx, s->raw, sizeof(s->raw), BPF_F_USER_STACK);
@@ -628,6 +684,16 @@ static __noinline __u64 native_stack(struct pt_regs *ctx, __u32 tgid, int at_ent
 	}
 	bpf_map_update_elem(&native_seen, &key, &one, BPF_ANY);
 	return key.id;
+}
+
+/* native_stack_walk() in a scratch slot of its own. */
+static __always_inline __u64 native_stack(struct pt_regs *ctx, __u32 tgid, int at_entry)
+{
+	__u32 *depth = scratch_depth(NEST_NATIVE), slot = scratch_take(depth);
+	__u64 id = slot < SCRATCH_SLOTS ? native_stack_walk(ctx, tgid, at_entry, slot) : 0;
+
+	scratch_put(depth);
+	return id;
 }
 
 /*
@@ -686,11 +752,11 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 {
 	__u64 ck = bpf_get_attach_cookie(ctx);
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, zero = 0;
+	__u32 tgid = pid_tgid >> 32, slot, *depth;
 	struct gb_call *c;
 	__u32 flags = pid_flags(tgid);
 	int python = flags & GB_PID_PYTHON;
-	__u64 key;
+	__u64 key = 0;
 
 	if (filter_pids && !(flags & GB_PID_TRACED))
 		return 0;
@@ -702,14 +768,17 @@ static __always_inline int on_entry(struct pt_regs *ctx)
 		return emit_entry(GB_CALL_HEAD, ctx, ck, pid_tgid, python);
 	}
 	/* the whole record waits for the return in "inflight" */
-	c = bpf_map_lookup_elem(&scratch, &zero);
-	if (!c)
-		return 0;
-	fill_entry(c, sizeof(*c), ctx, ck, pid_tgid, python);
-	key = (pid_tgid << 32) | GB_CK_ID(ck);
-	/* the in-flight map full: the call is lost, and counted as such */
-	if (bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
+	depth = scratch_depth(NEST_CALL);
+	slot = scratch_take(depth);
+	c = slot < SCRATCH_SLOTS ? bpf_map_lookup_elem(&scratch, &slot) : NULL;
+	if (c) {
+		fill_entry(c, sizeof(*c), ctx, ck, pid_tgid, python);
+		key = (pid_tgid << 32) | GB_CK_ID(ck);
+	}
+	/* no slot, or the in-flight map full: the call is lost, and counted as such */
+	if (!c || bpf_map_update_elem(&inflight, &key, c, BPF_ANY))
 		count_drop(tgid);
+	scratch_put(depth);
 	return 0;
 }
 
@@ -808,14 +877,17 @@ SEC("usdt")
 int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
-	__u32 tgid = pid_tgid >> 32, zero = 0;
+	__u32 tgid = pid_tgid >> 32, slot, *depth;
 	struct gb_gpu *g;
 
 	if (!traced(tgid))
 		return 0;
-	g = bpf_map_lookup_elem(&gpu_scratch, &zero);
+	depth = scratch_depth(NEST_GPU);
+	slot = scratch_take(depth);
+	g = slot < SCRATCH_SLOTS ? bpf_map_lookup_elem(&gpu_scratch, &slot) : NULL;
 	if (!g || !len || len > GB_GPU_BATCH_MAX) {
 		count_drops(tgid, nrecs);
+		scratch_put(depth);
 		return 0;
 	}
 	g->type = GB_REC_GPU;
@@ -826,6 +898,7 @@ int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 	    bpf_ringbuf_output(&rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
 			       wake_flags(offsetof(struct gb_gpu, data) + len, 0)))
 		count_drops(tgid, nrecs);
+	scratch_put(depth);
 	return 0;
 }
 
