@@ -47,6 +47,16 @@ ok "per-name kernel counts equal torch.profiler's" grep -q 'per-name counts EQUA
 ok "total kernel time within 2% of torch.profiler's" grep -q 'total kernel time WITHIN 2%' "$out/compare.txt"
 diag "== links, names, tracks (tests/check_gpu.py)"
 tap_from python3 tests/check_gpu.py "$out/gpubpf1.json"
+diag "== launch argument hashes (cuFuncGetParamInfo: CUDA 12.4 drivers and later)"
+drv=$(python3 -c 'import ctypes; v = ctypes.c_int(); ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(v)); print(v.value)')
+hashed=$(python3 -c "import json,sys; ev=json.load(open(sys.argv[1]))['traceEvents']; k=[e for e in ev if e.get('cat') in ('kernel', 'nccl') and 'graph_node' not in e['args']]; print('%d %d' % (sum('args_hash' in e['args'] for e in k), len(k)))" "$out/gpubpf1.json")
+diag "driver $drv: ${hashed% *} of ${hashed#* } kernels launched outside graphs have an argument hash"
+if ((drv >= 12040)); then
+	ok "driver >= 12.4: at least 90% of kernels launched outside graphs have an argument hash" \
+		test $((100 * ${hashed% *})) -ge $((90 * ${hashed#* }))
+else
+	skip "driver $drv before 12.4: no cuFuncGetParamInfo" 1
+fi
 diag "== a launch's Python stack"
 python3 -c "import json,sys; ev=json.load(open(sys.argv[1]))['traceEvents']; e=[e for e in ev if e.get('name','').startswith('cuLaunchKernel') and 'stack' in e['args']]; print(len(e), 'launches with stacks'); print('\n'.join(e[len(e)//2]['args']['stack'][:8]))" "$out/gpubpf1.json" 2>&1 | diag
 diag "== report"
