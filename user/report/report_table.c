@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/array.h"
+#include "lib/hashmap.h"
 #include "lib/json_writer.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
@@ -317,13 +318,13 @@ static uint32_t launch_identity(const struct model_event *ev)
 {
 	const uint32_t v[8] = { ev->grid[0], ev->grid[1], ev->grid[2], ev->block[0],
 				ev->block[1], ev->block[2], ev->shared_mem, ev->args };
-	uint32_t h = 2166136261u;
+	uint64_t h;
 
 	if (!ev->args)
 		return 0;
-	for (size_t i = 0; i < 8; i++)
-		h = (h ^ v[i]) * 16777619u;
-	return h ? h : 1;
+	h = hashmap_hash_bytes(v, sizeof(v));
+	h ^= h >> 32;
+	return (uint32_t)h ? (uint32_t)h : 1;
 }
 
 /* Kernels, copies and memsets, named as the trace names them. */
