@@ -520,6 +520,15 @@ static void stop(void)
 	__atomic_store_n(&active, 0, __ATOMIC_RELEASE);
 }
 
+/* A finalize done leaves nothing subscribed; fin_lock held. */
+static void forget_finalized_locked(void)
+{
+	if (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_DONE) {
+		subscriber = NULL;
+		__atomic_store_n(&fin, FIN_NONE, __ATOMIC_RELEASE);
+	}
+}
+
 /*
  * Before enabling: a finalize still wanted is taken back (the
  * subscription stays and is reused), one under way is waited for, and one
@@ -534,10 +543,7 @@ static void settle_finalize(void)
 					 __ATOMIC_ACQUIRE)) {
 		while (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_RUNNING)
 			pthread_cond_wait(&fin_cond, &fin_lock);
-		if (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_DONE) {
-			subscriber = NULL;
-			__atomic_store_n(&fin, FIN_NONE, __ATOMIC_RELEASE);
-		}
+		forget_finalized_locked();
 	}
 	pthread_mutex_unlock(&fin_lock);
 }
@@ -559,10 +565,7 @@ static void request_finalize(void)
 	while (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) != FIN_DONE &&
 	       pthread_cond_timedwait(&fin_cond, &fin_lock, &until) == 0)
 		;
-	if (__atomic_load_n(&fin, __ATOMIC_ACQUIRE) == FIN_DONE) {
-		subscriber = NULL;
-		__atomic_store_n(&fin, FIN_NONE, __ATOMIC_RELEASE);
-	}
+	forget_finalized_locked();
 	pthread_mutex_unlock(&fin_lock);
 }
 
