@@ -843,6 +843,71 @@ static __always_inline int on_return(struct pt_regs *ctx)
 }
 
 /*
+ * PyTorch's autograd nodes (struct gb_node), from probes on libtorch:
+ * which node the engine runs when a thread makes a driver call, and the
+ * Python line that created it.  The Node's vtable pointer and sequence
+ * number are read here; its class name is read once per vtable by user
+ * space.
+ */
+static __always_inline int emit_node(struct pt_regs *ctx, __u32 kind, __u64 node)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	__u64 vtable = 0, seq = 0, stack = 0;
+	struct gb_node *r;
+
+	if (!traced(tgid))
+		return 0;
+	if (kind != GB_NODE_DONE &&
+	    (!node || bpf_probe_read_user(&vtable, sizeof(vtable), (void *)node) ||
+	     bpf_probe_read_user(&seq, sizeof(seq), (void *)(node + GB_NODE_SEQ_OFF))))
+		return 0;
+	if (kind == GB_NODE_MADE && (pid_flags(tgid) & GB_PID_PYTHON))
+		stack = py_stack(tgid, 1);
+	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
+	if (!r) {
+		count_drop(tgid);
+		return 0;
+	}
+	r->type = GB_REC_NODE;
+	r->pid = tgid;
+	r->tid = (__u32)pid_tgid;
+	r->kind = kind;
+	r->ts = bpf_ktime_get_ns();
+	r->node = node;
+	r->vtable = vtable;
+	r->seq = seq;
+	r->sp = PT_REGS_SP(ctx);
+	r->pystack = stack;
+	bpf_ringbuf_submit(r, wake_flags(sizeof(*r), 1));
+	return 0;
+}
+
+/* set_gradient_edge(const Variable &, Edge edge): edge (by reference) starts
+ * with its shared_ptr<Node>, whose first word is the Node */
+SEC("uprobe")
+int gb_node_made(struct pt_regs *ctx)
+{
+	__u64 node = 0;
+
+	bpf_probe_read_user(&node, sizeof(node), (void *)PT_REGS_PARM2(ctx));
+	return emit_node(ctx, GB_NODE_MADE, node);
+}
+
+/* Engine::evaluate_function(this, shared_ptr<GraphTask> &, Node *func, ...) */
+SEC("uprobe")
+int gb_node_run(struct pt_regs *ctx)
+{
+	return emit_node(ctx, GB_NODE_RUN, PT_REGS_PARM3(ctx));
+}
+
+SEC("uretprobe")
+int gb_node_done(struct pt_regs *ctx)
+{
+	return emit_node(ctx, GB_NODE_DONE, 0);
+}
+
+/*
  * Each probe exists twice: the _multi programs are attached with one
  * uprobe_multi link per library (kernel 6.6+: fast to attach and detach);
  * the others one perf-event link per entry point, on older kernels.

@@ -31,6 +31,7 @@ enum gb_rec_type {
 	GB_REC_STATE = 10,  /* a traced thread changes state: struct gb_state */
 	GB_REC_SAMPLE = 11, /* a CPU-clock sample of a traced thread: struct gb_sample */
 	GB_REC_WAKE = 12,   /* a thread wakes another of its process: struct gb_wake */
+	GB_REC_NODE = 13,   /* PyTorch's autograd makes or runs a node: struct gb_node */
 };
 
 /*
@@ -215,6 +216,46 @@ struct gb_wake {
 	__u32 waker;            /* the waking thread */
 	__u64 ts;
 	__u64 pystack;          /* the waker's Python stack, 0 if none */
+};
+
+/*
+ * PyTorch's autograd nodes, from probes on the libtorch a traced process
+ * maps (user/record/autograd.c):
+ *  - GB_NODE_MADE: forward code gives a new node an output
+ *    (torch::autograd::impl::set_gradient_edge, once per output), with
+ *    the Python stack of that moment: the line that created the node;
+ *  - GB_NODE_RUN: the engine starts running a node on this thread
+ *    (Engine::evaluate_function);
+ *  - GB_NODE_DONE: that function returns.
+ * Each carries the stack pointer at the function's entry (MADE, RUN) or
+ * just after its return (DONE: the entry's + 8), which pairs a return
+ * with its run, also when a record is lost or an exception unwinds the
+ * engine's function without a return.
+ */
+enum gb_node_kind {
+	GB_NODE_MADE = 1,
+	GB_NODE_RUN = 2,
+	GB_NODE_DONE = 3,
+};
+
+/*
+ * Node's first data member, sequence_nr_, follows its vtable pointer and
+ * its enable_shared_from_this base (a weak_ptr: two pointers), in every
+ * PyTorch release since 1.x.
+ */
+#define GB_NODE_SEQ_OFF 24
+
+struct gb_node {
+	__u32 type;             /* GB_REC_NODE */
+	__u32 pid;
+	__u32 tid;
+	__u32 kind;             /* enum gb_node_kind */
+	__u64 ts;
+	__u64 node;             /* the Node's address; 0 in DONE */
+	__u64 vtable;           /* its vtable pointer, which names its class */
+	__u64 seq;              /* its sequence_nr_ */
+	__u64 sp;
+	__u64 pystack;          /* MADE: the Python stack, 0 if none */
 };
 
 struct gb_name {

@@ -20,6 +20,8 @@ pkgs=(
 	libprotobuf-c-dev protobuf-c-compiler
 	# Perfetto's trace_processor_shell, which the tests import traces with
 	libprotobuf32
+	# Debian's CPU PyTorch: tests drive its autograd engine (t0530)
+	python3-torch
 )
 
 check_only=0

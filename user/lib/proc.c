@@ -3,9 +3,11 @@
 #include <ctype.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include "lib/array.h"
 #include "lib/proc.h"
 
@@ -149,4 +151,26 @@ int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr)
 		*nr = -1;       /* "running" */
 	fclose(f);
 	return 0;
+}
+
+int proc_mem_open(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+int proc_mem_read(int fd, uint64_t addr, void *buf, size_t len)
+{
+	ssize_t n;
+
+	if (!addr || addr >= 1ULL << 63)
+		return -EFAULT;
+	n = pread(fd, buf, len, (off_t)addr);
+	if (n < 0)
+		return errno == ESRCH ? -ESRCH : -EFAULT;
+	return (size_t)n == len ? 0 : -EFAULT;
 }

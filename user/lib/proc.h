@@ -4,6 +4,7 @@
 #define GPUBPF_PROC_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 /* 1 if pid is a live process (not a zombie), 0 if not. */
@@ -30,5 +31,12 @@ int proc_list_threads(pid_t pid, pid_t **tids);
  * 0 or -errno.
  */
 int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr);
+/* pid's memory (/proc/PID/mem), for proc_mem_read(): an fd or -errno. */
+int proc_mem_open(pid_t pid);
+/*
+ * len bytes at addr of the memory open at fd: 0, -ESRCH when the process
+ * is gone, -EFAULT when they cannot all be read (unmapped, or addr 0).
+ */
+int proc_mem_read(int fd, uint64_t addr, void *buf, size_t len);
 
 #endif

@@ -79,7 +79,17 @@ struct model_event {
 	uint8_t gpu_kind;       /* copies: enum ga_copy_kind; syncs: ga_sync_kind; memory: op */
 	uint32_t correlation;   /* CUPTI correlation id, 0 if none */
 	uint32_t device, gpu_stream;
-	uint32_t registers, static_shmem;
+	union {
+		struct {        /* EV_KERNEL */
+			uint32_t registers, static_shmem;
+		};
+		struct {        /* EV_API: the PyTorch autograd node its thread ran
+				   then (record/autograd_nodes.h) */
+			uint32_t ag_node;       /* strtab id of the node's class, 0 none */
+			uint32_t ag_fwd;        /* index + 1 in m->stacks of the Python
+						   stack that made the node, 0 unknown */
+		};
+	};
 	uint64_t graph_node;
 	uint32_t link;          /* after model_finish: GPU event -> index of the
 				   API event that caused it, else MODEL_NO_LINK */

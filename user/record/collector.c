@@ -40,6 +40,7 @@ void collector_init(struct collector *c, struct model *m)
 {
 	memset(c, 0, sizeof(*c));
 	c->m = m;
+	autograd_nodes_init(&c->ag);
 }
 
 void collector_release(struct collector *c)
@@ -49,6 +50,7 @@ void collector_release(struct collector *c)
 	free(c->py);
 	hashmap_release(&c->seen);
 	free(c->call_size);
+	autograd_nodes_release(&c->ag);
 	memset(c, 0, sizeof(*c));
 }
 
@@ -432,6 +434,7 @@ static int on_call(struct collector *c, const struct gb_call *r)
 	ev->name = strtab_intern(&c->m->strs, cuda_calls[r->call_id].name);
 	ev->pystack = r->pystack;
 	ev->nstack = r->nstack;
+	autograd_nodes_stamp(&c->ag, ev);
 	/* cuKernelGetFunction: the function inherits its kernel's name */
 	if (kernel_get_function < 0)
 		kernel_get_function = cuda_call_find("cuKernelGetFunction");
@@ -681,6 +684,10 @@ int collector_record(struct collector *c, const void *data, size_t size)
 
 			ret = model_add_wake(c->m, w->ts, w->pid, w->tid, w->waker, w->pystack);
 		}
+		break;
+	case GB_REC_NODE:
+		if (size >= sizeof(struct gb_node))
+			ret = autograd_nodes_record(&c->ag, c->m, data);
 		break;
 	case GB_REC_CORR:
 		if (size >= sizeof(struct gb_corr)) {

@@ -11,6 +11,7 @@
 #include "gpubpf.h"
 #include "lib/hashmap.h"
 #include "model/model.h"
+#include "record/autograd_nodes.h"
 
 struct pysym;
 struct nsym;
@@ -40,6 +41,7 @@ struct collector {
 	uint64_t native_unnamed; /* native frames no symbol named */
 	uint64_t states;        /* thread state changes */
 	uint64_t samples;       /* CPU-clock samples */
+	struct autograd_nodes ag; /* PyTorch's autograd: the node each thread runs */
 };
 
 /* Python stacks of pid are walked with layout cfg: resolve them with it. 0 or -ENOMEM. */

@@ -462,6 +462,67 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	return 1;
 }
 
+/*
+ * PyTorch's autograd entry points, by their exact mangled names: a
+ * signature that changes changes its name, so no probe reads arguments
+ * whose places it does not know.  The same in PyTorch 1.x and 2.x.
+ */
+static const char *const autograd_syms[] = {
+	"_ZN5torch8autograd6Engine17evaluate_functionERSt10shared_ptrINS0_9GraphTaskEEPNS0_"
+	"4NodeERNS0_11InputBufferERKS2_INS0_10ReadyQueueEE",
+	"_ZN5torch8autograd4impl17set_gradient_edgeERKN2at6TensorENS0_4EdgeE",
+};
+
+int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *err,
+			   size_t errlen)
+{
+	uint64_t offs[2];
+	struct probe_target *t;
+	struct {
+		struct bpf_program *prog;
+		unsigned sym;
+		int ret;
+	} probes[] = {
+		{ p->skel->progs.gb_node_run, 0, 0 },
+		{ p->skel->progs.gb_node_done, 0, 1 },
+		{ p->skel->progs.gb_node_made, 1, 0 },
+	};
+	size_t cap = 0;
+	int ret;
+
+	ret = elf_sym_offsets(path, autograd_syms, 2, offs);
+	if (ret >= 0 && (!offs[0] || !offs[1]))
+		ret = -ENOENT;
+	if (ret < 0) {
+		snprintf(err, errlen, "'%s' %s", path, ret == -ENOEXEC ? "is not an ELF file" :
+			 ret == -ENOENT ? "does not define the autograd engine's functions gpubpf "
+			 "knows (a PyTorch before 1.5, or built without them exported)" :
+			 strerror(-ret));
+		return ret;
+	}
+	ret = new_target(p, path, pid, &t, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	move_past_endbr(path, offs, 2);
+	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]) && !ret; i++) {
+		LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = probes[i].ret);
+		struct bpf_link *l = bpf_program__attach_uprobe_opts(probes[i].prog, pid, path,
+								     offs[probes[i].sym], &uo);
+
+		ret = l ? add_link(t, l, &cap) : -errno;
+		if (ret && l)
+			bpf_link__destroy(l);
+	}
+	if (ret) {
+		snprintf(err, errlen, "cannot attach uprobes to '%s': %s", path, strerror(-ret));
+		detach(t);
+		free(t->path);
+		return ret;
+	}
+	p->ntargets++;
+	return 1;
+}
+
 void probes_heartbeat(struct probes *p)
 {
 	struct timespec ts;

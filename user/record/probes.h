@@ -72,6 +72,15 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
  */
 int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *err,
 			  size_t errlen);
+/*
+ * Attach to PyTorch's autograd engine in the libtorch at path (the one
+ * that defines it: libtorch_cpu.so), for pid (-1: all processes): the
+ * nodes forward code makes and those the engine runs (struct gb_node).
+ * Returns 1 when attached, 0 if already attached, or -errno with a
+ * one-line reason in err (-ENOENT: it does not define the functions).
+ */
+int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *err,
+			   size_t errlen);
 /* 1 if the library file at path is attached for pid (or for all). */
 int probes_attached(struct probes *p, const char *path, pid_t pid);
 /*

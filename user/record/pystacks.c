@@ -7,9 +7,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include "record/record.h"
+#include "lib/proc.h"
 #include "sym/pyruntime.h"
 
 #define PY_GIVE_UP_NS 10000000000ULL /* a process not found running Python by then runs none */
+
+/* pid's entry, added if new; NULL if out of memory. */
+static struct py_try *py_try_of(struct record *r, pid_t pid)
+{
+	struct py_try *nt;
+
+	for (size_t i = 0; i < r->npy; i++)
+		if (r->py[i].pid == pid)
+			return &r->py[i];
+	nt = realloc(r->py, (r->npy + 1) * sizeof(*nt));
+	if (!nt)
+		return NULL;
+	r->py = nt;
+	r->py[r->npy] = (struct py_try){ .pid = pid, .first = now_ns(CLOCK_MONOTONIC) };
+	return &r->py[r->npy++];
+}
 
 /*
  * Python stacks for pid: find its interpreter and hand the layout to the
@@ -20,23 +37,15 @@
 int pystacks_try(struct record *r, pid_t pid)
 {
 	struct gb_py_config cfg;
-	struct py_try *t = NULL, *nt;
+	struct py_try *t;
 	char why[256];
 	int ret;
 
 	if (!r->o->stacks)
 		return 1;
-	for (size_t i = 0; i < r->npy && !t; i++)
-		if (r->py[i].pid == pid)
-			t = &r->py[i];
-	if (!t) {
-		nt = realloc(r->py, (r->npy + 1) * sizeof(*nt));
-		if (!nt)
-			return 1;
-		r->py = nt;
-		t = &r->py[r->npy++];
-		*t = (struct py_try){ .pid = pid, .first = now_ns(CLOCK_MONOTONIC) };
-	}
+	t = py_try_of(r, pid);
+	if (!t)
+		return 1;
 	if (t->done)
 		return 1;
 	ret = pyruntime_find(pid, &cfg, why, sizeof(why));
@@ -64,4 +73,28 @@ int pystacks_tried(struct record *r, pid_t pid)
 		if (r->py[i].pid == pid)
 			return 1;
 	return 0;
+}
+
+void pystacks_autograd(struct record *r, pid_t pid)
+{
+	pid_t who = r->o->mode == MODE_PIDS ? pid : -1;
+	struct py_try *t;
+	char path[PATH_MAX], err[512];
+	int n;
+
+	if (!r->o->stacks || !(t = py_try_of(r, pid)) || t->autograd)
+		return;
+	t->autograd = 1;
+	/* libtorch_cpu.so defines the engine; before 1.6 it was all in libtorch.so */
+	if (proc_find_mapping(pid, "libtorch_cpu.so", path, sizeof(path)) &&
+	    proc_find_mapping(pid, "libtorch.so", path, sizeof(path)))
+		return;
+	if (probes_attached(&r->probes, path, who))
+		return;
+	n = probes_attach_autograd(&r->probes, path, who, err, sizeof(err));
+	if (n < 0)
+		fprintf(stderr, "gpubpf: pid %d: no autograd nodes: %s\n", pid, err);
+	else if (n > 0 && r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d: probing the autograd engine of %s%s\n", pid, path,
+			who > 0 ? "" : " for all processes");
 }

@@ -5,7 +5,8 @@
  *	cmd_record.c   the command: options -> start -> loop -> finish
  *	record_opts.c  the command line
  *	targets.c      which processes are traced, their libcuda and GPU timing
- *	pystacks.c     which processes get Python stacks, and when to look
+ *	pystacks.c     which processes get Python stacks, and when to look;
+ *	               PyTorch's autograd nodes for them
  *	spawn.c        -- CMD, started held
  *	record_loop.c  reading the ring buffer until told to stop
  *	summary.c      the lines printed once the trace is written
@@ -50,6 +51,7 @@ struct late {
 struct py_try {
 	pid_t pid;
 	int done;
+	int autograd;           /* its libtorch was looked for */
 	uint64_t first;
 };
 
@@ -160,6 +162,13 @@ int pystacks_try(struct record *r, pid_t pid);
 
 /* 1 if pid's Python was looked for already. */
 int pystacks_tried(struct record *r, pid_t pid);
+
+/*
+ * pid maps libcuda now: probe PyTorch's autograd engine in the libtorch
+ * it maps (a PyTorch job loads libtorch before libcuda), once per
+ * process, for pid (-p) or for all; said on stderr when it fails.
+ */
+void pystacks_autograd(struct record *r, pid_t pid);
 
 /* --- record_loop.c ------------------------------------------------------ */
 

@@ -167,6 +167,7 @@ static int scan_targets(struct record *r)
 			targets_mark_missed(r, t->pid, "its libcuda was probed only after it was loaded");
 		target_markers(r, t);
 		pystacks_try(r, t->pid);
+		pystacks_autograd(r, t->pid);
 	}
 	return alive;
 }
@@ -197,6 +198,8 @@ static void scan_libs(struct record *r)
 			targets_mark_missed(r, pids[i], "its libcuda was probed only after it was loaded");
 		if (cuda || r->o->mode == MODE_CMD)
 			pystacks_try(r, pids[i]);
+		if (cuda)
+			pystacks_autograd(r, pids[i]);
 		if (!r->o->device)
 			continue;
 		have = !inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path));
@@ -231,6 +234,7 @@ int targets_setup_pids(struct record *r)
 		pystacks_try(r, t->pid);
 		if (!proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
 			t->seen_libcuda = 1;
+			pystacks_autograd(r, t->pid);
 			if (!r->o->libcuda && attach_lib(r, path, t->pid) < 0)
 				return -EINVAL;
 			if (r->o->device && !target_markers(r, t) && !targets_late_failed(r, t->pid))
@@ -325,6 +329,8 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 		}
 	if (n >= 0 && r->o->mode != MODE_PIDS)
 		pystacks_try(r, m->pid);
+	if (n >= 0)
+		pystacks_autograd(r, m->pid);
 	if (m->held == GB_HELD && kill(m->pid, SIGCONT) && errno != ESRCH)
 		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(errno));
 	/* n == 0: that file was probed already, no call can have been missed */

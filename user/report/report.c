@@ -71,7 +71,8 @@ int report_analyze(const struct rt_table *t, struct report *r)
 		}
 	r->any_stacks = t->nstacks > 0;
 	if ((ret = report_gpu(t, r)) || (ret = report_top(t, r)) || (ret = report_iter(t, r)) ||
-	    (ret = report_repeats(t, r)) || (ret = report_memory(t, r)))
+	    (ret = report_repeats(t, r)) || (ret = report_autograd(t, r)) ||
+	    (ret = report_memory(t, r)))
 		return ret;
 	return report_findings(t, r);
 }
@@ -96,6 +97,7 @@ void report_release(struct report *r)
 		free(rp->iter.phases);
 		free(rp->iter.starts);
 		free(rp->repeats);
+		free(rp->nodes);
 	}
 	free(r->procs);
 	memset(r, 0, sizeof(*r));

@@ -5,7 +5,7 @@
  * or GPU activity, filled from the model record built or from a trace file
  * streamed through the importer; the analyses (report_gpu.c with
  * report_cause.c, report_top.c, report_iter.c with report_phase.c,
- * report_repeat.c, report_memory.c; report.c runs them) read the table, report_findings.c
+ * report_repeat.c, report_autograd.c, report_memory.c; report.c runs them) read the table, report_findings.c
  * ranks what they found, and all of them fill a struct report, which
  * report_out.c prints as text or JSON and report_svg.c draws.  Data flows
  * one way: model -> table -> results -> output; cmd_report.c ties them
@@ -140,6 +140,16 @@ struct rep_repeat {
 	uint64_t steps;         /* steps it repeated in */
 	uint64_t count, gpu_ns; /* the repeats, their GPU time */
 };
+/*
+ * Backward work of one autograd node class made at one forward line
+ * (report_autograd.c): the calls made while the engine ran such nodes,
+ * and the GPU time of the work they launched.
+ */
+struct rep_node {
+	uint32_t node;          /* the node's class ("MulBackward0") */
+	uint32_t site;          /* innermost user frame of the stack that made it, 0 unknown */
+	uint64_t calls, launches, gpu_ns;
+};
 struct rep_iter {
 	bool found;
 	bool from_stacks;
@@ -186,6 +196,8 @@ struct rep_proc {
 	struct rep_iter iter;
 	struct rep_repeat *repeats;     /* costliest first */
 	size_t nrepeats;
+	struct rep_node *nodes; /* most GPU time first */
+	size_t nnodes;
 	struct rep_mem_dev *mem;
 	size_t nmem;
 	uint64_t napi, ngpu, nsync;
@@ -205,6 +217,7 @@ int report_gpu(const struct rt_table *t, struct report *r);   /* devs, hot, stre
 int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
 int report_iter(const struct rt_table *t, struct report *r);     /* iter */
 int report_repeats(const struct rt_table *t, struct report *r);  /* repeats, from iter */
+int report_autograd(const struct rt_table *t, struct report *r); /* nodes */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
 int report_findings(const struct rt_table *t, struct report *r); /* findings, from the others */
 

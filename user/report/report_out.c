@@ -239,6 +239,22 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 	} else if (rp->ngpu || rp->napi) {
 		fprintf(f, "  iterations: no repeating step structure found\n");
 	}
+	if (rp->nnodes) {
+		fprintf(f, "  backward work by PyTorch autograd node, and the forward line that made it:\n");
+		fprintf(f, "    %10s %8s %8s  %-24s %s\n", "GPU ms", "launches", "calls", "node",
+			"forward call");
+		for (size_t k = 0; k < rp->nnodes && k < TEXT_TOP; k++) {
+			const struct rep_node *x = &rp->nodes[k];
+
+			frame_parts(t, x->site, file, sizeof(file), func, sizeof(func));
+			fprintf(f, "    %10.3f %8" PRIu64 " %8" PRIu64 "  %-24s ", ms(x->gpu_ns),
+				x->launches, x->calls, rt_str(t, x->node));
+			if (x->site)
+				fprintf(f, "%s (%s)\n", func[0] ? func : "?", file);
+			else
+				fprintf(f, "made before the recording, or outside Python\n");
+		}
+	}
 	for (size_t k = 0; k < rp->nmem; k++) {
 		const struct rep_mem_dev *m = &rp->mem[k];
 
@@ -559,6 +575,20 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		json_anatomy(t, it, jw);
 	}
 	jw_obj_end(jw);
+	jw_key(jw, "autograd_nodes");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nnodes; k++) {
+		const struct rep_node *x = &rp->nodes[k];
+
+		jw_obj_begin(jw);
+		jw_kv_str(jw, "node", rt_str(t, x->node));
+		ksite(jw, t, x->site, "site", "function");
+		jw_kv_uint(jw, "calls", x->calls);
+		jw_kv_uint(jw, "launches", x->launches);
+		jw_kv_ms(jw, "gpu_ms", x->gpu_ns);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
 	jw_key(jw, "memory");
 	jw_arr_begin(jw);
 	for (size_t k = 0; k < rp->nmem; k++) {

@@ -270,6 +270,23 @@ static int add_mem_call(struct rt_table *t, const struct model_event *ev,
 	return 0;
 }
 
+/* Host call r (of ev) ran within an autograd node: note it in t->nodes. */
+static int add_node(struct rt_table *t, const struct model *m, const struct model_event *ev,
+		    const struct rt_event *r)
+{
+	struct rt_node *n;
+
+	if (array_grow(&t->nodes, &t->capnodes, t->nnodes + 1))
+		return -ENOMEM;
+	n = &t->nodes[t->nnodes++];
+	n->proc = r->proc;
+	n->corr = r->corr;
+	n->node = str_id(t, m, ev->ag_node);
+	n->fwd = ev->ag_fwd ? table_stack(t, m, ev->ag_fwd) : 0;
+	n->launch = r->flags & RTF_LAUNCH;
+	return 0;
+}
+
 static int add_call(struct rt_table *t, const struct model *m, const struct model_event *ev)
 {
 	struct rt_event *r = new_row(t, ev);
@@ -305,6 +322,8 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 		if (ev->fields & MF_FUNC)
 			r->aux = launch_kernel(t, m, ev);
 	}
+	if (ev->ag_node && add_node(t, m, ev, r))
+		return -ENOMEM;
 	if ((cls >> 4) && !(r->flags & RTF_FAILED))
 		return add_mem_call(t, ev, r, cls >> 4);
 	return 0;
@@ -606,6 +625,7 @@ void rt_release(struct rt_table *t)
 	free(t->missed);
 	free(t->ev);
 	free(t->mem);
+	free(t->nodes);
 	free(t->procs);
 	free(t->path);
 	free(t->stacks);

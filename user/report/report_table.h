@@ -87,6 +87,19 @@ struct rt_stack {
 	uint32_t first, n;
 };
 
+/*
+ * A host call made while PyTorch's autograd engine ran a node on its
+ * thread (model_event.ag_node), kept apart: backward work only.
+ */
+struct rt_node {
+	uint32_t proc;
+	uint32_t corr;          /* its correlation id, 0 none */
+	uint32_t node;          /* table string id of the node's class */
+	uint32_t fwd;           /* table stack id of the Python stack that made the
+				   node (its forward call), 0 unknown */
+	bool launch;            /* a kernel or graph launch */
+};
+
 /* A thread state span (thread_state.h), for the host-bound causes. */
 struct rt_state {
 	int64_t ts, dur;        /* ns */
@@ -124,6 +137,8 @@ struct rt_table {
 	uint32_t *frames, *callees;     /* table string ids, see rt_stack */
 	size_t nframes, capframes, capcallees;
 	uint64_t nstacks;       /* host calls with a Python stack */
+	struct rt_node *nodes;  /* in the order added */
+	size_t nnodes, capnodes;
 	struct hashmap served;  /* proc << 32 | tid of a thread with attributed stacks ->
 				   the thread its (last) one was walked on: see rt_served() */
 	struct rt_state *states;        /* both by (pid, tid, ts) */

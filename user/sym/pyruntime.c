@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "lib/proc.h"
 #include "sym/elf_syms.h"
 #include "sym/pyruntime.h"
 
@@ -168,31 +169,9 @@ static void whyf(char *why, size_t len, const char *fmt, ...)
 	va_end(ap);
 }
 
-static int mem_open(pid_t pid)
-{
-	char path[64];
-	int fd;
-
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	return fd < 0 ? -errno : fd;
-}
-
-static int mem_read(int fd, __u64 addr, void *buf, size_t len)
-{
-	ssize_t n;
-
-	if (!addr || addr > (__u64)LLONG_MAX)
-		return -EFAULT;
-	n = pread(fd, buf, len, (off_t)addr);
-	if (n < 0)
-		return -errno;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
-
 static int read_u64(int fd, __u64 addr, __u64 *v)
 {
-	return mem_read(fd, addr, v, sizeof(*v));
+	return proc_mem_read(fd, addr, v, sizeof(*v));
 }
 
 /* A mapped file that may hold the runtime. */
@@ -343,7 +322,7 @@ static int minor_from_name(const char *path)
 #define READ_DBG(type, more) do {					\
 	type o;								\
 									\
-	if (mem_read(fd, runtime, &o, sizeof(o)))			\
+	if (proc_mem_read(fd, runtime, &o, sizeof(o)))			\
 		return -EFAULT;						\
 	if (memcmp(o.cookie, "xdebugpy", 8))				\
 		return -EINVAL;						\
@@ -452,7 +431,7 @@ int pyruntime_code_layout(pid_t pid, const struct gb_py_config *cfg,
 	}
 	if (cfg->version != 313 && cfg->version != 314)
 		return -ENOTSUP;
-	fd = mem_open(pid);
+	fd = proc_mem_open(pid);
 	if (fd < 0)
 		return fd;
 	err = read_dbg(fd, cfg->runtime, cfg->version % 100, &d);
@@ -520,7 +499,7 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	if (!file)
 		goto cleanup;
 
-	fd = mem_open(pid);
+	fd = proc_mem_open(pid);
 	if (fd < 0) {
 		err = fd;
 		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
@@ -531,7 +510,7 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	if (vals[SYM_VERSION]) {
 		__u32 hex;
 
-		if (mem_read(fd, bias + vals[SYM_VERSION], &hex, sizeof(hex))) {
+		if (proc_mem_read(fd, bias + vals[SYM_VERSION], &hex, sizeof(hex))) {
 			whyf(why, whylen, "cannot read Py_Version of pid %d", pid);
 			err = -ENOTSUP;
 			goto cleanup;
@@ -628,7 +607,7 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 	__u64 interp, ts, f;
 	int fd, n = 0, err = -ESRCH;
 
-	fd = mem_open(pid);
+	fd = proc_mem_open(pid);
 	if (fd < 0)
 		return fd;
 	if (read_u64(fd, cfg->runtime + cfg->interp_head, &interp) || !interp ||
@@ -657,7 +636,7 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 			break;
 		code &= ~(__u64)cfg->exec_tag_mask;
 		if (cfg->frame_owner != N &&
-		    mem_read(fd, f + cfg->frame_owner, &owner, 1))
+		    proc_mem_read(fd, f + cfg->frame_owner, &owner, 1))
 			break;
 		if (owner >= 3 || !code) {      /* shim / C-stack frame */
 			f = prev;
@@ -666,7 +645,7 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 		if (cfg->code_adaptive == N) {
 			__s32 lasti;
 
-			if (mem_read(fd, f + cfg->frame_instr, &lasti, sizeof(lasti)))
+			if (proc_mem_read(fd, f + cfg->frame_instr, &lasti, sizeof(lasti)))
 				break;
 			out->instr = (__u32)lasti;
 		} else {
@@ -677,7 +656,7 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 			/* signed: 3.11/3.12 prev_instr is one unit before the code at start */
 			out->instr = (__u32)(__s32)((__s64)(ip - code - cfg->code_adaptive) / 2);
 		}
-		if (mem_read(fd, code + cfg->code_ident, w, sizeof(w)))
+		if (proc_mem_read(fd, code + cfg->code_ident, w, sizeof(w)))
 			break;
 		out->code = code;
 		out->ident = gb_py_ident(w);

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "lib/hashmap.h"
+#include "lib/proc.h"
 #include "sym/pyruntime.h"
 #include "sym/pysym.h"
 
@@ -255,22 +256,9 @@ int pysym_line(unsigned version, const uint8_t *tab, size_t len, int firstlineno
 
 /* Reading a process --------------------------------------------------------- */
 
-static int mem_read(int fd, __u64 addr, void *buf, size_t len)
-{
-	ssize_t n;
-
-	if (!addr || addr >= 1ULL << 63)
-		return -EFAULT;
-	n = pread(fd, buf, len, (off_t)addr);
-	if (n < 0)
-		return errno == ESRCH ? -ESRCH : -EFAULT;
-	return (size_t)n == len ? 0 : -EFAULT;
-}
-
 static struct pyproc *get_proc(struct pysym *s, pid_t pid, const struct gb_py_config *cfg)
 {
 	struct pyproc *p;
-	char path[64];
 
 	for (p = s->procs; p; p = p->next)
 		if (p->pid == pid)
@@ -279,8 +267,7 @@ static struct pyproc *get_proc(struct pysym *s, pid_t pid, const struct gb_py_co
 	if (!p)
 		return NULL;
 	p->pid = pid;
-	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
-	p->memfd = open(path, O_RDONLY | O_CLOEXEC);
+	p->memfd = proc_mem_open(pid);
 	if (p->memfd < 0 || pyruntime_code_layout(pid, cfg, &p->lay)) {
 		if (p->memfd >= 0)
 			close(p->memfd);
@@ -330,7 +317,7 @@ static int read_str(const struct pyproc *p, __u64 addr, char **out)
 
 	if (l->compact_size > sizeof(hdr) || l->str_state + 4 > sizeof(hdr))
 		return -EINVAL;
-	if ((err = mem_read(p->memfd, addr, hdr, l->str_state + 4)))
+	if ((err = proc_mem_read(p->memfd, addr, hdr, l->str_state + 4)))
 		return err;
 	memcpy(&length, hdr + l->str_length, 8);
 	memcpy(&state, hdr + l->str_state, 4);
@@ -346,7 +333,7 @@ static int read_str(const struct pyproc *p, __u64 addr, char **out)
 		return -ENOMEM;
 	}
 	addr += (state >> 6 & 1) ? l->ascii_size : l->compact_size;
-	if (length && (err = mem_read(p->memfd, addr, raw, length * kind))) {
+	if (length && (err = proc_mem_read(p->memfd, addr, raw, length * kind))) {
 		free(raw);
 		free(s);
 		return err;
@@ -368,14 +355,14 @@ static int read_bytes(const struct pyproc *p, __u64 addr, __u8 **out, __u32 *len
 	__s64 n;
 	int err;
 
-	if ((err = mem_read(p->memfd, addr + p->lay.bytes_size, &n, 8)))
+	if ((err = proc_mem_read(p->memfd, addr + p->lay.bytes_size, &n, 8)))
 		return err;
 	if (n < 0 || n > LINETABLE_MAX)
 		return -EINVAL;
 	*out = malloc(n ? n : 1);
 	if (!*out)
 		return -ENOMEM;
-	if (n && (err = mem_read(p->memfd, addr + p->lay.bytes_sval, *out, n))) {
+	if (n && (err = proc_mem_read(p->memfd, addr + p->lay.bytes_sval, *out, n))) {
 		free(*out);
 		return err;
 	}
@@ -393,7 +380,7 @@ static int read_head(const struct pyproc *p, const struct gb_py_config *cfg,
 		     __u64 addr, __u8 *hdr, size_t hdrlen, __u32 *ident)
 {
 	__u64 w[GB_PY_IDENT_LEN / 8];
-	int err = mem_read(p->memfd, addr, hdr, hdrlen);
+	int err = proc_mem_read(p->memfd, addr, hdr, hdrlen);
 
 	if (err)
 		return err;

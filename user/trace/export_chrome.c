@@ -161,6 +161,10 @@ static void write_call_args(struct jw *jw, const struct model *m,
 
 		write_frames(jw, m, TS_ARG_NATIVE_STACK, st);
 	}
+	if (ev->ag_node)
+		jw_kv_str(jw, TS_ARG_AUTOGRAD_NODE, str(m, ev->ag_node));
+	if (ev->ag_fwd)
+		write_frames(jw, m, TS_ARG_AUTOGRAD_FORWARD, &m->stacks[ev->ag_fwd - 1]);
 	jw_obj_end(jw);
 }
 

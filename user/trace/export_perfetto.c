@@ -893,6 +893,10 @@ static void call_args(struct pf *w, const struct model_event *ev)
 	}
 	if (ev->native)
 		arg_stack(w, TS_ARG_NATIVE_STACK, ev->native);
+	if (ev->ag_node)
+		arg_string(w, TS_ARG_AUTOGRAD_NODE, str(m, ev->ag_node));
+	if (ev->ag_fwd)
+		arg_stack(w, TS_ARG_AUTOGRAD_FORWARD, ev->ag_fwd);
 }
 
 /* A driver call, starting a flow to each GPU record it caused (flows[0..n)). */

@@ -30,5 +30,6 @@ const char *ts_kernel_cat(const char *name)
 
 bool ts_arg_is_stack(const char *key)
 {
-	return !strcmp(key, TS_ARG_STACK) || !strcmp(key, TS_ARG_NATIVE_STACK);
+	return !strcmp(key, TS_ARG_STACK) || !strcmp(key, TS_ARG_NATIVE_STACK) ||
+	       !strcmp(key, TS_ARG_AUTOGRAD_FORWARD);
 }

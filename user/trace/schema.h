@@ -82,6 +82,8 @@
 #define TS_ARG_STACK_ATTRIBUTED "stack_attributed" /* true: walked on another thread */
 #define TS_ARG_STACK_THREAD     "stack_thread"  /* that thread, whose wake the call served */
 #define TS_ARG_NATIVE_STACK     "native_stack"
+#define TS_ARG_AUTOGRAD_NODE    "autograd_node"    /* calls: the PyTorch autograd node run */
+#define TS_ARG_AUTOGRAD_FORWARD "autograd_forward" /* its maker's Python frames, as "stack" */
 #define TS_ARG_GRAPH_NODE       "graph_node"
 #define TS_ARG_ARGS_HASH        "args_hash"     /* kernels: of the launch's arguments */
 #define TS_ARG_DEVICE           "device"

@@ -26,7 +26,7 @@ enum {
 	A_BYTES, A_KIND, A_PTR, A_COUNT, A_HANDLE, A_RET, A_CORR, A_STACK, A_STACK_TRUNCATED,
 	A_STACK_ATTRIBUTED, A_STACK_THREAD, A_NATIVE_STACK, A_GRAPH_NODE, A_DEVICE, A_EVENT,
 	A_ADDRESS, A_MEMORY_KIND, A_STATE, A_SYSCALL, A_HOLDER, A_CPU, A_GC, A_ARGS_HASH,
-	A_N
+	A_AUTOGRAD_NODE, A_AUTOGRAD_FORWARD, A_N
 };
 
 static const char *const arg_keys[A_N] = {
@@ -43,6 +43,7 @@ static const char *const arg_keys[A_N] = {
 	[A_ADDRESS] = TS_ARG_ADDRESS, [A_MEMORY_KIND] = TS_ARG_MEMORY_KIND,
 	[A_STATE] = TS_ARG_STATE, [A_SYSCALL] = TS_ARG_SYSCALL, [A_HOLDER] = TS_ARG_HOLDER_TID,
 	[A_CPU] = TS_ARG_CPU, [A_GC] = TS_ARG_GC, [A_ARGS_HASH] = TS_ARG_ARGS_HASH,
+	[A_AUTOGRAD_NODE] = TS_ARG_AUTOGRAD_NODE, [A_AUTOGRAD_FORWARD] = TS_ARG_AUTOGRAD_FORWARD,
 };
 
 /* A JSON value's text; p NULL when absent. */
@@ -392,6 +393,7 @@ static bool is_handle(const char *s)
 static void read_call(struct trace_import *ti, const struct val *a, struct model_event *ev)
 {
 	int call = call_of(ti, ev->name);
+	uint64_t fwd;
 	const char *s;
 
 	ev->kind = EV_API;
@@ -457,6 +459,9 @@ static void read_call(struct trace_import *ti, const struct val *a, struct model
 		ev->stack_tid = a[A_STACK_THREAD].p ? int_val(&a[A_STACK_THREAD]) : ev->pid;
 	if (a[A_NATIVE_STACK].p)
 		ev->native = read_stack(ti, &a[A_NATIVE_STACK], ev->pid, true, false, &ev->nstack);
+	ev->ag_node = intern_val(ti, &a[A_AUTOGRAD_NODE]);
+	if (a[A_AUTOGRAD_FORWARD].p)
+		ev->ag_fwd = read_stack(ti, &a[A_AUTOGRAD_FORWARD], ev->pid, false, false, &fwd);
 }
 
 /* Where GPU work ran and the call it came from. */
