@@ -65,6 +65,36 @@ syncs = [e for e in ev if "Synchronize" in e["name"] or e["name"].startswith("cu
 print("blocking calls", len(syncs), "total ms %.2f" % (sum(e["dur"] for e in syncs) / 1000))
 PY
 
+diag "== autograd nodes"
+# the autograd engine's device thread runs no Python: its launches are named
+# by node (AddmmBackward0...) and traced to the forward line that made it
+is "most launches of threads without Python name their autograd node and its forward line" \
+	"$(python3 - "$out/torch.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = [e for e in d["traceEvents"] if e.get("cat") == "cuda_api" and e["name"].startswith("cuLaunch")]
+worker = [e for e in ev if e["args"].get("stack_attributed") or "stack" not in e["args"]]
+node = [e for e in worker if "autograd_node" in e["args"]]
+fwd = [e for e in node if "autograd_forward" in e["args"]]
+sys.stderr.write("worker launches %d, with a node %d, with its forward line %d\n"
+                 % (len(worker), len(node), len(fwd)))
+print(len(worker) > 0 and len(node) >= 0.9 * len(worker) and len(fwd) >= 0.9 * len(node))
+PY
+)" True
+"$GPUBPF" report --format json -o "$out/torch.rep.json" "$out/torch.json"
+python3 - "$out/torch.rep.json" <<'PY' 2>&1 | diag
+import json, sys
+r = json.load(open(sys.argv[1]))
+for p in r["processes"]:
+    for x in p.get("autograd_nodes", [])[:12]:
+        print("  %-28s %-40s %6d launches %8.3f GPU ms" % (x["node"], x["site"], x["launches"], x["gpu_ms"]))
+PY
+ok "the report names backward nodes at the workload's lines" python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+xs = [x for p in r["processes"] for x in p.get("autograd_nodes", [])]
+sys.exit(not any(x["node"].endswith("Backward0") and "workload.py" in (x["site"] or "") for x in xs))' "$out/torch.rep.json"
+
 diag "== -p attach to a running job"
 "${loop[@]}" --steps 3000 >/dev/null 2>&1 &
 w=$!
