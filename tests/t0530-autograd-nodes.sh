@@ -27,7 +27,7 @@ diag "PyTorch $tv"
 per_launch='sorted(["%s|%s|%s" % k, n] for k, n in collections.Counter((e["args"]["kernel"], e["args"].get("autograd_node"), (e["args"].get("autograd_forward") or [None])[0]) for e in ev if e.get("cat") == "cuda_api" and e["name"] == "cuLaunchKernel").items())'
 
 # 1. record -- CMD: three steps, every node made and run inside the recording
-check "record -- python, to .json and .pftrace" "$GPUBPF" record --quiet -o "$TMPD/r.json" \
+check "record --autograd -- python, to .json and .pftrace" "$GPUBPF" record --quiet --autograd -o "$TMPD/r.json" \
 	-o "$TMPD/r.pftrace" -- "${run[@]}" --steps 3 --truth "$TMPD/t.json"
 is "the workload's truth: the nodes its lines made, the launches their backward made" \
 	"$(json_query "$TMPD/t.json" '[d["made"], d["launches"]]')" \
@@ -80,7 +80,7 @@ fi
 w=$!
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 wait_for_cmd 20 grep -q libtorch_cpu "/proc/$w/maps"
-"$GPUBPF" record -p "$w" -d 60s -o "$TMPD/p.json" 2>"$TMPD/g.err" &
+"$GPUBPF" record --autograd -p "$w" -d 60s -o "$TMPD/p.json" 2>"$TMPD/g.err" &
 g=$!
 wait_for_cmd 20 grep -q "recording" "$TMPD/g.err"
 touch "$TMPD/go"
@@ -95,4 +95,23 @@ is "first step's nodes: named, line unknown; the later steps': both" \
 "$GPUBPF" report "$TMPD/p.json" >"$TMPD/p.txt"
 like "text: work of nodes made before the recording is said so" "$(cat "$TMPD/p.txt")" \
 	"MulBackward0 +made before the recording, or outside Python"
+
+# 3. without --autograd nothing is probed in libtorch; --autograd needs Python stacks
+check "record without --autograd" "$GPUBPF" record --quiet -o "$TMPD/n.json" -- "${run[@]}" \
+	--steps 1 --truth "$TMPD/tn.json"
+is "no call names a node" "$(json_query "$TMPD/n.json" \
+	'len([e for e in ev if "autograd_node" in e.get("args", {})])')" 0
+"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 1 --wait-file "$TMPD/go2" --truth "$TMPD/t2.json" \
+	2>/dev/null &
+w2=$!
+wait_for_cmd 20 grep -q libcuda "/proc/$w2/maps"
+"$GPUBPF" record --autograd -p "$w2" -d 300ms -o "$TMPD/q.json" 2>"$TMPD/q.err"
+like "--autograd -p on a job without PyTorch: said" "$(cat "$TMPD/q.err")" \
+	"gpubpf: pid $w2 maps no libtorch: no autograd nodes"
+touch "$TMPD/go2"
+wait "$w2"
+out="$TMPD/none"
+mkdir -p "$out"
+expect_error "--autograd without Python stacks" 1 "--autograd needs Python stacks" \
+	"$GPUBPF" record --autograd --stack none -o "$out/x.json" -- true
 done_testing

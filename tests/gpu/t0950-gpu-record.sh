@@ -42,9 +42,12 @@ fi
 diag "== untraced"
 for i in 1 2; do "${loop[@]}" --steps 300 2>&1 | tail -1 | diag; done
 diag "== traced"
+# the second with --autograd: its loop line against the first's is the probes' cost
 for i in "" 2; do
-	"$GPUBPF" record -o "$out/torch$i.json" -- "${loop[@]}" --steps 300 >"$out/torch$i.txt" 2>&1
-	ok "record -- CMD wrote a trace (torch$i.json)" test -s "$out/torch$i.json"
+	"$GPUBPF" record ${i:+--autograd} -o "$out/torch$i.json" -- "${loop[@]}" --steps 300 \
+		>"$out/torch$i.txt" 2>&1
+	ok "record ${i:+--autograd }-- CMD wrote a trace (torch$i.json)" test -s "$out/torch$i.json"
+	grep -h '^torch_loop' "$out/torch$i.txt" | diag
 	tail -3 "$out/torch$i.txt" | diag
 done
 diag "== summary"
@@ -65,11 +68,11 @@ syncs = [e for e in ev if "Synchronize" in e["name"] or e["name"].startswith("cu
 print("blocking calls", len(syncs), "total ms %.2f" % (sum(e["dur"] for e in syncs) / 1000))
 PY
 
-diag "== autograd nodes"
+diag "== autograd nodes (record --autograd)"
 # the autograd engine's device thread runs no Python: its launches are named
 # by node (AddmmBackward0...) and traced to the forward line that made it
 is "most launches of threads without Python name their autograd node and its forward line" \
-	"$(python3 - "$out/torch.json" <<'PY'
+	"$(python3 - "$out/torch2.json" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ev = [e for e in d["traceEvents"] if e.get("cat") == "cuda_api" and e["name"].startswith("cuLaunch")]
@@ -81,7 +84,7 @@ sys.stderr.write("worker launches %d, with a node %d, with its forward line %d\n
 print(len(worker) > 0 and len(node) >= 0.9 * len(worker) and len(fwd) >= 0.9 * len(node))
 PY
 )" True
-"$GPUBPF" report --format json -o "$out/torch.rep.json" "$out/torch.json"
+"$GPUBPF" report --format json -o "$out/torch.rep.json" "$out/torch2.json"
 python3 - "$out/torch.rep.json" <<'PY' 2>&1 | diag
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -82,13 +82,16 @@ void pystacks_autograd(struct record *r, pid_t pid)
 	char path[PATH_MAX], err[512];
 	int n;
 
-	if (!r->o->stacks || !(t = py_try_of(r, pid)) || t->autograd)
+	if (!r->o->autograd || !(t = py_try_of(r, pid)) || t->autograd)
 		return;
 	t->autograd = 1;
 	/* libtorch_cpu.so defines the engine; before 1.6 it was all in libtorch.so */
 	if (proc_find_mapping(pid, "libtorch_cpu.so", path, sizeof(path)) &&
-	    proc_find_mapping(pid, "libtorch.so", path, sizeof(path)))
+	    proc_find_mapping(pid, "libtorch.so", path, sizeof(path))) {
+		if (r->o->mode == MODE_PIDS)
+			fprintf(stderr, "gpubpf: pid %d maps no libtorch: no autograd nodes\n", pid);
 		return;
+	}
 	if (probes_attached(&r->probes, path, who))
 		return;
 	n = probes_attach_autograd(&r->probes, path, who, err, sizeof(err));

@@ -164,9 +164,9 @@ int pystacks_try(struct record *r, pid_t pid);
 int pystacks_tried(struct record *r, pid_t pid);
 
 /*
- * pid maps libcuda now: probe PyTorch's autograd engine in the libtorch
- * it maps (a PyTorch job loads libtorch before libcuda), once per
- * process, for pid (-p) or for all; said on stderr when it fails.
+ * With --autograd, pid maps libcuda now: probe PyTorch's autograd engine
+ * in the libtorch it maps (a PyTorch job loads libtorch before libcuda),
+ * once per process, for pid (-p) or for all; said on stderr when it fails.
  */
 void pystacks_autograd(struct record *r, pid_t pid);
 

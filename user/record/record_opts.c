@@ -57,6 +57,10 @@ static const char usage[] =
 "                         times a second (default 1000; 0: off)\n"
 "      --no-states        no thread states (running, runnable, waiting for\n"
 "                         the GIL, a lock, I/O, a sleep) from the scheduler\n"
+"      --autograd         PyTorch jobs: name the autograd node of each call\n"
+"                         its backward makes, and the forward line that made\n"
+"                         the node (probes libtorch; costs about 1 us per\n"
+"                         forward op and per backward node)\n"
 "      --sample-rate N    device memory counter tracks: a sample every N\n"
 "                         allocations/frees (default 0: every change)\n"
 "  -q, --quiet            no report at the end (see 'gpubpf report')\n"
@@ -85,6 +89,7 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		{ "sample-rate", required_argument, NULL, 'M' },
 		{ "sample-hz", required_argument, NULL, 'H' },
 		{ "no-states", no_argument, NULL, 'T' },
+		{ "autograd", no_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
@@ -218,6 +223,9 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		case 'T':
 			o->states = 0;
 			break;
+		case 'G':
+			o->autograd = 1;
+			break;
 		case 'q':
 			o->quiet = 1;
 			break;
@@ -238,6 +246,12 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 		o->mode = MODE_CMD;
 	} else {
 		o->mode = all ? MODE_ALL : MODE_PIDS;
+	}
+	if (o->autograd && !o->stacks) {
+		fprintf(stderr, "gpubpf: --autograd needs Python stacks (the forward lines are "
+			"theirs): use it with --stack python\n");
+		free(pids);
+		return -EINVAL;
 	}
 	if ((!!n + all + !!o->cmd) != 1) {
 		fprintf(stderr, "gpubpf: record needs exactly one of -p PID, -a or -- CMD "

@@ -34,6 +34,7 @@ struct record_opts {
 	uint32_t stack_depth;
 	int states;             /* thread states from the scheduler */
 	uint32_t sample_hz;     /* CPU-clock samples per second, 0: none */
+	int autograd;           /* probe PyTorch's autograd nodes (libtorch) */
 	struct export_opts export;
 };
 
