@@ -26,6 +26,8 @@
 # 13. a launch loop's slowdown from thread states and samples, measured on
 #    one job recorded alternately without and with them
 #    (bench/slowdown_bench.sh).
+# 14. record --autograd: the libtorch probes' cost per hit, on a CPU
+#    PyTorch loop (bench/autograd_bench.sh).
 #
 # Prints tables and splices them into BENCHMARKS.md between the
 # "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
@@ -489,6 +491,8 @@ BENCH_MD="$BENCH_MD" bash bench/memory_bench.sh
 BENCH_MD="$BENCH_MD" bash bench/convert_bench.sh
 # 13. states and samples: one job's slowdown (writes its own block)
 BENCH_MD="$BENCH_MD" bash bench/slowdown_bench.sh
+# 14. record --autograd's probes (writes its own block)
+BENCH_MD="$BENCH_MD" bash bench/autograd_bench.sh
 
 [ "$BENCH_MD" = - ] && exit 0
 MACHINE="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), virt: $(systemd-detect-virt --vm 2>/dev/null || echo unknown)"
