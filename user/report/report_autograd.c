@@ -88,7 +88,8 @@ int report_autograd(const struct rt_table *t, struct report *r)
 		r->procs[e->proc].nodes[s->val].gpu_ns += e->dur;
 	}
 	for (size_t p = 0; p < r->nprocs && !ret; p++)
-		qsort(r->procs[p].nodes, r->procs[p].nnodes, sizeof(struct rep_node), cmp_node);
+		if (r->procs[p].nnodes)
+			qsort(r->procs[p].nodes, r->procs[p].nnodes, sizeof(struct rep_node), cmp_node);
 	hashmap_release(&groups);
 	hashmap_release(&by_corr);
 	free(caps);
