@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # test-timeout: 400
-# The trace readers, report, merge, convert and record in parts under
-# AddressSanitizer and UndefinedBehaviorSanitizer (issue #10, item 8): their
+# The trace readers, report, merge, convert, record in parts and record
+# --autograd under AddressSanitizer and UndefinedBehaviorSanitizer (issue
+# #10, item 8): their
 # tests run again against build/asan/gpubpf (`make asan`, part of `make test`);
 # each must pass, and no sanitizer may report anything (leaks included).
 # Before the fix, report's qsort(NULL, 0, ...) on a trace with GPU work and
@@ -14,7 +15,7 @@ ASAN_BIN="$GPUBPF_ROOT/build/asan/gpubpf"
 # not t0510 (its figures have timing tolerances that a sanitized recorder
 # misses on a loaded machine) nor t0620 (events of 256 MiB)
 tests=(t0500-report-synthetic t0505-report-cupti-memory t0600-merge
-	t0630-merge-valid-json t0166-convert t0167-record-parts)
+	t0630-merge-valid-json t0166-convert t0167-record-parts t0530-autograd-nodes)
 plan $((2 * ${#tests[@]}))
 mkdir -p "$TMPD/san"
 for t in "${tests[@]}"; do
