@@ -3,7 +3,8 @@
 # The trace readers, report, merge, convert, record in parts and record
 # --autograd under AddressSanitizer and UndefinedBehaviorSanitizer (issue
 # #10, item 8): their tests run again against build/asan/gpubpf (`make
-# asan`, part of `make test`); each must pass, and no sanitizer may report anything (leaks included).
+# asan`, part of `make test`); each must pass, and no sanitizer may report
+# anything (leaks included).
 # Before the fix, report's qsort(NULL, 0, ...) on a trace with GPU work and
 # no sync hotspot failed t0500 here.
 . "$(dirname "$0")/lib.sh"
