@@ -38,29 +38,6 @@ raw() { awk -v k="$1" '$1 == k { print $2 }' "$T/raw" | median -; }
 quartile() { awk -v k="$2" '$1 == k { print $2 }' "$T/raw" | sort -g |
 	awk -v q="$1" '{ v[NR] = $1 } END { if (NR) print v[int((NR - 1) * q / 4) + 1] }'; }
 
-# "name ns/run runs" of the gb_node_* programs while loaded
-nodestats() {
-	bpftool -j prog show 2>/dev/null | "$TORCH_PY" -c '
-import json, sys
-for p in json.load(sys.stdin):
-    if p.get("name", "").startswith("gb_node_") and p.get("run_cnt"):
-        print(p["name"], "%.0f" % (p["run_time_ns"] / p["run_cnt"]), p["run_cnt"])' 2>/dev/null || true
-}
-
-# a recording, its programs' stats sampled until it ends: the last ones in $T/stats
-with_stats() {
-	local g s
-	: >"$T/stats"
-	"$@" >"$T/out" 2>/dev/null &
-	g=$!
-	while kill -0 "$g" 2>/dev/null; do
-		s=$(nodestats)
-		[[ -n "$s" ]] && echo "$s" >"$T/stats"
-		sleep 0.1
-	done
-	wait "$g" || true
-}
-
 step_ns() { sed -n "s/^ns_per_step=\([0-9]*\).*/\1/p" "$T/out"; }
 
 old_stats=$(sysctl -n kernel.bpf_stats_enabled)
@@ -70,9 +47,9 @@ start=$(date +%s)
 for rep in $(seq "$REPS"); do
 	"${LOOP[@]}" >"$T/out"
 	a=$(step_ns)
-	with_stats "${GB[@]}" -o "$T/t.json" -- "${LOOP[@]}"
+	with_prog_stats gb_node_ "$T/stats" "$T/out" "${GB[@]}" -o "$T/t.json" -- "${LOOP[@]}"
 	b=$(step_ns)
-	with_stats "${GB[@]}" --autograd -o "$T/t.json" -- "${LOOP[@]}"
+	with_prog_stats gb_node_ "$T/stats" "$T/out" "${GB[@]}" --autograd -o "$T/t.json" -- "${LOOP[@]}"
 	c=$(step_ns)
 	echo "off $a" >>"$T/raw"
 	echo "stacks $b" >>"$T/raw"

@@ -25,3 +25,31 @@ splice_block() {
 		{ [ -f "$md" ] && echo; cat "$block"; } >> "$md"
 	fi
 }
+
+# prog_stats PREFIX: "name ns/run runs" of each loaded BPF program whose
+# name starts with PREFIX and that has run (kernel.bpf_stats_enabled on).
+prog_stats() {
+	bpftool -j prog show 2>/dev/null | python3 -c '
+import json, sys
+for p in json.load(sys.stdin):
+    if p.get("name", "").startswith(sys.argv[1]) and p.get("run_cnt"):
+        print(p["name"], "%.0f" % (p["run_time_ns"] / p["run_cnt"]), p["run_cnt"])' "$1" \
+		2>/dev/null || true
+}
+
+# with_prog_stats PREFIX STATS OUT CMD...: run CMD (a recording) with its
+# standard output in OUT, sampling prog_stats PREFIX until it ends: the
+# last sample, taken while its programs were still loaded, in STATS.
+with_prog_stats() {
+	local prefix=$1 stats=$2 out=$3 g s
+	shift 3
+	: >"$stats"
+	"$@" >"$out" 2>/dev/null &
+	g=$!
+	while kill -0 "$g" 2>/dev/null; do
+		s=$(prog_stats "$prefix")
+		[[ -n "$s" ]] && echo "$s" >"$stats"
+		sleep 0.1
+	done
+	wait "$g" || true
+}

@@ -24,27 +24,10 @@ T=$(mktemp -d)
 raw() { awk -v k="$1" '$1 == k { print $2 }' "$T/raw" | median -; }
 cc -O2 -shared -fPIC -o "$T/libworkpool.so" tests/py/workpool.c -lpthread -ldl
 
-# "ns/run runs" of gb_waking while it is loaded
-wakestats() {
-	bpftool -j prog show 2>/dev/null | "$PYTHON" -c '
-import json, sys
-out = ["%.0f %d" % (p["run_time_ns"] / p["run_cnt"], p["run_cnt"]) for p in json.load(sys.stdin)
-       if p.get("name") == "gb_waking" and p.get("run_cnt")]
-print(out[0] if out else "")' 2>/dev/null || true
-}
-
-# run a recording, sampling gb_waking's stats until it ends: the last ones
+# a recording's output in $T/out; gb_waking's last "ns/run runs" on stdout
 with_stats() {
-	local g last="" s
-	"$@" >"$T/out" 2>/dev/null &
-	g=$!
-	while kill -0 "$g" 2>/dev/null; do
-		s=$(wakestats)
-		[[ -n "$s" ]] && last=$s
-		sleep 0.1
-	done
-	wait "$g" || true
-	echo "$last"
+	with_prog_stats gb_waking "$T/stats" "$T/out" "$@"
+	awk '$1 == "gb_waking" { print $2, $3 }' "$T/stats"
 }
 
 pingpong() { # stacks -> ns per switch, and gb_waking's "ns/run runs"
