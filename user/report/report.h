@@ -5,11 +5,11 @@
  * or GPU activity, filled from the model record built or from a trace file
  * streamed through the importer; the analyses (report_gpu.c with
  * report_cause.c, report_top.c, report_iter.c with report_phase.c,
- * report_repeat.c, report_autograd.c, report_memory.c; report.c runs them) read the table, report_findings.c
- * ranks what they found, and all of them fill a struct report, which
- * report_out.c prints as text or JSON and report_svg.c draws.  Data flows
- * one way: model -> table -> results -> output; cmd_report.c ties them
- * together.
+ * report_repeat.c, report_autograd.c, report_memory.c; report.c runs
+ * them) read the table, report_findings.c ranks what they found, and all
+ * of them fill a struct report, which report_out.c prints as text or JSON
+ * and report_svg.c draws.  Data flows one way: model -> table -> results
+ * -> output; cmd_report.c ties them together.
  *
  *	struct rt_table t;
  *	struct report rep;
