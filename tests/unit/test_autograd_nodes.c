@@ -43,7 +43,7 @@ static uint64_t vptr(const struct fake_class *c)
 	return (uintptr_t)&c->vtable[2];
 }
 
-static struct fake_class mul, expo, cpp;
+static struct fake_class mul, expo, cpp, local;
 static uint32_t pid, tid;
 
 static struct gb_node node_rec(uint32_t kind, uint32_t t, uint64_t node, uint64_t vt,
@@ -118,6 +118,8 @@ static void test_class_names(void)
 	is_str(buf, "MulBackward0", "a generated node: its name without namespaces");
 	is_int(autograd_class_name(pid, vptr(&cpp), buf, sizeof(buf)), 0, "template class read");
 	is_str(buf, "CppNode<my::Fn>", "a C++ custom function's node: its template argument kept");
+	is_int(autograd_class_name(pid, vptr(&local), buf, sizeof(buf)), 0, "local class read");
+	is_str(buf, "LocalNode", "a class of an anonymous namespace (its name starts with '*')");
 	is_int(autograd_class_name(pid, 8, buf, sizeof(buf)), -EFAULT,
 	       "a vtable pointer into nothing: -EFAULT");
 	is_int(autograd_class_name(0x3ffff000u, vptr(&mul), buf, sizeof(buf)), -ESRCH,
@@ -195,6 +197,7 @@ int main(void)
 	make_class(&mul, "N5torch8autograd9generated12MulBackward0E");
 	make_class(&expo, "N5torch8autograd9generated12ExpBackward0E");
 	make_class(&cpp, "N5torch8autograd7CppNodeIN2my2FnEEE");
+	make_class(&local, "*N12_GLOBAL__N_19LocalNodeE");
 	test_class_names();
 	test_stamps();
 	return done_testing();

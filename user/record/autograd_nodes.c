@@ -84,6 +84,9 @@ int autograd_class_name(uint32_t pid, uint64_t vtable, char *buf, size_t len)
 	if (ret)
 		return ret;
 	mangled[sizeof(mangled) - 1] = 0;
+	/* GCC marks the name of a type local to its library with a leading '*' */
+	if (mangled[4] == '*')
+		memmove(mangled + 4, mangled + 5, strlen(mangled + 5) + 1);
 	full = demangle(mangled);
 	if (!full || strncmp(full, prefix, sizeof(prefix) - 1)) {
 		free(full);
