@@ -4,6 +4,7 @@
 # a library dlopen()ed by full path): the process is held when it maps the
 # library until the probes are in, so no call is lost, cuInit included.
 # Where calls could have been missed, the summary line and the trace say so.
+# Where tracefs is not mounted, gpubpf mounts it to hold processes.
 . "$(dirname "$0")/lib.sh"
 test_description "record -- CMD probes the libcuda the command loads, from its first call"
 require_bpf
@@ -118,6 +119,26 @@ wait "$g"
 is "the recorder went on and exited 0" "$?" 0
 like "it says the calls of that process may be missing, and why" "$(cat "$TMPD/away.err")" \
 	"calls may be missing: gpubpf had not read its events for over a second"
+
+# 8. a system booted without tracefs mounted (as a GPU VM image here was):
+# gpubpf mounts it, and holds the command as before (a private mount
+# namespace, so this machine's own mounts stay as they are)
+if unshare -m true 2>/dev/null; then
+	unshare -m sh -c 'umount /sys/kernel/tracing 2>/dev/null; umount /sys/kernel/debug 2>/dev/null
+		test -e /sys/kernel/tracing/events && exit 3
+		"$@"; rc=$?; grep -c " /sys/kernel/tracing tracefs " /proc/self/mounts >&2; exit $rc' sh \
+		"$GPUBPF" record -v -q --no-device -o "$TMPD/notracefs.json" -- sh -c \
+		"LD_LIBRARY_PATH='$SIMLIB' exec '$PY' '$GPUBPF_ROOT/sim/train.py' --steps 2" \
+		>/dev/null 2>"$TMPD/notracefs.err"
+	is "tracefs unmounted: record exits 0" "$?" 0
+	like "it says it mounted tracefs" "$(cat "$TMPD/notracefs.err")" \
+		"gpubpf: mounted tracefs on /sys/kernel/tracing"
+	is "tracefs is mounted in that namespace afterwards" "$(tail -1 "$TMPD/notracefs.err")" 1
+	is "and the command was held: no call may be missing" "$(json_query "$TMPD/notracefs.json" \
+		'd["gpubpf"]["calls_may_be_missing"]')" "{}"
+else
+	skip "cannot make a mount namespace (unshare -m)" 4
+fi
 
 check "report of that trace" "$GPUBPF" report "$TMPD/job.json"
 like "the report says so too" "$(cat "$TMPD/.check.out")" \

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
@@ -532,12 +533,32 @@ void probes_heartbeat(struct probes *p)
 			 (uint64_t)ts.tv_sec * 1000000000ULL + ts.tv_nsec, __ATOMIC_RELAXED);
 }
 
+/*
+ * Tracepoints are attached by the id tracefs gives them.  Some systems
+ * boot without tracefs mounted (a GPU VM image here): mount it where the
+ * kernel provides its mount point, as perf does.
+ */
+static void ensure_tracefs(const struct probes *p)
+{
+	if (!access("/sys/kernel/tracing/events", F_OK) ||
+	    !access("/sys/kernel/debug/tracing/events", F_OK))
+		return;
+	if (mount("tracefs", "/sys/kernel/tracing", "tracefs", 0, NULL)) {
+		if (p->verbose)
+			fprintf(stderr, "gpubpf: tracefs is not mounted and mounting it on "
+				"/sys/kernel/tracing failed: %s\n", strerror(errno));
+	} else if (p->verbose) {
+		fprintf(stderr, "gpubpf: mounted tracefs on /sys/kernel/tracing\n");
+	}
+}
+
 int probes_hold_maps(struct probes *p)
 {
 	if (!p->hold)
 		return -EOPNOTSUPP;
 	if (p->hold_link)
 		return 0;
+	ensure_tracefs(p);
 	probes_heartbeat(p);
 	p->hold_link = bpf_program__attach(p->skel->progs.gb_mmap);
 	return p->hold_link ? 0 : -errno;
