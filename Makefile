@@ -72,7 +72,7 @@ SIM_INJ_LIB := $(BUILD)/sim/libgpubpf_cupti.so
 SIM_CUPTI  := $(BUILD)/sim/libcupti_sim.so
 DEPS_STAMP := $(BUILD)/.deps-ok
 
-.PHONY: all deps test-bins test fresh-test bench demo install clean
+.PHONY: all deps test-bins test fresh-test bench demo install gpu-carry clean
 all: $(BUILD)/gpubpf $(CUPTI_LIB) $(SIM_LIB) $(SIM_INJ_LIB) $(SIM_CUPTI)
 test-bins: $(UNIT_BINS) $(TEST_BINS)
 
@@ -222,6 +222,16 @@ install: $(BUILD)/gpubpf $(CUPTI_LIB)
 	$(Q)install -D -m 0755 $(CUPTI_LIB) $(DESTDIR)$(PREFIX)/lib/gpubpf/libgpubpf_cupti.so
 	$(call msg,INSTALL,$@)
 	$(Q)install -D -m 0755 scripts/gpubpf-cluster $(DESTDIR)$(PREFIX)/bin/gpubpf-cluster
+
+# What a GPU machine's image lacks, for the device checks
+# (tests/gpu/device-check.sh): gpubpf's libcjson, and bpftool with its
+# libelf (BPF run times).  Carry build/gpubpf, build/libgpubpf_cupti.so and
+# .carry.
+gpu-carry: $(BUILD)/gpubpf $(CUPTI_LIB)
+	@mkdir -p .carry/lib .carry/bin
+	$(Q)cp -L $$(ldd $(BUILD)/gpubpf $$(command -v bpftool) | \
+		awk '/libcjson|libelf/ { print $$3 }' | sort -u) .carry/lib/
+	$(Q)cp -L $$(command -v bpftool) .carry/bin/
 
 clean:
 	rm -rf $(BUILD)

@@ -2,7 +2,8 @@
 """Compare the kernels of a gpubpf trace with torch.profiler's, per name.
 
 usage: compare_kernels.py GPUBPF.json T0 T1 PROFILER.json
-T0, T1: the CLOCK_MONOTONIC window (ns) of the loop in the gpubpf run.
+T0, T1: the CLOCK_MONOTONIC window (ns) of the loop in the gpubpf run (the
+trace's timestamps are microseconds after its gpubpf.ts_base_ns).
 Prints a table and the verdicts: per-name kernel counts equal, total kernel
 time within 2%.
 """
@@ -14,8 +15,10 @@ import sys
 def main():
     ours, t0, t1, prof = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
     d = json.load(open(ours))
+    base = d["gpubpf"]["ts_base_ns"]
+    t0, t1 = (t0 - base) / 1000, (t1 - base) / 1000
     k = [e for e in d["traceEvents"] if e.get("cat") in ("kernel", "nccl")
-         and t0 / 1000 <= e["ts"] and e["ts"] + e["dur"] <= t1 / 1000]
+         and t0 <= e["ts"] and e["ts"] + e["dur"] <= t1]
     p = [e for e in json.load(open(prof))["traceEvents"] if e.get("cat") == "kernel"]
     cg = collections.Counter(e["name"] for e in k)
     cp = collections.Counter(e["name"] for e in p)
@@ -27,7 +30,7 @@ def main():
     print("kernels: gpubpf %d, torch.profiler %d" % (sum(cg.values()), sum(cp.values())))
     print("kernel time: gpubpf %.3f ms, torch.profiler %.3f ms, difference %.2f%%"
           % (tg / 1e3, tp / 1e3, 100 * (tg - tp) / tp if tp else 0))
-    print("flows:", len([e for e in d["traceEvents"] if e.get("ph") == "s"]),
+    print("flows:", sum(1 for e in d["traceEvents"] if "bind_id" in e and e.get("flow_out")),
           "skewed:", d["gpubpf"]["gpu"]["clock_skewed_events"],
           "gpu dropped:", d["gpubpf"]["gpu"]["dropped_events"], "dropped:", d["gpubpf"]["dropped_total"])
     print("verdict: per-name counts %s" % ("EQUAL" if cg == cp else "DIFFER"))

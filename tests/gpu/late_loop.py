@@ -1,12 +1,14 @@
 """A long PyTorch loop for the late-attach GPU check (tests/gpu/t0970-gpu-late-attach.sh).
 
-usage: late_loop.py [--seconds S] [--profile-steps N --profile-out TRACE.json]
-                    [--hold-profiler]
+usage: late_loop.py [--seconds S] [--hold-profiler]
+       late_loop.py --profile-steps N --profile-out TRACE.json
 Started normally (no CUDA_INJECTION64_PATH).  Prints, every second,
 "rate MONOTONIC_NS STEPS_PER_S STEP" (flushed), so a checker can compare
 the speed before gpubpf attached with the speed after it left.
---profile-steps N: the first N steps run under torch.profiler, exported to
---profile-out (per-step kernel counts to compare with).  --hold-profiler:
+--profile-steps N: steps 10 to 10+N (past the first steps' one-time work)
+run under torch.profiler, exported to --profile-out, and the loop ends
+there: per-step kernel counts to compare with, taken in a process of their
+own so that the attached one never had a profiler.  --hold-profiler:
 torch.profiler stays active for the whole run (CUPTI is held: gpubpf must
 fall back to host calls and say why).
 """
@@ -27,14 +29,18 @@ def main():
     p.add_argument("--hold-profiler", action="store_true")
     o = p.parse_args()
     model, opt, x, y = workload.build()
+    acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     prof = None
-    if o.profile_steps or o.hold_profiler:
-        acts = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
+    if o.hold_profiler:
         prof = torch.profiler.profile(activities=acts)
         prof.__enter__()
     end = time.monotonic() + o.seconds
     step, last_step, last = 0, 0, time.monotonic()
     while time.monotonic() < end:
+        if o.profile_steps and step == 10:
+            torch.cuda.synchronize()
+            prof = torch.profiler.profile(activities=acts)
+            prof.__enter__()
         opt.zero_grad()
         loss = torch.nn.functional.cross_entropy(model(x), y)
         loss.backward()
@@ -42,11 +48,12 @@ def main():
         step += 1
         if step % 10 == 0:
             loss.item()
-        if prof and not o.hold_profiler and step == o.profile_steps:
+        if o.profile_steps and step == 10 + o.profile_steps:
             torch.cuda.synchronize()
             prof.__exit__(None, None, None)
             prof.export_chrome_trace(o.profile_out)
-            prof = None
+            print("late_loop: profiled steps 10 to %d" % step)
+            return
         now = time.monotonic()
         if now - last >= 1.0:
             print("rate %d %.1f %d" % (time.monotonic_ns(), (step - last_step) / (now - last), step))

@@ -4,17 +4,16 @@
 # tests/gpu/t0970-gpu-late-attach.sh` as root there (tests/run.sh runs it
 # too, and it skips without a GPU; about 3 minutes).  Carry build/gpubpf,
 # build/libgpubpf_cupti.so and, in .carry/lib, what the GPU image lacks
-# (libcjson.so.1); PyTorch.  NOT YET RUN on a GPU: written on a machine
-# without one.
-#  1. A PyTorch loop started normally (no CUDA_INJECTION64_PATH; its first
-#     --profile-steps steps under torch.profiler, for per-step kernel
-#     counts) is recorded twice with `record -p -d 5s`: the first loads the
-#     library (late attach), the second finds it.  Per kernel name, gpubpf's
-#     count over its window divided by torch.profiler's per-step count gives
-#     the same number of steps for every name (edges aside: within 1 step);
-#     every launch after the window opened has its kernel
-#     (tests/check_window.py); the loop's speed after gpubpf left is within
-#     2% of its speed before it came.
+# (libcjson.so.1: `make gpu-carry`); PyTorch.
+#  1. A PyTorch loop started normally (no CUDA_INJECTION64_PATH) is
+#     recorded twice with `record -p -d 5s`: the first loads the library
+#     (late attach), the second finds it.  Per kernel name, gpubpf's count
+#     over its window divided by the per-step count of torch.profiler (50
+#     steps of the same loop in a process of its own) gives the same number
+#     of steps for every name (edges aside: within 1 step); every launch
+#     after the window opened has its kernel (tests/check_window.py) and
+#     the GPU side is whole (tests/check_gpu.py).  The loop's speed before
+#     and after is reported; t0975 checks it against a control.
 #  2. Attached while torch.profiler holds CUPTI: host calls only, and the
 #     reason in one line and in the trace.
 # Findings in $OUT (or /tmp/gpubpf-gpu-late), the figures as diagnostics.
@@ -34,11 +33,12 @@ diag "== machine: $(uname -r); $(nvidia-smi -L 2>&1 | head -1)"
 check "gpubpf --version" "$GPUBPF" --version
 
 diag "== 1. attach twice to a loop started without the library"
-python3 tests/gpu/late_loop.py --seconds 75 --profile-steps 50 --profile-out "$out/prof.json" \
-	>"$out/loop.txt" 2>"$out/loop.err" &
+python3 tests/gpu/late_loop.py --profile-steps 50 --profile-out "$out/prof.json" >"$out/prof.txt" 2>&1
+ok "torch.profiler's per-step counts were taken" test -s "$out/prof.json"
+python3 tests/gpu/late_loop.py --seconds 60 >"$out/loop.txt" 2>"$out/loop.err" &
 w=$!
 at_exit "kill $w 2>/dev/null"
-sleep 20
+sleep 15
 t_attach=$(python3 -c 'import time; print(time.monotonic_ns())')
 for i in 1 2; do
 	"$GPUBPF" record -v -p "$w" -d 5s -q -o "$out/late$i.json" 2>&1 | grep -v '^libbpf' | tail -4 | diag
@@ -57,8 +57,8 @@ before = [float(r[2]) for r in rates if t_attach - 8e9 <= int(r[1]) < t_attach]
 after = [float(r[2]) for r in rates if int(r[1]) > t_detach + 2e9]
 med = lambda v: sorted(v)[len(v) // 2] if v else float("nan")
 b, a = med(before), med(after)
-print("speed: %.1f steps/s before attaching, %.1f after detaching (%.2f%%): %s"
-      % (b, a, 100 * (a - b) / b, "ok" if abs(a - b) / b <= 0.02 else "NOT within 2%"))
+print("speed: %.1f steps/s before attaching, %.1f after detaching (%+.2f%%; t0975 checks"
+      " it against a loop never attached)" % (b, a, 100 * (a - b) / b))
 prof = [e for e in json.load(open(out + "/prof.json"))["traceEvents"] if e.get("cat") == "kernel"]
 per_step = {n: c / 50 for n, c in collections.Counter(e["name"] for e in prof).items()}
 for i in (1, 2):
@@ -85,7 +85,6 @@ for i in (1, 2):
         print("late%d: kernels torch.profiler did not see: %s" % (i, sorted(extra)[:10]))
 PYEOF
 diag <"$out/late.txt"
-ok "the loop's speed after detaching is within 2% of before" grep -q '^speed: .*: ok$' "$out/late.txt"
 for i in 1 2; do
 	ok "late$i: the same number of steps for every kernel name" \
 		grep -q "^late$i: .* kernels in the window; .*: ok$" "$out/late.txt"
@@ -94,10 +93,10 @@ for i in 1 2; do
 done
 
 diag "== 2. attach while torch.profiler holds CUPTI"
-python3 tests/gpu/late_loop.py --seconds 30 --hold-profiler >"$out/held.txt" 2>"$out/held.err" &
+python3 tests/gpu/late_loop.py --seconds 20 --hold-profiler >"$out/held.txt" 2>"$out/held.err" &
 w=$!
 at_exit "kill $w 2>/dev/null"
-sleep 15
+sleep 10
 "$GPUBPF" record -p "$w" -d 3s -q -o "$out/held.json" 2>"$out/held.gpubpf.err"
 ok "record -p wrote a trace" test -s "$out/held.json"
 ok "the reason GPU timing is off is said" grep -q 'GPU timing off' "$out/held.gpubpf.err"
