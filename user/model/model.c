@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "lib/array.h"
+#include "model/gpu_clock.h"
 #include "model/model.h"
 #include "model/model_part.h"
 
@@ -408,7 +409,8 @@ static int link_correlations(struct model *m, uint64_t cutoff, uint32_t **api_ou
  * positions (seq) to new ones, in m's events and in those kept for the
  * next part (whose links point into m).
  */
-static int relink(struct model *m)
+/* After a sort: links (and api, the API events' indices) to the new places. */
+static int relink(struct model *m, uint32_t *api, size_t napi)
 {
 	uint32_t *where = malloc((m->nev ? m->nev : 1) * sizeof(*where));
 	struct model_carry *c = m->carry;
@@ -423,6 +425,8 @@ static int relink(struct model *m)
 	for (size_t i = 0; c && i < c->nev; i++)
 		if (c->ev[i].link != MODEL_NO_LINK)
 			c->ev[i].link = where[c->ev[i].link];
+	for (size_t k = 0; k < napi; k++)
+		api[k] = where[api[k]];
 	free(where);
 	return 0;
 }
@@ -491,6 +495,20 @@ static int link_gpu(struct model *m, const uint32_t *api, size_t napi)
 			e->kernel = k;
 	}
 	return ret;
+}
+
+/* GPU work put back after its calls (gpu_clock.h), in time order again. */
+static int repair_gpu_clock(struct model *m, uint32_t *api, size_t napi)
+{
+	uint64_t moved;
+	int ret = gpu_clock_repair(m, &moved);
+
+	if (ret || !moved)
+		return ret;
+	for (size_t i = 0; i < m->nev; i++)
+		m->ev[i].seq = i;
+	qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
+	return relink(m, api, napi);
 }
 
 /* Count GPU events that start before the call that caused them. */
@@ -724,7 +742,7 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 		m->carry->base_set = true;
 	}
 	ret = model_attribute(m) ?: link_correlations(m, cutoff, &api, &napi) ?:
-	      link_gpu(m, api, napi);
+	      link_gpu(m, api, napi) ?: repair_gpu_clock(m, api, napi);
 	if (!ret && m->carry)
 		ret = model_part_split(m, cutoff, api, &napi);
 	if (!ret) {
@@ -738,7 +756,7 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 			for (size_t i = 0; i < m->nev; i++)
 				m->ev[i].seq = i;
 			qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
-			ret = relink(m);
+			ret = relink(m, NULL, 0);
 		}
 	}
 	free(api);

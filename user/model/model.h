@@ -202,6 +202,10 @@ struct model {
 	/* clock sanity, from model_finish: GPU work that starts before its call */
 	uint64_t skewed;             /* such GPU events */
 	uint64_t max_skew_ns;        /* the largest such lead */
+	/* ... after the repair of a drifting GPU clock (gpu_clock.h), which
+	   moved these GPU events later, by up to this */
+	uint64_t clock_repaired;
+	uint64_t max_clock_repair_ns;
 	/* finished in parts (model_part.h): what waits for the next part, and
 	   the arrow ids the earlier parts used (the next part's start after) */
 	struct model_carry *carry;
@@ -275,8 +279,10 @@ int model_add_call_error(struct model *m, uint64_t ts, uint32_t pid, uint32_t ti
  *  - name kernels: API events by their function handle, under the name
  *    of the GPU kernel a launch of that handle ran if any (complete, where
  *    a lookup's may be cut), else the lookup's;
- *  - count GPU events that start before the call that caused them
- *    (skewed, max_skew_ns);
+ *  - move GPU work of a process and device whose clock drifted before
+ *    the calls that caused it back after them (gpu_clock.h:
+ *    clock_repaired, max_clock_repair_ns), and count GPU events that
+ *    still start before their call (skewed, max_skew_ns);
  *  - give API events their Python stack, and those of threads that run no
  *    Python the stack of the wake they served (model_attribute()); add
  *    EV_SCOPE events (walked stacks only): each

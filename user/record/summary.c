@@ -61,6 +61,11 @@ void record_summary(struct record *r)
 		if (r->model.procs[i].gpu_error && !targets_late_failed(r, r->model.procs[i].pid))
 			fprintf(stderr, "gpubpf: pid %u: GPU timing off: %s\n", r->model.procs[i].pid,
 				strtab_get(&r->model.strs, r->model.procs[i].gpu_error));
+	if (r->model.clock_repaired && r->o->verbose)
+		fprintf(stderr, "gpubpf: %llu GPU records moved later by up to %.3f us, so that "
+			"none starts before the call that launched it: CUPTI's GPU clock drifted\n",
+			(unsigned long long)r->model.clock_repaired,
+			r->model.max_clock_repair_ns / 1e3);
 	if (r->model.skewed)
 		fprintf(stderr, "gpubpf: warning: %llu GPU records start before the call that "
 			"launched them (by up to %.3f us): host and GPU clocks disagree\n",

@@ -427,6 +427,8 @@ static int write_metadata(struct jw *jw, const struct model *m, uint64_t nevents
 	jw_obj_end(jw);
 	jw_kv_uint(jw, TS_GPU_SKEWED, m->skewed);
 	jw_kv_us(jw, TS_GPU_MAX_SKEW, m->max_skew_ns);
+	jw_kv_uint(jw, TS_GPU_REPAIRED, m->clock_repaired);
+	jw_kv_us(jw, TS_GPU_MAX_REPAIR, m->max_clock_repair_ns);
 	jw_obj_end(jw);
 	return jw_obj_end(jw);
 }

@@ -1348,6 +1348,8 @@ static int write_metadata(struct pf *w)
 		pid_dict(w, a, &pp, false, v_inject_tid);
 	arg_uint(w, TS_META_GPU "." TS_GPU_SKEWED, m->skewed);
 	arg_double(w, TS_META_GPU "." TS_GPU_MAX_SKEW, m->max_skew_ns / 1e3);
+	arg_uint(w, TS_META_GPU "." TS_GPU_REPAIRED, m->clock_repaired);
+	arg_double(w, TS_META_GPU "." TS_GPU_MAX_REPAIR, m->max_clock_repair_ns / 1e3);
 	te.has_type = 1;
 	te.type = PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT;
 	emit_event(w, &te, w->first_ts, 0, CAT_GPUBPF, "gpubpf");

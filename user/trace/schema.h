@@ -115,6 +115,8 @@
 #define TS_GPU_LATE_STALL       "stall_us"
 #define TS_GPU_SKEWED           "clock_skewed_events"
 #define TS_GPU_MAX_SKEW         "max_clock_skew_us"
+#define TS_GPU_REPAIRED         "clock_repaired_events" /* moved after their calls */
+#define TS_GPU_MAX_REPAIR       "max_clock_repair_us"
 /* A trace opens with its metadata: write this, then the object, then
  * TS_OPEN_EVENTS and the events. */
 #define TS_OPEN_META            "{\"" TS_META "\":"

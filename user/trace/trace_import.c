@@ -753,6 +753,7 @@ static int read_metadata(struct trace_import *ti)
 	const struct trace_reader *r = &ti->r;
 	const cJSON *gpu = cJSON_GetObjectItemCaseSensitive(r->meta, TS_META_GPU);
 	struct model *m = ti->m;
+	uint64_t repair;
 	int ret;
 
 	snprintf(m->host, sizeof(m->host), "%s", r->host);
@@ -760,6 +761,11 @@ static int read_metadata(struct trace_import *ti)
 	m->dropped_total = r->dropped_total;
 	/* model_finish() sets its own; window_open_us is after the file's */
 	m->ts_base_ns = r->ts_base_ns;
+	/* the repair was made when it was recorded: model_finish finds none */
+	m->clock_repaired += count_val(cJSON_GetObjectItemCaseSensitive(gpu, TS_GPU_REPAIRED));
+	repair = us_val(cJSON_GetObjectItemCaseSensitive(gpu, TS_GPU_MAX_REPAIR));
+	if (repair > m->max_clock_repair_ns)
+		m->max_clock_repair_ns = repair;
 	ret = per_process(m, r->meta, TS_META_DROPPED, set_dropped);
 	if (!ret)
 		ret = per_process(m, r->meta, TS_META_MISSING, set_missed);
