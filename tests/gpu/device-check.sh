@@ -8,8 +8,10 @@
 # build/libgpubpf_cupti.so and .carry (libcjson.so.1, bpftool: `make
 # gpu-carry` fills it) carried from the build machine:
 #     bash tests/gpu/device-check.sh [t0970 t0975 t0950 t0960]
-# Writes $OUT/device.log (everything, TAP included) and one compressed tar
-# of each check's findings; exits 0 when BPF loaded and every check ran.
+# Writes $OUT/device.log (everything, TAP included), one compressed tar of
+# each check's findings but its JSON traces (too big to come back), and
+# each .pftrace it wrote, gzipped; exits 0 when BPF loaded and every check
+# ran.
 set -u
 cd "$(dirname "$0")/../.." || exit 1
 out=${OUT:-/tmp/gpubpf-device}
@@ -75,7 +77,13 @@ PY
 			mkdir -p "$out/$t"
 			OUT="$out/$t" timeout -k 10 "${limit[$t]:-150}" bash "$f" 2>&1
 			echo "=== $t rc $? ($(date +%T))"
-			tar czf "$out/$t.tgz" -C "$out" "$t" && rm -rf "${out:?}/$t"
+			# what comes back is at most 16 MB a file: traces as .pftrace, on
+			# their own, and no .json.gz
+			for f in "$out/$t"/*.pftrace; do
+				[[ -f "$f" ]] && gzip -c "$f" >"$out/$t-$(basename "$f").gz"
+			done
+			tar czf "$out/$t.tgz" --exclude='*.json.gz' --exclude='*.pftrace' -C "$out" "$t" &&
+				rm -rf "${out:?}/$t"
 		done
 	else
 		echo "=== smoke failed: no check run"

@@ -5,10 +5,10 @@
 # root there (tests/run.sh runs it too, and it skips without a GPU; about 3
 # minutes).  Carry build/gpubpf, build/libgpubpf_cupti.so and .carry
 # (`make gpu-carry`); PyTorch.
-# Three PyTorch loops started normally run one after the other for the
-# same time, printing their speed every second (tests/gpu/late_loop.py):
+# Three PyTorch loops started normally run side by side, printing their
+# speed every second (tests/gpu/late_loop.py):
 #   A is never attached (the control: how a loop's speed drifts by itself);
-#   B is recorded once with `record -p --no-device` (probes only);
+#   B is recorded twice with `record -p --no-device` (probes only);
 #   C is recorded twice with `record -p` (late attach, then re-attach).
 # For B and C the speed after the last detach over the speed before the
 # first attach, divided by A's over the same seconds of its run, must be
@@ -16,7 +16,8 @@
 # threads must be gone once it is finalized), the BPF run time per call of
 # the probes on the real libcuda (kernel.bpf_stats_enabled, with bpftool),
 # and how the launch-to-kernel latency moves over each recording of C
-# (tests/gpu/launch_latency.py: a drift there is a GPU clock drift).
+# (tests/gpu/launch_latency.py: a drift there is a GPU clock drift, which
+# the trace must have repaired: tests/check_gpu.py).
 . "$(dirname "$0")/../lib.sh"
 test_description "GPU machine: a job's speed after gpubpf detached"
 require_gpu
@@ -35,57 +36,50 @@ secs=45
 now() { python3 -c 'import time; print(time.monotonic_ns())'; }
 threads() { for t in /proc/"$1"/task/*; do cat "$t/comm"; done 2>/dev/null | sort | uniq -c | tr -s ' \n' ' '; }
 
-# run_loop NAME SECOND:OPTIONS...: a loop of $secs s; at each SECOND of its
-# run, one `record -p -d 5s` with OPTIONS (a comma list; "control": no
-# recording, the loop just goes on).  Writes NAME.txt (rates), NAME.times
-# (start, first attach, last detach: CLOCK_MONOTONIC ns).
-run_loop() {
-	local name=$1 t0 ta="" td="" at opts i=0
-	shift
-	t0=$(now)
-	python3 tests/gpu/late_loop.py --seconds "$secs" >"$out/$name.txt" 2>"$out/$name.err" &
-	local w=$!
-	at_exit "kill $w 2>/dev/null"
-	for at in "$@"; do
-		i=$((i + 1))
-		opts=${at#*:}
-		at=${at%%:*}
-		while (($(now) < t0 + at * 1000000000)); do sleep 0.2; done
-		diag "$name threads before attach $i: $(threads "$w")"
-		[[ -n "$ta" ]] || ta=$(now)
-		if [[ "$opts" == "control" ]]; then
-			sleep 5
-		else
-			# shellcheck disable=SC2086
-			"$GPUBPF" record ${opts//,/ } -p "$w" -d 5s -q -o "$out/$name.$i.json" \
-				>"$out/$name.rec$i.txt" 2>&1 &
-			local g=$! s
-			: >"$out/$name.stats$i"
-			while kill -0 "$g" 2>/dev/null; do
-				s=$(prog_stats gb_)
-				[[ -n "$s" ]] && echo "$s" >"$out/$name.stats$i"
-				sleep 0.2
-			done
-			wait "$g"
-			ok "$name: record ${opts//,/ } -p wrote a trace ($i)" test -s "$out/$name.$i.json"
-			diag "$name: BPF ns per run, runs (bpf_stats): $(tr '\n' ';' <"$out/$name.stats$i")"
-			grep -h 'late attach\|GPU timing off' "$out/$name.rec$i.txt" 2>/dev/null | diag
-		fi
-		td=$(now)
-		sleep 3
-		diag "$name threads 3 s after detach $i: $(threads "$w")"
-	done
-	wait "$w"
-	is "$name: the loop ran on to its end" "$?" 0
-	echo "$t0 $ta $td" >"$out/$name.times"
-}
-
+# Three loops side by side, so that whatever moves the machine's speed
+# moves all three: A is never attached; at 12 s and 24 s, B is recorded
+# with --no-device and C with GPU timing (late attach, then re-attach), both
+# at once, 5 s each.  The speed before is that of [3 s, 12 s), after that of
+# [31 s, 45 s) of each loop's run.
+declare -A pid
+t0=$(now)
+for n in A B C; do
+	python3 tests/gpu/late_loop.py --seconds "$secs" >"$out/$n.txt" 2>"$out/$n.err" &
+	pid[$n]=$!
+	at_exit "kill ${pid[$n]} 2>/dev/null"
+done
 sysctl -qw kernel.bpf_stats_enabled=1 || diag "no kernel.bpf_stats_enabled"
 command -v bpftool >/dev/null || diag "no bpftool: no BPF run times"
-run_loop A 12:control 24:control
-run_loop B 12:--no-device
-run_loop C 12: 24:
+for i in 1 2; do
+	while (($(now) < t0 + (12 * i) * 1000000000)); do sleep 0.2; done
+	diag "C's threads before attach $i: $(threads "${pid[C]}")"
+	((i == 1)) && ta=$(now)
+	"$GPUBPF" record --no-device -p "${pid[B]}" -d 5s -q -o "$out/B.$i.json" >"$out/B.rec$i.txt" 2>&1 &
+	gb=$!
+	"$GPUBPF" record -p "${pid[C]}" -d 5s -q -o "$out/C.$i.json" >"$out/C.rec$i.txt" 2>&1 &
+	gc=$!
+	: >"$out/stats$i"
+	while kill -0 "$gb" 2>/dev/null || kill -0 "$gc" 2>/dev/null; do
+		st=$(prog_stats gb_)
+		[[ -n "$st" ]] && echo "$st" >"$out/stats$i"
+		sleep 0.2
+	done
+	wait "$gb"
+	is "B: record --no-device -p exits 0 ($i)" "$?" 0
+	wait "$gc"
+	is "C: record -p exits 0 ($i)" "$?" 0
+	td=$(now)
+	diag "BPF ns per run, runs, of both recorders' programs (bpf_stats): $(tr '\n' ';' <"$out/stats$i")"
+	grep -h 'late attach\|GPU timing off' "$out/C.rec$i.txt" | diag
+	sleep 3
+	diag "C's threads 3 s after detach $i: $(threads "${pid[C]}")"
+done
 sysctl -qw kernel.bpf_stats_enabled=0
+for n in A B C; do
+	wait "${pid[$n]}"
+	is "$n: the loop ran on to its end" "$?" 0
+	echo "$t0 $ta $td" >"$out/$n.times"
+done
 python3 - "$out" <<'PY' >"$out/detach.txt" 2>&1
 import sys
 out = sys.argv[1]
@@ -122,8 +116,14 @@ for n in B C; do
 		grep -q "^$n: .*: ok$" "$out/detach.txt"
 done
 for i in 1 2; do
-	[[ -s "$out/C.$i.json" ]] && python3 tests/gpu/launch_latency.py "$out/C.$i.json" 0.5 | diag
+	python3 tests/gpu/launch_latency.py "$out/C.$i.json" 0.5 | diag
+	python3 -c 'import json, sys; print("C.%s: GPU clock repair %s" % (sys.argv[2],
+{k: v for k, v in json.load(open(sys.argv[1]))["gpubpf"]["gpu"].items() if "clock" in k}))' \
+		"$out/C.$i.json" "$i" | diag
+	tap_from python3 tests/check_gpu.py --edge-ms 500 "$out/C.$i.json"
 done
 grep -h . "$out"/C.err | tail -5 | diag
+# the re-attach's trace, small enough to take home
+"$GPUBPF" convert "$out/C.2.json" "$out/C.2.pftrace"
 gzip -f "$out"/*.json 2>/dev/null
 done_testing
