@@ -1399,24 +1399,34 @@ static __always_inline int in_syscall(void)
  * waker's Python stack is walked here, when the waker is in a system
  * call: a wake from an interrupt (a timer, I/O) is nobody's.  Attached with
  * Python stacks on.  Wakes between processes, of untraced or non-Python
- * processes, and of a thread known to run Python (it has its own stacks:
- * GIL hand-offs) cost a few loads and compares.
+ * processes, and of a thread in Python code (it has its own stacks: GIL
+ * hand-offs) cost a few loads and compares.  A thread with a thread state
+ * but no frame runs no Python: PyTorch's autograd threads keep one so that
+ * hooks can run on them.
  */
 SEC("tp_btf/sched_waking")
 int BPF_PROG(gb_waking, struct task_struct *p)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = p->tgid, waker = (__u32)pid_tgid;
+	struct gb_py_config *cfg;
 	struct py_thread *t;
 	struct gb_wake *w;
-	__u64 stack;
+	__u64 stack, frame;
 
 	if (pid_tgid >> 32 != tgid || waker == (__u32)p->pid ||
 	    !(pid_flags(tgid) & GB_PID_PYTHON) || !state_traced(tgid) || !in_syscall())
 		return 0;
 	t = bpf_task_storage_get(&py_threads, p, NULL, 0);
-	if (t && t->tstate)
-		return 0;
+	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
+	if (t && t->tstate && cfg) {
+		/* the woken thread's memory is the waker's: one process */
+		frame = read_u64(t->tstate + cfg->tstate_frame);
+		if (cfg->cframe_frame != GB_PY_NONE && frame)
+			frame = read_u64(frame + cfg->cframe_frame);
+		if (frame)
+			return 0;
+	}
 	stack = py_stack(tgid, 1);
 	w = bpf_ringbuf_reserve(&rb, sizeof(*w), 0);
 	if (!w) {

@@ -6,7 +6,9 @@
  * workpool.c -lpthread -ldl).
  *
  *	wp_start(libcuda)  cuInit, start worker "wp_a" and worker "wp_b", return
- *	                   once both wait for work (0 or -1)
+ *	                   once both wait for work (0 or -1); wp_a holds a Python
+ *	                   thread state without frames, as PyTorch's autograd
+ *	                   threads do (its Python stack is empty: it runs none)
  *	wp_forward(n)      launch n "attr_fwd" kernels on the calling thread
  *	wp_run(n)          hand n kernels to wp_a and wait until they are done:
  *	                   wp_a launches n "attr_a" kernels, hands 2 "attr_b" to
@@ -91,17 +93,36 @@ static void launch_n(CUfunction f, int n)
 		launch(f, 1, 1, 1, 32, 1, 1, 0, NULL, params, NULL);
 }
 
+/*
+ * A thread state made and kept, the GIL released, as PyTorch's
+ * PythonEngine::thread_init does for its autograd threads (so that Python
+ * hooks can run on them); in the interpreter that loaded this library.
+ */
+static int (*gil_ensure)(void);
+static void (*gil_release)(int);
+static void *(*save_thread)(void);
+static void (*restore_thread)(void *);
+
 static void *worker_a(void *arg)
 {
-	int n;
+	void *ts = NULL;
+	int n, g = 0;
 
 	(void)arg;
 	pthread_setname_np(pthread_self(), "wp_a");
+	if (gil_ensure && gil_release && save_thread && restore_thread) {
+		g = gil_ensure();
+		ts = save_thread();
+	}
 	while ((n = take(&qa))) {
 		launch_n(fn_a, n);
 		hand_over(&qb, 2);
 		sync(NULL);
 		finish(&qa);
+	}
+	if (ts) {
+		restore_thread(ts);
+		gil_release(g);
 	}
 	return NULL;
 }
@@ -146,6 +167,10 @@ int wp_start(const char *libcuda)
 	    getfn(&fn_b, NULL, "attr_b") || getfn(&fn_lone, NULL, "attr_lone") ||
 	    getfn(&fn_fwd, NULL, "attr_fwd"))
 		return -1;
+	gil_ensure = (int (*)(void))dlsym(RTLD_DEFAULT, "PyGILState_Ensure");
+	gil_release = (void (*)(int))dlsym(RTLD_DEFAULT, "PyGILState_Release");
+	save_thread = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyEval_SaveThread");
+	restore_thread = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyEval_RestoreThread");
 	if (pthread_create(&ta, NULL, worker_a, NULL) || pthread_create(&tb, NULL, worker_b, NULL))
 		return -1;
 	while (!waits(&qa) || !waits(&qb))
