@@ -85,6 +85,20 @@ like "states: text block under the idle line, costliest first" "$(cat "$TMPD/s.t
       host-bound, by what the launching thread was doing:
  +0.180 ms \( 27%\)  other +step \(/home/u/train.py:43\)
  +0.135 ms \( 20%\)  running +collate \(/home/u/data.py:7\)"
+# a sync is charged no more GPU idle than it blocked: a 4 ms gap after an
+# 11 us sync is host-bound (gen_report_trace.py shortsync)
+"$PY" "$gen" shortsync "$TMPD/ss.json" || bail_out "cannot generate the shortsync trace"
+check "report the shortsync trace" "$GPUBPF" report --format json -o "$TMPD/ss.rep.json" "$TMPD/ss.json"
+is "shortsync: host-bound, sync-bound, other" "$(json_query "$TMPD/ss.rep.json" \
+	'(lambda i: [round(i[k], 6) for k in ("host_bound_ms", "sync_bound_ms", "other_ms")])(d["processes"][0]["devices"][0]["idle"])')" \
+	"[3.99, 0.011, 0.004]"
+is "shortsync: the hotspot's GPU idle is the sync's 11 us" "$(json_query "$TMPD/ss.rep.json" \
+	'[(h["site"], round(h["blocked_ms"], 6), round(h["gpu_idle_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
+	'[["/home/u/s.py:5", 0.011, 0.011]]'
+is "shortsync: the host-bound finding at the late launch's line comes first" "$(json_query "$TMPD/ss.rep.json" \
+	'[(f["kind"], f["site"], round(f["cost_ms"], 6)) for f in d["processes"][0]["findings"]]')" \
+	'[["host_bound", "step (/home/u/s.py:7)", 3.99], ["sync", "step (/home/u/s.py:5)", 0.011]]'
+
 # running time in the garbage collector (gen_report_trace.py gc): "gc" at its samples' sites
 "$PY" "$gen" gc "$TMPD/g.json" || bail_out "cannot generate the gc trace"
 check "report the gc trace" "$GPUBPF" report --format json -o "$TMPD/g.rep.json" "$TMPD/g.json"

@@ -9,9 +9,11 @@ framework's are, and each launch's innermost user frame is a line of this
 file).  All on the default stream; each of --steps iterations of main()'s
 loop:
   load_batch  a slow collate: 20 ms of host time, then normalize (300 us)
-  forward     3 x fwd (1000 us)
-  loss_item   `.item()`: a synchronous 4-byte cuMemcpyDtoH_v2, then 4 ms
-              of logging: the GPU idles 4 ms after the sync
+  forward     3 x fwd (1500 us)
+  loss_item   `.item()`: a synchronous 4-byte cuMemcpyDtoH_v2, blocked
+              ~4.5 ms while forward runs, then 4 ms of logging: the GPU
+              idles 4 ms after the sync, all of it the sync's (without it,
+              the logging would have overlapped forward)
   backward    3 x bwd (1000 us)
   allreduce   ncclDevKernel_AllReduce_Sum_f32_RING_LL (3000 us) on the
               compute stream, nothing beside it: serialised communication
@@ -20,7 +22,7 @@ loop:
 The GPU has about 8 ms of work queued when the next collate starts, so
 it idles about 12 ms a step before normalize: host-bound.
 Findings, costliest first: host_bound at LOAD_LINE (~12 ms a step), sync
-at ITEM_LINE (~5 ms), serialised_comm at COMM_LINE (3 ms), wasted_work at
+at ITEM_LINE (~4 ms), serialised_comm at COMM_LINE (3 ms), wasted_work at
 the loop's postprocess line, TAIL_LINE (2 ms a step, 5 steps).
 """
 import argparse
@@ -40,7 +42,7 @@ def load_batch(drv, k):
 
 def forward(drv, k):
     for _ in range(3):
-        drv.launch(k["fwd"], 1000)
+        drv.launch(k["fwd"], 1500)
 
 
 def loss_item(drv, buf):

@@ -9,6 +9,8 @@
                                            thread's states (see states())
     gen_report_trace.py gc OUT.json        host-bound gaps spent collecting
                                            garbage (see gc_states())
+    gen_report_trace.py shortsync OUT.json a long gap after a short sync (see
+                                           short_sync())
     gen_report_trace.py big OUT.json N     about N events of a steady training
                                            loop with stacks (benchmark)
 
@@ -417,6 +419,24 @@ def big(n):
     return ev
 
 
+def short_sync():
+    """pid 500, device 0, stream 7: kernel k1 0-100 (launched at 0); a
+    cuStreamSynchronize 90-101 at step (/home/u/s.py:5); then 4 ms of host
+    work and k2, launched at 4101, runs 4105-4205.  The gap [100, 4105): the
+    launch came at 4101, so 4001 us of it waited on the host, of which the
+    sync, blocked 11 us, caused 11 (sync-bound) and the rest, 3990, is
+    host-bound; 4 us of launch latency is other."""
+    p = 500
+    st = ["step (/home/u/s.py:5)", "<module> (/home/u/s.py:9)"]
+    return [meta(p, "short"),
+            api(p, "cuLaunchKernel", 0, kernel="k1", correlation=1, stack=st),
+            gpu(p, "kernel", "k1", 0, 100, 7, 1),
+            api(p, "cuStreamSynchronize", 90, 11, stream="0x0", ret=0, stack=st),
+            api(p, "cuLaunchKernel", 4101, kernel="k2", correlation=2,
+                stack=["step (/home/u/s.py:7)", "<module> (/home/u/s.py:9)"]),
+            gpu(p, "kernel", "k2", 4105, 100, 7, 2)]
+
+
 def write(path, ev):
     with open(path, "w") as f:
         f.write('{"gpubpf":{"version":"0.1.0","clock":"CLOCK_MONOTONIC","realtime_offset_ns":0,'
@@ -443,5 +463,7 @@ if __name__ == "__main__":
         write(sys.argv[2], states())
     elif sys.argv[1] == "gc":
         write(sys.argv[2], gc_states())
+    elif sys.argv[1] == "shortsync":
+        write(sys.argv[2], short_sync())
     else:
         write(sys.argv[2], big(int(sys.argv[3])))

@@ -274,8 +274,9 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 	switch (f->kind) {
 	case RF_SYNC:
 		h = &rp->hot[f->index];
-		snprintf(buf, len, "%" PRIu64 " x %s blocked the host %.3f ms and left the GPU "
-			 "idle until the next launch", h->count, rt_str(t, h->call), h->blocked_ns / 1e6);
+		snprintf(buf, len, "%" PRIu64 " x %s blocked the host %.3f ms, time it could have "
+			 "spent queueing work ahead: the GPU idled that much longer after them, at most",
+			 h->count, rt_str(t, h->call), h->blocked_ns / 1e6);
 		break;
 	case RF_COMM:
 		c = &rp->comm[f->index];

@@ -13,12 +13,15 @@
  *    the whole gap is "other".
  *  - L > g0: the device ran dry waiting for the host.  The part [g0,
  *    min(L, g1)) is
- *      "sync-bound" if, when the gap began, a host thread of the process
- *      was blocked in a sync call (stream, context or event synchronize,
- *      or a synchronous copy; a call in progress at g0, or that returned
- *      at most SYNC_SLACK before it): the sync drained the queue, so the
- *      device idles for everything the host does until its next launch
- *      (that idle time is "caused" by the sync: its hotspot's gpu_idle);
+ *      "sync-bound", up to the sync's own duration, if when the gap began
+ *      a host thread of the process was blocked in a sync call (stream,
+ *      context or event synchronize, or a synchronous copy; a call in
+ *      progress at g0, or that returned at most SYNC_SLACK before it):
+ *      the sync drained the queue, and the host time it spent blocked
+ *      would otherwise have gone to queueing the next work ahead, so the
+ *      device idles that much longer for it (its hotspot's gpu_idle).  A
+ *      gap longer than that sync was the host's doing (a 4 s startup
+ *      after a 50 us sync is not the sync's): the rest is host-bound;
  *      "host-bound" otherwise: the launch simply came late;
  *    and the rest, [L, g1) (launch latency), is "other".
  *  - W without a known launch call: "other".
@@ -203,9 +206,14 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 		d->other_ns += g1 - g0 - wait;
 		s = sync_at(t, syncs, nsync, g0);
 		if (s >= 0) {
-			d->sync_bound_ns += wait;
-			sync_idle[s] += wait;
-		} else {
+			int64_t sb = t->ev[syncs[s]].dur < wait ? t->ev[syncs[s]].dur : wait;
+
+			d->sync_bound_ns += sb;
+			sync_idle[s] += sb;
+			g0 += sb;
+			wait -= sb;
+		}
+		if (wait > 0) {
 			d->host_bound_ns += wait;
 			x = late_add(t, lm, rp, l, e, wait);
 			if (!x || report_causes_add(t, d, x, l, g0, g0 + wait))
