@@ -271,6 +271,25 @@ require_gpu() {
 	[[ -e /dev/nvidia0 ]] || skip_all "no NVIDIA GPU ($why, no /dev/nvidia0)"
 }
 
+# gpu_setup DIR: what every GPU machine check (tests/gpu/) starts with:
+# a GPU, root, gpubpf and its injection library, PyTorch; then in the
+# repository's root, with $out (OUT, else DIR) made, the tools and
+# libraries `make gpu-carry` put in .carry found first, and no injection
+# library inherited from the caller.
+gpu_setup() {
+	require_gpu
+	require_root
+	require_gpubpf
+	require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
+	python3 -c 'import torch' 2>/dev/null || skip_all "needs PyTorch (python3 -c 'import torch')"
+	cd "$GPUBPF_ROOT" || exit 1
+	out=${OUT:-$1}
+	mkdir -p "$out"
+	export PATH="$PWD/.carry/bin:$PATH"
+	export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+	unset CUDA_INJECTION64_PATH
+}
+
 # The built binaries a test needs.
 require_gpubpf() {
 	[[ -x "$GPUBPF" ]] || skip_all "needs $GPUBPF (run make)"

@@ -7,13 +7,7 @@
 # /tmp/gpubpf-gpu); the summary goes out as TAP diagnostics.
 . "$(dirname "$0")/../lib.sh"
 test_description "GPU machine: record a PyTorch loop (-- CMD, -p)"
-require_gpu
-require_root
-require_gpubpf
-python3 -c 'import torch' 2>/dev/null || skip_all "needs PyTorch (python3 -c 'import torch')"
-cd "$GPUBPF_ROOT" || exit 1
-out=${OUT:-/tmp/gpubpf-gpu}
-mkdir -p "$out"
+gpu_setup /tmp/gpubpf-gpu
 loop=(python3 tests/gpu/torch_loop.py)
 
 {

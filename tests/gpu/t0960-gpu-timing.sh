@@ -11,15 +11,7 @@
 # Findings in $OUT (or /tmp/gpubpf-gpu), the figures as TAP diagnostics.
 . "$(dirname "$0")/../lib.sh"
 test_description "GPU machine: GPU timing against torch.profiler"
-require_gpu
-require_root
-require_gpubpf
-require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
-python3 -c 'import torch' 2>/dev/null || skip_all "needs PyTorch (python3 -c 'import torch')"
-cd "$GPUBPF_ROOT" || exit 1
-out=${OUT:-/tmp/gpubpf-gpu}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+gpu_setup /tmp/gpubpf-gpu
 steps=${STEPS:-300}
 loop=(python3 tests/gpu/torch_loop.py --steps "$steps")
 elapsed() { sed -n 's/.*elapsed \([0-9.]*\) s.*/\1/p' "$1"; }

@@ -19,16 +19,7 @@
 # Findings in $OUT (or /tmp/gpubpf-gpu-late), the figures as diagnostics.
 . "$(dirname "$0")/../lib.sh"
 test_description "GPU machine: late attach (record -p) to PyTorch loops"
-require_gpu
-require_root
-require_gpubpf
-require_file "$GPUBPF_ROOT/build/libgpubpf_cupti.so"
-python3 -c 'import torch' 2>/dev/null || skip_all "needs PyTorch (python3 -c 'import torch')"
-cd "$GPUBPF_ROOT" || exit 1
-out=${OUT:-/tmp/gpubpf-gpu-late}
-mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-unset CUDA_INJECTION64_PATH
+gpu_setup /tmp/gpubpf-gpu-late
 diag "== machine: $(uname -r); $(nvidia-smi -L 2>&1 | head -1)"
 check "gpubpf --version" "$GPUBPF" --version
 
