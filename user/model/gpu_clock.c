@@ -105,9 +105,14 @@ int gpu_clock_repair(struct model *m, uint64_t *moved)
 	int ret = 0;
 
 	*moved = 0;
-	g = malloc((m->nev ? m->nev : 1) * sizeof(*g));
+	for (size_t i = 0; i < m->nev; i++)
+		n += gpu_timed(&m->ev[i]);
+	if (!n)
+		return 0;
+	g = malloc(n * sizeof(*g));
 	if (!g)
 		return -ENOMEM;
+	n = 0;
 	for (size_t i = 0; i < m->nev; i++) {
 		const struct model_event *e = &m->ev[i];
 
@@ -115,8 +120,7 @@ int gpu_clock_repair(struct model *m, uint64_t *moved)
 			g[n++] = (struct gkey){ .pid = e->pid, .device = e->device,
 						.ts = e->ts, .i = i };
 	}
-	if (n)
-		qsort(g, n, sizeof(*g), cmp_group_ts);
+	qsort(g, n, sizeof(*g), cmp_group_ts);
 	for (size_t a = 0, b; a < n && !ret; a = b) {
 		for (b = a + 1; b < n && g[b].pid == g[a].pid && g[b].device == g[a].device; b++)
 			;
