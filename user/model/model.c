@@ -406,10 +406,9 @@ static int link_correlations(struct model *m, uint64_t cutoff, uint32_t **api_ou
 
 /*
  * After a re-sort, links (indexes of API events) are stale: map old
- * positions (seq) to new ones, in m's events and in those kept for the
- * next part (whose links point into m).
+ * positions (seq) to new ones, in m's events, in those kept for the next
+ * part (whose links point into m) and in api[0..napi) (API events' indexes).
  */
-/* After a sort: links (and api, the API events' indices) to the new places. */
 static int relink(struct model *m, uint32_t *api, size_t napi)
 {
 	uint32_t *where = malloc((m->nev ? m->nev : 1) * sizeof(*where));
