@@ -99,6 +99,14 @@ is "shortsync: the host-bound finding at the late launch's line comes first" "$(
 	'[(f["kind"], f["site"], round(f["cost_ms"], 6)) for f in d["processes"][0]["findings"]]')" \
 	'[["host_bound", "step (/home/u/s.py:7)", 3.99], ["sync", "step (/home/u/s.py:5)", 0.011]]'
 
+# on a launch-bound stream, a gap over 10 ms is no launch overhead: its own
+# host_bound finding (gen_report_trace.py longgap)
+"$PY" "$gen" longgap "$TMPD/lg.json" || bail_out "cannot generate the longgap trace"
+check "report the longgap trace" "$GPUBPF" report --format json -o "$TMPD/lg.rep.json" "$TMPD/lg.json"
+is "longgap: the long gap is host_bound at its line, the rest launch_bound" "$(json_query "$TMPD/lg.rep.json" \
+	'[(f["kind"], f["site"], round(f["cost_ms"], 6), f["count"]) for f in d["processes"][0]["findings"]]')" \
+	'[["host_bound", "load (/home/u/g.py:3)", 50.085, 1], ["launch_bound", "step (/home/u/g.py:7)", 1.53, 18]]'
+
 # running time in the garbage collector (gen_report_trace.py gc): "gc" at its samples' sites
 "$PY" "$gen" gc "$TMPD/g.json" || bail_out "cannot generate the gc trace"
 check "report the gc trace" "$GPUBPF" report --format json -o "$TMPD/g.rep.json" "$TMPD/g.json"

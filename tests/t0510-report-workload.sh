@@ -71,13 +71,13 @@ for c in launches:
     dur = c["args"]["duration_us"] * 1000
     s = L if end is None or L > end else end
     if end is not None and s > end:
-        if any(y["t0_ns"] <= end <= y["t1_ns"] + 50000 for y in syncs):
-            sync += s - end
-            if any(y["name"] == "cuStreamSynchronize" and y["t0_ns"] <= end <= y["t1_ns"] + 50000
-                   for y in syncs):
-                sync_idle += s - end
-        else:
-            host += s - end
+        # a sync under way as the GPU went idle is charged up to its own duration
+        y = [y for y in syncs if y["t0_ns"] <= end <= y["t1_ns"] + 50000]
+        sb = min(s - end, y[-1]["t1_ns"] - y[-1]["t0_ns"]) if y else 0
+        sync += sb
+        host += s - end - sb
+        if y and y[-1]["name"] == "cuStreamSynchronize":
+            sync_idle += sb
     start = s if start is None else start
     end = s + dur
     busy += dur

@@ -11,6 +11,8 @@
                                            garbage (see gc_states())
     gen_report_trace.py shortsync OUT.json a long gap after a short sync (see
                                            short_sync())
+    gen_report_trace.py longgap OUT.json   a launch-bound stream with one long
+                                           gap (see long_gap())
     gen_report_trace.py big OUT.json N     about N events of a steady training
                                            loop with stacks (benchmark)
 
@@ -437,6 +439,24 @@ def short_sync():
             gpu(p, "kernel", "k2", 4105, 100, 7, 2)]
 
 
+def long_gap():
+    """pid 600, device 0, stream 7: 20 kernels of 10 us, kernel i launched at
+    100 i (i < 10) or 100 i + 50000 (a 50 ms pause before the 11th, launched
+    at load (/home/u/g.py:3); the others at step (/home/u/g.py:7)) and run
+    5 us after its launch: a launch-bound stream.  Host-bound: 18 gaps of
+    85 us, the launches' overhead (launch_bound, 1.53 ms), and one of
+    50.085 ms, which is not (host_bound at the load line)."""
+    p = 600
+    ev = [meta(p, "gap")]
+    for i in range(20):
+        t = 100 * i + (50000 if i >= 10 else 0)
+        site = "load (/home/u/g.py:3)" if i == 10 else "step (/home/u/g.py:7)"
+        ev.append(api(p, "cuLaunchKernel", t, kernel="k", correlation=i + 1,
+                      stack=[site, "<module> (/home/u/g.py:9)"]))
+        ev.append(gpu(p, "kernel", "k", t + 5, 10, 7, i + 1))
+    return ev
+
+
 def write(path, ev):
     with open(path, "w") as f:
         f.write('{"gpubpf":{"version":"0.1.0","clock":"CLOCK_MONOTONIC","realtime_offset_ns":0,'
@@ -465,5 +485,7 @@ if __name__ == "__main__":
         write(sys.argv[2], gc_states())
     elif sys.argv[1] == "shortsync":
         write(sys.argv[2], short_sync())
+    elif sys.argv[1] == "longgap":
+        write(sys.argv[2], long_gap())
     else:
         write(sys.argv[2], big(int(sys.argv[3])))

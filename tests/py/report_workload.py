@@ -9,7 +9,8 @@ Driver (which logs every call, with CLOCK_MONOTONIC times, to --truth):
            128 MiB in grow(): the peak, 192 MiB
   phase 1  5 x (compute 2000 us, host sleep 10 ms): host-bound gaps
   phase 2  compute 5000 us, cuStreamSynchronize in sync_point(), sleep 5 ms,
-           compute 500 us: a sync-bound gap
+           compute 500 us: a sync-bound gap (but the part of it longer than
+           the sync blocked, host-bound)
   phase 3  compute 1000 us, ncclDevKernel_AllReduce_Sum_f32_RING_LL 3000 us on
            the same stream, compute 1000 us: fully exposed communication
   phase 4  20 steps of fwd 300 us, bwd 200 us, opt 100 us, host sleep 2 ms

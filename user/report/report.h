@@ -81,8 +81,16 @@ struct rep_comm {
  * stream: the GPU ran dry until the host launched from there; cause_ns
  * splits it by the launching thread's state (rep_cause).
  */
+/*
+ * A host-bound gap longer than this was the host doing something else than
+ * launching (a startup, a data load): on a launch-bound stream it is not
+ * the launches' overhead, and goes to a host_bound finding of its own.
+ */
+#define REP_LONG_GAP_NS 10000000        /* 10 ms */
+
 struct rep_late {
 	uint32_t site, device, stream;
+	uint8_t long_gap;       /* its gaps are each over REP_LONG_GAP_NS */
 	uint64_t count, idle_ns;
 	uint64_t cause_ns[REP_NCAUSES];
 };

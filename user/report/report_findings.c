@@ -10,12 +10,14 @@
  *  serialised_comm NCCL kernels running with no compute kernel on their
  *                  device: cost the exposed time; site their launch's
  *  launch_bound    a launch-bound stream: cost the host-bound idle time
- *                  that ended with a kernel of that stream; site the
- *                  launch site that ended most of it
- *  host_bound      the rest of the host-bound idle time, by the site of
- *                  the launch that ended each gap; its detail names what
- *                  the launching thread was doing most of it
- *                  (report_cause.c)
+ *                  that ended with a kernel of that stream, in gaps of
+ *                  up to REP_LONG_GAP_NS each; site the launch site that
+ *                  ended most of it
+ *  host_bound      the rest of the host-bound idle time (longer gaps on a
+ *                  launch-bound stream: a startup, a data load, are not
+ *                  the launches' overhead), by the site of the launch that
+ *                  ended each gap; its detail names what the launching
+ *                  thread was doing most of it (report_cause.c)
  *  wasted_work     a phase of the loop body (report_phase.c) after the
  *                  optimizer step, or the calls outside any phase, that
  *                  start GPU work in every step: cost that GPU time, all
@@ -94,7 +96,7 @@ static int launch_bound(struct flist *l)
 		for (size_t i = 0; i < rp->nlate; i++) {
 			const struct rep_late *x = &rp->late[i];
 
-			if (x->device != s->device || x->stream != s->stream)
+			if (x->device != s->device || x->stream != s->stream || x->long_gap)
 				continue;
 			f.cost_ns += x->idle_ns;
 			f.count += x->count;
@@ -109,7 +111,15 @@ static int launch_bound(struct flist *l)
 	return 0;
 }
 
-/* Host-bound idle time off the launch-bound streams, one finding per site. */
+/* A launch_bound finding has it: on a launch-bound stream, not a long gap. */
+static int in_launch_bound(const struct rep_proc *rp, const struct rep_late *x)
+{
+	const struct rep_stream *s = stream_of(rp, x->device, x->stream);
+
+	return s && s->launch_bound && !x->long_gap;
+}
+
+/* Host-bound idle time no launch_bound finding has, one finding per site. */
 static int host_bound(struct flist *l)
 {
 	struct rep_proc *rp = l->rp;
@@ -117,10 +127,9 @@ static int host_bound(struct flist *l)
 
 	for (size_t i = 0; i < rp->nlate; i++) {
 		const struct rep_late *x = &rp->late[i];
-		const struct rep_stream *s = stream_of(rp, x->device, x->stream);
 		size_t k;
 
-		if (s && s->launch_bound)
+		if (in_launch_bound(rp, x))
 			continue;
 		for (k = first; k < rp->nfindings && rp->findings[k].site != x->site; k++)
 			;
@@ -143,9 +152,8 @@ static void dominant_cause(const struct rep_proc *rp, const struct rep_finding *
 
 	for (size_t i = 0; i < rp->nlate; i++) {
 		const struct rep_late *x = &rp->late[i];
-		const struct rep_stream *s = stream_of(rp, x->device, x->stream);
 
-		if (x->site != f->site || (s && s->launch_bound))
+		if (x->site != f->site || in_launch_bound(rp, x))
 			continue;
 		for (unsigned c = 0; c < REP_NCAUSES; c++)
 			ns[c] += x->cause_ns[c];
@@ -306,9 +314,10 @@ void report_finding_detail(const struct rt_table *t, const struct rep_proc *rp,
 		break;
 	case RF_HOST_BOUND:
 		dominant_cause(rp, f, &cause, &share);
-		snprintf(buf, len, "the GPU ran dry %" PRIu64 " times waiting for the host to launch "
+		snprintf(buf, len, "the GPU ran dry %" PRIu64 " time%s waiting for the host to launch "
 			 "from here; the launching thread was most often %s (%s, %.0f%% of that time)",
-			 f->count, doing[cause], report_cause_name(cause), 100 * share);
+			 f->count, f->count == 1 ? "" : "s", doing[cause], report_cause_name(cause),
+			 100 * share);
 		break;
 	}
 }

@@ -130,7 +130,7 @@ static int64_t covered(const struct ivl *u, size_t n, int64_t a, int64_t b)
 	return c;
 }
 
-/* rp->late by (site, device, stream) */
+/* rp->late by (site, device, stream, long gap or not) */
 struct late_map {
 	struct hashmap map;     /* hash -> index into rp->late */
 	size_t cap;
@@ -141,20 +141,22 @@ static struct rep_late *late_add(const struct rt_table *t, struct late_map *lm, 
 		    const struct rt_event *l, const struct rt_event *e, uint64_t ns)
 {
 	uint32_t site = rt_site(t, l);
-	uint64_t h = hashmap_hash2(site, (uint64_t)e->device << 32 | e->tid);
+	uint8_t long_gap = ns > REP_LONG_GAP_NS;
+	uint64_t h = hashmap_hash2(site, (uint64_t)e->device << 32 | e->tid) ^ long_gap;
 	struct hashmap_slot *s;
 	struct rep_late *x = NULL;
 
 	for (s = hashmap_find(&lm->map, h); s && !x; s = hashmap_find_next(&lm->map, s))
 		if (rp->late[s->val].site == site && rp->late[s->val].device == e->device &&
-		    rp->late[s->val].stream == e->tid)
+		    rp->late[s->val].stream == e->tid && rp->late[s->val].long_gap == long_gap)
 			x = &rp->late[s->val];
 	if (!x) {
 		if (array_grow(&rp->late, &lm->cap, rp->nlate + 1) ||
 		    hashmap_add(&lm->map, h, rp->nlate))
 			return NULL;
 		x = &rp->late[rp->nlate++];
-		*x = (struct rep_late){ .site = site, .device = e->device, .stream = e->tid };
+		*x = (struct rep_late){ .site = site, .device = e->device, .stream = e->tid,
+					.long_gap = long_gap };
 	}
 	x->count++;
 	x->idle_ns += ns;
