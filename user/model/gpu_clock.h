@@ -2,9 +2,9 @@
 /*
  * GPU work put back after the calls that caused it.  CUPTI converts the
  * GPU's timestamps to the host clock by linear interpolation between
- * calibration points; on an H200 its slope was seen off by up to ~5 us per
- * second until the next calibration (after a re-attach), so kernels drift
- * before the launches that caused them.  No GPU work starts before its
+ * calibration points; on an H200 its slope was seen off by several us per
+ * second until the next calibration (more after a re-attach: kernels up to
+ * 87 us early), so kernels drift before the launches that caused them.  No GPU work starts before its
  * call: that bound, per process and device, is what the repair restores,
  * and no more.
  *
