@@ -11,10 +11,11 @@
 #   B is recorded twice with `record -p --no-device` (probes only);
 #   C is recorded twice with `record -p` (late attach, then re-attach).
 # For B and C, the speed over A's (each second against A's nearest), after
-# the last detach against before the first attach: within 2%.  Also reported: C's threads before and after (CUPTI's own
-# threads must be gone once it is finalized), the BPF run time per call of
-# the probes on the real libcuda (kernel.bpf_stats_enabled, with bpftool),
-# and how the launch-to-kernel latency moves over each recording of C
+# the last detach against before the first attach: within 2%.  Also
+# reported: C's threads before and after (CUPTI's own threads must be gone
+# once it is finalized), the BPF run time per call of the probes on the
+# real libcuda (kernel.bpf_stats_enabled, with bpftool), and how the
+# launch-to-kernel latency moves over each recording of C
 # (tests/gpu/launch_latency.py: a drift there is a GPU clock drift, which
 # the trace must have repaired: tests/check_gpu.py).
 . "$(dirname "$0")/../lib.sh"
@@ -33,7 +34,6 @@ threads() { for t in /proc/"$1"/task/*; do cat "$t/comm"; done 2>/dev/null | sor
 # re-attach); then the speeds after, from 2 s after the last detach to the
 # loops' end.
 declare -A pid
-t0=$(now)
 for n in A B C; do
 	python3 tests/gpu/late_loop.py --seconds "$secs" >"$out/$n.txt" 2>"$out/$n.err" &
 	pid[$n]=$!
