@@ -533,11 +533,22 @@ EXPORT CUptiResult cuptiActivityGetNumDroppedRecords(CUcontext ctx, uint32_t str
 EXPORT CUptiResult cuptiFinalize(void)
 {
 	size_t unflushed;
+	int was_attached;
 
 	if (!in_exit_callback) {
 		fprintf(stderr, "libcupti_sim: cuptiFinalize called outside an API-exit callback\n");
 		abort();
 	}
+	/*
+	 * Detach from the driver first, without mu: detaching waits for the
+	 * callbacks in flight, and a stream's worker in activity() waits for mu.
+	 */
+	pthread_mutex_lock(&mu);
+	was_attached = attached;
+	attached = 0;
+	pthread_mutex_unlock(&mu);
+	if (was_attached)
+		sim_subscribe(NULL);    /* from the driver's own callback: allowed */
 	pthread_mutex_lock(&mu);
 	unflushed = buf_used;
 	free(buf);      /* unflushed records are lost, as with CUPTI (the client's malloc) */
@@ -550,9 +561,6 @@ EXPORT CUptiResult cuptiFinalize(void)
 	buf_request = NULL;
 	buf_complete = NULL;
 	timestamp = NULL;
-	if (attached)
-		sim_subscribe(NULL);    /* from the driver's own callback: allowed */
-	attached = 0;
 	for (size_t i = 0; i < nnames; i++)
 		free(names[i]);
 	free(names);
