@@ -112,14 +112,19 @@ struct {
  * What a Python thread's walks keep between calls, in the thread's own
  * task storage (no hashing, freed with the thread): its PyThreadState, and
  * the identity token of the code object each of its frames held at the
- * last walk, by frame address in a small direct-mapped table.  A frame
- * still at the same address with the same code object there is, all but
- * certainly, the same live frame, and a live frame holds a reference to
- * its code object, which therefore was not freed: its token need not be
- * read again.  The frames below the top of a stack persist from call to
- * call, so most of a walk is found here.
+ * last walk, by frame address in a direct-mapped table.  A frame still at
+ * the same address with the same code object there is, all but certainly,
+ * the same live frame, and a live frame holds a reference to its code
+ * object, which therefore was not freed: its token need not be read
+ * again.  The frames below the top of a stack persist from call to call,
+ * so most of a walk is found here.  The slot is the frame's address in
+ * 64-byte units: 3.11+ frames lie one after the other on the thread's data
+ * stack, each 80 bytes or more, so a stack of up to 16 KiB (a hundred
+ * frames and more) has a slot per frame, where hashed slots would have
+ * some frames evict each other at every walk.
  */
-#define PY_IDENT_SLOTS 128      /* a power of two */
+#define PY_IDENT_SLOTS 256      /* a power of two */
+#define PY_IDENT_UNIT 6         /* log2 of the bytes a slot stands for: < 80 */
 
 struct py_ident_slot {
 	__u64 frame;
@@ -145,23 +150,39 @@ struct {
 
 static __always_inline struct py_ident_slot *ident_slot(struct py_thread *t, __u64 frame)
 {
-	return &t->idents[((frame >> 3) * 0x9e3779b97f4a7c15ULL) >> 57 & (PY_IDENT_SLOTS - 1)];
+	return &t->idents[(frame >> PY_IDENT_UNIT) & (PY_IDENT_SLOTS - 1)];
 }
 
 /*
  * The stack being walked, and the bytes read.  CPython 3.11+ keeps a
  * thread's frames one after the other on its data stack, so one read of
  * the frame's page up to the frame covers the frames below it too: win
- * holds [win_base, win_base + win_len) of the process's memory.
+ * holds the process's memory from win_base on (frame_at).
  */
 #define PY_PAGE 4096
 #define PY_FRAME_READ 128       /* bytes of a frame the layouts reach into */
+#define PY_TSTATE_SPAN 256      /* thread_id and the top frame's field in one read */
+
+/*
+ * A walk's progress.  It lives in the scratch map, not on the BPF stack:
+ * what the loop reads from map memory is, to the verifier, an unknown of a
+ * known range each turn, so the loop's states converge after a turn or two
+ * instead of being checked once per frame.
+ */
+struct py_walk {
+	__u64 frame;            /* the next frame to read, 0 at the bottom */
+	__u64 hash;
+	__u32 n;                /* frames recorded */
+	__u32 depth;            /* frames wanted */
+};
 
 struct py_scratch {
 	struct gb_pystack st;
+	struct py_walk w;
+	__u64 tstate[PY_TSTATE_SPAN / 8];
 	__u64 win_base;
-	__u32 win_len;
-	__u8 win[PY_PAGE + PY_FRAME_READ];
+	__u64 win_last;
+	__u64 win[(PY_PAGE + PY_FRAME_READ) / 8];
 	__u64 ident[GB_PY_IDENT_LEN / 8];
 };
 
@@ -412,19 +433,32 @@ static __always_inline __u64 read_u64(__u64 addr)
  * the GIL released (as it does when it launches kernels), but the entry of
  * the interpreter's thread list whose thread_id is this thread's
  * pthread_self(), the fsbase register on x86-64.  Cached per thread and
- * checked on every use.
+ * checked on every use.  Also sets s->w.frame to its tstate_frame field,
+ * read with the check in one copy where the two lie close: each read of
+ * user memory costs more than the bytes it copies.
  */
 static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, struct py_thread *t,
-					struct task_struct *task)
+					struct task_struct *task, struct py_scratch *s)
 {
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), ts;
+	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), ts = t->tstate;
+	__u32 id = cfg->tstate_thread_id, top = cfg->tstate_frame;
+	__u32 lo = id < top ? id : top, span = (id < top ? top : id) - lo + 8;
 
-	if (t->tstate && read_u64(t->tstate + cfg->tstate_thread_id) == fsbase)
-		return t->tstate;
+	if (ts && span <= sizeof(s->tstate) &&
+	    !bpf_probe_read_user(s->tstate, span, (void *)(ts + lo))) {
+		if (s->tstate[((id - lo) & (sizeof(s->tstate) - 8)) / 8] == fsbase) {
+			s->w.frame = s->tstate[((top - lo) & (sizeof(s->tstate) - 8)) / 8];
+			return ts;
+		}
+	} else if (ts && read_u64(ts + id) == fsbase) {
+		s->w.frame = read_u64(ts + top);
+		return ts;
+	}
 	ts = read_u64(read_u64(cfg->runtime + cfg->interp_head) + cfg->threads_head);
 	for (int i = 0; i < 64 && ts; i++) {
-		if (read_u64(ts + cfg->tstate_thread_id) == fsbase) {
+		if (read_u64(ts + id) == fsbase) {
 			t->tstate = ts;
+			s->w.frame = read_u64(ts + top);
 			return ts;
 		}
 		ts = read_u64(ts + cfg->tstate_next);
@@ -432,93 +466,101 @@ static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, struct p
 	return 0;
 }
 
-/* A field of the frame at byte at in the window, at an offset from the layout. */
+/*
+ * Fields of the frame at byte at of the window, at an offset from the
+ * layout.  Frames and their pointer fields are 8-byte aligned, so the
+ * masks bound the index without a branch and the loads are whole words
+ * (a 3.10 f_lasti, an int, may sit at 4 mod 8: frame_u32).
+ */
 static __always_inline __u64 frame_u64(const struct py_scratch *s, __u32 at, __u32 off)
 {
-	__u32 i = at + off;
+	return s->win[((at & (PY_PAGE - 8)) + (off & (PY_FRAME_READ - 8))) / 8];
+}
 
-	if (at > PY_PAGE || off > PY_FRAME_READ - 8 || i > sizeof(s->win) - 8)
-		return 0;
-	return *(const __u64 *)&s->win[i];
+static __always_inline __u32 frame_u32(const struct py_scratch *s, __u32 at, __u32 off)
+{
+	return ((const __u32 *)s->win)[((at & (PY_PAGE - 8)) + (off & (PY_FRAME_READ - 4))) / 4];
+}
+
+static __always_inline __u8 frame_u8(const struct py_scratch *s, __u32 at, __u32 off)
+{
+	return ((const __u8 *)s->win)[(at & (PY_PAGE - 8)) + (off & (PY_FRAME_READ - 1))];
 }
 
 /*
- * Bring the frame at addr into the window and return its position there,
- * or -1.  need: the bytes of a frame the layout reaches into, which stay
- * inside the frame (3.11+: sizeof(_PyInterpreterFrame) is 80; 3.10: the
+ * Bring the frame at addr into the window; its position there, or -1.
+ * need: the bytes of a frame the layout reaches into, which stay inside
+ * the frame (3.11+: sizeof(_PyInterpreterFrame) is 80; 3.10: the
  * PyFrameObject up to f_lasti).  3.11+: read from the start of the frame's
  * page up to its end, memory the frame's own pages are part of; if that
  * fails, or for 3.10's separately allocated frames, read just the frame.
+ * s->win_last: the last position at which a whole frame is in the window.
  */
 #define PY_NEED_311 80
 #define PY_NEED_310 104
 
-static __always_inline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
+static __noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 {
 	__u32 need = contiguous ? PY_NEED_311 : PY_NEED_310, len;
 	__u64 base;
 
-	if (addr >= s->win_base && addr + need <= s->win_base + s->win_len)
-		return addr - s->win_base;
 	/* a masked length: bounded in a way the verifier follows */
 	len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_NEED_311 : PY_NEED_310;
 	base = addr + need - len;
-	if (contiguous && len > need && bpf_probe_read_user(s->win, len, (void *)base)) {
+	if (len > need && bpf_probe_read_user(s->win, len, (void *)base)) {
 		len = need;
 		base = addr;
 	} else if (len > need) {
 		goto done;
 	}
 	if (bpf_probe_read_user(s->win, need, (void *)addr)) {
-		s->win_len = 0;
+		s->win_base = 0;
+		s->win_last = 0;
 		return -1;
 	}
 done:
 	s->win_base = base;
-	s->win_len = len;
+	s->win_last = len - need;
 	return addr - base;
 }
 
-struct py_walk {
-	const struct gb_py_config *cfg;
-	struct py_scratch *s;
-	struct py_thread *t;
-	__u64 frame;            /* the next frame to read, 0 at the bottom */
-	__u64 hash;
-	__u32 n;                /* frames recorded */
-	__u32 depth;            /* frames wanted */
-};
-
-/* One frame, as a bpf_loop callback: 0 to go on, 1 to stop. */
-static long py_walk_frame(__u32 i, void *data)
+/*
+ * One frame: 0 to go on, 1 to stop.  Most frames are already in the
+ * window, and their identity tokens known from the last walk: that path
+ * is a few loads and compares.
+ */
+static __always_inline int py_walk_frame(const struct gb_py_config *cfg, struct py_scratch *s,
+					 struct py_thread *t)
 {
-	struct py_walk *w = data;
-	const struct gb_py_config *cfg = w->cfg;
-	struct py_scratch *s = w->s;
+	struct py_walk *w = &s->w;
 	struct py_ident_slot *known;
 	struct gb_py_frame *f;
-	__u64 code, prev, frame = w->frame;
-	int at;
+	__u64 code, instr, frame = w->frame, at = frame - s->win_base;
+	__u32 n = w->n;
 
-	if (!w->frame || w->n >= w->depth)
+	if (!frame || n >= w->depth)
 		return 1;
-	at = frame_at(s, w->frame, cfg->frame_owner != GB_PY_NONE);
-	if (at < 0 || at > PY_PAGE)
-		return 1;
-	prev = frame_u64(s, at, cfg->frame_prev);
+	if (at > s->win_last) {
+		int got = frame_at(s, frame, cfg->frame_owner != GB_PY_NONE);
+
+		if (got < 0)
+			return 1;
+		at = got;
+	}
+	w->frame = frame_u64(s, at, cfg->frame_prev);
 	code = frame_u64(s, at, cfg->frame_code) & ~(__u64)cfg->exec_tag_mask;
-	w->frame = prev;
-	/* 3.12+: frames owned by the C stack are shims, not Python code */
-	if (cfg->frame_owner != GB_PY_NONE &&
-	    (__u8)frame_u64(s, at, cfg->frame_owner & (PY_FRAME_READ - 1)) >= 3)
-		return 0;
-	f = &s->st.frames[w->n & (GB_PY_MAX_DEPTH - 1)];
+	if (cfg->code_adaptive != GB_PY_NONE) {
+		/* 3.12+: frames owned by the C stack are shims, not Python code */
+		if (frame_u8(s, at, cfg->frame_owner) >= 3)
+			return 0;
+		instr = (frame_u64(s, at, cfg->frame_instr) - code - cfg->code_adaptive) / 2;
+	} else {
+		instr = frame_u32(s, at, cfg->frame_instr);     /* 3.10: f_lasti, an int */
+	}
+	f = &s->st.frames[n & (GB_PY_MAX_DEPTH - 1)];
 	f->code = code;
-	if (cfg->code_adaptive == GB_PY_NONE)   /* 3.10: f_lasti, an int */
-		f->instr = (__u32)frame_u64(s, at, cfg->frame_instr);
-	else
-		f->instr = (__u32)((frame_u64(s, at, cfg->frame_instr) - code - cfg->code_adaptive) / 2);
-	known = ident_slot(w->t, frame);
+	f->instr = instr;
+	known = ident_slot(t, frame);
 	if (known->frame == frame && known->code == code) {
 		f->ident = known->ident;
 	} else if (bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident))) {
@@ -534,8 +576,8 @@ static long py_walk_frame(__u32 i, void *data)
 		known->code = code;
 		known->ident = f->ident;
 	}
-	w->hash = (w->hash ^ code ^ ((__u64)f->ident << 32 | f->instr)) * 0x100000001b3ULL;
-	w->n++;
+	w->hash = (w->hash ^ code ^ ((__u64)f->ident << 32 | (__u32)instr)) * 0x100000001b3ULL;
+	w->n = n + 1;
 	return 0;
 }
 
@@ -550,45 +592,51 @@ static __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_seen_key key = { .tgid = tgid };
-	struct py_walk w = { .hash = 0x84222325cbf29ce4ULL };
+	struct bpf_iter_num it;
+	struct py_scratch *s;
+	struct py_thread *t;
 	__u32 n;
-	__u64 frame, *sent;
+	__u64 *sent;
 	__u8 one = 1;
 
 	if (!cfg)
 		return 0;
-	w.cfg = cfg;
-	w.s = bpf_map_lookup_elem(&py_scratch, &slot);
-	w.t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!w.s || !w.t)
+	s = bpf_map_lookup_elem(&py_scratch, &slot);
+	t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s || !t)
 		return 0;
-	frame = py_thread_state(cfg, w.t, task);
-	if (!frame)
+	if (!py_thread_state(cfg, t, task, s))
 		return 0;
-	frame = read_u64(frame + cfg->tstate_frame);
-	if (cfg->cframe_frame != GB_PY_NONE && frame)
-		frame = read_u64(frame + cfg->cframe_frame);
-	w.frame = frame;
-	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
-	w.s->win_len = 0;       /* the window is per walk: memory changes between calls */
-	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frame, &w, 0);
-	if (!w.n)
+	if (cfg->cframe_frame != GB_PY_NONE && s->w.frame)
+		s->w.frame = read_u64(s->w.frame + cfg->cframe_frame);
+	s->w.hash = 0x84222325cbf29ce4ULL;
+	s->w.n = 0;
+	s->w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
+	s->win_base = 0;        /* the window is per walk: memory changes between calls */
+	s->win_last = 0;
+	/* two frames a turn: a turn's own cost is a good part of a frame's */
+	bpf_iter_num_new(&it, 0, GB_PY_MAX_DEPTH);
+	while (bpf_iter_num_next(&it))
+		if (py_walk_frame(cfg, s, t) || py_walk_frame(cfg, s, t))
+			break;
+	bpf_iter_num_destroy(&it);
+	n = s->w.n;
+	if (!n)
 		return 0;
-	key.id = w.hash ? w.hash : 1;
-	sent = &w.t->sent[key.id & (PY_SENT_SLOTS - 1)];
+	key.id = s->w.hash ? s->w.hash : 1;
+	sent = &t->sent[key.id & (PY_SENT_SLOTS - 1)];
 	if (*sent == key.id)
 		return key.id;
 	if (bpf_map_lookup_elem(&py_seen, &key)) {
 		*sent = key.id;
 		return key.id;
 	}
-	w.s->st.type = GB_REC_PYSTACK;
-	w.s->st.pid = tgid;
-	w.s->st.id = key.id;
-	w.s->st.depth = w.n;
-	w.s->st.truncated = w.frame != 0;
-	w.s->st.sampled = sampled;
-	n = w.n;
+	s->st.type = GB_REC_PYSTACK;
+	s->st.pid = tgid;
+	s->st.id = key.id;
+	s->st.depth = n;
+	s->st.truncated = s->w.frame != 0;
+	s->st.sampled = sampled;
 	if (n > GB_PY_MAX_DEPTH)
 		return 0;
 	asm volatile("" : "+r"(n));     /* keep the bound where the verifier sees it */
@@ -597,7 +645,7 @@ static __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	 * memory, which must still be there.  New stacks are rare once a
 	 * program runs its loop.
 	 */
-	if (bpf_ringbuf_output(&rb, &w.s->st, offsetof(struct gb_pystack, frames) +
+	if (bpf_ringbuf_output(&rb, &s->st, offsetof(struct gb_pystack, frames) +
 			       n * sizeof(struct gb_py_frame), BPF_RB_FORCE_WAKEUP)) {
 		count_drop(tgid);
 		return 0;
