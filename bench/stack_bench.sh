@@ -4,28 +4,41 @@
 # depths 1, 10, 30 and 60 (DEPTHS), on the bench libcuda whose entry the
 # kernel emulates (push %rbp: build/bench/push, LIBDIR), so the walk is not
 # hidden by a single-step: untraced, gpubpf --stack none, gpubpf with stacks,
-# REPS repetitions interleaved, medians; writes its block of BENCHMARKS.md
-# (between the stack-bench markers) unless BENCH_MD=-.
+# REPS repetitions interleaved.  The ratio is the median of each
+# repetition's own (its two recordings run back to back), the wall-clock
+# figures are medians, and the entry program's run time per call
+# (kernel.bpf_stats_enabled) gives the walk's cost without the noise of
+# other jobs' use of these CPUs.  Writes its block of BENCHMARKS.md (between
+# the stack-bench markers) unless BENCH_MD=-.  GPUBPF: the binary to
+# measure (another build's, to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-REPS=${REPS:-5}
-N=${N:-20000}
+REPS=${REPS:-7}
+N=${N:-100000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 PYTHON=${PYTHON:-python3}
 DEPTHS=${DEPTHS:-"1 10 30 60"}
 LIBDIR=${LIBDIR:-build/bench/push}
+GPUBPF=${GPUBPF:-build/gpubpf}
 export LD_LIBRARY_PATH="$PWD/$LIBDIR"
 T=$(mktemp -d)
-trap 'rm -rf "$T"' EXIT
+OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+sysctl -qw kernel.bpf_stats_enabled=1
+trap 'sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"; rm -rf "$T"' EXIT
 
-run() { # mode depth -> ns/call
+# run MODE DEPTH: "ns/call bpf-ns/call" (bpf: the entry program's mean run
+# time, "-" untraced)
+run() {
 	local mode=$1 depth=$2 cmd=("$PYTHON" bench/stackcost.py "$depth" "$N")
+	local rec=("$GPUBPF" record -q --no-device --no-states --sample-hz 0
+		   --libcuda "$LIBDIR/libcuda.so.1" -o "$T/t.json")
 	case $mode in
-	untraced) "${cmd[@]}" ;;
-	nostack) build/gpubpf record -q --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack none -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
-	stack) build/gpubpf record -q --no-device --libcuda "$LIBDIR/libcuda.so.1" --stack-depth 64 -o "$T/t.json" -- "${cmd[@]}" 2>/dev/null ;;
-	esac | sed -n 's/^ns_per_call=//p'
+	untraced) "${cmd[@]}" >"$T/out"; echo - >"$T/stats" ;;
+	nostack) with_prog_stats gb_entry_multi "$T/stats" "$T/out" "${rec[@]}" --stack none -- "${cmd[@]}" ;;
+	stack) with_prog_stats gb_entry_multi "$T/stats" "$T/out" "${rec[@]}" --stack-depth 64 -- "${cmd[@]}" ;;
+	esac
+	echo "$(sed -n 's/^ns_per_call=//p' "$T/out") $(awk '{ print $2 }' "$T/stats")"
 }
 
 start=$(date +%s)
@@ -33,8 +46,8 @@ for rep in $(seq "$REPS"); do
 	for depth in $DEPTHS; do
 		for mode in untraced nostack stack; do
 			v=$(run "$mode" "$depth")
-			echo "$mode $depth $v" >>"$T/raw"
-			echo "rep $rep depth $depth $mode: $v ns/call"
+			echo "$rep $mode $depth $v" >>"$T/raw"
+			echo "rep $rep depth $depth $mode: ${v% *} ns/call, entry program ${v#* } ns/call"
 		done
 	done
 done
@@ -43,17 +56,20 @@ block() {
 	echo "### Python stacks: cost per traced call"
 	echo
 	echo "- command: \`bash bench/stack_bench.sh\` (part of \`make bench\`), as root"
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; $($PYTHON -V 2>&1)"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; $($PYTHON -V 2>&1); gpubpf $([ "$GPUBPF" = build/gpubpf ] && git rev-parse --short HEAD 2>/dev/null || echo "$GPUBPF")"
 	echo "- $REPS repetitions, modes interleaved; $N calls of cuLaunchKernel ($LIBDIR/libcuda.so.1, entry \`push %rbp\`, emulated) per run from a Python stack of the given depth; took $(( $(date +%s) - start )) s"
 	echo
-	echo "| stack depth | untraced ns/call | gpubpf --stack none | gpubpf with stacks | stack walk ns | with / without stacks |"
-	echo "|---:|---:|---:|---:|---:|---:|"
+	echo "| stack depth | untraced ns/call | gpubpf --stack none | gpubpf with stacks | with / without stacks (median of the repetitions'; range) | entry program ns/call: --stack none | with stacks | the walk |"
+	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for depth in $DEPTHS; do
-		u=$(awk -v d=$depth '$1 == "untraced" && $2 == d { print $3 }' "$T/raw" | median)
-		n=$(awk -v d=$depth '$1 == "nostack" && $2 == d { print $3 }' "$T/raw" | median)
-		s=$(awk -v d=$depth '$1 == "stack" && $2 == d { print $3 }' "$T/raw" | median)
-		awk -v d=$depth -v u="$u" -v n="$n" -v s="$s" 'BEGIN {
-			printf "| %d | %.0f | %.0f | %.0f | %.0f | **%.2fx** |\n", d, u, n, s, s - n, s / n }'
+		col() { awk -v d="$depth" -v m="$1" -v c="$2" '$2 == m && $3 == d { print $c }' "$T/raw" | median; }
+		ratios=$(awk -v d="$depth" '$3 == d && $2 == "nostack" { n[$1] = $4 } $3 == d && $2 == "stack" { s[$1] = $4 }
+			END { for (r in s) if (n[r] > 0) print s[r] / n[r] }' "$T/raw" | sort -g)
+		awk -v d="$depth" -v u="$(col untraced 4)" -v n="$(col nostack 4)" -v s="$(col stack 4)" \
+		    -v r="$(echo "$ratios" | median)" -v lo="$(echo "$ratios" | head -1)" -v hi="$(echo "$ratios" | tail -1)" \
+		    -v bn="$(col nostack 5)" -v bs="$(col stack 5)" 'BEGIN {
+			printf "| %d | %.0f | %.0f | %.0f | **%.2fx** (%.2f to %.2f) | %.0f | %.0f | %.0f |\n",
+				d, u, n, s, r, lo, hi, bn, bs, bs - bn }'
 	done
 	echo
 	echo "<!-- stack-bench:end -->"
