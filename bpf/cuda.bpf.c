@@ -440,7 +440,7 @@ static __always_inline __u64 read_u64(__u64 addr)
 static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, struct py_thread *t,
 					struct task_struct *task, struct py_scratch *s)
 {
-	__u64 fsbase = BPF_CORE_READ(task, thread.fsbase), ts = t->tstate;
+	__u64 fsbase = task->thread.fsbase, ts = t->tstate;
 	__u32 id = cfg->tstate_thread_id, top = cfg->tstate_frame;
 	__u32 lo = id < top ? id : top, span = (id < top ? top : id) - lo + 8;
 
@@ -1317,7 +1317,7 @@ static __always_inline void note_fsbase(struct task_struct *task, __u32 tgid)
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	if (!cfg || cfg->tstate_native_tid != GB_PY_NONE)
 		return;
-	key.fsbase = BPF_CORE_READ(task, thread.fsbase);
+	key.fsbase = task->thread.fsbase;
 	known = bpf_map_lookup_elem(&py_fsbase, &key);
 	if (!known || *known != tid)
 		bpf_map_update_elem(&py_fsbase, &key, &tid, BPF_ANY);
