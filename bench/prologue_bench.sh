@@ -12,8 +12,8 @@
 # Python stack walk at depths 1, 10, 30 and 60 on the push entry
 # (bench/stack_bench.sh).  Writes its block of BENCHMARKS.md between the
 # prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (7), N (30000
-# traced calls a run), UNTRACED_N (2000000), STATS_N (20000), LAG_N (60000).
-# Needs root.
+# traced calls a run), UNTRACED_N (2000000), STATS_N (20000), LAG_N (60000),
+# GPUBPF (the binary to measure: another build's, to compare).  Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -23,8 +23,9 @@ UNTRACED_N=${UNTRACED_N:-2000000}
 STATS_N=${STATS_N:-20000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 B=build/bench
+GPUBPF=${GPUBPF:-build/gpubpf}
 SHAPES=${SHAPES:-"xor sub endbr push"}
-for f in $B/callcost $B/empty_uprobe build/gpubpf; do
+for f in $B/callcost $B/empty_uprobe "$GPUBPF"; do
 	[ -e "$f" ] || { echo "prologue_bench: $f missing (run make bench-bins)" >&2; exit 1; }
 done
 T=$(mktemp -d /tmp/gpubpf-prologue.XXXXXX)
@@ -55,7 +56,7 @@ tracer() {
 	empty) $B/empty_uprobe -p "$CC_PID" -l "$lib" -f cuLaunchKernel > "$T/tr.out" 2>&1 &
 		TP=$!
 		for _ in $(seq 1000); do grep -q '^attached' "$T/tr.out" && break; sleep 0.01; done ;;
-	gpubpf) build/gpubpf record -q --no-device --libcuda "$lib" -p "$CC_PID" -o "$T/t.json" \
+	gpubpf) "$GPUBPF" record -q --no-device --libcuda "$lib" -p "$CC_PID" -o "$T/t.json" \
 			> /dev/null 2> "$T/tr.out" &
 		TP=$! ;;
 	esac
@@ -130,7 +131,11 @@ block() {
 	echo
 	echo "- command: \`bash bench/prologue_bench.sh\` (part of \`make bench\`), as root"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; load average $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "- gpubpf: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' + uncommitted changes in user/ bpf/')"
+	if [ "$GPUBPF" = build/gpubpf ]; then
+		echo "- gpubpf: $(git rev-parse --short HEAD 2>/dev/null)$(git diff --quiet HEAD -- user bpf 2>/dev/null || echo ' + uncommitted changes in user/ bpf/')"
+	else
+		echo "- gpubpf: $GPUBPF"
+	fi
 	echo "- $REPS repetitions, modes interleaved; cuLaunchKernel of build/bench/SHAPE/libcuda.so.1 called $N times under a probe, $UNTRACED_N untraced; took $(( $(date +%s) - start )) s"
 	[ -n "$ISSUES" ] && echo "- **gpubpf lost or miscounted calls on:** $ISSUES"
 	echo
@@ -140,7 +145,7 @@ block() {
 		u=$(awk -v s=$shape '$1 == s && $2 == "untraced" { print $3 }' "$T/raw" | median)
 		e=$(awk -v s=$shape '$1 == s && $2 == "empty" { print $3 }' "$T/raw" | median)
 		g=$(awk -v s=$shape '$1 == s && $2 == "gpubpf" { print $3 }' "$T/raw" | median)
-		where=$(build/gpubpf list -v --libcuda "$B/$shape/libcuda.so.1" | awk '$1 == "cuLaunchKernel" {
+		where=$("$GPUBPF" list -v --libcuda "$B/$shape/libcuda.so.1" | awk '$1 == "cuLaunchKernel" {
 			insn = ""; for (i = 6; i < NF; i++) insn = insn (insn ? " " : "") $i
 			print ($5 == "-" ? "" : "entry" $5 ": ") "`" insn "` (" $NF ")" }')
 		awk -v s="$shape" -v w="$where" -v u="$u" -v e="$e" -v g="$g" 'BEGIN {
