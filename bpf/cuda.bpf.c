@@ -584,10 +584,11 @@ static __always_inline int py_walk_frame(const struct gb_py_config *cfg, struct 
 /*
  * Walk the calling thread's Python frames into scratch stack slot; send the
  * stack if this process has not been sent it yet.  Returns its id, 0 when
- * the thread runs no Python.  Not inlined: every probe path calls it, and
- * the verifier checks it once.
+ * the thread runs no Python.  A global function: the verifier checks it
+ * once per program, not once per call site as it would a static one (the
+ * entry program alone has four), which keeps the programs' load short.
  */
-static __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
+__noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 {
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
