@@ -163,12 +163,7 @@ static __always_inline struct py_ident_slot *ident_slot(struct py_thread *t, __u
 #define PY_FRAME_READ 128       /* bytes of a frame the layouts reach into */
 #define PY_TSTATE_SPAN 256      /* thread_id and the top frame's field in one read */
 
-/*
- * A walk's progress.  It lives in the scratch map, not on the BPF stack:
- * what the loop reads from map memory is, to the verifier, an unknown of a
- * known range each turn, so the loop's states converge after a turn or two
- * instead of being checked once per frame.
- */
+/* A walk's progress, beside the frames it fills. */
 struct py_walk {
 	__u64 frame;            /* the next frame to read, 0 at the bottom */
 	__u64 hash;
@@ -581,6 +576,23 @@ static __always_inline int py_walk_frame(const struct gb_py_config *cfg, struct 
 	return 0;
 }
 
+struct py_walk_ctx {
+	const struct gb_py_config *cfg;
+	struct py_scratch *s;
+	struct py_thread *t;
+};
+
+/*
+ * Two frames, as a bpf_loop callback (a turn's own cost is a good part of
+ * a frame's): 0 to go on, 1 to stop.
+ */
+static long py_walk_frames(__u32 i, void *data)
+{
+	struct py_walk_ctx *c = data;
+
+	return py_walk_frame(c->cfg, c->s, c->t) || py_walk_frame(c->cfg, c->s, c->t);
+}
+
 /*
  * Walk the calling thread's Python frames into scratch stack slot; send the
  * stack if this process has not been sent it yet.  Returns its id, 0 when
@@ -593,7 +605,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_seen_key key = { .tgid = tgid };
-	struct bpf_iter_num it;
+	struct py_walk_ctx walk;
 	struct py_scratch *s;
 	struct py_thread *t;
 	__u32 n;
@@ -615,12 +627,10 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	s->w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
 	s->win_base = 0;        /* the window is per walk: memory changes between calls */
 	s->win_last = 0;
-	/* two frames a turn: a turn's own cost is a good part of a frame's */
-	bpf_iter_num_new(&it, 0, GB_PY_MAX_DEPTH);
-	while (bpf_iter_num_next(&it))
-		if (py_walk_frame(cfg, s, t) || py_walk_frame(cfg, s, t))
-			break;
-	bpf_iter_num_destroy(&it);
+	walk.cfg = cfg;
+	walk.s = s;
+	walk.t = t;
+	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frames, &walk, 0);
 	n = s->w.n;
 	if (!n)
 		return 0;

@@ -24,19 +24,6 @@ struct pid {
 	struct upid numbers[1];
 } __attribute__((preserve_access_index));
 
-/*
- * The numbers iterator (Linux 6.4+; uprobe_multi already needs 6.6): a
- * loop the verifier checks until its states repeat, not once per turn,
- * whose body is inline code where bpf_loop's is a callback.
- */
-struct bpf_iter_num {
-	__u64 opaque[1];
-} __attribute__((aligned(8)));
-
-extern int bpf_iter_num_new(struct bpf_iter_num *it, int start, int end) __ksym;
-extern int *bpf_iter_num_next(struct bpf_iter_num *it) __ksym;
-extern void bpf_iter_num_destroy(struct bpf_iter_num *it) __ksym;
-
 #define GB_PIDTYPE_PGID 2       /* enum pid_type */
 #define GB_PIDTYPE_SID 3
 
