@@ -40,9 +40,7 @@ quartile() { awk -v k="$2" '$1 == k { print $2 }' "$T/raw" | sort -g |
 
 step_ns() { sed -n "s/^ns_per_step=\([0-9]*\).*/\1/p" "$T/out"; }
 
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled='"$old_stats"'; rm -rf "$T"' EXIT
+bpf_stats_on
 start=$(date +%s)
 for rep in $(seq "$REPS"); do
 	"${LOOP[@]}" >"$T/out"

@@ -26,6 +26,15 @@ splice_block() {
 	fi
 }
 
+# bpf_stats_on: kernel.bpf_stats_enabled on until the script exits; then
+# it is set back and the script's temporary directory $T removed.
+bpf_stats_on() {
+	local old
+	old=$(sysctl -n kernel.bpf_stats_enabled)
+	sysctl -qw kernel.bpf_stats_enabled=1
+	trap 'sysctl -qw kernel.bpf_stats_enabled='"$old"'; rm -rf "$T"' EXIT
+}
+
 # prog_stats PREFIX: "name ns/run runs" of each loaded BPF program whose
 # name starts with PREFIX and that has run (kernel.bpf_stats_enabled on).
 prog_stats() {

@@ -85,9 +85,7 @@ busy() { # hz
 	wait "$w" 2>/dev/null || true
 }
 
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled='"$old_stats"'; rm -rf "$T"' EXIT
+bpf_stats_on
 start=$(date +%s)
 for rep in $(seq "$REPS"); do
 	for m in untraced nostates states; do

@@ -23,9 +23,7 @@ LIBDIR=${LIBDIR:-build/bench/push}
 GPUBPF=${GPUBPF:-build/gpubpf}
 export LD_LIBRARY_PATH="$PWD/$LIBDIR"
 T=$(mktemp -d)
-OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"; rm -rf "$T"' EXIT
+bpf_stats_on
 
 # run MODE DEPTH: "ns/call bpf-ns/call" (bpf: the entry program's mean run
 # time, "-" untraced)

@@ -36,9 +36,7 @@ pingpong() { # stacks -> ns per switch, and gb_waking's "ns/run runs"
 	echo "$(sed -n 's/^ns_per_switch=//p' "$T/out") $st"
 }
 
-old_stats=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled='"$old_stats"'; rm -rf "$T"' EXIT
+bpf_stats_on
 start=$(date +%s)
 for rep in $(seq "$REPS"); do
 	read -r a _ <<<"$(pingpong none)"

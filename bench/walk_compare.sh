@@ -23,9 +23,7 @@ for b in "$OLD" "$NEW"; do
 done
 export LD_LIBRARY_PATH="$PWD/build/bench/push"
 T=$(mktemp -d)
-OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
-sysctl -qw kernel.bpf_stats_enabled=1
-trap 'sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"; rm -rf "$T"' EXIT
+bpf_stats_on
 
 # entry BUILD DEPTH -> the entry program's ns per call, with stacks
 entry() {
