@@ -163,17 +163,8 @@ static __always_inline struct py_ident_slot *ident_slot(struct py_thread *t, __u
 #define PY_FRAME_READ 128       /* bytes of a frame the layouts reach into */
 #define PY_TSTATE_SPAN 256      /* thread_id and the top frame's field in one read */
 
-/* A walk's progress, beside the frames it fills. */
-struct py_walk {
-	__u64 frame;            /* the next frame to read, 0 at the bottom */
-	__u64 hash;
-	__u32 n;                /* frames recorded */
-	__u32 depth;            /* frames wanted */
-};
-
 struct py_scratch {
 	struct gb_pystack st;
-	struct py_walk w;
 	__u64 tstate[PY_TSTATE_SPAN / 8];
 	__u64 win_base;
 	__u64 win_last;
@@ -422,19 +413,32 @@ static __always_inline __u64 read_u64(__u64 addr)
 	return v;
 }
 
+/* A walk: what it reads with, and how far it has come. */
+struct py_walk {
+	const struct gb_py_config *cfg;
+	struct py_scratch *s;
+	struct py_thread *t;
+	__u64 frame;            /* the next frame to read, 0 at the bottom */
+	__u64 hash;
+	__u32 n;                /* frames recorded */
+	__u32 depth;            /* frames wanted */
+};
+
 /*
  * The calling thread's PyThreadState: not the interpreter's "current"
  * one, which is 0 or another thread's while this thread runs C code with
  * the GIL released (as it does when it launches kernels), but the entry of
  * the interpreter's thread list whose thread_id is this thread's
  * pthread_self(), the fsbase register on x86-64.  Cached per thread and
- * checked on every use.  Also sets s->w.frame to its tstate_frame field,
+ * checked on every use.  Also sets w->frame to its tstate_frame field,
  * read with the check in one copy where the two lie close: each read of
  * user memory costs more than the bytes it copies.
  */
-static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, struct py_thread *t,
-					struct task_struct *task, struct py_scratch *s)
+static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *task)
 {
+	const struct gb_py_config *cfg = w->cfg;
+	struct py_scratch *s = w->s;
+	struct py_thread *t = w->t;
 	__u64 fsbase = task->thread.fsbase, ts = t->tstate;
 	__u32 id = cfg->tstate_thread_id, top = cfg->tstate_frame;
 	__u32 lo = id < top ? id : top, span = (id < top ? top : id) - lo + 8;
@@ -442,18 +446,18 @@ static __noinline __u64 py_thread_state(const struct gb_py_config *cfg, struct p
 	if (ts && span <= sizeof(s->tstate) &&
 	    !bpf_probe_read_user(s->tstate, span, (void *)(ts + lo))) {
 		if (s->tstate[((id - lo) & (sizeof(s->tstate) - 8)) / 8] == fsbase) {
-			s->w.frame = s->tstate[((top - lo) & (sizeof(s->tstate) - 8)) / 8];
+			w->frame = s->tstate[((top - lo) & (sizeof(s->tstate) - 8)) / 8];
 			return ts;
 		}
 	} else if (ts && read_u64(ts + id) == fsbase) {
-		s->w.frame = read_u64(ts + top);
+		w->frame = read_u64(ts + top);
 		return ts;
 	}
 	ts = read_u64(read_u64(cfg->runtime + cfg->interp_head) + cfg->threads_head);
 	for (int i = 0; i < 64 && ts; i++) {
 		if (read_u64(ts + id) == fsbase) {
 			t->tstate = ts;
-			s->w.frame = read_u64(ts + top);
+			w->frame = read_u64(ts + top);
 			return ts;
 		}
 		ts = read_u64(ts + cfg->tstate_next);
@@ -524,10 +528,10 @@ done:
  * window, and their identity tokens known from the last walk: that path
  * is a few loads and compares.
  */
-static __always_inline int py_walk_frame(const struct gb_py_config *cfg, struct py_scratch *s,
-					 struct py_thread *t)
+static __always_inline int py_walk_frame(struct py_walk *w)
 {
-	struct py_walk *w = &s->w;
+	const struct gb_py_config *cfg = w->cfg;
+	struct py_scratch *s = w->s;
 	struct py_ident_slot *known;
 	struct gb_py_frame *f;
 	__u64 code, instr, frame = w->frame, at = frame - s->win_base;
@@ -555,7 +559,7 @@ static __always_inline int py_walk_frame(const struct gb_py_config *cfg, struct 
 	f = &s->st.frames[n & (GB_PY_MAX_DEPTH - 1)];
 	f->code = code;
 	f->instr = instr;
-	known = ident_slot(t, frame);
+	known = ident_slot(w->t, frame);
 	if (known->frame == frame && known->code == code) {
 		f->ident = known->ident;
 	} else if (bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident))) {
@@ -576,21 +580,13 @@ static __always_inline int py_walk_frame(const struct gb_py_config *cfg, struct 
 	return 0;
 }
 
-struct py_walk_ctx {
-	const struct gb_py_config *cfg;
-	struct py_scratch *s;
-	struct py_thread *t;
-};
-
 /*
  * Two frames, as a bpf_loop callback (a turn's own cost is a good part of
  * a frame's): 0 to go on, 1 to stop.
  */
 static long py_walk_frames(__u32 i, void *data)
 {
-	struct py_walk_ctx *c = data;
-
-	return py_walk_frame(c->cfg, c->s, c->t) || py_walk_frame(c->cfg, c->s, c->t);
+	return py_walk_frame(data) || py_walk_frame(data);
 }
 
 /*
@@ -605,37 +601,29 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &tgid);
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct py_seen_key key = { .tgid = tgid };
-	struct py_walk_ctx walk;
+	struct py_walk w = { .cfg = cfg, .hash = 0x84222325cbf29ce4ULL };
 	struct py_scratch *s;
-	struct py_thread *t;
 	__u32 n;
 	__u64 *sent;
 	__u8 one = 1;
 
 	if (!cfg)
 		return 0;
-	s = bpf_map_lookup_elem(&py_scratch, &slot);
-	t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s || !t)
+	w.s = s = bpf_map_lookup_elem(&py_scratch, &slot);
+	w.t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!s || !w.t || !py_thread_state(&w, task))
 		return 0;
-	if (!py_thread_state(cfg, t, task, s))
-		return 0;
-	if (cfg->cframe_frame != GB_PY_NONE && s->w.frame)
-		s->w.frame = read_u64(s->w.frame + cfg->cframe_frame);
-	s->w.hash = 0x84222325cbf29ce4ULL;
-	s->w.n = 0;
-	s->w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
+	if (cfg->cframe_frame != GB_PY_NONE && w.frame)
+		w.frame = read_u64(w.frame + cfg->cframe_frame);
+	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
 	s->win_base = 0;        /* the window is per walk: memory changes between calls */
 	s->win_last = 0;
-	walk.cfg = cfg;
-	walk.s = s;
-	walk.t = t;
-	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frames, &walk, 0);
-	n = s->w.n;
+	bpf_loop(GB_PY_MAX_DEPTH, py_walk_frames, &w, 0);
+	n = w.n;
 	if (!n)
 		return 0;
-	key.id = s->w.hash ? s->w.hash : 1;
-	sent = &t->sent[key.id & (PY_SENT_SLOTS - 1)];
+	key.id = w.hash ? w.hash : 1;
+	sent = &w.t->sent[key.id & (PY_SENT_SLOTS - 1)];
 	if (*sent == key.id)
 		return key.id;
 	if (bpf_map_lookup_elem(&py_seen, &key)) {
@@ -646,7 +634,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	s->st.pid = tgid;
 	s->st.id = key.id;
 	s->st.depth = n;
-	s->st.truncated = s->w.frame != 0;
+	s->st.truncated = w.frame != 0;
 	s->st.sampled = sampled;
 	if (n > GB_PY_MAX_DEPTH)
 		return 0;
