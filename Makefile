@@ -241,7 +241,7 @@ clean:
 BENCH_DIR  := $(BUILD)/bench
 BENCH_SHAPES := xor sub endbr push
 SHAPE_LIBS := $(foreach s,$(BENCH_SHAPES),$(BENCH_DIR)/$(s)/libcuda.so.1)
-BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost $(SHAPE_LIBS) \
+BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost $(BENCH_DIR)/sidecost $(SHAPE_LIBS) \
               $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
               $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench $(BENCH_DIR)/pftrace_bench \
               $(BENCH_DIR)/pingpong
@@ -264,7 +264,7 @@ $(BENCH_DIR)/%/libcuda.so.1: bench/libcuda_bench.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -Wall -fPIC -shared -DBENCH_SHAPE_$* -Wl,-soname,libcuda.so.1 -o $@ $<
 
-$(BENCH_DIR)/callcost: bench/callcost.c
+$(BENCH_DIR)/callcost $(BENCH_DIR)/sidecost: $(BENCH_DIR)/%: bench/%.c
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $< -ldl

@@ -62,3 +62,60 @@ with_prog_stats() {
 	done
 	wait "$g" || true
 }
+
+# Side by side: bench/sidecost.c and bench/sidecost.py call copies of one
+# library, each at its own path, in turn in one process, and print a line
+# a round of each copy's ns per call.
+#
+# side_copies LIB DIR NAME...: a copy of LIB at DIR/NAME/libcuda.so.1 for each NAME.
+side_copies() {
+	local lib=$1 dir=$2 name
+	shift 2
+	for name in "$@"; do
+		mkdir -p "$dir/$name"
+		cp "$lib" "$dir/$name/libcuda.so.1"
+	done
+}
+
+# side_start READY CMD...: start CMD (sidecost, handshake file READY) in
+# the background, its rows in READY.rows; wait until it waits for SIGUSR1.
+# Sets SIDE_PID and SIDE_JOB.
+side_start() {
+	local ready=$1
+	shift
+	rm -f "$ready"
+	"$@" -R "$ready" > "$ready.rows" 2> "$ready.err" &
+	SIDE_JOB=$!
+	for _ in $(seq 1000); do [ -s "$ready" ] && break; sleep 0.01; done
+	SIDE_PID=$(cat "$ready" 2>/dev/null) ||
+		{ echo "bench: $1 did not get ready:" >&2; cat "$ready.err" >&2; return 1; }
+}
+
+# gpubpf_attach ERR ARGS...: $GPUBPF record -q ARGS... in the background,
+# its standard error in ERR, and wait until it records.  Sets GB_JOB.
+gpubpf_attach() {
+	local err=$1
+	shift
+	"$GPUBPF" record -q "$@" > /dev/null 2> "$err" &
+	GB_JOB=$!
+	for _ in $(seq 3000); do
+		grep -q '^gpubpf: recording' "$err" && return 0
+		kill -0 "$GB_JOB" 2>/dev/null || break
+		sleep 0.01
+	done
+	echo "bench: gpubpf did not attach:" >&2
+	cat "$err" >&2
+	return 1
+}
+
+# side_ratio ROWS A B [U]: the median over ROWS' rounds of column A over
+# column B (columns from 1), or with U of their excess over column U.
+side_ratio() {
+	awk -v a="$2" -v b="$3" -v u="${4:-0}" '{ base = u ? $u : 0
+		if ($b - base > 0) print ($a - base) / ($b - base) }' "$1" | median
+}
+
+# side_col ROWS C: the median of column C.
+side_col() {
+	awk -v c="$2" '{ print $c }' "$1" | median
+}

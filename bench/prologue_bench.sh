@@ -4,28 +4,31 @@
 #
 # For each prologue shape of bench/libcuda_bench.c (xor and sub: the kernel
 # single-steps them; endbr64 first: single-stepped, but gpubpf probes the
-# push after it; push %rbp: emulated), cuLaunchKernel (gpubpf: entry only)
-# is called untraced, under an empty uprobe on its entry (what a generic
-# tracer places) and under `gpubpf record -p`; REPS repetitions with the
-# modes interleaved, medians.  Then the BPF run time per hit of gpubpf's
-# entry program and of the empty one (kernel.bpf_stats_enabled), and the
-# Python stack walk at depths 1, 10, 30 and 60 on the push entry
-# (bench/stack_bench.sh).  Writes its block of BENCHMARKS.md between the
-# prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (7), N (30000
-# traced calls a run), UNTRACED_N (2000000), STATS_N (20000), LAG_N (60000),
-# GPUBPF (the binary to measure: another build's, to compare).  Needs root.
+# push after it; push %rbp: emulated), three copies of the library in one
+# process (bench/sidecost.c): one untraced, one under an empty uprobe on
+# cuLaunchKernel's entry (what a generic tracer places), one under
+# `gpubpf record -p` (entry only); ROUNDS rounds of K calls of each copy in
+# turn.  A round's three blocks see the same speed of this VM, which moves
+# up to 2x from second to second, so each round gives gpubpf's overhead
+# over the empty uprobe's; a repetition's figure is the median over its
+# rounds, REPS repetitions in fresh processes.  Then the BPF run time per
+# hit of gpubpf's entry program and of the empty one
+# (kernel.bpf_stats_enabled).  Writes its block of BENCHMARKS.md between
+# the prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (5), K (200),
+# ROUNDS (300), STATS_N (20000), LAG_N (60000), GPUBPF (the binary to
+# measure: another build's, to compare).  Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-REPS=${REPS:-7}
-N=${N:-30000}
-UNTRACED_N=${UNTRACED_N:-2000000}
+REPS=${REPS:-5}
+K=${K:-200}
+ROUNDS=${ROUNDS:-300}
 STATS_N=${STATS_N:-20000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 B=build/bench
 GPUBPF=${GPUBPF:-build/gpubpf}
 SHAPES=${SHAPES:-"xor sub endbr push"}
-for f in $B/callcost $B/empty_uprobe "$GPUBPF"; do
+for f in $B/callcost $B/sidecost $B/empty_uprobe "$GPUBPF"; do
 	[ -e "$f" ] || { echo "prologue_bench: $f missing (run make bench-bins)" >&2; exit 1; }
 done
 T=$(mktemp -d /tmp/gpubpf-prologue.XXXXXX)
@@ -35,7 +38,49 @@ cleanup() {
 	rm -rf "$T"
 }
 trap cleanup EXIT
-nsc() { sed -n 's/.*ns_per_call=\([0-9.]*\).*/\1/p'; }
+
+# empty_on PID LIB: the empty uprobe on LIB's cuLaunchKernel in PID; sets TP
+empty_on() {
+	: > "$T/tr.out"
+	$B/empty_uprobe -p "$1" -l "$2" -f cuLaunchKernel > "$T/tr.out" 2>&1 &
+	TP=$!
+	HELPERS+=("$TP")
+	for _ in $(seq 1000); do grep -q '^attached' "$T/tr.out" && return; sleep 0.01; done
+	echo "prologue_bench: empty_uprobe did not attach" >&2; cat "$T/tr.out" >&2; exit 1
+}
+
+# side SHAPE: one process calling the untraced, empty-probed and
+# gpubpf-probed copies in turn; appends "SHAPE u e g ratio" to $T/raw
+side() {
+	local d=$T/$1
+	side_copies "$B/$1/libcuda.so.1" "$d" u e g
+	side_start "$T/ready" $B/sidecost -k "$K" -r "$ROUNDS" -w "$d/u/libcuda.so.1" \
+		"$d/e/libcuda.so.1" "$d/g/libcuda.so.1"
+	empty_on "$SIDE_PID" "$d/e/libcuda.so.1"
+	gpubpf_attach "$T/gb.err" --no-device --libcuda "$d/g/libcuda.so.1" -p "$SIDE_PID" -o "$T/t.json"
+	HELPERS+=("$GB_JOB")
+	kill -USR1 "$SIDE_PID"
+	wait "$SIDE_JOB"
+	kill -INT "$TP" "$GB_JOB"
+	wait "$TP" "$GB_JOB" || true
+	if ! grep -q "^gpubpf: $((K * ROUNDS)) events, 0 dropped" "$T/gb.err"; then
+		echo "prologue_bench: gpubpf on $1 did not record $((K * ROUNDS)) events with 0 dropped:" \
+			"$(grep '^gpubpf:' "$T/gb.err" | tail -1)" >&2
+		ISSUES+="$1; "
+	fi
+	echo "$1 $(side_col "$T/ready.rows" 1) $(side_col "$T/ready.rows" 2) $(side_col "$T/ready.rows" 3)" \
+		"$(side_ratio "$T/ready.rows" 3 2 1)" >> "$T/raw"
+	rm -rf "$d"
+}
+
+start=$(date +%s)
+ISSUES=
+for rep in $(seq "$REPS"); do
+	for shape in $SHAPES; do
+		side "$shape"
+		echo "rep $rep $shape: $(tail -1 "$T/raw" | awk '{ printf "untraced %s, empty uprobe %s, gpubpf %s ns/call; overhead ratio %.3f", $2, $3, $4, $5 }')"
+	done
+done
 
 # held SHAPE N: callcost held at its handshake; sets CC_PID, CC_JOB
 held() {
@@ -50,48 +95,14 @@ held() {
 
 # tracer MODE SHAPE: attach MODE (empty, gpubpf) to $CC_PID; sets TP
 tracer() {
-	local lib=$B/$2/libcuda.so.1
-	: > "$T/tr.out"
 	case $1 in
-	empty) $B/empty_uprobe -p "$CC_PID" -l "$lib" -f cuLaunchKernel > "$T/tr.out" 2>&1 &
-		TP=$!
-		for _ in $(seq 1000); do grep -q '^attached' "$T/tr.out" && break; sleep 0.01; done ;;
-	gpubpf) "$GPUBPF" record -q --no-device --libcuda "$lib" -p "$CC_PID" -o "$T/t.json" \
+	empty) empty_on "$CC_PID" "$B/$2/libcuda.so.1" ;;
+	gpubpf) "$GPUBPF" record -q --no-device --libcuda "$B/$2/libcuda.so.1" -p "$CC_PID" -o "$T/t.json" \
 			> /dev/null 2> "$T/tr.out" &
-		TP=$! ;;
+		TP=$!
+		HELPERS+=("$TP") ;;
 	esac
-	HELPERS+=("$TP")
 }
-
-# one MODE SHAPE -> ns/call (gpubpf runs also checked: events == calls, 0 dropped)
-one() {
-	case $1 in
-	untraced) $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$UNTRACED_N" | nsc; return ;;
-	esac
-	held "$2" "$N"
-	tracer "$1" "$2"
-	kill -USR1 "$CC_PID"
-	wait "$CC_JOB"
-	kill -INT "$TP"; wait "$TP" || true
-	if [ "$1" = gpubpf ] && ! grep -q "^gpubpf: $N events, 0 dropped" "$T/tr.out"; then
-		echo "prologue_bench: gpubpf on $2 did not record $N events with 0 dropped:" \
-			"$(grep '^gpubpf:' "$T/tr.out" | tail -1)" >&2
-		ISSUES+="$2; "
-	fi
-	nsc < "$T/cc.out"
-}
-
-start=$(date +%s)
-ISSUES=
-for rep in $(seq "$REPS"); do
-	for shape in $SHAPES; do
-		for mode in untraced empty gpubpf; do
-			v=$(one $mode $shape)
-			echo "$shape $mode $v" >> "$T/raw"
-			echo "rep $rep $shape $mode: $v ns/call"
-		done
-	done
-done
 
 # BPF run time per hit: programs loaded after the snapshot whose run count
 # equals the calls made
@@ -136,20 +147,20 @@ block() {
 	else
 		echo "- gpubpf: $GPUBPF"
 	fi
-	echo "- $REPS repetitions, modes interleaved; cuLaunchKernel of build/bench/SHAPE/libcuda.so.1 called $N times under a probe, $UNTRACED_N untraced; took $(( $(date +%s) - start )) s"
+	echo "- $REPS repetitions, each one process calling three copies of build/bench/SHAPE/libcuda.so.1 in turn (bench/sidecost.c): untraced, under an empty uprobe on cuLaunchKernel, under gpubpf record -p; $ROUNDS rounds of $K calls of each; took $(( $(date +%s) - start )) s"
 	[ -n "$ISSUES" ] && echo "- **gpubpf lost or miscounted calls on:** $ISSUES"
 	echo
-	echo "| entry shape | gpubpf probes | untraced ns/call | empty uprobe on the entry | gpubpf record -p | gpubpf overhead / empty uprobe's |"
+	echo "| entry shape | gpubpf probes | untraced ns/call | empty uprobe on the entry | gpubpf record -p | gpubpf overhead / empty uprobe's (median of the repetitions'; range) |"
 	echo "|---|---|---:|---:|---:|---:|"
 	for shape in $SHAPES; do
-		u=$(awk -v s=$shape '$1 == s && $2 == "untraced" { print $3 }' "$T/raw" | median)
-		e=$(awk -v s=$shape '$1 == s && $2 == "empty" { print $3 }' "$T/raw" | median)
-		g=$(awk -v s=$shape '$1 == s && $2 == "gpubpf" { print $3 }' "$T/raw" | median)
+		col() { awk -v s="$shape" -v c="$1" '$1 == s { print $c }' "$T/raw" | median; }
+		ratios=$(awk -v s="$shape" '$1 == s { print $5 }' "$T/raw" | sort -g)
 		where=$("$GPUBPF" list -v --libcuda "$B/$shape/libcuda.so.1" | awk '$1 == "cuLaunchKernel" {
 			insn = ""; for (i = 6; i < NF; i++) insn = insn (insn ? " " : "") $i
 			print ($5 == "-" ? "" : "entry" $5 ": ") "`" insn "` (" $NF ")" }')
-		awk -v s="$shape" -v w="$where" -v u="$u" -v e="$e" -v g="$g" 'BEGIN {
-			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** |\n", s, w, u, e, g, (g - u) / (e - u) }'
+		awk -v s="$shape" -v w="$where" -v u="$(col 2)" -v e="$(col 3)" -v g="$(col 4)" \
+		    -v r="$(echo "$ratios" | median)" -v lo="$(echo "$ratios" | head -1)" -v hi="$(echo "$ratios" | tail -1)" 'BEGIN {
+			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** (%.2f to %.2f) |\n", s, w, u, e, g, r, lo, hi }'
 	done
 	echo
 	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**."

@@ -3,50 +3,67 @@
 # alone: `bash bench/stack_bench.sh`.  Per traced call from Python at stack
 # depths 1, 10, 30 and 60 (DEPTHS), on the bench libcuda whose entry the
 # kernel emulates (push %rbp: build/bench/push, LIBDIR), so the walk is not
-# hidden by a single-step: untraced, gpubpf --stack none, gpubpf with stacks,
-# REPS repetitions interleaved.  The ratio is the median of each
-# repetition's own (its two recordings run back to back), the wall-clock
-# figures are medians, and the entry program's run time per call
-# (kernel.bpf_stats_enabled) gives the walk's cost without the noise of
-# other jobs' use of these CPUs.  Writes its block of BENCHMARKS.md (between
-# the stack-bench markers) unless BENCH_MD=-.  GPUBPF: the binary to
-# measure (another build's, to compare).
+# hidden by a single-step.  One Python process per depth and repetition
+# (bench/sidecost.py) calls three copies of the library in turn: one
+# untraced, one under `gpubpf record --stack none`, one under a second
+# `gpubpf record` with stacks; ROUNDS rounds of K calls of each.  A round's
+# blocks see the same speed of this VM, which moves up to 2x from second to
+# second, so each round gives a with / without stacks ratio; a
+# repetition's is the median over its rounds.  The entry programs' run time
+# per call (kernel.bpf_stats_enabled, on throughout) gives the walk's cost
+# without the noise of other jobs' use of these CPUs.  Writes its block of
+# BENCHMARKS.md (between the stack-bench markers) unless BENCH_MD=-.
+# Knobs: REPS (5), K (200), ROUNDS (200), GPUBPF (the binary to measure:
+# another build's, to compare).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-REPS=${REPS:-7}
-N=${N:-100000}
+REPS=${REPS:-5}
+K=${K:-200}
+ROUNDS=${ROUNDS:-200}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 PYTHON=${PYTHON:-python3}
 DEPTHS=${DEPTHS:-"1 10 30 60"}
 LIBDIR=${LIBDIR:-build/bench/push}
 GPUBPF=${GPUBPF:-build/gpubpf}
-export LD_LIBRARY_PATH="$PWD/$LIBDIR"
 T=$(mktemp -d)
 bpf_stats_on
 
-# run MODE DEPTH: "ns/call bpf-ns/call" (bpf: the entry program's mean run
-# time, "-" untraced)
-run() {
-	local mode=$1 depth=$2 cmd=("$PYTHON" bench/stackcost.py "$depth" "$N")
-	local rec=("$GPUBPF" record -q --no-device --no-states --sample-hz 0
-		   --libcuda "$LIBDIR/libcuda.so.1" -o "$T/t.json")
-	case $mode in
-	untraced) "${cmd[@]}" >"$T/out"; echo - >"$T/stats" ;;
-	nostack) with_prog_stats gb_entry_multi "$T/stats" "$T/out" "${rec[@]}" --stack none -- "${cmd[@]}" ;;
-	stack) with_prog_stats gb_entry_multi "$T/stats" "$T/out" "${rec[@]}" --stack-depth 64 -- "${cmd[@]}" ;;
-	esac
-	echo "$(sed -n 's/^ns_per_call=//p' "$T/out") $(awk '{ print $2 }' "$T/stats")"
+# side DEPTH: appends "DEPTH u nostack stack ratio bpf_nostack bpf_stack" to $T/raw
+side() {
+	local d=$T/libs jn js rec=(--no-device --no-states --sample-hz 0 -p)
+	side_copies "$LIBDIR/libcuda.so.1" "$d" u n s
+	side_start "$T/ready" "$PYTHON" bench/sidecost.py "$1" "$K" "$ROUNDS" \
+		"$d/u/libcuda.so.1" "$d/n/libcuda.so.1" "$d/s/libcuda.so.1"
+	# loaded in this order, so the first entry program listed is --stack none's
+	gpubpf_attach "$T/n.err" "${rec[@]}" "$SIDE_PID" --stack none \
+		--libcuda "$d/n/libcuda.so.1" -o "$T/n.json"
+	jn=$GB_JOB
+	gpubpf_attach "$T/s.err" "${rec[@]}" "$SIDE_PID" --stack-depth 64 \
+		--libcuda "$d/s/libcuda.so.1" -o "$T/s.json"
+	js=$GB_JOB
+	kill -USR1 "$SIDE_PID"
+	wait "$SIDE_JOB"
+	prog_stats gb_entry_multi > "$T/stats"
+	kill -INT "$jn" "$js"
+	wait "$jn" "$js" || true
+	for m in n s; do
+		grep -q "^gpubpf: $((K * ROUNDS)) events, 0 dropped" "$T/$m.err" || {
+			echo "stack_bench: depth $1, $m: not $((K * ROUNDS)) events with 0 dropped:" \
+				"$(grep '^gpubpf:' "$T/$m.err" | tail -1)" >&2
+			exit 1
+		}
+	done
+	echo "$1 $(side_col "$T/ready.rows" 1) $(side_col "$T/ready.rows" 2) $(side_col "$T/ready.rows" 3)" \
+		"$(side_ratio "$T/ready.rows" 3 2) $(awk '{ printf "%s ", $2 }' "$T/stats")" >> "$T/raw"
+	rm -rf "$d"
 }
 
 start=$(date +%s)
 for rep in $(seq "$REPS"); do
 	for depth in $DEPTHS; do
-		for mode in untraced nostack stack; do
-			v=$(run "$mode" "$depth")
-			echo "$rep $mode $depth $v" >>"$T/raw"
-			echo "rep $rep depth $depth $mode: ${v% *} ns/call, entry program ${v#* } ns/call"
-		done
+		side "$depth"
+		echo "rep $rep depth $depth: $(tail -1 "$T/raw" | awk '{ printf "untraced %s, --stack none %s, stacks %s ns/call; ratio %.3f; entry programs %s and %s ns/call", $2, $3, $4, $5, $6, $7 }')"
 	done
 done
 block() {
@@ -55,17 +72,16 @@ block() {
 	echo
 	echo "- command: \`bash bench/stack_bench.sh\` (part of \`make bench\`), as root"
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; $($PYTHON -V 2>&1); gpubpf $([ "$GPUBPF" = build/gpubpf ] && git rev-parse --short HEAD 2>/dev/null || echo "$GPUBPF")"
-	echo "- $REPS repetitions, modes interleaved; $N calls of cuLaunchKernel ($LIBDIR/libcuda.so.1, entry \`push %rbp\`, emulated) per run from a Python stack of the given depth; took $(( $(date +%s) - start )) s"
+	echo "- $REPS repetitions, each one Python process per depth calling three copies of cuLaunchKernel ($LIBDIR/libcuda.so.1, entry \`push %rbp\`, emulated) in turn from a stack of that depth (bench/sidecost.py): untraced, under gpubpf --stack none, under a second gpubpf with stacks; $ROUNDS rounds of $K calls of each; took $(( $(date +%s) - start )) s"
 	echo
 	echo "| stack depth | untraced ns/call | gpubpf --stack none | gpubpf with stacks | with / without stacks (median of the repetitions'; range) | entry program ns/call: --stack none | with stacks | the walk |"
 	echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for depth in $DEPTHS; do
-		col() { awk -v d="$depth" -v m="$1" -v c="$2" '$2 == m && $3 == d { print $c }' "$T/raw" | median; }
-		ratios=$(awk -v d="$depth" '$3 == d && $2 == "nostack" { n[$1] = $4 } $3 == d && $2 == "stack" { s[$1] = $4 }
-			END { for (r in s) if (n[r] > 0) print s[r] / n[r] }' "$T/raw" | sort -g)
-		awk -v d="$depth" -v u="$(col untraced 4)" -v n="$(col nostack 4)" -v s="$(col stack 4)" \
+		col() { awk -v d="$depth" -v c="$1" '$1 == d { print $c }' "$T/raw" | median; }
+		ratios=$(awk -v d="$depth" '$1 == d { print $5 }' "$T/raw" | sort -g)
+		awk -v d="$depth" -v u="$(col 2)" -v n="$(col 3)" -v s="$(col 4)" \
 		    -v r="$(echo "$ratios" | median)" -v lo="$(echo "$ratios" | head -1)" -v hi="$(echo "$ratios" | tail -1)" \
-		    -v bn="$(col nostack 5)" -v bs="$(col stack 5)" 'BEGIN {
+		    -v bn="$(col 6)" -v bs="$(col 7)" 'BEGIN {
 			printf "| %d | %.0f | %.0f | %.0f | **%.2fx** (%.2f to %.2f) | %.0f | %.0f | %.0f |\n",
 				d, u, n, s, r, lo, hi, bn, bs, bs - bn }'
 	done
