@@ -5,6 +5,7 @@
 # library until the probes are in, so no call is lost, cuInit included.
 # Where calls could have been missed, the summary line and the trace say so.
 # Where tracefs is not mounted, gpubpf mounts it to hold processes.
+# A process chrooted inside a mount namespace of its own is probed too.
 . "$(dirname "$0")/lib.sh"
 test_description "record -- CMD probes the libcuda the command loads, from its first call"
 require_bpf
@@ -138,6 +139,43 @@ if unshare -m true 2>/dev/null; then
 		'd["gpubpf"]["calls_may_be_missing"]')" "{}"
 else
 	skip "cannot make a mount namespace (unshare -m)" 4
+fi
+
+# 9. a process chrooted inside a mount namespace of its own, as Apptainer
+# runs containers: its maps give its files' paths from that namespace's
+# root, not from its own, so /proc/PID/root and that path lead nowhere;
+# its libcuda is found and probed through /proc/PID/map_files, held at its
+# mmap with -- CMD, and with -p once it loads it
+if unshare -m true 2>/dev/null; then
+	mkdir -p "$TMPD/croot"
+	# CMD... run with the whole tree bound at $TMPD/croot, chrooted there
+	chrooted=(unshare -m --propagation private sh -c
+		'mount --rbind / "$1" || exit 126; r=$1; shift; exec chroot "$r" "$@"' sh "$TMPD/croot")
+	check "chrooted in a namespace of its own: record -- CMD exits 0" \
+		"$GPUBPF" record -q --no-device -o "$TMPD/chroot.json" -- "${chrooted[@]}" \
+		"$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/chroot-truth.json"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/chroot.json" \
+		"$TMPD/chroot-truth.json" "$probed"
+	is "chrooted: cuInit is in the trace" "$(json_query "$TMPD/chroot.json" \
+		'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+	is "chrooted: no call may be missing" "$(json_query "$TMPD/chroot.json" \
+		'd["gpubpf"]["calls_may_be_missing"]')" "{}"
+	"${chrooted[@]}" sh -c 'while [ ! -e "$1" ]; do sleep 0.01; done; exec "$2" "$3" "$4"' sh \
+		"$TMPD/cgo" "$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" "$TMPD/cp-truth.json" 2>/dev/null &
+	cp=$!
+	at_exit "kill $cp 2>/dev/null"
+	"$GPUBPF" record -q --no-device -p "$cp" -o "$TMPD/cp.json" 2>"$TMPD/cp.err" &
+	g=$!
+	at_exit "kill $g 2>/dev/null"
+	wait_for_cmd 20 grep -q "recording" "$TMPD/cp.err"
+	touch "$TMPD/cgo"
+	wait "$cp"
+	wait "$g"
+	is "chrooted, -p: record exits 0" "$?" 0
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/cp.json" "$TMPD/cp-truth.json" \
+		"$probed"
+else
+	skip "cannot make a mount namespace (unshare -m)" 12
 fi
 
 check "report of that trace" "$GPUBPF" report "$TMPD/job.json"

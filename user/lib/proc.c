@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "lib/array.h"
 #include "lib/proc.h"
 
@@ -54,40 +55,77 @@ int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len)
 	return proc_find_mapping_ino(pid, prefix, 0, path, len);
 }
 
+int proc_maps_each(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg)
+{
+	char path[64], line[PATH_MAX + 128];
+	struct proc_map m;
+	int ret = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	/* "start-end perms offset major:minor inode path" */
+	while (!ret && fgets(line, sizeof(line), f)) {
+		unsigned long long s, e, off, ino;
+		int pos = 0;
+
+		line[strcspn(line, "\n")] = 0;
+		if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &s, &e, m.perms, &off,
+			   &m.major, &m.minor, &ino, &pos) < 7)
+			continue;
+		m.start = s;
+		m.end = e;
+		m.offset = off;
+		m.inode = ino;
+		snprintf(m.path, sizeof(m.path), "%s", pos ? line + pos : "");
+		ret = fn(&m, arg);
+	}
+	fclose(f);
+	return ret;
+}
+
+int proc_map_file(pid_t pid, const struct proc_map *m, char *out, size_t len)
+{
+	struct stat st;
+
+	if ((size_t)snprintf(out, len, "/proc/%d/root%s", pid, m->path) >= len)
+		return -ENAMETOOLONG;
+	if (m->path[0] == '/' && !stat(out, &st) && st.st_ino == m->inode)
+		return 0;
+	if ((size_t)snprintf(out, len, "/proc/%d/map_files/%llx-%llx", pid,
+			     (unsigned long long)m->start, (unsigned long long)m->end) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+struct find_prefix {
+	const char *prefix;
+	unsigned long ino;
+	pid_t pid;
+	char *out;
+	size_t len;
+};
+
+static int match_prefix(const struct proc_map *m, void *arg)
+{
+	struct find_prefix *fp = arg;
+	const char *base = strrchr(m->path, '/');
+
+	if (!base || strncmp(base + 1, fp->prefix, strlen(fp->prefix)) ||
+	    strstr(m->path, " (deleted)") || (fp->ino && m->inode != fp->ino))
+		return 0;
+	return proc_map_file(fp->pid, m, fp->out, fp->len) ?: 1;
+}
+
 int proc_find_mapping_ino(pid_t pid, const char *prefix, unsigned long ino, char *path,
 			  size_t len)
 {
-	char maps[64], line[4096];
-	FILE *f;
-	int err = -ENOENT;
+	struct find_prefix fp = { prefix, ino, pid, path, len };
+	int ret = proc_maps_each(pid, match_prefix, &fp);
 
-	snprintf(maps, sizeof(maps), "/proc/%d/maps", pid);
-	f = fopen(maps, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		char *file = strchr(line, '/'), *base, dev[32];
-		unsigned long start, end, off, inode;
-
-		if (!file)
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		base = strrchr(file, '/') + 1;
-
-		if (strncmp(base, prefix, strlen(prefix)) || strstr(file, " (deleted)"))
-			continue;
-		/* "start-end perms offset dev inode path" */
-		if (ino && (sscanf(line, "%lx-%lx %*s %lx %31s %lu", &start, &end, &off, dev,
-				   &inode) != 5 || inode != ino))
-			continue;
-		if ((size_t)snprintf(path, len, "/proc/%d/root%s", pid, file) >= len)
-			err = -ENAMETOOLONG;
-		else
-			err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
+	return ret == 1 ? 0 : ret ? ret : -ENOENT;
 }
 
 /* The numeric entries of the directory path, in a malloc'd array; the count or -errno. */

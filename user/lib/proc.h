@@ -3,6 +3,7 @@
 #ifndef GPUBPF_PROC_H
 #define GPUBPF_PROC_H
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -11,11 +12,33 @@
 int proc_alive(pid_t pid);
 /* Command name of pid (tid 0) or of its thread tid; -errno if gone. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
+/* One line of /proc/PID/maps. */
+struct proc_map {
+	uint64_t start, end, offset, inode;
+	unsigned major, minor;          /* the file's device */
+	char perms[8];
+	char path[PATH_MAX];            /* "" if none; may end in " (deleted)" */
+};
+
 /*
- * Path of the first mapped file of pid whose base name starts with prefix
- * (e.g. "libcuda.so"), reachable from our mount namespace through
- * /proc/PID/root.  0 on success, -ENOENT if none is mapped, -errno if the
- * process cannot be read.
+ * Call fn on each mapping of pid, in address order, until it returns
+ * non-zero, and return that; 0 at the end, -errno if the maps cannot be
+ * read.
+ */
+int proc_maps_each(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg);
+/*
+ * A path that opens m's file from our mount namespace: /proc/PID/root and
+ * the path the maps give, when that is the mapped file (its inode); else
+ * /proc/PID/map_files/START-END, the mapping itself (a file deleted or
+ * replaced since, or one whose path the kernel prints from another root:
+ * a process chrooted inside a mount namespace of its own, as Apptainer
+ * runs containers).  0 or -ENAMETOOLONG.
+ */
+int proc_map_file(pid_t pid, const struct proc_map *m, char *out, size_t len);
+/*
+ * proc_map_file() of the first mapped file of pid whose base name starts
+ * with prefix (e.g. "libcuda.so").  0 on success, -ENOENT if none is
+ * mapped, -errno if the process cannot be read.
  */
 int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len);
 /* The same for the mapped file with inode number ino. */

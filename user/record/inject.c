@@ -49,6 +49,7 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/proc.h"
 #include "sym/elf_syms.h"
 #include "cupti_pick.h"
 #include "record/inject.h"
@@ -327,47 +328,7 @@ static int check_seccomp(pid_t pid, pid_t tid, uint64_t ip, char *why, size_t wh
 
 /* ------------------------------------------------------------- /proc */
 
-/* A file mapping of the target, from /proc/PID/maps. */
-struct mapping {
-	uint64_t start, end, offset, inode;
-	char perms[8];
-	char path[PATH_MAX];
-};
-
-/*
- * Call fn on each line of pid's maps until it returns non-zero (that
- * value is returned); 0 at the end, -errno if unreadable.
- */
-static int each_mapping(pid_t pid, int (*fn)(const struct mapping *m, void *arg), void *arg)
-{
-	char path[64], line[PATH_MAX + 128];
-	struct mapping m;
-	int ret = 0;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (!ret && fgets(line, sizeof(line), f)) {
-		unsigned long long s, e, off, ino;
-		int pos = 0;
-
-		line[strcspn(line, "\n")] = 0;
-		if (sscanf(line, "%llx-%llx %7s %llx %*s %llu %n", &s, &e, m.perms, &off, &ino,
-			   &pos) < 5)
-			continue;
-		m.start = s;
-		m.end = e;
-		m.offset = off;
-		m.inode = ino;
-		snprintf(m.path, sizeof(m.path), "%s", pos ? line + pos : "");
-		ret = fn(&m, arg);
-	}
-	fclose(f);
-	return ret;
-}
-
+/* The first mapped file whose base name starts with base (proc_map_file()). */
 struct find_base {
 	const char *base;
 	pid_t pid;
@@ -375,11 +336,10 @@ struct find_base {
 	size_t len;
 };
 
-static int match_base(const struct mapping *m, void *arg)
+static int match_base(const struct proc_map *m, void *arg)
 {
 	struct find_base *fb = arg;
 	const char *slash = strrchr(m->path, '/'), *name;
-	int deleted;
 
 	if (!slash || !m->inode)
 		return 0;
@@ -389,19 +349,13 @@ static int match_base(const struct mapping *m, void *arg)
 		name += 6;
 	if (strncmp(name, fb->base, strlen(fb->base)))
 		return 0;
-	deleted = strstr(m->path, " (deleted)") != NULL;
-	if (deleted)
-		snprintf(fb->out, fb->len, "/proc/%d/map_files/%llx-%llx", fb->pid,
-			 (unsigned long long)m->start, (unsigned long long)m->end);
-	else
-		snprintf(fb->out, fb->len, "/proc/%d/root%s", fb->pid, m->path);
-	return 1;
+	return proc_map_file(fb->pid, m, fb->out, fb->len) ?: 1;
 }
 
 int inject_find_lib(pid_t pid, const char *base, char *path, size_t len)
 {
 	struct find_base fb = { .base = base, .pid = pid, .out = path, .len = len };
-	int ret = each_mapping(pid, match_base, &fb);
+	int ret = proc_maps_each(pid, match_base, &fb);
 
 	return ret < 0 ? ret : ret ? 0 : -ENOENT;
 }
@@ -410,7 +364,7 @@ struct cupti_seen {
 	char name[64];
 };
 
-static int match_cupti(const struct mapping *m, void *arg)
+static int match_cupti(const struct proc_map *m, void *arg)
 {
 	struct cupti_seen *cs = arg;
 	const char *slash = strrchr(m->path, '/'), *name = slash ? slash + 1 : "";
@@ -434,7 +388,7 @@ struct libc_find {
 	pid_t pid;
 };
 
-static int match_libc(const struct mapping *m, void *arg)
+static int match_libc(const struct proc_map *m, void *arg)
 {
 	struct libc_find *lf = arg;
 	const char *slash = strrchr(m->path, '/'), *name = slash ? slash + 1 : "";
@@ -454,7 +408,7 @@ struct off_to_addr {
 	uint64_t inode, off, addr;
 };
 
-static int match_offset(const struct mapping *m, void *arg)
+static int match_offset(const struct proc_map *m, void *arg)
 {
 	struct off_to_addr *oa = arg;
 
@@ -470,7 +424,7 @@ static uint64_t offset_to_addr(pid_t pid, uint64_t inode, uint64_t off)
 {
 	struct off_to_addr oa = { .inode = inode, .off = off };
 
-	return each_mapping(pid, match_offset, &oa) > 0 ? oa.addr : 0;
+	return proc_maps_each(pid, match_offset, &oa) > 0 ? oa.addr : 0;
 }
 
 /* Read a small /proc file of the task into buf. */
@@ -763,7 +717,7 @@ static int find_loader(pid_t pid, struct loader *l, char *why, size_t whylen)
 	uint64_t offs[3] = { 0 };
 	int ret;
 
-	ret = each_mapping(pid, match_libc, &lf);
+	ret = proc_maps_each(pid, match_libc, &lf);
 	if (ret <= 0) {
 		snprintf(why, whylen, "no C library (glibc or musl) found in the target");
 		return ret ? ret : -ENOENT;
@@ -1128,7 +1082,7 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 	{
 		struct cupti_seen cs;
 
-		if (each_mapping(pid, match_cupti, &cs) > 0) {
+		if (proc_maps_each(pid, match_cupti, &cs) > 0) {
 			snprintf(why, whylen, "the process already has %s loaded (the library reads "
 				 "CUPTI %d and %d records only)", cs.name, CUPTI_OLDEST_MAJOR,
 				 CUPTI_NEWEST_MAJOR);

@@ -21,6 +21,7 @@
 #include <unistd.h>
 #include "lib/array.h"
 #include "lib/hashmap.h"
+#include "lib/proc.h"
 #include "sym/demangle.h"
 #include "sym/elf_syms.h"
 #include "sym/native_sym.h"
@@ -114,85 +115,65 @@ void nsym_free(struct nsym *s)
 	free(s);
 }
 
-static struct nfile *get_file(struct nsym *s, pid_t pid, unsigned major, unsigned minor,
-			      uint64_t ino, const char *path, uint64_t start, uint64_t end)
+static struct nfile *get_file(struct nsym *s, pid_t pid, const struct proc_map *m)
 {
-	char buf[4200];
+	char path[PATH_MAX + 64];
 	struct nfile *f;
 
 	for (f = s->files; f; f = f->next)
-		if (f->major == major && f->minor == minor && f->ino == ino)
+		if (f->major == m->major && f->minor == m->minor && f->ino == m->inode)
 			return f;
 	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
-	f->major = major;
-	f->minor = minor;
-	f->ino = ino;
+	f->major = m->major;
+	f->minor = m->minor;
+	f->ino = m->inode;
 	f->ok = -1;             /* not tried yet */
-	snprintf(buf, sizeof(buf), "/proc/%d/root%s", (int)pid, path);
-	f->fd = open(buf, O_RDONLY | O_CLOEXEC);
-	if (f->fd < 0) {
-		/* deleted or replaced since: the mapping itself still reads */
-		snprintf(buf, sizeof(buf), "/proc/%d/map_files/%" PRIx64 "-%" PRIx64, (int)pid,
-			 start, end);
-		f->fd = open(buf, O_RDONLY | O_CLOEXEC);
-	}
+	f->fd = proc_map_file(pid, m, path, sizeof(path)) ? -1 : open(path, O_RDONLY | O_CLOEXEC);
 	f->next = s->files;
 	s->files = f;
 	return f;
 }
 
+struct maps_read {
+	struct nsym *s;
+	pid_t pid;
+	struct nmap *maps;
+	size_t n, cap;
+};
+
+static int add_map(const struct proc_map *m, void *arg)
+{
+	struct maps_read *r = arg;
+	struct nmap *nm;
+
+	if (m->perms[2] != 'x')
+		return 0;
+	if (array_grow(&r->maps, &r->cap, r->n + 1))
+		return -ENOMEM;
+	nm = &r->maps[r->n];
+	*nm = (struct nmap){ .start = m->start, .end = m->end, .pgoff = m->offset,
+			     .name = strdup(m->path) };
+	if (!nm->name)
+		return -ENOMEM;
+	if (m->path[0] == '/' && m->inode && !(nm->file = get_file(r->s, r->pid, m))) {
+		free(nm->name);
+		return -ENOMEM;
+	}
+	r->n++;
+	return 0;
+}
+
 /* Read pid's executable mappings; 0 or -errno (the process is gone). */
 static int read_maps(struct nsym *s, struct nproc *p)
 {
-	char path[64], *line = NULL, perms[8];
-	struct nmap *maps = NULL;
-	size_t cap = 0, n = 0, linecap = 0;
-	int ret = 0;
-	FILE *fp;
+	struct maps_read r = { .s = s, .pid = p->pid };
+	int ret = proc_maps_each(p->pid, add_map, &r);
 
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)p->pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return -errno;
-	while (getline(&line, &linecap, fp) > 0) {
-		uint64_t start, end, pgoff, ino;
-		unsigned major, minor;
-		const char *file;
-		int pos = 0;
-		size_t len;
-
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %n",
-			   &start, &end, perms, &pgoff, &major, &minor, &ino, &pos) < 7 ||
-		    !pos || perms[2] != 'x')
-			continue;
-		file = line + pos;
-		len = strcspn(file, "\n");
-		line[pos + len] = 0;
-		if (array_grow(&maps, &cap, n + 1)) {
-			ret = -ENOMEM;
-			break;
-		}
-		maps[n] = (struct nmap){ .start = start, .end = end, .pgoff = pgoff,
-					 .name = strdup(file) };
-		if (!maps[n].name) {
-			ret = -ENOMEM;
-			break;
-		}
-		if (file[0] == '/' && ino &&
-		    !(maps[n].file = get_file(s, p->pid, major, minor, ino, file, start, end))) {
-			free(maps[n].name);
-			ret = -ENOMEM;
-			break;
-		}
-		n++;
-	}
-	free(line);
-	fclose(fp);
 	free_maps(p);
-	p->maps = maps;
-	p->n = n;
+	p->maps = r.maps;
+	p->n = r.n;
 	return ret;
 }
 
