@@ -198,8 +198,14 @@ $(BUILD)/tests/%: tests/bin/%.cc
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O1 -g -Wall -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< -ldl
 
-test: all test-bins
+test: all test-bins sid-python
 	@bash tests/run.sh
+
+# CPython 3.14 for the Python-stack tests: Debian unstable's, in a chroot
+# (scripts/sid-python.sh; once, then kept in /var/lib/gpubpf/sid)
+.PHONY: sid-python
+sid-python:
+	@bash scripts/sid-python.sh
 
 # The README's first two commands, run verbatim as root in a fresh Debian 12
 # (debootstrap --variant=minbase) chroot with the CUDA toolkit bind-mounted;

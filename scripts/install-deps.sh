@@ -22,6 +22,8 @@ pkgs=(
 	libprotobuf32
 	# Debian's CPU PyTorch: tests drive its autograd engine (t0530)
 	python3-torch
+	# a chroot with Debian unstable's CPython 3.14 for the stack tests (scripts/sid-python.sh)
+	debootstrap
 )
 
 check_only=0

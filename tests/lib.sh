@@ -311,14 +311,19 @@ job_summary() {
 	tail -n 1 "$1" | sed -E 's/pid [0-9]+ //; s/ gpu [0-9.]+ ms//; s/ wall [0-9.]+ ms//'
 }
 
-# pyenv_pythons VERSION...: the pyenv CPythons of those versions (3.12 finds
-# ~/.pyenv/versions/3.12.*/bin/python3.12), one path a line, in that order.
-pyenv_pythons() {
-	local v p
+# cpythons VERSION...: a CPython of each of those versions, one path a line,
+# in that order: pyenv's (3.12 finds ~/.pyenv/versions/3.12.*/bin/python3.12),
+# else for 3.14 Debian unstable's in the chroot scripts/sid-python.sh makes
+# (tests/sid-python3.14); none for a version not found.
+cpythons() {
+	local v p found
 	for v in "$@"; do
+		found=
 		for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v; do
-			[[ -x "$p" ]] && echo "$p"
+			[[ -x "$p" ]] && echo "$p" && found=1
 		done
+		[[ -z "$found" && $v == 3.14 && -x "${GPUBPF_SID:-/var/lib/gpubpf/sid}/usr/bin/python3.14" ]] &&
+			echo "$GPUBPF_ROOT/tests/sid-python3.14"
 	done
 	return 0
 }

@@ -19,13 +19,10 @@ export LD_LIBRARY_PATH="$SIMLIB"
 W="$GPUBPF_ROOT/tests/py/thread_states.py"
 
 # the newest CPython here
-py=
-for v in 3.13 3.12 3.11; do
-	for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v /usr/bin/python$v; do
-		[[ -z "$py" && -x "$p" ]] && py=$p
-	done
-done
+py=$(cpythons 3.14 3.13 3.12 3.11 | head -1)
+[[ -z "$py" && -x /usr/bin/python3.11 ]] && py=/usr/bin/python3.11
 [[ -n "$py" ]] || skip_all "no CPython 3.11+ found"
+diag "the newest CPython here: $py"
 
 if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -o "$TMPD/s.pftrace" -- \
 	"$py" "$W" "$TMPD/truth.json"; then

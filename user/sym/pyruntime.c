@@ -105,7 +105,9 @@ struct dbg313 {
  * _Py_DebugOffsets of 3.14 (Include/internal/pycore_debug_offsets.h):
  * threads_main, code_object_generation and tlbc_generation in the
  * interpreter state, stackpointer and tlbc_index in the frame, co_tlbc,
- * a set_object section.  Not tested: no 3.14 on the development machines.
+ * a set_object section; the sections after gc (generator objects, list
+ * nodes, remote debugger support) are not read.  Checked against Debian's
+ * 3.14.10 (scripts/sid-python.sh).
  */
 struct dbg314 {
 	char cookie[8];
@@ -140,6 +142,7 @@ struct dbg314 {
 	struct { __u64 size, lv_tag, ob_digit; } long_object;
 	struct { __u64 size, ob_size, ob_sval; } bytes_object;
 	struct { __u64 size, state, length, asciiobject_size; } unicode_object;
+	struct { __u64 size, collecting; } gc;
 };
 
 /* The fields both DebugOffsets layouts give, as plain numbers. */
@@ -153,7 +156,7 @@ struct dbg {
 	__u64 bytes_ob_size, bytes_ob_sval;
 	__u64 str_state, str_length, str_ascii_size;
 	__u64 ts_native_thread_id, gil_runtime_state, gil_holder;
-	__u64 interp_size, interp_gc, gc_size, gc_collecting;  /* gc_size 0: unknown */
+	__u64 interp_size, interp_gc, gc_size, gc_collecting;
 };
 
 static void whyf(char *why, size_t len, const char *fmt, ...)
@@ -176,10 +179,45 @@ static int read_u64(int fd, __u64 addr, __u64 *v)
 
 /* A mapped file that may hold the runtime. */
 struct cand {
-	char path[PATH_MAX];
+	char path[PATH_MAX];    /* as the maps give it */
+	char open[PATH_MAX];    /* where to read it from here (proc_map_file()) */
 	__u64 start;            /* start of its mapping at file offset 0 */
 	int data;               /* its writable segment is mapped: the loader is done */
 };
+
+struct cands {
+	struct cand *c;
+	int n, max;
+	pid_t pid;
+	char exe[PATH_MAX];
+};
+
+static int add_candidate(const struct proc_map *m, void *arg)
+{
+	struct cands *cs = arg;
+	const char *base = strrchr(m->path, '/');
+	struct cand *c;
+
+	if (!base || strstr(m->path, " (deleted)") ||
+	    (strcmp(m->path, cs->exe) && strncmp(base + 1, "libpython", 9)))
+		return 0;
+	/* the loader maps a library's segments in order, the writable one last */
+	for (int i = 0; i < cs->n; i++)
+		if (!strcmp(cs->c[i].path, m->path)) {
+			cs->c[i].data |= m->perms[1] == 'w';
+			return 0;
+		}
+	if (m->offset || cs->n == cs->max)
+		return 0;
+	c = &cs->c[cs->n];
+	snprintf(c->path, sizeof(c->path), "%s", m->path);
+	if (proc_map_file(cs->pid, m, c->open, sizeof(c->open)))
+		return 0;
+	c->data = m->perms[1] == 'w';
+	c->start = m->start;
+	cs->n++;
+	return 0;
+}
 
 /*
  * The candidates: the executable and libpython*, each with the start of
@@ -189,47 +227,16 @@ struct cand {
  */
 static int list_candidates(pid_t pid, struct cand *c, int max)
 {
-	char path[64], exe[PATH_MAX], line[PATH_MAX + 128];
-	FILE *f;
+	struct cands cs = { .c = c, .max = max, .pid = pid };
+	char path[64];
 	ssize_t n;
-	int k = 0;
+	int err;
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
-	n = readlink(path, exe, sizeof(exe) - 1);
-	exe[n > 0 ? n : 0] = 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f) && k < max) {
-		unsigned long long start, off;
-		char *file = strchr(line, '/'), *base, perms[8];
-		int dup = -1;
-
-		if (!file || sscanf(line, "%llx-%*x %7s %llx", &start, perms, &off) != 3)
-			continue;
-		file[strcspn(file, "\n")] = 0;
-		if (strstr(file, " (deleted)"))
-			continue;
-		base = strrchr(file, '/') + 1;
-		if (strcmp(file, exe) && strncmp(base, "libpython", 9))
-			continue;
-		for (int i = 0; i < k && dup < 0; i++)
-			if (!strcmp(c[i].path, file))
-				dup = i;
-		/* the loader maps a library's segments in order, the writable one last */
-		if (dup >= 0) {
-			c[dup].data |= perms[1] == 'w';
-			continue;
-		}
-		if (off)
-			continue;
-		snprintf(c[k].path, sizeof(c[k].path), "%s", file);
-		c[k].data = perms[1] == 'w';
-		c[k++].start = start;
-	}
-	fclose(f);
-	return k;
+	n = readlink(path, cs.exe, sizeof(cs.exe) - 1);
+	cs.exe[n > 0 ? n : 0] = 0;
+	err = proc_maps_each(pid, add_candidate, &cs);
+	return err < 0 ? err : cs.n;
 }
 
 enum { SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_N };
@@ -319,7 +326,7 @@ static int minor_from_name(const char *path)
  * 3.13's and 3.14's _Py_DebugOffsets name the fields used alike, at
  * different places: read the version's struct, keep the fields used.
  */
-#define READ_DBG(type, more) do {					\
+#define READ_DBG(type) do {					\
 	type o;								\
 									\
 	if (proc_mem_read(fd, runtime, &o, sizeof(o)))			\
@@ -343,18 +350,17 @@ static int minor_from_name(const char *path)
 		o.thread_state.native_thread_id,			\
 		o.interpreter_state.gil_runtime_state,			\
 		o.interpreter_state.gil_holder,				\
-		o.interpreter_state.size, o.interpreter_state.gc, 0, 0,	\
+		o.interpreter_state.size, o.interpreter_state.gc,	\
+		o.gc.size, o.gc.collecting,				\
 	};								\
-	more;								\
 } while (0)
 
 static int read_dbg(int fd, __u64 runtime, unsigned minor, struct dbg *d)
 {
-	/* 3.14's gc section is not read: its place is not known here */
 	if (minor == 13)
-		READ_DBG(struct dbg313, d->gc_size = o.gc.size; d->gc_collecting = o.gc.collecting);
+		READ_DBG(struct dbg313);
 	else
-		READ_DBG(struct dbg314, );
+		READ_DBG(struct dbg314);
 	/* every offset we use inside the struct it indexes: a layout check */
 	if (d->ts_next + 8 > d->ts_size || d->ts_current_frame + 8 > d->ts_size ||
 	    d->ts_thread_id + 8 > d->ts_size || d->fr_previous + 8 > d->fr_size ||
@@ -468,7 +474,6 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 {
 	struct cand *c;
 	__u64 vals[SYM_N], vaddr0 = 0, bias = 0;
-	char path[PATH_MAX + 64];
 	const char *file = NULL;
 	int n, fd = -1, err = -ENOENT, minor = -1;
 
@@ -483,8 +488,7 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		goto cleanup;
 	}
 	for (int i = 0; i < n; i++) {
-		snprintf(path, sizeof(path), "/proc/%d/root%s", pid, c[i].path);
-		if (elf_lookup(path, vals, &vaddr0) || !vals[SYM_RUNTIME])
+		if (elf_lookup(c[i].open, vals, &vaddr0) || !vals[SYM_RUNTIME])
 			continue;
 		/* still being mapped (a process just started): its data is not there yet */
 		if (!c[i].data) {
