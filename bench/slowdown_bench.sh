@@ -3,116 +3,121 @@
 # of `make bench` (bench/run.sh), or alone: `bash bench/slowdown_bench.sh`,
 # as root.
 #
-# Runs of a job, one against the other, differ by more than the 2% to
-# resolve on these shared VMs (sched_bench.sh's range).  So one job is
-# measured against itself: a launch-heavy Python loop (bench/stackcost.py,
-# depth 10, rounds of LAUNCHES cuLaunchKernel calls of the bench libcuda,
-# PAUSE_MS apart) runs throughout, and is recorded with `record -p` for
-# WIN_S seconds at a time, alternately without (--no-states --sample-hz 0)
-# and with them (the default: states, 1000 Hz samples), in blocks of four
-# windows, off-on-on-off, so a drift of the machine cancels.  A window's
-# figure is the median CPU time of the launching thread per launch
-# (time.thread_time_ns: the probes, the sampler and the scheduler hooks run
-# on it) over its rounds, those within its first and last recorded launch,
-# less 0.5 s after the first.  Each block gives on / off; the slowdown is
-# the median over BLOCKS blocks, with their range; noise: the first off
-# window against the second, in each block.
-# Knobs: BLOCKS (6), WIN_S (3), LAUNCHES (1000), PAUSE_MS (20), ON_FLAGS
-# (record's options in the "on" windows, default none: to tell the states'
-# share from the samples', e.g. "--sample-hz 0").  Writes its
-# block of BENCHMARKS.md (between the slowdown-bench markers) unless
-# BENCH_MD=-.
+# These VMs change speed from second to second (up to 2x), far more than
+# the 2% to resolve.  So two copies of one job run side by side, taking
+# turns (bench/turns.py): a launch-heavy Python loop, each process calling
+# its own copy of the bench libcuda (build/bench/push) from a stack of
+# depth 10, both on CPU 0, in ROUNDS rounds of CALLS launches, one block of
+# each a round.  One is recorded with `record -p --no-states --sample-hz 0`
+# (off), the other with a second `record -p` with states and 1000 Hz samples
+# (on, the default; ON_FLAGS adds options to it, e.g. "--sample-hz 0" to
+# tell the states' share from the samples').  A round gives on / off of the
+# launching thread's CPU time per launch (the probes, the sampler and the
+# scheduler hooks run on it); a run's figure is the median over its rounds.
+# Going second in a round is worth about half a percent here, so runs come
+# in pairs, "on" second then first, and a pair's figure is the geometric
+# mean of its two; the slowdown is the median over PAIRS pairs.  The
+# control: the same with both jobs recorded off.  Knobs: PAIRS (6),
+# ROUNDS (300), CALLS (1000), ON_FLAGS.
+# Writes its block of BENCHMARKS.md (between the slowdown-bench markers)
+# unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-BLOCKS=${BLOCKS:-6}
-WIN_S=${WIN_S:-3}
-LAUNCHES=${LAUNCHES:-1000}
-PAUSE_MS=${PAUSE_MS:-20}
+PAIRS=${PAIRS:-6}
+ROUNDS=${ROUNDS:-300}
+CALLS=${CALLS:-1000}
 ON_FLAGS=${ON_FLAGS:-}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 LIBDIR=build/bench/push
 PYTHON=${PYTHON:-python3}
-for f in build/gpubpf "$LIBDIR/libcuda.so.1"; do
+GPUBPF=${GPUBPF:-build/gpubpf}
+for f in "$GPUBPF" "$LIBDIR/libcuda.so.1"; do
 	[ -e "$f" ] || { echo "slowdown_bench: $f missing (run make all bench-bins)" >&2; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { echo "slowdown_bench: needs root (BPF)" >&2; exit 1; }
 T=$(mktemp -d)
-w=
-trap '[ -n "$w" ] && kill "$w" 2>/dev/null; rm -rf "$T"' EXIT
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$T"' EXIT
 start=$(date +%s)
+off=(--no-states --sample-hz 0)
 
-LD_LIBRARY_PATH="$LIBDIR" "$PYTHON" bench/stackcost.py 10 "$LAUNCHES" 1000000 "$PAUSE_MS" \
-	>"$T/rounds" &
-w=$!
-sleep 1
-: >"$T/windows"
-for b in $(seq "$BLOCKS"); do
-	for mode in off on on off; do
-		# shellcheck disable=SC2206
-		flags=($ON_FLAGS)
-		[ "$mode" = off ] && flags=(--no-states --sample-hz 0)
-		build/gpubpf record -p "$w" -d "${WIN_S}s" -q --no-inject "${flags[@]}" -o "$T/w.json" 2>/dev/null
-		# the window: its first and last recorded launch (ms, CLOCK_MONOTONIC)
-		"$PYTHON" -c 'import json, sys
-d = json.load(open(sys.argv[1]))
-base = d["gpubpf"]["ts_base_ns"] / 1e6
-ts = [e["ts"] for e in d["traceEvents"] if e.get("cat") == "cuda_api" and e["name"] == "cuLaunchKernel"]
-print(sys.argv[2], sys.argv[3], int(base + min(ts) / 1000), int(base + max(ts) / 1000))' \
-			"$T/w.json" "$b" "$mode" >>"$T/windows"
+# run FIRST_FLAGS... -- SECOND_FLAGS...: the two jobs, the first's block
+# first in each round; prints the median over the rounds of second / first
+# (CPU ns per launch) and each one's median
+run() {
+	local flags1=() flags2=() j
+	while [ "$1" != -- ]; do flags1+=("$1"); shift; done
+	shift
+	flags2=("$@")
+	rm -rf "$T/libs" "$T"/t?
+	side_copies "$LIBDIR/libcuda.so.1" "$T/libs" 1 2
+	mkfifo "$T/t1" "$T/t2"
+	side_start "$T/r1" taskset -c 0 "$PYTHON" bench/turns.py 10 "$CALLS" "$ROUNDS" \
+		"$T/libs/1/libcuda.so.1" "$T/t1" "$T/t2"
+	local p1=$SIDE_PID j1=$SIDE_JOB
+	side_start "$T/r2" taskset -c 0 "$PYTHON" bench/turns.py 10 "$CALLS" "$ROUNDS" \
+		"$T/libs/2/libcuda.so.1" "$T/t2" "$T/t1"
+	local p2=$SIDE_PID j2=$SIDE_JOB
+	gpubpf_attach "$T/g1.err" --no-device -p "$p1" -o "$T/g1.json" ${flags1[@]+"${flags1[@]}"}
+	local g1=$GB_JOB
+	gpubpf_attach "$T/g2.err" --no-device -p "$p2" -o "$T/g2.json" ${flags2[@]+"${flags2[@]}"}
+	local g2=$GB_JOB
+	printf . >"$T/t1"
+	wait "$j1" "$j2"
+	kill -INT "$g1" "$g2"
+	wait "$g1" "$g2" || true
+	for j in 1 2; do
+		grep -q "^gpubpf: $((ROUNDS * CALLS)) events, 0 dropped" "$T/g$j.err" || {
+			echo "slowdown_bench: job $j: not $((ROUNDS * CALLS)) events with 0 dropped:" \
+				"$(grep '^gpubpf:' "$T/g$j.err" | tail -1)" >&2
+			exit 1
+		}
 	done
-done
-kill "$w"
-wait "$w" 2>/dev/null || true
-w=
+	paste -d' ' "$T/r1.rows" "$T/r2.rows" >"$T/rows"
+	echo "$(side_ratio "$T/rows" 3 1) $(side_col "$T/rows" 1) $(side_col "$T/rows" 3)"
+}
 
-"$PYTHON" - "$T/windows" "$T/rounds" "$BLOCKS" >"$T/result" <<'EOF'
-import statistics, sys
-wins = [l.split() for l in open(sys.argv[1])]
-rounds = []
-for l in open(sys.argv[2]):
-    f = dict(x.split("=") for x in l.split())
-    rounds.append((int(f["t"]), float(f["cpu_ns_per_call"])))
-med = []
-for b, mode, t0, t1 in wins:
-    v = [c for t, c in rounds if int(t0) + 500 <= t <= int(t1)]
-    med.append((int(b), mode, statistics.median(v), len(v)))
-ratios, noise, off, on = [], [], [], []
-for b in range(1, int(sys.argv[3]) + 1):
-    w = [m for m in med if m[0] == b]
-    o = [m[2] for m in w if m[1] == "off"]
-    n = [m[2] for m in w if m[1] == "on"]
-    off += o
-    on += n
-    ratios.append(100 * (sum(n) / sum(o) - 1))
-    noise.append(100 * (o[1] / o[0] - 1))
-print("%.1f %.1f %.2f %.2f %.2f %.2f %.2f %d" % (
-    statistics.median(off), statistics.median(on), statistics.median(ratios), min(ratios),
-    max(ratios), statistics.median([abs(x) for x in noise]), max(abs(x) for x in noise),
-    min(m[3] for m in med)))
-EOF
-read -r off on slow slow_min slow_max noise noise_max nrounds <"$T/result"
-printf 'slowdown from states and samples%s: %s%% (median of %d blocks; range %s%% to %s%%)\n' \
-	"${ON_FLAGS:+ (on: $ON_FLAGS)}" "$slow" "$BLOCKS" "$slow_min" "$slow_max"
-printf '  CPU ns per launch: %s without, %s with; noise (off vs off in a block): median %s%%, max %s%%; >= %d rounds a window\n' \
-	"$off" "$on" "$noise" "$noise_max" "$nrounds"
+: >"$T/raw"
+for pair in $(seq "$PAIRS"); do
+	# shellcheck disable=SC2206
+	on=($ON_FLAGS)
+	read -r r1 off1 on1 < <(run "${off[@]}" -- ${on[@]+"${on[@]}"})
+	read -r r2 on2 off2 < <(run ${on[@]+"${on[@]}"} -- "${off[@]}")
+	read -r n1 _ _ < <(run "${off[@]}" -- "${off[@]}")
+	read -r n2 _ _ < <(run "${off[@]}" -- "${off[@]}")
+	# the geometric mean of the two orders cancels what going second in a
+	# round is worth (the controls: as if the second run's roles were swapped)
+	awk -v r1="$r1" -v r2="$r2" -v n1="$n1" -v n2="$n2" -v a="$off1" -v b="$off2" -v c="$on1" -v d="$on2" \
+		'BEGIN { print sqrt(r1 / r2), sqrt(n1 / n2), (a + b) / 2, (c + d) / 2 }' >>"$T/raw"
+	echo "pair $pair: on / off $(tail -1 "$T/raw" | awk '{ printf "%.4f (on second %.4f, first %.4f), CPU ns/launch %.1f off, %.1f on; control %.4f", $1, '"$r1"', 1 / '"$r2"', $3, $4, $2 }')"
+done
+pct() { awk '{ printf "%.2f\n", 100 * ($1 - 1) }'; }
+slow=$(awk '{ print $1 }' "$T/raw" | median | pct)
+slow_lo=$(awk '{ print $1 }' "$T/raw" | sort -g | head -1 | pct)
+slow_hi=$(awk '{ print $1 }' "$T/raw" | sort -g | tail -1 | pct)
+noise=$(awk '{ print $2 }' "$T/raw" | median | pct)
+noise_lo=$(awk '{ print $2 }' "$T/raw" | sort -g | head -1 | pct)
+noise_hi=$(awk '{ print $2 }' "$T/raw" | sort -g | tail -1 | pct)
+cpu_off=$(awk '{ print $3 }' "$T/raw" | median)
+cpu_on=$(awk '{ print $4 }' "$T/raw" | median)
+echo "slowdown from states and samples${ON_FLAGS:+ (on: $ON_FLAGS)}: $slow% (median of $PAIRS pairs; $slow_lo% to $slow_hi%); control, both off: $noise% ($noise_lo% to $noise_hi%)"
 echo "slowdown_bench: done in $(( $(date +%s) - start ))s"
 
 [ "$BENCH_MD" = - ] && exit 0
 block="$T/block"
 {
 	echo "<!-- slowdown-bench:begin (generated by bench/slowdown_bench.sh; edit outside these markers) -->"
-	echo "### 13. The traced job's slowdown from thread states and CPU samples, measured on one job"
+	echo "### 13. The traced job's slowdown from thread states and CPU samples, two jobs side by side"
 	echo
 	echo "- command: \`bash bench/slowdown_bench.sh\` (part of \`make bench\`), as root"
-	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; load average at the end $(cut -d' ' -f1-3 /proc/loadavg)"
-	echo "- $BLOCKS blocks of 4 windows of ${WIN_S} s (off, on, on, off); took $(( $(date +%s) - start )) s"
+	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); kernel $(uname -r); $(nproc) CPUs; load average at the end $(cut -d' ' -f1-3 /proc/loadavg); gpubpf $([ "$GPUBPF" = build/gpubpf ] && git rev-parse --short HEAD 2>/dev/null || echo "$GPUBPF")"
+	echo "- $PAIRS pairs of runs and as many of controls, each run $ROUNDS rounds of $CALLS launches a job${ON_FLAGS:+; on: $ON_FLAGS}; took $(( $(date +%s) - start )) s"
 	echo
-	echo "One job, a launch-heavy Python loop (bench/stackcost.py, stack depth 10, rounds of $LAUNCHES cuLaunchKernel calls of $LIBDIR, $PAUSE_MS ms apart), recorded with \`record -p\` again and again: without states and samples (\`--no-states --sample-hz 0\`) and with them (the default: states, 1000 Hz). Per window, the launching thread's CPU time per launch (median of its rounds); per block, on / off."
+	echo "Two copies of a launch-heavy Python loop (bench/turns.py: cuLaunchKernel of their own copy of $LIBDIR from a stack of depth 10), both on CPU 0, taking turns in rounds of one block of $CALLS launches each; one recorded with \`record -p --no-states --sample-hz 0\`, the other with a second \`record -p\` with states and 1000 Hz samples (the default). Per round, the ratio of the launching threads' CPU time per launch; per run, the median over its rounds; per pair of runs (the job with states and samples second in a round, then first), the geometric mean of the two. The control: the same with both jobs recorded without states and samples."
 	echo
-	echo "| CPU ns/launch, without | with states and samples | slowdown: median of the blocks (range) | noise: off against off in a block, median (max) |"
+	echo "| CPU ns/launch, without | with states and samples | slowdown: median of the pairs (range) | control, both without: median (range) |"
 	echo "|---:|---:|---:|---:|"
-	echo "| $off | $on | **$slow%** ($slow_min to $slow_max%) | $noise% ($noise_max%) |"
+	echo "| $cpu_off | $cpu_on | **$slow%** ($slow_lo% to $slow_hi%) | $noise% ($noise_lo% to $noise_hi%) |"
 	echo
 	echo "Goal (issue #12): at most 2% at the default rate on a launch-heavy loop."
 	echo "<!-- slowdown-bench:end -->"

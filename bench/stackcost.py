@@ -1,13 +1,10 @@
-"""Per-call cost from a Python stack of known depth (bench/stack_bench.sh).
+"""Per-call cost from a Python stack of known depth (bench/sched_bench.sh).
 
-usage: stackcost.py DEPTH N [ROUNDS PAUSE_MS]
+usage: stackcost.py DEPTH N
 Calls cuLaunchKernel of the bench libcuda (LD_LIBRARY_PATH names its
 directory) N times from a stack of exactly DEPTH Python frames (1: from
 the module's own code); prints ns_per_call=X (wall clock) and, on the next
-line, cpu_ns_per_call=Y (the thread's CPU time).  With ROUNDS (DEPTH at
-least 3): that ROUNDS times, PAUSE_MS apart, one line a round:
-"t=MS cpu_ns_per_call=Y", t its end on CLOCK_MONOTONIC in milliseconds
-(bench/slowdown_bench.sh).
+line, cpu_ns_per_call=Y (the thread's CPU time).
 """
 import ctypes
 import sys
@@ -39,12 +36,6 @@ def main(depth, n):
 
 
 DEPTH, N = int(sys.argv[1]), int(sys.argv[2])
-if len(sys.argv) > 3 and DEPTH >= 3:
-    for _ in range(int(sys.argv[3])):
-        WALL, CPU = main(DEPTH, N)
-        print("t=%d cpu_ns_per_call=%.1f" % (time.monotonic_ns() // 1000000, CPU), flush=True)
-        time.sleep(float(sys.argv[4]) / 1000)
-    sys.exit(0)
 if DEPTH == 1:
     for _ in range(200):
         launch(*ARGS)
