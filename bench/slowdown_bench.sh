@@ -98,8 +98,8 @@ slow_hi=$(awk '{ print $1 }' "$T/raw" | sort -g | tail -1 | pct)
 noise=$(awk '{ print $2 }' "$T/raw" | median | pct)
 noise_lo=$(awk '{ print $2 }' "$T/raw" | sort -g | head -1 | pct)
 noise_hi=$(awk '{ print $2 }' "$T/raw" | sort -g | tail -1 | pct)
-cpu_off=$(awk '{ print $3 }' "$T/raw" | median)
-cpu_on=$(awk '{ print $4 }' "$T/raw" | median)
+cpu_off=$(awk '{ print $3 }' "$T/raw" | median | xargs printf "%.0f")
+cpu_on=$(awk '{ print $4 }' "$T/raw" | median | xargs printf "%.0f")
 echo "slowdown from states and samples${ON_FLAGS:+ (on: $ON_FLAGS)}: $slow% (median of $PAIRS pairs; $slow_lo% to $slow_hi%); control, both off: $noise% ($noise_lo% to $noise_hi%)"
 echo "slowdown_bench: done in $(( $(date +%s) - start ))s"
 
