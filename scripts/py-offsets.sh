@@ -20,6 +20,9 @@ cat > "$tmp/off.c" <<'C'
 #if PY_VERSION_HEX >= 0x030B0000
 #include "internal/pycore_frame.h"
 #endif
+#if PY_VERSION_HEX >= 0x030E0000
+#include "internal/pycore_stackref.h"
+#endif
 #include "internal/pycore_runtime.h"
 #include "internal/pycore_interp.h"
 #if PY_VERSION_HEX < 0x030B0000
@@ -67,6 +70,10 @@ int main(void)
 	P("frame_instr", offsetof(_PyInterpreterFrame, instr_ptr));
 	P("frame_owner", offsetof(_PyInterpreterFrame, owner));
 #endif
+#if PY_VERSION_HEX >= 0x030E0000
+	/* f_executable is a _PyStackRef: its low bits are tags */
+	P("exec_tag_mask", Py_TAG_BITS);
+#endif
 #if PY_VERSION_HEX >= 0x030B0000
 	P("code_qualname", offsetof(PyCodeObject, co_qualname));
 	P("code_adaptive", offsetof(PyCodeObject, co_code_adaptive));
@@ -82,5 +89,6 @@ int main(void)
 	return 0;
 }
 C
-${CC:-gcc} -w -I"$inc" -I"$inc/internal" -o "$tmp/off" "$tmp/off.c"
+# -idirafter: a multiarch pyconfig.h (Debian's: <x86_64-linux-gnu/python3.X/pyconfig.h>)
+${CC:-gcc} -w -I"$inc" -I"$inc/internal" -idirafter "$inc/.." -o "$tmp/off" "$tmp/off.c"
 "$tmp/off"

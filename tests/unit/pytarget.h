@@ -26,13 +26,15 @@ struct pyinterp {
 };
 
 /*
- * The interpreters 3.10+ of pyenv ($PYENV_ROOT or ~/.pyenv, /root/.pyenv)
- * and Debian's /usr/bin/python3.11 (static, non-PIE); older ones too when
- * with_old (for the "not supported" tests).  Returns how many were found.
+ * The interpreters 3.10+ of pyenv ($PYENV_ROOT or ~/.pyenv, /root/.pyenv),
+ * Debian's /usr/bin/python3.11 (static, non-PIE) and Debian unstable's
+ * 3.14 (non-PIE, run chrooted: tests/sid-python3.14, from the repository's
+ * root); older ones too when with_old (for the "not supported" tests).
+ * Returns how many were found.
  */
 static __attribute__((unused)) int py_interps(struct pyinterp *v, int max, int with_old)
 {
-	const char *roots[3] = { getenv("PYENV_ROOT"), NULL, "/root/.pyenv" };
+	const char *roots[3] = { getenv("PYENV_ROOT"), NULL, "/root/.pyenv" }, *sid;
 	char pat[600], home[512];
 	int n = 0;
 
@@ -69,6 +71,19 @@ static __attribute__((unused)) int py_interps(struct pyinterp *v, int max, int w
 		snprintf(v[n].python, sizeof(v[n].python), "/usr/bin/python3.11");
 		snprintf(v[n].include, sizeof(v[n].include), "/usr/include/python3.11");
 		v[n++].version = 311;
+	}
+	/* Debian unstable's 3.14 in its chroot (scripts/sid-python.sh) */
+	sid = getenv("GPUBPF_SID") ? getenv("GPUBPF_SID") : "/var/lib/gpubpf/sid";
+	snprintf(pat, sizeof(pat), "%s/usr/include/python3.14", sid);
+	snprintf(home, sizeof(home), "%s/usr/bin/python3.14", sid);
+	if (n < max && !access(home, X_OK) && !access("tests/sid-python3.14", X_OK) &&
+	    strlen(pat) < sizeof(v[n].include) - 10) {
+		snprintf(v[n].include, sizeof(v[n].include), "%s/Python.h", pat);
+		if (!access(v[n].include, R_OK)) {
+			snprintf(v[n].python, sizeof(v[n].python), "tests/sid-python3.14");
+			snprintf(v[n].include, sizeof(v[n].include), "%s", pat);
+			v[n++].version = 314;
+		}
 	}
 	return n;
 }

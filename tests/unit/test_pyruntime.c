@@ -93,7 +93,9 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 	ok(ok_all, "%s: every offset equals offsetof on its headers", py->python);
 	is_int(c->code_ident, get(o, n, "code_linetable") + 8 - GB_PY_IDENT_LEN,
 	       "%s: identity window ends after co_linetable", py->python);
-	is_int(c->exec_tag_mask, 0, "%s: no tag bits before 3.14", py->python);
+	/* 3.14+: the frame's f_executable is a tagged _PyStackRef */
+	is_int(c->exec_tag_mask, get(o, n, "exec_tag_mask") == GB_PY_NONE ? 0 :
+	       get(o, n, "exec_tag_mask"), "%s: the executable's tag bits", py->python);
 	is_int(GB_PY_GIL_SIZE, get(o, n, "gil_size"), "%s: the GIL's size", py->python);
 	is_int(c->depth, 0, "%s: depth left to the caller", py->python);
 }
