@@ -1471,6 +1471,10 @@ int BPF_PROG(gb_waking, struct task_struct *p)
 		frame = read_u64(t->tstate + cfg->tstate_frame);
 		if (cfg->cframe_frame != GB_PY_NONE && frame)
 			frame = read_u64(frame + cfg->cframe_frame);
+		/* 3.15+: a thread that runs no Python is at its sentinel frame */
+		if (cfg->tstate_base_frame != GB_PY_NONE && frame &&
+		    frame == read_u64(t->tstate + cfg->tstate_base_frame))
+			frame = 0;
 		if (frame)
 			return 0;
 	}

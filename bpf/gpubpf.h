@@ -362,7 +362,7 @@ struct gb_apierr {
 
 struct gb_py_config {
 	__u64 runtime;          /* address of _PyRuntime in the process */
-	__u32 version;          /* major * 100 + minor: 310 ... 314 */
+	__u32 version;          /* major * 100 + minor: 310 ... 315 */
 	__u32 interp_head;      /* offset of runtime->interpreters.head */
 	__u32 threads_head;     /* of interp->threads.head */
 	__u32 tstate_next;      /* of tstate->next */
@@ -379,7 +379,7 @@ struct gb_py_config {
 	__u32 code_ident;       /* start of the GB_PY_IDENT_LEN bytes of the code
 				   object folded into its identity token */
 	__u32 depth;            /* frames to walk, <= GB_PY_MAX_DEPTH */
-	__u8 exec_tag_mask;     /* 3.14: low bits of f_executable that are tags */
+	__u8 exec_tag_mask;     /* 3.14+: low bits of f_executable that are tags */
 	__u8 gil_in_interp;     /* gil is an offset in the interpreter (3.12+), not
 				   in the runtime (3.10/3.11) */
 	__u8 pad[2];
@@ -388,6 +388,10 @@ struct gb_py_config {
 	__u32 tstate_native_tid; /* of tstate->native_thread_id; GB_PY_NONE in 3.10 */
 	__u32 gc_collecting;    /* of interp->gc.collecting (an int, set while the
 				   collector runs); GB_PY_NONE: unknown */
+	__u32 tstate_base_frame; /* 3.15+: of tstate->base_frame, the sentinel frame
+				   at the bottom of every thread's stack (its top
+				   when the thread runs no Python); GB_PY_NONE before */
+	__u32 pad2;
 };
 
 /* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.10 to 3.13: its

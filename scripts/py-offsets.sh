@@ -70,6 +70,9 @@ int main(void)
 	P("frame_instr", offsetof(_PyInterpreterFrame, instr_ptr));
 	P("frame_owner", offsetof(_PyInterpreterFrame, owner));
 #endif
+#if PY_VERSION_HEX >= 0x030F0000
+	P("tstate_base_frame", offsetof(PyThreadState, base_frame));
+#endif
 #if PY_VERSION_HEX >= 0x030E0000
 	/* f_executable is a _PyStackRef: its low bits are tags */
 	P("exec_tag_mask", Py_TAG_BITS);

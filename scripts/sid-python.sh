@@ -1,34 +1,55 @@
 #!/usr/bin/env bash
-# A CPython newer than Debian 12's, for the Python-stack tests: Debian
-# unstable's python3.14 and its headers in a minimal chroot (debootstrap
-# --variant=minbase), at $GPUBPF_SID (default /var/lib/gpubpf/sid).
-# tests/sid-python3.14 runs it; the tests that walk Python stacks add it to
-# the CPythons they cover (tests/unit/test_pyruntime.c also checks the
-# offsets gpubpf reads against its headers), and skip it where it is absent.
+# CPythons newer than Debian 12's, for the Python-stack tests: Debian
+# unstable's python3.14 and python3.15, with their headers, in a minimal
+# chroot (debootstrap --variant=minbase) at $GPUBPF_SID (default
+# /var/lib/gpubpf/sid).  tests/sid-python3.X runs one; the tests that walk
+# Python stacks add them to the CPythons they cover (tests/unit/
+# test_pyruntime.c also checks the offsets gpubpf reads against their
+# headers), and skip a version that is absent.
 #
-#	bash scripts/sid-python.sh     create it if it is missing (idempotent)
+#	bash scripts/sid-python.sh     make or complete it (idempotent)
 #
-# Needs root, debootstrap and Debian's archive; where either is missing it
-# says so in one line and exits 0: the tests then skip CPython 3.14.
+# Needs root, debootstrap and Debian's archive; where one is missing, or
+# unstable no longer has a version, it says so in one line and exits 0:
+# the tests then skip that version.
 set -euo pipefail
 SID=${GPUBPF_SID:-/var/lib/gpubpf/sid}
-PY=python3.14
+VERSIONS=(3.14 3.15)
+STAMP=$SID/.gpubpf-sid-python   # the versions asked for, when it was made
 
-[[ -x "$SID/usr/bin/$PY" && -f "$SID/usr/include/$PY/Python.h" ]] && exit 0
-say() { echo "sid-python: $*; the tests will skip CPython 3.14" >&2; exit 0; }
-[[ $(id -u) -eq 0 ]] || say "not root"
-command -v debootstrap >/dev/null || say "no debootstrap"
-tmp="$SID.new"
-rm -rf "$tmp"
-mkdir -p "$(dirname "$SID")"
-echo "sid-python: installing Debian unstable's $PY in $SID (a minute; downloads ~80 MB)" >&2
-if ! debootstrap --variant=minbase --include="$PY-minimal,lib$PY-stdlib,lib$PY-dev" sid "$tmp" \
-	http://deb.debian.org/debian >"$tmp.log" 2>&1; then
-	tail -n 3 "$tmp.log" >&2
-	rm -rf "$tmp" "$tmp.log"
-	say "debootstrap failed (log above)"
+[[ -f "$STAMP" && "$(head -n 1 "$STAMP")" == "${VERSIONS[*]}" ]] && exit 0
+say() { echo "sid-python: $*" >&2; }
+[[ $(id -u) -eq 0 ]] || { say "not root; the tests will skip CPython ${VERSIONS[*]}"; exit 0; }
+command -v debootstrap >/dev/null ||
+	{ say "no debootstrap; the tests will skip CPython ${VERSIONS[*]}"; exit 0; }
+root=$SID
+if [[ ! -x "$SID/usr/bin/apt-get" ]]; then
+	root="$SID.new"
+	rm -rf "$root"
+	mkdir -p "$(dirname "$SID")"
+	say "making a Debian unstable chroot in $SID for CPython ${VERSIONS[*]} (a minute or two; ~150 MB of downloads)"
+	if ! debootstrap --variant=minbase sid "$root" http://deb.debian.org/debian \
+		>"$root.log" 2>&1; then
+		tail -n 3 "$root.log" >&2
+		rm -rf "$root" "$root.log"
+		say "debootstrap failed (log above); the tests will skip CPython ${VERSIONS[*]}"
+		exit 0
+	fi
+	rm -f "$root.log"
+else
+	chroot "$root" apt-get -q update >/dev/null 2>&1 || true
 fi
-rm -f "$tmp.log"
-chroot "$tmp" "$PY" -c 'pass' || { rm -rf "$tmp"; say "the chroot's $PY does not run"; }
-rm -rf "$SID"
-mv "$tmp" "$SID"
+have=()
+for v in "${VERSIONS[@]}"; do
+	if chroot "$root" apt-get install -y -q --no-install-recommends "python$v-minimal" \
+		"libpython$v-stdlib" "libpython$v-dev" >"$root.apt.log" 2>&1 &&
+		chroot "$root" "python$v" -c 'import ctypes'; then
+		have+=("$v")
+	else
+		tail -n 2 "$root.apt.log" >&2
+		say "no CPython $v from Debian unstable now; the tests will skip it"
+	fi
+done
+rm -f "$root.apt.log"
+printf '%s\n%s\n' "${VERSIONS[*]}" "${have[*]}" >"$root/.gpubpf-sid-python"
+[[ "$root" == "$SID" ]] || mv "$root" "$SID"

@@ -313,8 +313,8 @@ job_summary() {
 
 # cpythons VERSION...: a CPython of each of those versions, one path a line,
 # in that order: pyenv's (3.12 finds ~/.pyenv/versions/3.12.*/bin/python3.12),
-# else for 3.14 Debian unstable's in the chroot scripts/sid-python.sh makes
-# (tests/sid-python3.14); none for a version not found.
+# else Debian unstable's in the chroot scripts/sid-python.sh makes
+# (tests/sid-python3.X: 3.14 and 3.15); none for a version not found.
 cpythons() {
 	local v p found
 	for v in "$@"; do
@@ -322,8 +322,9 @@ cpythons() {
 		for p in "$HOME"/.pyenv/versions/$v.*/bin/python$v; do
 			[[ -x "$p" ]] && echo "$p" && found=1
 		done
-		[[ -z "$found" && $v == 3.14 && -x "${GPUBPF_SID:-/var/lib/gpubpf/sid}/usr/bin/python3.14" ]] &&
-			echo "$GPUBPF_ROOT/tests/sid-python3.14"
+		[[ -z "$found" && -e "$GPUBPF_ROOT/tests/sid-python$v" &&
+			-x "${GPUBPF_SID:-/var/lib/gpubpf/sid}/usr/bin/python$v" ]] &&
+			echo "$GPUBPF_ROOT/tests/sid-python$v"
 	done
 	return 0
 }

@@ -4,11 +4,11 @@
 # through methods, generators, lambdas, a C callback, recursion, two
 # threads, and a stack deeper than the limit (truncated, flagged).
 . "$(dirname "$0")/lib.sh"
-test_description "Python stacks on CUDA calls, CPython 3.10 to 3.14"
+test_description "Python stacks on CUDA calls, CPython 3.10 to 3.15"
 require_bpf
 require_sim
 export LD_LIBRARY_PATH="$SIMLIB"
-mapfile -t pythons < <(cpythons 3.10 3.11 3.12 3.13 3.14)
+mapfile -t pythons < <(cpythons 3.10 3.11 3.12 3.13 3.14 3.15)
 [[ -x /usr/bin/python3.11 ]] && pythons+=(/usr/bin/python3.11)
 ((${#pythons[@]})) || skip_all "no CPython 3.10+ found"
 for py in "${pythons[@]}"; do

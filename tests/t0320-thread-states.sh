@@ -19,7 +19,7 @@ export LD_LIBRARY_PATH="$SIMLIB"
 W="$GPUBPF_ROOT/tests/py/thread_states.py"
 
 # the newest CPython here
-py=$(cpythons 3.14 3.13 3.12 3.11 | head -1)
+py=$(cpythons 3.15 3.14 3.13 3.12 3.11 | head -1)
 [[ -z "$py" && -x /usr/bin/python3.11 ]] && py=/usr/bin/python3.11
 [[ -n "$py" ]] || skip_all "no CPython 3.11+ found"
 diag "the newest CPython here: $py"

@@ -28,8 +28,8 @@ struct pyinterp {
 /*
  * The interpreters 3.10+ of pyenv ($PYENV_ROOT or ~/.pyenv, /root/.pyenv),
  * Debian's /usr/bin/python3.11 (static, non-PIE) and Debian unstable's
- * 3.14 (non-PIE, run chrooted: tests/sid-python3.14, from the repository's
- * root); older ones too when with_old (for the "not supported" tests).
+ * 3.14 and 3.15 (non-PIE, run chrooted: tests/sid-python3.X, from the
+ * repository's root); older ones too when with_old (for the "not supported" tests).
  * Returns how many were found.
  */
 static __attribute__((unused)) int py_interps(struct pyinterp *v, int max, int with_old)
@@ -72,18 +72,17 @@ static __attribute__((unused)) int py_interps(struct pyinterp *v, int max, int w
 		snprintf(v[n].include, sizeof(v[n].include), "/usr/include/python3.11");
 		v[n++].version = 311;
 	}
-	/* Debian unstable's 3.14 in its chroot (scripts/sid-python.sh) */
+	/* Debian unstable's 3.14 and 3.15 in its chroot (scripts/sid-python.sh) */
 	sid = getenv("GPUBPF_SID") ? getenv("GPUBPF_SID") : "/var/lib/gpubpf/sid";
-	snprintf(pat, sizeof(pat), "%s/usr/include/python3.14", sid);
-	snprintf(home, sizeof(home), "%s/usr/bin/python3.14", sid);
-	if (n < max && !access(home, X_OK) && !access("tests/sid-python3.14", X_OK) &&
-	    strlen(pat) < sizeof(v[n].include) - 10) {
-		snprintf(v[n].include, sizeof(v[n].include), "%s/Python.h", pat);
-		if (!access(v[n].include, R_OK)) {
-			snprintf(v[n].python, sizeof(v[n].python), "tests/sid-python3.14");
-			snprintf(v[n].include, sizeof(v[n].include), "%s", pat);
-			v[n++].version = 314;
-		}
+	for (int minor = 14; minor <= 15 && n < max; minor++) {
+		snprintf(home, sizeof(home), "%s/usr/bin/python3.%d", sid, minor);
+		snprintf(pat, sizeof(pat), "%s/usr/include/python3.%d/Python.h", sid, minor);
+		snprintf(v[n].python, sizeof(v[n].python), "tests/sid-python3.%d", minor);
+		if (access(home, X_OK) || access(pat, R_OK) || access(v[n].python, X_OK) ||
+		    strlen(pat) >= sizeof(v[n].include))
+			continue;
+		snprintf(v[n].include, sizeof(v[n].include), "%.*s", (int)(strlen(pat) - 9), pat);
+		v[n++].version = 300 + minor;
 	}
 	return n;
 }

@@ -66,6 +66,7 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 		{ "gil", c->gil }, { "gil_holder", c->gil_holder },
 		{ "tstate_native_tid", c->tstate_native_tid },
 		{ "gc_collecting", c->gc_collecting },
+		{ "tstate_base_frame", c->tstate_base_frame },
 	};
 
 	if (!ok(n > 10, "%s: offsetof from its headers", py->python))
@@ -190,7 +191,7 @@ static void test_old(const struct pyinterp *py)
 	pid = py_spawn(argv, out);
 	if (!ok(pid > 0, "%s started", py->python))
 		return;
-	snprintf(want, sizeof(want), "CPython 3.%u is not supported (3.10 to 3.14)",
+	snprintf(want, sizeof(want), "CPython 3.%u is not supported (3.10 to 3.15)",
 		 py->version % 100);
 	is_int(pyruntime_find(pid, &cfg, why, sizeof(why)), -ENOTSUP,
 	       "%s: not supported", py->python);

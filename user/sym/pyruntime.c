@@ -5,7 +5,7 @@
  * The runtime is the _PyRuntime object of the executable (a static
  * libpython, maybe non-PIE) or of libpython3.X.so.  Layouts: offsetof
  * tables for 3.10, 3.11 and 3.12 (checked against each version's headers
- * by scripts/py-offsets.sh and tests/unit/test_pyruntime.c); 3.13 and 3.14
+ * by scripts/py-offsets.sh and tests/unit/test_pyruntime.c); 3.13 to 3.15
  * publish their offsets in the _Py_DebugOffsets that starts _PyRuntime.
  */
 #include <errno.h>
@@ -40,6 +40,7 @@ static const struct py_table tables[] = {
 		.frame_code = 32, .frame_prev = 24, .frame_instr = 96,
 		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64,
 		.gil = 352, .gil_holder = 8, .tstate_native_tid = N, .gc_collecting = 816,
+		.tstate_base_frame = N,
 	}, {
 		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,
 		.linetable = 120, .str_length = 16, .str_state = 32,
@@ -51,6 +52,7 @@ static const struct py_table tables[] = {
 		.frame_code = 32, .frame_prev = 48, .frame_instr = 56,
 		.frame_owner = 69, .code_adaptive = 184, .code_ident = 136 + 8 - 64,
 		.gil = 360, .gil_holder = 8, .tstate_native_tid = 160, .gc_collecting = 848,
+		.tstate_base_frame = N,
 	}, {
 		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 72,
 		.linetable = 136, .str_length = 16, .str_state = 32,
@@ -62,7 +64,7 @@ static const struct py_table tables[] = {
 		.frame_code = 0, .frame_prev = 8, .frame_instr = 56,
 		.frame_owner = 70, .code_adaptive = 192, .code_ident = 136 + 8 - 64,
 		.gil = 1040, .gil_in_interp = 1, .gil_holder = 8, .tstate_native_tid = 144,
-		.gc_collecting = 312,
+		.gc_collecting = 312, .tstate_base_frame = N,
 	}, {
 		.filename = 112, .name = 120, .qualname = 128, .firstlineno = 68,
 		.linetable = 136, .str_length = 16, .str_state = 32,
@@ -145,6 +147,55 @@ struct dbg314 {
 	struct { __u64 size, collecting; } gc;
 };
 
+/*
+ * _Py_DebugOffsets of 3.15: base_frame, last_profiled_frame(_seq),
+ * holds_gil, gil_requested, current_exception and exc_state in the thread
+ * state; an err_stackitem section; tp_basicsize and tp_dictoffset; a
+ * heap_type_object section; compactunicodeobject_size; gc's frame and
+ * generation stats.  Checked against Debian's 3.15.2.
+ */
+struct dbg315 {
+	char cookie[8];
+	__u64 version, free_threaded;
+	struct { __u64 size, finalizing, interpreters_head; } runtime_state;
+	struct {
+		__u64 size, id, next, threads_head, threads_main, gc,
+		      imports_modules, sysdict, builtins, ceval_gil,
+		      gil_runtime_state, gil_enabled, gil_locked, gil_holder,
+		      code_object_generation, tlbc_generation;
+	} interpreter_state;
+	struct {
+		__u64 size, prev, next, interp, current_frame, base_frame,
+		      last_profiled_frame, last_profiled_frame_seq, thread_id,
+		      native_thread_id, datastack_chunk, status, holds_gil,
+		      gil_requested, current_exception, exc_state;
+	} thread_state;
+	struct { __u64 exc_value; } err_stackitem;
+	struct {
+		__u64 size, previous, executable, instr_ptr, localsplus, owner,
+		      stackpointer, tlbc_index;
+	} interpreter_frame;
+	struct {
+		__u64 size, filename, name, qualname, linetable, firstlineno,
+		      argcount, localsplusnames, localspluskinds, co_code_adaptive,
+		      co_tlbc;
+	} code_object;
+	struct { __u64 size, ob_type; } pyobject;
+	struct { __u64 size, tp_name, tp_repr, tp_flags, tp_basicsize, tp_dictoffset; } type_object;
+	struct { __u64 size, ht_cached_keys; } heap_type_object;
+	struct { __u64 size, ob_item, ob_size; } tuple_object;
+	struct { __u64 size, ob_item, ob_size; } list_object;
+	struct { __u64 size, used, table, mask; } set_object;
+	struct { __u64 size, ma_keys, ma_values; } dict_object;
+	struct { __u64 size, ob_fval; } float_object;
+	struct { __u64 size, lv_tag, ob_digit; } long_object;
+	struct { __u64 size, ob_size, ob_sval; } bytes_object;
+	struct {
+		__u64 size, state, length, asciiobject_size, compactunicodeobject_size;
+	} unicode_object;
+	struct { __u64 size, collecting, frame, generation_stats_size, generation_stats; } gc;
+};
+
 /* The fields both DebugOffsets layouts give, as plain numbers. */
 struct dbg {
 	__u64 version, free_threaded;
@@ -157,6 +208,7 @@ struct dbg {
 	__u64 str_state, str_length, str_ascii_size;
 	__u64 ts_native_thread_id, gil_runtime_state, gil_holder;
 	__u64 interp_size, interp_gc, gc_size, gc_collecting;
+	__u64 ts_base_frame;    /* 3.15+; else N */
 };
 
 static void whyf(char *why, size_t len, const char *fmt, ...)
@@ -323,10 +375,10 @@ static int minor_from_name(const char *path)
 }
 
 /*
- * 3.13's and 3.14's _Py_DebugOffsets name the fields used alike, at
+ * 3.13's to 3.15's _Py_DebugOffsets name the fields used alike, at
  * different places: read the version's struct, keep the fields used.
  */
-#define READ_DBG(type) do {					\
+#define READ_DBG(type, more) do {					\
 	type o;								\
 									\
 	if (proc_mem_read(fd, runtime, &o, sizeof(o)))			\
@@ -351,16 +403,19 @@ static int minor_from_name(const char *path)
 		o.interpreter_state.gil_runtime_state,			\
 		o.interpreter_state.gil_holder,				\
 		o.interpreter_state.size, o.interpreter_state.gc,	\
-		o.gc.size, o.gc.collecting,				\
+		o.gc.size, o.gc.collecting, N,				\
 	};								\
+	more;								\
 } while (0)
 
 static int read_dbg(int fd, __u64 runtime, unsigned minor, struct dbg *d)
 {
 	if (minor == 13)
-		READ_DBG(struct dbg313);
+		READ_DBG(struct dbg313, );
+	else if (minor == 14)
+		READ_DBG(struct dbg314, );
 	else
-		READ_DBG(struct dbg314);
+		READ_DBG(struct dbg315, d->ts_base_frame = o.thread_state.base_frame);
 	/* every offset we use inside the struct it indexes: a layout check */
 	if (d->ts_next + 8 > d->ts_size || d->ts_current_frame + 8 > d->ts_size ||
 	    d->ts_thread_id + 8 > d->ts_size || d->fr_previous + 8 > d->fr_size ||
@@ -393,6 +448,8 @@ static void from_dbg(const struct dbg *d, unsigned minor, struct gb_py_config *c
 	cfg->exec_tag_mask = minor >= 14 ? 3 : 0;
 	cfg->tstate_native_tid = d->ts_native_thread_id + 4 <= d->ts_size ?
 				 d->ts_native_thread_id : N;
+	cfg->tstate_base_frame = d->ts_base_frame != N && d->ts_base_frame + 8 <= d->ts_size ?
+				 d->ts_base_frame : N;
 	/* the GIL inside the interpreter, gil_holder its last_holder there */
 	cfg->gil_in_interp = 1;
 	cfg->gil = d->gil_holder > d->gil_runtime_state &&
@@ -435,7 +492,7 @@ int pyruntime_code_layout(pid_t pid, const struct gb_py_config *cfg,
 		*out = t->code;
 		return 0;
 	}
-	if (cfg->version != 313 && cfg->version != 314)
+	if (cfg->version < 313 || cfg->version > 315)
 		return -ENOTSUP;
 	fd = proc_mem_open(pid);
 	if (fd < 0)
@@ -530,13 +587,13 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	} else {
 		minor = minor_from_name(file);
 		if (minor < 0 || minor >= 10) {
-			whyf(why, whylen, "CPython older than 3.10 is not supported (3.10 to 3.14)");
+			whyf(why, whylen, "CPython older than 3.10 is not supported (3.10 to 3.15)");
 			err = -ENOTSUP;
 			goto cleanup;
 		}
 	}
-	if (minor < 10 || minor > 14) {
-		whyf(why, whylen, "CPython 3.%d is not supported (3.10 to 3.14)", minor);
+	if (minor < 10 || minor > 15) {
+		whyf(why, whylen, "CPython 3.%d is not supported (3.10 to 3.15)", minor);
 		err = -ENOTSUP;
 		goto cleanup;
 	}

@@ -14,7 +14,7 @@
  * Find the mapping of pid that defines _PyRuntime (the executable or
  * libpython3.X.so), the interpreter's version and its layout, and fill
  * cfg (cfg->depth is left for the caller).  Layouts: tables for 3.10, 3.11
- * and 3.12; _Py_DebugOffsets for 3.13 and 3.14.
+ * and 3.12; _Py_DebugOffsets for 3.13 to 3.15.
  * Returns 0; -ENOENT if the process runs no CPython (not an error: say
  * nothing); -ENOTSUP for a CPython gpubpf cannot walk (unknown version,
  * free-threaded build, unreadable runtime), with a one-line reason in why;
