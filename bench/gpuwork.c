@@ -3,8 +3,8 @@
  * gpuwork - launch work on the simulated driver and time it (bench/run.sh,
  * section 4: GPU timing).
  *
- *	gpuwork [-l LIB] [-m launch|graph] [-n LAUNCHES] [-k KERNELS] [-r REPLAYS]
- *	        [-W WARMUP]
+ *	gpuwork [-l LIB] [-m launch|rounds|graph] [-n LAUNCHES] [-k KERNELS]
+ *	        [-r REPLAYS] [-W WARMUP] [-g] [-i TURN_IN -o TURN_OUT]
  *
  * dlopens LIB (default libcuda.so.1, i.e. the simulated driver through
  * LD_LIBRARY_PATH=build/sim), calls cuInit (which loads
@@ -22,10 +22,17 @@
  *             the launching thread's own cost alone.
  *  -m rounds  REPLAYS rounds, each LAUNCHES launches (timed) and a
  *             synchronisation, 100 ms apart; one line per round (round=,
- *             t_ms= CLOCK_MONOTONIC ms at its start, ns_per_launch=, and
+ *             t_ms= CLOCK_MONOTONIC ms at its start, ns_per_launch=,
  *             cpu_ns_per_launch=: the launching thread's CPU time, which
- *             other jobs on the machine disturb far less): for attaching to the
- *             process between rounds (bench/inject_bench.sh).
+ *             other jobs on the machine disturb far less, and
+ *             round_ns_per_launch=: launches and synchronisation, the
+ *             stream's worker's share included): for attaching to the
+ *             process between rounds (bench/inject_bench.sh).  With -i and
+ *             -o, a round starts when a byte arrives on the FIFO TURN_IN
+ *             rather than 100 ms after the last, and ends by writing one to
+ *             TURN_OUT: processes in a ring of FIFOs take turns, and their
+ *             rounds, a few milliseconds apart, see the same speed of these
+ *             VMs (bench/inject_bench.sh).
  *  -m graph   captures KERNELS launches into a graph
  *             (cuStreamBeginCapture/cuStreamEndCapture), instantiates it,
  *             then launches it REPLAYS times and synchronises (timed
@@ -36,6 +43,8 @@
  * that ran, warm-up included (what a trace must hold).
  */
 #include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -102,22 +111,22 @@ static void *sym(void *h, const char *name)
 static void usage(void)
 {
 	fprintf(stderr, "usage: gpuwork [-l LIB] [-m launch|rounds|graph] [-n LAUNCHES] "
-		"[-k KERNELS] [-r REPLAYS] [-W WARMUP] [-g]\n");
+		"[-k KERNELS] [-r REPLAYS] [-W WARMUP] [-g] [-i TURN_IN -o TURN_OUT]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
-	const char *lib = "libcuda.so.1", *mode = "launch";
+	const char *lib = "libcuda.so.1", *mode = "launch", *turn_in = NULL, *turn_out = NULL;
 	uint64_t n = 20000, k = 1000, r = 100, warm = 100, i, t0, t1, t2;
 	static uint32_t dur_us;             /* 0-us kernels */
 	void *params[] = { &dur_us };
 	CUfunction f;
 	CUstream s;
 	void *h;
-	int c, gated = 0;
+	int c, gated = 0, tin = -1, tout = -1;
 
-	while ((c = getopt(argc, argv, "l:m:n:k:r:W:g")) != -1) {
+	while ((c = getopt(argc, argv, "l:m:n:k:r:W:gi:o:")) != -1) {
 		switch (c) {
 		case 'l': lib = optarg; break;
 		case 'm': mode = optarg; break;
@@ -126,11 +135,21 @@ int main(int argc, char **argv)
 		case 'r': r = strtoull(optarg, NULL, 0); break;
 		case 'W': warm = strtoull(optarg, NULL, 0); break;
 		case 'g': gated = 1; break;
+		case 'i': turn_in = optarg; break;
+		case 'o': turn_out = optarg; break;
 		default: usage();
 		}
 	}
 	if (strcmp(mode, "launch") && strcmp(mode, "graph") && strcmp(mode, "rounds"))
 		usage();
+	if (!turn_in != !turn_out)
+		usage();
+	/* read-write: opening never blocks, and a write never fails when the
+	 * next process has gone */
+	if (turn_in && ((tin = open(turn_in, O_RDWR)) < 0 || (tout = open(turn_out, O_RDWR)) < 0)) {
+		fprintf(stderr, "gpuwork: cannot open %s or %s\n", turn_in, turn_out);
+		return 1;
+	}
 	h = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		fprintf(stderr, "gpuwork: %s\n", dlerror());
@@ -175,7 +194,11 @@ int main(int argc, char **argv)
 		for (uint64_t round = 0; round < r; round++) {
 			struct timespec ts = { 0, 100000000 };
 			uint64_t c0, c1;
+			char b;
 
+			while (tin >= 0 && read(tin, &b, 1) != 1)
+				if (errno != EINTR)
+					return 1;
 			t0 = now_ns();
 			c0 = thread_cpu_ns();
 			for (i = 0; i < n; i++)
@@ -183,11 +206,16 @@ int main(int argc, char **argv)
 			c1 = thread_cpu_ns();
 			t1 = now_ns();
 			CK(p_cuStreamSynchronize(s));
-			printf("round=%llu t_ms=%.0f ns_per_launch=%.1f cpu_ns_per_launch=%.1f\n",
-			       (unsigned long long)round, t0 / 1e6, (double)(t1 - t0) / n,
-			       (double)(c1 - c0) / n);
+			t2 = now_ns();
+			printf("round=%llu t_ms=%.0f ns_per_launch=%.1f cpu_ns_per_launch=%.1f "
+			       "round_ns_per_launch=%.1f\n", (unsigned long long)round, t0 / 1e6,
+			       (double)(t1 - t0) / n, (double)(c1 - c0) / n, (double)(t2 - t0) / n);
 			fflush(stdout);
-			nanosleep(&ts, NULL);
+			if (tout < 0)
+				nanosleep(&ts, NULL);
+			while (tout >= 0 && write(tout, ".", 1) != 1)
+				if (errno != EINTR)
+					return 1;
 		}
 	} else {
 		CUgraph g;

@@ -7,26 +7,25 @@
 #     once with `gpubpf record -p -d 300ms` (which loads the library with
 #     ptrace); the borrowed thread's stop, from the trace
 #     (gpubpf.gpu.late_attach.PID.stall_us): median, p90, max;
-#  2. per-launch cost after detach: A and C (never attached) and B (recorded
-#     once with -p for 1 s, then left with the library dormant) run side by
-#     side; the launching thread's CPU time per launch, medians over the
-#     rounds after B's recording ended (gpubpf exited): B/A, and
-#     B after / B before its recording.  Goal: <= 1.02x.  C/A shows the
-#     noise of the machine.
+#  2. per-launch cost after detach: A (never attached) and B take turns on
+#     CPU 0 (gpuwork -i/-o, a ring of FIFOs); B is recorded once with -p
+#     for 1 s.  Per round, B's time per launch (launches and sync: its
+#     whole CPU time, all its threads being on CPU 0) over A's; medians over
+#     the rounds before B's recording and after it ended; after / before
+#     cancels what going second in a round is worth.  Goal: <= 1.02x.
 #  3. the same with the shipped library's CUPTI backend, over CUPTI's API
 #     on the simulated driver (build/sim/libcupti_sim.so, which like CUPTI
-#     stays attached to the driver until cuptiFinalize): E never
-#     attached, F recorded once and detached (CUPTI finalized from the
-#     job's API-exit callback), G recorded once with GPUBPF_CUPTI_FINALIZE=0
-#     (only unsubscribed): F/E and G/E after the recording.
-# Knobs: INJ_REPS (20), LAUNCHES (20000), ROUNDS (60).  Writes its block
+#     stays attached to the driver until cuptiFinalize): E never attached,
+#     F recorded once and detached (CUPTI finalized from the job's API-exit
+#     callback), G recorded once with GPUBPF_CUPTI_FINALIZE=0 (only
+#     unsubscribed), taking turns: F/E and G/E, after / before.
+# Knobs: INJ_REPS (20), LAUNCHES (5000).  Writes its block
 # of BENCHMARKS.md (between the inject-bench markers) unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 INJ_REPS=${INJ_REPS:-20}
-LAUNCHES=${LAUNCHES:-20000}
-ROUNDS=${ROUNDS:-60}
+LAUNCHES=${LAUNCHES:-5000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 GW=build/bench/gpuwork
 for f in $GW build/gpubpf build/sim/libgpubpf_cupti.so build/sim/libcuda.so.1 \
@@ -63,61 +62,89 @@ s_med=$(median <"$T/ok"); s_p90=$(pct 90 <"$T/ok"); s_max=$(pct 100 <"$T/ok")
 printf '1. target stall per injection (%d injections, %d failed): median %.0f us, p90 %.0f us, max %.0f us\n' \
 	"$INJ_REPS" "$fails" "$s_med" "$s_p90" "$s_max"
 
-# 2. per-launch cost after detach, A and B side by side
-$GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/a.out" &
-a=$!
-$GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/b.out" &
-b=$!
-$GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/c.out" &
-c=$!
-PIDS+=("$a" "$b" "$c")
-wait_cuda "$b"
-sleep 1
+# Processes taking turns on CPU 0 in a ring of FIFOs (gpuwork -i/-o), so a
+# round's blocks, milliseconds apart, see the same speed of this VM.
+# turn NAME NEXT [VAR=VALUE...]: start NAME, which hands over to NEXT
+turn() {
+	local name=$1 next=$2
+	shift 2
+	[ -p "$T/f_$name" ] || mkfifo "$T/f_$name"
+	[ -p "$T/f_$next" ] || mkfifo "$T/f_$next"
+	env "$@" taskset -c 0 $GW -m rounds -n "$LAUNCHES" -r 1000000000 -i "$T/f_$name" \
+		-o "$T/f_$next" >"$T/$name.out" &
+	PIDS+=("$!")
+	eval "pid_$name=$!"
+}
 mono_ms() { python3 -c 'import time; print(time.monotonic_ns() // 1000000)'; }
+# ratios T_ATTACH T_DETACH REF NAME...: for each NAME, the median over the
+# rounds of its round's time per launch (launches and synchronisation: all
+# threads of a process share CPU 0, and one process runs at a time, so this
+# is its whole CPU time, the stream worker's included) over REF's in the
+# same round, before its recording and after it ended, and after / before
+# (what going later in a round is worth cancels); one "before after change
+# rounds-after" line per NAME
+ratios() {
+	python3 - "$T" "$@" <<'PY'
+import statistics, sys
+d, t_attach, t_detach, ref, names = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5:]
+def rounds(name):
+    out = {}
+    for line in open("%s/%s.out" % (d, name)):
+        f = dict(x.split("=") for x in line.split())
+        out[int(f["round"])] = (float(f["t_ms"]), float(f["round_ns_per_launch"]))
+    return out
+r = rounds(ref)
+for name in names:
+    n = rounds(name)
+    both = [(r[i][0], n[i][1] / r[i][1]) for i in n if i in r]
+    before = statistics.median(x for t, x in both if t < t_attach - 150)
+    after = statistics.median(x for t, x in both if t > t_detach + 200)
+    print("%.4f %.4f %.4f %d" % (before, after, after / before,
+                                 len([t for t, x in both if t > t_detach + 200])))
+PY
+}
+
+# 2. per-launch cost after detach: A never attached, B recorded once
+turn a b
+turn b a
+wait_cuda "$pid_a"
+wait_cuda "$pid_b"
+printf . >"$T/f_a"
+sleep 1.5
 t_attach=$(mono_ms)
-build/gpubpf record -p "$b" -d 1s -q -o "$T/b.json" 2>"$T/b.err"
+build/gpubpf record -p "$pid_b" -d 1s -q -o "$T/b.json" 2>"$T/b.err"
 # after gpubpf has exited: it writes its trace on these same CPUs
 t_detach=$(mono_ms)
-wait "$a" "$b" "$c"
-# the launching thread's CPU time per launch (wall time swings with the machine's load)
-after() { awk -v t0="$2" '{ split($2, a, "="); split($4, c, "="); if (a[2] > t0 + 200) print c[2] }' "$1"; }
-before() { awk -v t1="$2" '{ split($2, a, "="); split($4, c, "="); if (a[2] < t1 - 150) print c[2] }' "$1"; }
-a_after=$(after "$T/a.out" "$t_detach" | median)
-c_after=$(after "$T/c.out" "$t_detach" | median)
-b_after=$(after "$T/b.out" "$t_detach" | median)
-b_before=$(before "$T/b.out" "$t_attach" | median)
-n_after=$(after "$T/b.out" "$t_detach" | wc -l)
-r1=$(awk -v x="$b_after" -v y="$a_after" 'BEGIN { printf "%.3f", x / y }')
-r2=$(awk -v x="$b_after" -v y="$b_before" 'BEGIN { printf "%.3f", x / y }')
-r0=$(awk -v x="$c_after" -v y="$a_after" 'BEGIN { printf "%.3f", x / y }')
-printf '2. CPU time per launch after detach (%d rounds of %d launches): never attached %.1f ns, after detach %.1f ns (%sx), same process before its recording %.1f ns (after/before %sx)\n' \
-	"$n_after" "$LAUNCHES" "$a_after" "$b_after" "$r1" "$b_before" "$r2"
-printf '   noise: a second process never attached, same rounds: %.1f ns (%sx the first)\n' "$c_after" "$r0"
+sleep 2.5
+kill "$pid_a" "$pid_b"
+wait "$pid_a" "$pid_b" 2>/dev/null || true
+read -r b_before b_after r1 n_after < <(ratios "$t_attach" "$t_detach" a b)
+grep -q '"late_attach"' "$T/b.json" || { echo "inject_bench: B was not late-attached" >&2; exit 1; }
+printf '2. time per launch, after detach over never attached, turn by turn (%d rounds of %d launches after): %sx; before the recording %sx; after / before %sx\n' \
+	"$n_after" "$LAUNCHES" "$b_after" "$b_before" "$r1"
 
-# 3. after detach with the CUPTI backend: finalized (F), only unsubscribed (G)
+# 3. after detach with the CUPTI backend: E never attached, F finalized, G
+# only unsubscribed
 cp build/libgpubpf_cupti.so "$T/"      # away from build/: the simulated driver keeps it
 export GPUBPF_CUPTI_LIB="$PWD/build/sim/libcupti_sim.so"
-$GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/e.out" &
-e=$!
-$GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/f.out" &
-f=$!
-GPUBPF_CUPTI_FINALIZE=0 $GW -m rounds -n "$LAUNCHES" -r "$ROUNDS" >"$T/g.out" &
-g=$!
-PIDS+=("$e" "$f" "$g")
-wait_cuda "$f"
-wait_cuda "$g"
-sleep 1
-build/gpubpf record --cupti-lib "$T/libgpubpf_cupti.so" -p "$f,$g" -d 1s -q \
+turn e f
+turn f g
+turn g e GPUBPF_CUPTI_FINALIZE=0
+for p in "$pid_e" "$pid_f" "$pid_g"; do wait_cuda "$p"; done
+printf . >"$T/f_e"
+sleep 1.5
+t_attach=$(mono_ms)
+build/gpubpf record --cupti-lib "$T/libgpubpf_cupti.so" -p "$pid_f,$pid_g" -d 1s -q \
 	-o "$T/fg.json" 2>"$T/fg.err"
 t_detach=$(mono_ms)
-wait "$e" "$f" "$g"
-e_after=$(after "$T/e.out" "$t_detach" | median)
-f_after=$(after "$T/f.out" "$t_detach" | median)
-g_after=$(after "$T/g.out" "$t_detach" | median)
-r3=$(awk -v x="$f_after" -v y="$e_after" 'BEGIN { printf "%.3f", x / y }')
-r4=$(awk -v x="$g_after" -v y="$e_after" 'BEGIN { printf "%.3f", x / y }')
-printf '3. CUPTI backend, CPU time per launch after detach: never attached %.1f ns, finalized %.1f ns (%sx), only unsubscribed %.1f ns (%sx)\n' \
-	"$e_after" "$f_after" "$r3" "$g_after" "$r4"
+sleep 2.5
+kill "$pid_e" "$pid_f" "$pid_g"
+wait "$pid_e" "$pid_f" "$pid_g" 2>/dev/null || true
+ratios "$t_attach" "$t_detach" e f g >"$T/fg.ratios"
+read -r f_before f_after r3 _ <"$T/fg.ratios"
+read -r g_before g_after r4 _ < <(tail -n 1 "$T/fg.ratios")
+printf '3. CUPTI backend, time per launch over never attached, after / before the recording: finalized %sx (%s -> %s), only unsubscribed %sx (%s -> %s)\n' \
+	"$r3" "$f_before" "$f_after" "$r4" "$g_before" "$g_after"
 echo "inject_bench: done in $(( $(date +%s) - start ))s"
 
 [ "$BENCH_MD" = - ] && exit 0
@@ -128,8 +155,8 @@ block="$T/block"
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- target stall per injection ($INJ_REPS fresh processes): median $(printf %.0f "$s_med") us, p90 $(printf %.0f "$s_p90") us, max $(printf %.0f "$s_max") us ($fails failed)"
-	echo "- launching thread CPU time per launch after detach, side by side with a process never attached: $(printf %.1f "$b_after") ns vs $(printf %.1f "$a_after") ns (${r1}x); the same process before its recording: $(printf %.1f "$b_before") ns (${r2}x); goal <= 1.02x; noise: two processes never attached differ by ${r0}x"
-	echo "- the same after detach with the shipped library's CUPTI backend (over build/sim/libcupti_sim.so, which stays attached to the driver until cuptiFinalize, as CUPTI does): never attached $(printf %.1f "$e_after") ns; CUPTI finalized at detach $(printf %.1f "$f_after") ns (${r3}x); only unsubscribed (GPUBPF_CUPTI_FINALIZE=0) $(printf %.1f "$g_after") ns (${r4}x)"
+	echo "- the time per launch (a round's launches and synchronisation; all threads on one CPU, one process at a time) of a process recorded once with \`record -p -d 1s\` (late attach) over that of a process never attached, the two taking turns in rounds of $LAUNCHES launches each, medians over the rounds: ${b_before}x before the recording, ${b_after}x after it ended; **after / before ${r1}x** (goal <= 1.02x)"
+	echo "- the same with the shipped library's CUPTI backend (over build/sim/libcupti_sim.so, which stays attached to the driver until cuptiFinalize, as CUPTI does), three processes taking turns, after / before: CUPTI finalized at detach **${r3}x**; only unsubscribed (GPUBPF_CUPTI_FINALIZE=0) ${r4}x"
 	echo "<!-- inject-bench:end -->"
 } >"$block"
 splice_block inject-bench "$block" "$BENCH_MD"
