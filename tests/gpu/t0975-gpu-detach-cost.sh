@@ -5,13 +5,17 @@
 # root there (tests/run.sh runs it too, and it skips without a GPU; about 2
 # minutes).  Carry build/gpubpf, build/libgpubpf_cupti.so and .carry
 # (`make gpu-carry`); PyTorch.
-# Three PyTorch loops started normally run side by side, printing their
-# speed every second (tests/gpu/late_loop.py):
-#   A is never attached (the control: how a loop's speed drifts by itself);
+# Three PyTorch loops started normally take turns, in a ring of FIFOs
+# (tests/gpu/late_loop.py --turns): one runs at a time, on the whole GPU,
+# 20 steps a turn, and the turns of a round, milliseconds apart, see the
+# same speed of the machine (its VM's speed moves 10-40% over a minute
+# untouched: runs side by side at once could show no 2%):
+#   A is never attached (the control);
 #   B is recorded twice with `record -p --no-device` (probes only);
 #   C is recorded twice with `record -p` (late attach, then re-attach).
-# For B and C, the speed over A's (each second against A's nearest), after
-# the last detach against before the first attach: within 2%.  Also
+# For B and C, per round, the time per step over A's in the same round;
+# medians after the last detach against before the first attach (which
+# cancels what a loop's place in the round is worth): within 2%.  Also
 # reported: C's threads before and after (CUPTI's own threads must be gone
 # once it is finalized), the BPF run time per call of the probes on the
 # real libcuda (kernel.bpf_stats_enabled, with bpftool), and how the
@@ -22,28 +26,31 @@
 test_description "GPU machine: a job's speed after gpubpf detached"
 gpu_setup /tmp/gpubpf-gpu-detach
 . bench/lib.sh
-secs=80
 now() { python3 -c 'import time; print(time.monotonic_ns())'; }
 threads() { for t in /proc/"$1"/task/*; do cat "$t/comm"; done 2>/dev/null | sort | uniq -c | tr -s ' \n' ' '; }
 
-# Three loops side by side, so that whatever moves the machine's speed
-# moves all three: A is never attached.  Once all three run (each printed
-# two speeds: PyTorch's start takes ~10 s with three at once), 15 s of
-# speeds before; then B is recorded with --no-device and C with GPU timing
-# (late attach), both at once, 5 s each, and again 2 s after (C's
-# re-attach); then the speeds after, from 2 s after the last detach to the
-# loops' end.
+# The ring A -> B -> C -> A.  Once all three are ready (PyTorch's start
+# takes ~10 s with three at once), 10 s of rounds before; then B is
+# recorded with --no-device and C with GPU timing (late attach), both at
+# once, 5 s each, and again 2 s after (C's re-attach); then 12 s of rounds
+# after, from 2 s after the last detach; then the loops stop.
 declare -A pid
+declare -A next=([A]=B [B]=C [C]=A)
+rm -f "$out/stop" "$out"/turn.?
+for n in A B C; do mkfifo "$out/turn.$n"; done
 for n in A B C; do
-	python3 tests/gpu/late_loop.py --seconds "$secs" >"$out/$n.txt" 2>"$out/$n.err" &
+	python3 tests/gpu/late_loop.py --turns "$out/turn.$n" "$out/turn.${next[$n]}" \
+		"$out/stop" >"$out/$n.txt" 2>"$out/$n.err" &
 	pid[$n]=$!
 	at_exit "kill ${pid[$n]} 2>/dev/null"
 done
 for n in A B C; do
-	wait_for_cmd 60 sh -c '[ "$(grep -c "^rate " "$1")" -ge 2 ]' sh "$out/$n.txt"
+	wait_for_cmd 90 grep -q "^ready" "$out/$n.txt" ||
+		bail_out "loop $n did not get ready: $(tail -n 3 "$out/$n.err" | tr '\n' ' ')"
 done
+printf . >"$out/turn.A"
 tb=$(now)
-sleep 15
+sleep 10
 sysctl -qw kernel.bpf_stats_enabled=1 || diag "no kernel.bpf_stats_enabled"
 command -v bpftool >/dev/null || diag "no bpftool: no BPF run times"
 ta=$(now)
@@ -69,36 +76,37 @@ for i in 1 2; do
 	diag "C's threads 2 s after detach $i: $(threads "${pid[C]}")"
 done
 sysctl -qw kernel.bpf_stats_enabled=0
+sleep 12
+touch "$out/stop"
 for n in A B C; do
 	wait "${pid[$n]}"
-	is "$n: the loop ran on to its end" "$?" 0
+	is "$n: the loop ran until told to stop" "$?" 0
 done
 echo "$tb $ta $td" >"$out/times"
-# each of B's and C's speeds over A's nearest in time, before and after
+# each of B's and C's time per step over A's in the same round, before and after
 python3 - "$out" <<'PY' >"$out/detach.txt" 2>&1
-import sys
+import statistics, sys
 out = sys.argv[1]
 tb, ta, td = (int(x) for x in open(out + "/times").read().split())
 
 
-def rates(name):
-    return [(int(l.split()[1]), float(l.split()[2])) for l in open("%s/%s.txt" % (out, name))
-            if l.startswith("rate ")]
+def turns(name):
+    return {int(l.split()[2]): (int(l.split()[1]), float(l.split()[3]))
+            for l in open("%s/%s.txt" % (out, name)) if l.startswith("turn ")}
 
 
-def med(v):
-    v = sorted(v)
-    return v[len(v) // 2] if v else float("nan")
-
-
-a = rates("A")
+a = turns("A")
 for name in ("B", "C"):
-    r = [(t, s / min(a, key=lambda x: abs(x[0] - t))[1]) for t, s in rates(name)]
+    r = [(t, ns / a[i][1]) for i, (t, ns) in turns(name).items() if i in a]
     before = [q for t, q in r if tb <= t < ta]
     after = [q for t, q in r if t >= td + 2e9]
-    rel = med(after) / med(before) - 1
-    print("%s: speed over A's, median of %d seconds before %.3f, of %d after %.3f: %+.2f%%: %s"
-          % (name, len(before), med(before), len(after), med(after), 100 * rel,
+    if not before or not after:
+        print("%s: %d rounds before, %d after: too few" % (name, len(before), len(after)))
+        continue
+    b, f = statistics.median(before), statistics.median(after)
+    rel = f / b - 1
+    print("%s: time per step over A's, median of %d rounds before %.4f, of %d after %.4f: %+.2f%%: %s"
+          % (name, len(before), b, len(after), f, 100 * rel,
              "ok" if abs(rel) <= 0.02 else "NOT within 2%"))
 PY
 diag <"$out/detach.txt"
