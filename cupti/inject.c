@@ -77,6 +77,9 @@ static void *poll_thread(void *arg)
 {
 	struct timespec ts = { .tv_sec = 0, .tv_nsec = POLL_MS * 1000000L };
 
+	/* not its creator's name (a late attach borrows any of the job's threads) */
+	pthread_setname_np(pthread_self(), "gpubpf-cupti");
+
 	for (;;) {
 		nanosleep(&ts, NULL);
 		pthread_mutex_lock(&state_lock);

@@ -37,6 +37,8 @@ record_twice() {
 	is "$name: the second found it and did not inject again" \
 		"$(json_query "$TMPD/${name}2.json" "d['gpubpf']['gpu']['late_attach']")" "{}"
 	is "$name: one copy of the library in the job" "$(lib_copies "$pid")" 1
+	is "$name: the library's thread has a name of its own" \
+		"$(grep -lx gpubpf-cupti /proc/"$pid"/task/*/comm | wc -l)" 1
 }
 
 # 1. a Python job (train.py), and a reference run of it never attached
