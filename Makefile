@@ -270,7 +270,7 @@ $(BENCH_DIR)/%/libcuda.so.1: bench/libcuda_bench.c
 	$(call msg,CC,$@)
 	$(Q)$(CC) -O2 -g -Wall -fPIC -shared -DBENCH_SHAPE_$* -Wl,-soname,libcuda.so.1 -o $@ $<
 
-$(BENCH_DIR)/callcost $(BENCH_DIR)/sidecost: $(BENCH_DIR)/%: bench/%.c
+$(BENCH_DIR)/callcost $(BENCH_DIR)/sidecost: $(BENCH_DIR)/%: bench/%.c bench/handshake.h
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $< -ldl

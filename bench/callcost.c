@@ -24,15 +24,14 @@
  * sees); rate is total calls over wall time.
  */
 #include <dlfcn.h>
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "handshake.h"
 
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
 			 unsigned, unsigned, void *, void **, void **);
@@ -163,23 +162,8 @@ int main(int argc, char **argv)
 	init(0);
 	entry = use_sync ? (volatile unsigned char *)sync_ : (volatile unsigned char *)launch;
 
-	if (ready) {
-		sigset_t set;
-		char tmp[4096];
-		FILE *f;
-		int sig;
-
-		sigemptyset(&set);
-		sigaddset(&set, SIGUSR1);
-		sigprocmask(SIG_BLOCK, &set, NULL);
-		snprintf(tmp, sizeof(tmp), "%s.tmp", ready);
-		f = fopen(tmp, "w");
-		if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) || rename(tmp, ready)) {
-			fprintf(stderr, "callcost: cannot write %s: %s\n", ready, strerror(errno));
-			return 1;
-		}
-		sigwait(&set, &sig);
-	}
+	if (ready && ready_handshake("callcost", ready))
+		return 1;
 	if (wait_probe) {
 		uint64_t until = now_ns() + 30000000000ULL;
 

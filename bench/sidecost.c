@@ -21,14 +21,13 @@
  * Prints one line a round: each copy's ns per call, in the order given.
  */
 #include <dlfcn.h>
-#include <errno.h>
-#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include "handshake.h"
 
 typedef int (*launch_fn)(void *, unsigned, unsigned, unsigned, unsigned, unsigned,
 			 unsigned, unsigned, void *, void **, void **);
@@ -50,27 +49,6 @@ static void usage(void)
 	fprintf(stderr, "usage: sidecost [-f launch|sync] [-k CALLS] [-r ROUNDS] "
 		"[-R READYFILE] [-w] LIB...\n");
 	exit(2);
-}
-
-/* Wait for SIGUSR1 after writing our pid to path (atomically: a rename). */
-static int handshake(const char *path)
-{
-	char tmp[4096];
-	sigset_t set;
-	FILE *f;
-	int sig;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGUSR1);
-	sigprocmask(SIG_BLOCK, &set, NULL);
-	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-	f = fopen(tmp, "w");
-	if (!f || fprintf(f, "%d\n", getpid()) < 0 || fclose(f) || rename(tmp, path)) {
-		fprintf(stderr, "sidecost: cannot write %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	sigwait(&set, &sig);
-	return 0;
 }
 
 int main(int argc, char **argv)
@@ -118,7 +96,7 @@ int main(int argc, char **argv)
 		}
 		init(0);
 	}
-	if (ready && handshake(ready))
+	if (ready && ready_handshake("sidecost", ready))
 		return 1;
 	for (int i = 1; wait_probe && i < nlibs; i++) {
 		const void *entry = use_sync ? (const void *)sync_[i] : (const void *)launch[i];

@@ -103,6 +103,33 @@ struct dbg313 {
 	struct { __u64 size, collecting; } gc;  /* as 3.13.0's headers have it */
 };
 
+/* Sections 3.14's and 3.15's _Py_DebugOffsets have alike. */
+#define DBG_INTERPRETER_STATE_314					\
+	struct {							\
+		__u64 size, id, next, threads_head, threads_main, gc,	\
+		      imports_modules, sysdict, builtins, ceval_gil,	\
+		      gil_runtime_state, gil_enabled, gil_locked, gil_holder, \
+		      code_object_generation, tlbc_generation;		\
+	} interpreter_state
+#define DBG_FRAME_AND_CODE_314						\
+	struct {							\
+		__u64 size, previous, executable, instr_ptr, localsplus, owner, \
+		      stackpointer, tlbc_index;				\
+	} interpreter_frame;						\
+	struct {							\
+		__u64 size, filename, name, qualname, linetable, firstlineno, \
+		      argcount, localsplusnames, localspluskinds, co_code_adaptive, \
+		      co_tlbc;						\
+	} code_object
+#define DBG_OBJECTS_314							\
+	struct { __u64 size, ob_item, ob_size; } tuple_object;		\
+	struct { __u64 size, ob_item, ob_size; } list_object;		\
+	struct { __u64 size, used, table, mask; } set_object;		\
+	struct { __u64 size, ma_keys, ma_values; } dict_object;		\
+	struct { __u64 size, ob_fval; } float_object;			\
+	struct { __u64 size, lv_tag, ob_digit; } long_object;		\
+	struct { __u64 size, ob_size, ob_sval; } bytes_object
+
 /*
  * _Py_DebugOffsets of 3.14 (Include/internal/pycore_debug_offsets.h):
  * threads_main, code_object_generation and tlbc_generation in the
@@ -115,34 +142,15 @@ struct dbg314 {
 	char cookie[8];
 	__u64 version, free_threaded;
 	struct { __u64 size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		__u64 size, id, next, threads_head, threads_main, gc,
-		      imports_modules, sysdict, builtins, ceval_gil,
-		      gil_runtime_state, gil_enabled, gil_locked, gil_holder,
-		      code_object_generation, tlbc_generation;
-	} interpreter_state;
+	DBG_INTERPRETER_STATE_314;
 	struct {
 		__u64 size, prev, next, interp, current_frame, thread_id,
 		      native_thread_id, datastack_chunk, status;
 	} thread_state;
-	struct {
-		__u64 size, previous, executable, instr_ptr, localsplus, owner,
-		      stackpointer, tlbc_index;
-	} interpreter_frame;
-	struct {
-		__u64 size, filename, name, qualname, linetable, firstlineno,
-		      argcount, localsplusnames, localspluskinds, co_code_adaptive,
-		      co_tlbc;
-	} code_object;
+	DBG_FRAME_AND_CODE_314;
 	struct { __u64 size, ob_type; } pyobject;
 	struct { __u64 size, tp_name, tp_repr, tp_flags; } type_object;
-	struct { __u64 size, ob_item, ob_size; } tuple_object;
-	struct { __u64 size, ob_item, ob_size; } list_object;
-	struct { __u64 size, used, table, mask; } set_object;
-	struct { __u64 size, ma_keys, ma_values; } dict_object;
-	struct { __u64 size, ob_fval; } float_object;
-	struct { __u64 size, lv_tag, ob_digit; } long_object;
-	struct { __u64 size, ob_size, ob_sval; } bytes_object;
+	DBG_OBJECTS_314;
 	struct { __u64 size, state, length, asciiobject_size; } unicode_object;
 	struct { __u64 size, collecting; } gc;
 };
@@ -158,12 +166,7 @@ struct dbg315 {
 	char cookie[8];
 	__u64 version, free_threaded;
 	struct { __u64 size, finalizing, interpreters_head; } runtime_state;
-	struct {
-		__u64 size, id, next, threads_head, threads_main, gc,
-		      imports_modules, sysdict, builtins, ceval_gil,
-		      gil_runtime_state, gil_enabled, gil_locked, gil_holder,
-		      code_object_generation, tlbc_generation;
-	} interpreter_state;
+	DBG_INTERPRETER_STATE_314;
 	struct {
 		__u64 size, prev, next, interp, current_frame, base_frame,
 		      last_profiled_frame, last_profiled_frame_seq, thread_id,
@@ -171,25 +174,11 @@ struct dbg315 {
 		      gil_requested, current_exception, exc_state;
 	} thread_state;
 	struct { __u64 exc_value; } err_stackitem;
-	struct {
-		__u64 size, previous, executable, instr_ptr, localsplus, owner,
-		      stackpointer, tlbc_index;
-	} interpreter_frame;
-	struct {
-		__u64 size, filename, name, qualname, linetable, firstlineno,
-		      argcount, localsplusnames, localspluskinds, co_code_adaptive,
-		      co_tlbc;
-	} code_object;
+	DBG_FRAME_AND_CODE_314;
 	struct { __u64 size, ob_type; } pyobject;
 	struct { __u64 size, tp_name, tp_repr, tp_flags, tp_basicsize, tp_dictoffset; } type_object;
 	struct { __u64 size, ht_cached_keys; } heap_type_object;
-	struct { __u64 size, ob_item, ob_size; } tuple_object;
-	struct { __u64 size, ob_item, ob_size; } list_object;
-	struct { __u64 size, used, table, mask; } set_object;
-	struct { __u64 size, ma_keys, ma_values; } dict_object;
-	struct { __u64 size, ob_fval; } float_object;
-	struct { __u64 size, lv_tag, ob_digit; } long_object;
-	struct { __u64 size, ob_size, ob_sval; } bytes_object;
+	DBG_OBJECTS_314;
 	struct {
 		__u64 size, state, length, asciiobject_size, compactunicodeobject_size;
 	} unicode_object;
