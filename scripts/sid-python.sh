@@ -28,7 +28,8 @@ if [[ ! -x "$SID/usr/bin/apt-get" ]]; then
 	rm -rf "$root"
 	mkdir -p "$(dirname "$SID")"
 	say "making a Debian unstable chroot in $SID for CPython ${VERSIONS[*]} (a minute or two; ~150 MB of downloads)"
-	if ! debootstrap --variant=minbase sid "$root" http://deb.debian.org/debian \
+	# bounded: a network that hangs must not hang the test suite
+	if ! timeout 900 debootstrap --variant=minbase sid "$root" http://deb.debian.org/debian \
 		>"$root.log" 2>&1; then
 		tail -n 3 "$root.log" >&2
 		rm -rf "$root" "$root.log"
@@ -37,11 +38,11 @@ if [[ ! -x "$SID/usr/bin/apt-get" ]]; then
 	fi
 	rm -f "$root.log"
 else
-	chroot "$root" apt-get -q update >/dev/null 2>&1 || true
+	timeout 300 chroot "$root" apt-get -q update >/dev/null 2>&1 || true
 fi
 have=()
 for v in "${VERSIONS[@]}"; do
-	if chroot "$root" apt-get install -y -q --no-install-recommends "python$v-minimal" \
+	if timeout 600 chroot "$root" apt-get install -y -q --no-install-recommends "python$v-minimal" \
 		"libpython$v-stdlib" "libpython$v-dev" >"$root.apt.log" 2>&1 &&
 		chroot "$root" "python$v" -c 'import ctypes'; then
 		have+=("$v")
