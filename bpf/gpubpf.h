@@ -394,7 +394,7 @@ struct gb_py_config {
 	__u32 pad2;
 };
 
-/* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.10 to 3.13: its
+/* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.10 to 3.15 (test_pyruntime checks it): its
    futex words (cond, mutex, switch_cond, switch_mutex) lie inside it */
 #define GB_PY_GIL_SIZE 208
 
