@@ -64,7 +64,8 @@ printf '1. target stall per injection (%d injections, %d failed): median %.0f us
 
 # Processes taking turns on CPU 0 in a ring of FIFOs (gpuwork -i/-o), so a
 # round's blocks, milliseconds apart, see the same speed of this VM.
-# turn NAME NEXT [VAR=VALUE...]: start NAME, which hands over to NEXT
+# turn NAME NEXT [VAR=VALUE...]: start NAME, which hands over to NEXT; its pid in pid[NAME]
+declare -A pid
 turn() {
 	local name=$1 next=$2
 	shift 2
@@ -73,7 +74,7 @@ turn() {
 	env "$@" taskset -c 0 $GW -m rounds -n "$LAUNCHES" -r 1000000000 -i "$T/f_$name" \
 		-o "$T/f_$next" >"$T/$name.out" &
 	PIDS+=("$!")
-	eval "pid_$name=$!"
+	pid[$name]=$!
 }
 mono_ms() { python3 -c 'import time; print(time.monotonic_ns() // 1000000)'; }
 # ratios T_ATTACH T_DETACH REF NAME...: for each NAME, the median over the
@@ -107,17 +108,17 @@ PY
 # 2. per-launch cost after detach: A never attached, B recorded once
 turn a b
 turn b a
-wait_cuda "$pid_a"
-wait_cuda "$pid_b"
+wait_cuda "${pid[a]}"
+wait_cuda "${pid[b]}"
 printf . >"$T/f_a"
 sleep 1.5
 t_attach=$(mono_ms)
-build/gpubpf record -p "$pid_b" -d 1s -q -o "$T/b.json" 2>"$T/b.err"
+build/gpubpf record -p "${pid[b]}" -d 1s -q -o "$T/b.json" 2>"$T/b.err"
 # after gpubpf has exited: it writes its trace on these same CPUs
 t_detach=$(mono_ms)
 sleep 2.5
-kill "$pid_a" "$pid_b"
-wait "$pid_a" "$pid_b" 2>/dev/null || true
+kill "${pid[a]}" "${pid[b]}"
+wait "${pid[a]}" "${pid[b]}" 2>/dev/null || true
 read -r b_before b_after r1 n_after < <(ratios "$t_attach" "$t_detach" a b)
 grep -q '"late_attach"' "$T/b.json" || { echo "inject_bench: B was not late-attached" >&2; exit 1; }
 printf '2. time per launch, after detach over never attached, turn by turn (%d rounds of %d launches after): %sx; before the recording %sx; after / before %sx\n' \
@@ -130,16 +131,16 @@ export GPUBPF_CUPTI_LIB="$PWD/build/sim/libcupti_sim.so"
 turn e f
 turn f g
 turn g e GPUBPF_CUPTI_FINALIZE=0
-for p in "$pid_e" "$pid_f" "$pid_g"; do wait_cuda "$p"; done
+for p in "${pid[e]}" "${pid[f]}" "${pid[g]}"; do wait_cuda "$p"; done
 printf . >"$T/f_e"
 sleep 1.5
 t_attach=$(mono_ms)
-build/gpubpf record --cupti-lib "$T/libgpubpf_cupti.so" -p "$pid_f,$pid_g" -d 1s -q \
+build/gpubpf record --cupti-lib "$T/libgpubpf_cupti.so" -p "${pid[f]},${pid[g]}" -d 1s -q \
 	-o "$T/fg.json" 2>"$T/fg.err"
 t_detach=$(mono_ms)
 sleep 2.5
-kill "$pid_e" "$pid_f" "$pid_g"
-wait "$pid_e" "$pid_f" "$pid_g" 2>/dev/null || true
+kill "${pid[e]}" "${pid[f]}" "${pid[g]}"
+wait "${pid[e]}" "${pid[f]}" "${pid[g]}" 2>/dev/null || true
 ratios "$t_attach" "$t_detach" e f g >"$T/fg.ratios"
 read -r f_before f_after r3 _ <"$T/fg.ratios"
 read -r g_before g_after r4 _ < <(tail -n 1 "$T/fg.ratios")

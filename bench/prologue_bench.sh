@@ -82,39 +82,23 @@ for rep in $(seq "$REPS"); do
 	done
 done
 
-# held SHAPE N: callcost held at its handshake; sets CC_PID, CC_JOB
-held() {
-	local ready=$T/ready
-	rm -f "$ready"
-	$B/callcost -l "$B/$1/libcuda.so.1" -f launch -n "$2" -R "$ready" -w > "$T/cc.out" 2> "$T/cc.err" &
-	CC_JOB=$!
-	for _ in $(seq 500); do [ -s "$ready" ] && break; sleep 0.01; done
-	CC_PID=$(cat "$ready" 2>/dev/null) ||
-		{ echo "prologue_bench: callcost did not get ready" >&2; cat "$T/cc.err" >&2; exit 1; }
-}
-
-# tracer MODE SHAPE: attach MODE (empty, gpubpf) to $CC_PID; sets TP
-tracer() {
-	case $1 in
-	empty) empty_on "$CC_PID" "$B/$2/libcuda.so.1" ;;
-	gpubpf) "$GPUBPF" record -q --no-device --libcuda "$B/$2/libcuda.so.1" -p "$CC_PID" -o "$T/t.json" \
-			> /dev/null 2> "$T/tr.out" &
-		TP=$!
-		HELPERS+=("$TP") ;;
-	esac
-}
-
 # BPF run time per hit: programs loaded after the snapshot whose run count
 # equals the calls made
 bpf_ns() { # mode shape [calls lag] -> ns per hit of its entry program
 	local first n=${3:-$STATS_N}
 	first=$(bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
-	held "$2" "$n"
-	tracer "$1" "$2"
-	# lag: the recorder stopped while the calls are made (once attached)
-	[ -n "${4:-}" ] && { sleep 1; kill -STOP "$TP"; }
-	kill -USR1 "$CC_PID"
-	wait "$CC_JOB"
+	side_start "$T/ready" $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$n" -w
+	case $1 in
+	empty) empty_on "$SIDE_PID" "$B/$2/libcuda.so.1" ;;
+	gpubpf) gpubpf_attach "$T/tr.out" --no-device --libcuda "$B/$2/libcuda.so.1" \
+			-p "$SIDE_PID" -o "$T/t.json"
+		TP=$GB_JOB
+		HELPERS+=("$TP") ;;
+	esac
+	# lag: the recorder stopped while the calls are made
+	[ -n "${4:-}" ] && kill -STOP "$TP"
+	kill -USR1 "$SIDE_PID"
+	wait "$SIDE_JOB"
 	[ -n "${4:-}" ] && kill -CONT "$TP"
 	bpftool -j prog show | python3 -c '
 import json, sys

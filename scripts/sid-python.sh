@@ -15,7 +15,7 @@
 set -euo pipefail
 SID=${GPUBPF_SID:-/var/lib/gpubpf/sid}
 VERSIONS=(3.14 3.15)
-STAMP=$SID/.gpubpf-sid-python   # the versions asked for, when it was made
+STAMP=$SID/.gpubpf-sid-python   # the versions asked for, once all are in
 
 [[ -f "$STAMP" && "$(head -n 1 "$STAMP")" == "${VERSIONS[*]}" ]] && exit 0
 say() { echo "sid-python: $*" >&2; }
@@ -52,5 +52,6 @@ for v in "${VERSIONS[@]}"; do
 	fi
 done
 rm -f "$root.apt.log"
-printf '%s\n%s\n' "${VERSIONS[*]}" "${have[*]}" >"$root/.gpubpf-sid-python"
+# done only when every version is in; else the next run tries the missing again
+[[ "${have[*]}" == "${VERSIONS[*]}" ]] && echo "${VERSIONS[*]}" >"$root/.gpubpf-sid-python"
 [[ "$root" == "$SID" ]] || mv "$root" "$SID"
