@@ -28,6 +28,7 @@
 #include "backend.h"
 #include "cupti_convert.h"
 #include "cupti_pick.h"
+#include "inject.h"
 #include "launch_args.h"
 #include "publish.h"
 
@@ -226,7 +227,7 @@ static void *open_cupti(void)
 	return NULL;
 found:
 	if (why_not[0])         /* GPUBPF_CUPTI_LIB was wrong, the installed one is used */
-		fprintf(stderr, "gpubpf: %s; using the installed libcupti\n", why_not);
+		inject_say("%s; using the installed libcupti", why_not);
 	why_not[0] = 0;
 	return h;
 }
@@ -444,7 +445,7 @@ static __attribute__((format(printf, 1, 2))) void say_off(const char *fmt, ...)
 	va_end(ap);
 	publish_error(msg);
 	if (!warned) {
-		fprintf(stderr, "gpubpf: GPU timing off: %s\n", msg);
+		inject_say("GPU timing off: %s", msg);
 		warned = 1;
 	}
 }

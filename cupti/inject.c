@@ -10,19 +10,24 @@
  * records every POLL_MS, and when gpubpf detaches it flushes and disables
  * again: a job started once with the variable set can be recorded many
  * times.  Nothing here may break or slow down the program: errors are
- * reported once and the library goes dormant.
+ * reported once and the library goes dormant.  Where no backend applies
+ * (no usable libcupti), the thread still runs, to tell each recorder why.
  */
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
 #include "backend.h"
+#include "inject.h"
 #include "publish.h"
 
 #define POLL_MS 50
 
-static const struct backend *backend;
+static const struct backend *backend;   /* NULL: none applies, for no_backend */
+static char no_backend[512];
+static int quiet;                       /* loaded by late attach: stderr is the job's */
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static int enabled;
 static int attach_seen;         /* polls in a row that saw a recorder attached, not enabled */
@@ -54,11 +59,11 @@ static void follow_locked(int forced, int now)
 	if (attached && !enabled) {
 		attach_seen = 0;
 		publish_reset();
-		enabled = backend->enable() == 0;
 		/* a failed enable stays off until the next attach */
-		if (!enabled)
-			enabled = -1;
-		else
+		enabled = backend && backend->enable() == 0 ? 1 : -1;
+		if (!backend)
+			publish_error(no_backend);
+		else if (enabled > 0)
 			publish_window(now_ns());
 	} else if (!attached && enabled) {
 		if (enabled > 0) {
@@ -89,6 +94,19 @@ static void *poll_thread(void *arg)
 	return arg;
 }
 
+void inject_say(const char *fmt, ...)
+{
+	char line[640];
+	va_list ap;
+
+	if (quiet)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "gpubpf: %s\n", line);
+}
+
 /* The first backend that applies to this process's driver, else NULL, said once. */
 static const struct backend *pick_backend(void)
 {
@@ -97,10 +115,11 @@ static const struct backend *pick_backend(void)
 	for (const struct backend *const *b = backends; *b; b++) {
 		if ((*b)->probe())
 			return *b;
-		if ((*b)->why_not)
+		if ((*b)->why_not && *(*b)->why_not())
 			why = (*b)->why_not();
 	}
-	fprintf(stderr, "gpubpf: GPU timing off: %s\n", why);
+	snprintf(no_backend, sizeof(no_backend), "%s", why);
+	inject_say("GPU timing off: %s", why);
 	return NULL;
 }
 
@@ -114,8 +133,9 @@ static void at_exit(void)
 	pthread_mutex_unlock(&state_lock);
 }
 
-__attribute__((visibility("default"))) int InitializeInjection(void)
+int inject_start(int late)
 {
+	static int probed;
 	pthread_attr_t attr;
 	pthread_t t;
 	int ret = 1;
@@ -123,12 +143,10 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	pthread_mutex_lock(&state_lock);
 	if (owner == getpid())
 		goto out;       /* already running in this process */
-	if (!backend) {
+	quiet = late;
+	if (!probed) {
+		probed = 1;
 		backend = pick_backend();
-		if (!backend) {
-			ret = 0;
-			goto out;
-		}
 		atexit(at_exit);
 	}
 	/* in a forked child, the parent's state does not apply */
@@ -138,10 +156,18 @@ __attribute__((visibility("default"))) int InitializeInjection(void)
 	follow_locked(0, 1);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, poll_thread, NULL))
-		fprintf(stderr, "gpubpf: GPU timing off: cannot start the library's thread\n");
+	if (pthread_create(&t, &attr, poll_thread, NULL)) {
+		inject_say("GPU timing off: cannot start the library's thread");
+		owner = 0;
+		ret = 0;
+	}
 	pthread_attr_destroy(&attr);
 out:
 	pthread_mutex_unlock(&state_lock);
 	return ret;
+}
+
+__attribute__((visibility("default"))) int InitializeInjection(void)
+{
+	return inject_start(0);
 }

@@ -12,15 +12,13 @@
  */
 #include <pthread.h>
 #include <signal.h>
-#include "backend.h"
-
-int InitializeInjection(void);
+#include "inject.h"
 
 static int started;
 
 static void *late_thread(void *arg)
 {
-	InitializeInjection();
+	inject_start(1);
 	return arg;
 }
 

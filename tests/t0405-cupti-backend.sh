@@ -107,6 +107,45 @@ is "busy: the same reason in the trace, no GPU work, host calls kept" "$(json_qu
  len([e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")]),
  len([e for e in ev if e.get("cat") == "cuda_api" and e["name"] == "cuLaunchKernel"]) > 0]')" \
 	'[["cupti: cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another profiler is attached)"], 0, true]'
+# no libcupti to load (a CUDA 12 driver, none of CUPTI 12 anywhere): the
+# library stays, to tell each recorder why
+nocupti=(env -u GPUBPF_CUPTI_LIB SIMCUDA_DRIVER_VERSION=12080 CUDA_HOME=/nonexistent)
+why="no libcupti.so.12 found (set GPUBPF_CUPTI_LIB to its path)"
+check "no libcupti: record -- train.py" "${nocupti[@]}" "$GPUBPF" record --cupti-lib "$LIB" -q \
+	-o "$TMPD/n.json" -- "${train[@]}" --steps 2
+is "no libcupti: said once, on the job's stderr" \
+	"$(grep -c "^gpubpf: GPU timing off: $why$" "$TMPD/.check.out"):$(grep -c "GPU timing off" "$TMPD/.check.out")" "1:1"
+is "no libcupti: the same reason in the trace, host calls kept" "$(json_query "$TMPD/n.json" '
+[sorted(d["gpubpf"]["gpu"]["errors"].values()),
+ len([e for e in ev if e.get("cat") == "cuda_api" and e["name"] == "cuLaunchKernel"]) > 0]')" \
+	"[[\"$why\"], true]"
+
+# the same two, late: the recorder says why, the job's own stderr is left alone
+late_off() {
+	local name=$1 reason=$2 w i
+	shift 2
+	"$@" "${train[@]}" --steps 900 --no-thread >"$TMPD/$name.out" 2>"$TMPD/$name.err" &
+	w=$!
+	at_exit "kill $w 2>/dev/null"
+	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+	for i in 1 2; do
+		check "$name, late: record -p, time $i" "$GPUBPF" record --cupti-lib "$LIB" -p "$w" \
+			-d 300ms -q -o "$TMPD/$name$i.json"
+		is "$name, late: recording $i says why, naming the job" \
+			"$(grep "GPU timing off" "$TMPD/.check.out")" "gpubpf: pid $w: GPU timing off: $reason"
+		is "$name, late: recording $i keeps it in the trace" \
+			"$(json_query "$TMPD/$name$i.json" 'list(d["gpubpf"]["gpu"]["errors"].values())')" \
+			"$(printf '["%s"]' "$reason")"
+	done
+	wait "$w"
+	is "$name, late: the job exited 0, nothing of gpubpf's in its output" \
+		"$?:$(cat "$TMPD/$name.out" "$TMPD/$name.err" | grep -c gpubpf)" "0:0"
+	like "$name, late: the job printed its summary" "$(cat "$TMPD/$name.err")" "^train.py: pid $w steps 900 "
+}
+late_off busy "cupti: cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another profiler is attached)" \
+	env SIMCUPTI_BUSY=1
+late_off nocupti "$why" "${nocupti[@]}"
+
 SIMCUPTI_API_VERSION=24 check "CUPTI 12 (API 24, CUDA 12.6): record -- train.py" "$GPUBPF" record \
 	--cupti-lib "$LIB" -q -o "$TMPD/v12.json" -- "${train[@]}" --steps 4 --truth "$TMPD/v12.truth.json"
 tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" "$TMPD/v12.json" "$TMPD/v12.truth.json"
