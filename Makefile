@@ -167,7 +167,8 @@ $(BUILD)/cupti/%.o: cupti/%.c Makefile
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) -fPIC -I$(CUDA_HOME)/include -c $< -o $@
 
-$(BUILD)/tests/test_cupti_records: tests/unit/test_cupti_records.c $(BUILD)/cupti/cupti_convert.o
+$(BUILD)/tests/test_cupti_records: tests/unit/test_cupti_records.c tests/unit/cupti_fill.h \
+		$(BUILD)/cupti/cupti_convert.o
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(CUDA_HOME)/include -o $@ $(filter %.c %.o,$^) -L$(CUPTI_LIBDIR) -lcupti -Wl,-rpath,$(CUPTI_LIBDIR)
@@ -198,7 +199,7 @@ $(BUILD)/tests/%: tests/bin/%.cc
 	$(call msg,CXX,$@)
 	$(Q)$(CXX) -O1 -g -Wall -fno-omit-frame-pointer -fno-optimize-sibling-calls -o $@ $< -ldl
 
-test: all test-bins sid-python
+test: all test-bins sid-python cupti12
 	@bash tests/run.sh
 
 # CPython 3.14 for the Python-stack tests: Debian unstable's, in a chroot
@@ -206,6 +207,12 @@ test: all test-bins sid-python
 .PHONY: sid-python
 sid-python:
 	@bash scripts/sid-python.sh
+
+# CUPTI 12 for tests/t0406-cupti12.sh: Debian's libcupti12 and its headers
+# (scripts/cupti12.sh; once, then kept in /var/lib/gpubpf/cupti12)
+.PHONY: cupti12
+cupti12:
+	@bash scripts/cupti12.sh
 
 # The README's first two commands, run verbatim as root in a fresh Debian 12
 # (debootstrap --variant=minbase) chroot with the CUDA toolkit bind-mounted;
