@@ -67,7 +67,7 @@
 #define ERESTARTNOHAND 514
 #define ERESTART_RESTARTBLOCK 516
 
-static uint64_t mono_ns(void)
+uint64_t inject_now_ns(void)
 {
 	struct timespec ts;
 
@@ -501,7 +501,7 @@ struct borrow {
  */
 static int wait_stop(pid_t tid, int timeout_ms, int *status)
 {
-	uint64_t until = mono_ns() + timeout_ms * 1000000ULL, spins = 0;
+	uint64_t until = inject_now_ns() + timeout_ms * 1000000ULL, spins = 0;
 
 	for (;;) {
 		pid_t r = waitpid(tid, status, __WALL | WNOHANG);
@@ -513,7 +513,7 @@ static int wait_stop(pid_t tid, int timeout_ms, int *status)
 		}
 		if (r < 0 && errno != EINTR)
 			return -ESRCH;
-		if (mono_ns() >= until)
+		if (inject_now_ns() >= until)
 			return -ETIMEDOUT;
 		if (spins++ < 200) {
 			sched_yield();
@@ -986,6 +986,31 @@ int inject_reap(void)
 	return nleftover;
 }
 
+int inject_hold(pid_t tid, int timeout_ms, int *sig)
+{
+	int status, ret;
+
+	*sig = 0;
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL))
+		return -errno;
+	if (ptrace(PTRACE_INTERRUPT, tid, NULL, NULL)) {
+		ret = -errno;
+		ptrace(PTRACE_DETACH, tid, NULL, NULL);
+		return ret;
+	}
+	ret = wait_stop(tid, timeout_ms, &status);
+	if (ret == -ETIMEDOUT && nleftover < MAX_LEFTOVER)
+		leftover[nleftover++] = tid;    /* inject_reap() lets it go */
+	if (!ret)
+		*sig = status >> 16 ? 0 : WSTOPSIG(status);
+	return ret;
+}
+
+int inject_release(pid_t tid, int sig)
+{
+	return ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig) ? -errno : 0;
+}
+
 /*
  * Try one thread: borrow it if it is at a safe point, do the work.
  * -EAGAIN: not usable now, try another; else the injection's outcome.
@@ -1003,7 +1028,7 @@ static int try_thread(pid_t pid, pid_t tid, int memfd, int timeout_ms, const str
 			seized = i;
 	if (seized < 0 && !task_at_safe_point(pid, tid))
 		return -EAGAIN;
-	t_stop = mono_ns();
+	t_stop = inject_now_ns();
 	if (seized >= 0) {
 		/* interrupted earlier, not stopped then: has it stopped now? */
 		r = borrow_thread(&b, 0, 1);
@@ -1036,7 +1061,7 @@ static int try_thread(pid_t pid, pid_t tid, int memfd, int timeout_ms, const str
 		snprintf(why, whylen, "the target exited during the injection");
 	else
 		restore_and_detach(&b);
-	st->stall_ns = mono_ns() - t_stop;
+	st->stall_ns = inject_now_ns() - t_stop;
 	free(b.xstate);
 	return ret == -EAGAIN ? -EIO : ret;
 }
@@ -1044,7 +1069,7 @@ static int try_thread(pid_t pid, pid_t tid, int memfd, int timeout_ms, const str
 int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_stats *st,
 		   char *why, size_t whylen)
 {
-	uint64_t t0 = mono_ns(), entry_off = 0;
+	uint64_t t0 = inject_now_ns(), entry_off = 0;
 	const char *entry_name = ENTRY;
 	pid_t *tids = NULL, pending[64];
 	int npending = 0, n, ret = -EAGAIN, status, memfd;
@@ -1105,7 +1130,7 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 	 * ms until one is, for at most SEARCH_MS.
 	 */
 	ret = -EAGAIN;
-	for (uint64_t until = t0 + SEARCH_MS * 1000000ULL; ret == -EAGAIN && mono_ns() < until;) {
+	for (uint64_t until = t0 + SEARCH_MS * 1000000ULL; ret == -EAGAIN && inject_now_ns() < until;) {
 		n = candidates(pid, tids, MAX_CANDIDATES);
 		if (n < 0) {
 			ret = -ESRCH;
@@ -1129,9 +1154,9 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 		snprintf(why, whylen, "no thread of the target stopped at a safe point "
 			 "(blocked in futex, poll, read, sleep...) in time");
 	/* threads that did not stop in time: let them go once they do (1 s for all) */
-	for (uint64_t until = mono_ns() + PENDING_WAIT_MS * 1000000ULL, i = 0; i < (uint64_t)npending;
+	for (uint64_t until = inject_now_ns() + PENDING_WAIT_MS * 1000000ULL, i = 0; i < (uint64_t)npending;
 	     i++) {
-		uint64_t now = mono_ns();
+		uint64_t now = inject_now_ns();
 		int left_ms = now < until ? (int)((until - now) / 1000000) : 0;
 
 		if (!wait_stop(pending[i], left_ms, &status)) {
@@ -1144,7 +1169,7 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 	}
 	free(tids);
 	close(memfd);
-	st->total_ns = mono_ns() - t0;
+	st->total_ns = inject_now_ns() - t0;
 	return ret;
 }
 
@@ -1160,6 +1185,17 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 {
 	memset(st, 0, sizeof(*st));
 	snprintf(why, whylen, "late attach is implemented for x86-64 only");
+	return -EOPNOTSUPP;
+}
+
+int inject_hold(pid_t tid, int timeout_ms, int *sig)
+{
+	*sig = 0;
+	return -EOPNOTSUPP;
+}
+
+int inject_release(pid_t tid, int sig)
+{
 	return -EOPNOTSUPP;
 }
 

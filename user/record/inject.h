@@ -38,6 +38,19 @@ struct inject_stats {
 int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_stats *st,
 		   char *why, size_t whylen);
 
+/* CLOCK_MONOTONIC in ns: the injections' timings. */
+uint64_t inject_now_ns(void);
+
+/*
+ * Stop thread tid (PTRACE_SEIZE + PTRACE_INTERRUPT, unseen by its parent),
+ * to change its memory while it cannot run: 0 once stopped, with the
+ * signal its stop took (0: none) in *sig, to give back to
+ * inject_release(); -ETIMEDOUT if it did not stop in timeout_ms (it is
+ * let go by inject_reap() once it does), -errno.
+ */
+int inject_hold(pid_t tid, int timeout_ms, int *sig);
+int inject_release(pid_t tid, int sig);
+
 /*
  * Let go of threads an injection interrupted that had not stopped when it
  * returned (a thread in uninterruptible sleep): call now and then from the

@@ -44,7 +44,8 @@ struct late {
 	pid_t pid;
 	int ret;
 	struct inject_stats st;
-	char why[256];
+	int remote_exec;        /* loaded by CPython's remote execution, not ptrace */
+	char why[512];
 };
 
 /* A process whose Python was looked for. */

@@ -14,9 +14,11 @@
 #include "lib/proc.h"
 #include "record/discover.h"
 #include "record/record.h"
+#include "record/remote_exec.h"
 
 #define MAX_TRACED 4096
 #define INJECT_THREAD_MS 100    /* late attach: how long to wait for each thread to stop */
+#define REMOTE_EXEC_MS 1000     /* and for a Python thread to run the script instead */
 
 int targets_init(struct record *r)
 {
@@ -90,6 +92,22 @@ static int late_attach(struct record *r, pid_t pid)
 	l->ret = discover_late_injection_lib(pid, r->o->injlib, lib, sizeof(lib), l->why,
 					     sizeof(l->why)) ?:
 		 inject_library(pid, lib, INJECT_THREAD_MS, &l->st, l->why, sizeof(l->why));
+	/* every thread busy: a Python 3.14+ job can run the loading at a safe point itself */
+	if (l->ret == -EAGAIN) {
+		char why2[sizeof(l->why)];
+		struct inject_stats st2;
+		int ret2 = remote_exec_library(pid, lib, REMOTE_EXEC_MS, &st2, why2, sizeof(why2));
+
+		if (!ret2) {
+			l->ret = 0;
+			l->st = st2;
+			l->remote_exec = 1;
+		} else if (ret2 != -EOPNOTSUPP) {
+			size_t n = strlen(l->why);
+
+			snprintf(l->why + n, sizeof(l->why) - n, "; %s", why2);
+		}
+	}
 	p = model_process(&r->model, pid, NULL);
 	if (l->ret) {
 		fprintf(stderr, "gpubpf: pid %d: GPU timing off: %s; recording host calls only\n",
@@ -102,7 +120,11 @@ static int late_attach(struct record *r, pid_t pid)
 		p->inject_stall_ns = l->st.stall_ns ? l->st.stall_ns : 1;
 		p->inject_tid = l->st.tid;
 	}
-	if (r->o->verbose)
+	if (r->o->verbose && l->remote_exec)
+		fprintf(stderr, "gpubpf: pid %d: loaded %s (late attach: CPython ran gpubpf's script "
+			"on thread %d, for %.3f ms; %.1f ms in all)\n", pid, INJECTION_LIB, l->st.tid,
+			l->st.stall_ns / 1e6, l->st.total_ns / 1e6);
+	else if (r->o->verbose)
 		fprintf(stderr, "gpubpf: pid %d: loaded %s (late attach through thread %d, "
 			"stopped %.3f ms in system call %ld; %.1f ms in all)\n", pid, INJECTION_LIB, l->st.tid,
 			l->st.stall_ns / 1e6, l->st.syscall_nr, l->st.total_ns / 1e6);

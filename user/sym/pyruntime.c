@@ -129,14 +129,23 @@ struct dbg313 {
 	struct { __u64 size, ob_fval; } float_object;			\
 	struct { __u64 size, lv_tag, ob_digit; } long_object;		\
 	struct { __u64 size, ob_size, ob_sval; } bytes_object
+/* After gc: PEP 768's remote debugger support, the same in 3.14 and 3.15. */
+#define DBG_TAIL_314							\
+	struct { __u64 size, gi_name, gi_iframe, gi_frame_state; } gen_object; \
+	struct { __u64 next, prev; } llist_node;			\
+	struct {							\
+		__u64 eval_breaker, remote_debugger_support,		\
+		      remote_debugging_enabled, debugger_pending_call,	\
+		      debugger_script_path, debugger_script_path_size;	\
+	} debugger_support
 
 /*
  * _Py_DebugOffsets of 3.14 (Include/internal/pycore_debug_offsets.h):
  * threads_main, code_object_generation and tlbc_generation in the
  * interpreter state, stackpointer and tlbc_index in the frame, co_tlbc,
- * a set_object section; the sections after gc (generator objects, list
- * nodes, remote debugger support) are not read.  Checked against Debian's
- * 3.14.10 (scripts/sid-python.sh).
+ * a set_object section, and after gc the generator objects, list nodes
+ * and remote debugger support.  Checked against Debian's 3.14.10
+ * (scripts/sid-python.sh).
  */
 struct dbg314 {
 	char cookie[8];
@@ -153,6 +162,7 @@ struct dbg314 {
 	DBG_OBJECTS_314;
 	struct { __u64 size, state, length, asciiobject_size; } unicode_object;
 	struct { __u64 size, collecting; } gc;
+	DBG_TAIL_314;
 };
 
 /*
@@ -183,6 +193,7 @@ struct dbg315 {
 		__u64 size, state, length, asciiobject_size, compactunicodeobject_size;
 	} unicode_object;
 	struct { __u64 size, collecting, frame, generation_stats_size, generation_stats; } gc;
+	DBG_TAIL_314;
 };
 
 /* The fields both DebugOffsets layouts give, as plain numbers. */
@@ -198,6 +209,9 @@ struct dbg {
 	__u64 ts_native_thread_id, gil_runtime_state, gil_holder;
 	__u64 interp_size, interp_gc, gc_size, gc_collecting;
 	__u64 ts_base_frame;    /* 3.15+; else N */
+	/* 3.14+ (else N): the main thread, PEP 768's fields */
+	__u64 threads_main, ts_eval_breaker, ts_remote, interp_remote_enabled,
+	      remote_pending, remote_path, remote_path_size;
 };
 
 static void whyf(char *why, size_t len, const char *fmt, ...)
@@ -392,19 +406,28 @@ static int minor_from_name(const char *path)
 		o.interpreter_state.gil_runtime_state,			\
 		o.interpreter_state.gil_holder,				\
 		o.interpreter_state.size, o.interpreter_state.gc,	\
-		o.gc.size, o.gc.collecting, N,				\
+		o.gc.size, o.gc.collecting, N, N, N, N, N, N, N, N,	\
 	};								\
 	more;								\
 } while (0)
+#define READ_REMOTE_314							\
+	d->threads_main = o.interpreter_state.threads_main;		\
+	d->ts_eval_breaker = o.debugger_support.eval_breaker;		\
+	d->ts_remote = o.debugger_support.remote_debugger_support;	\
+	d->interp_remote_enabled = o.debugger_support.remote_debugging_enabled; \
+	d->remote_pending = o.debugger_support.debugger_pending_call;	\
+	d->remote_path = o.debugger_support.debugger_script_path;	\
+	d->remote_path_size = o.debugger_support.debugger_script_path_size
 
 static int read_dbg(int fd, __u64 runtime, unsigned minor, struct dbg *d)
 {
 	if (minor == 13)
 		READ_DBG(struct dbg313, );
 	else if (minor == 14)
-		READ_DBG(struct dbg314, );
+		READ_DBG(struct dbg314, READ_REMOTE_314);
 	else
-		READ_DBG(struct dbg315, d->ts_base_frame = o.thread_state.base_frame);
+		READ_DBG(struct dbg315, d->ts_base_frame = o.thread_state.base_frame;
+			 READ_REMOTE_314);
 	/* every offset we use inside the struct it indexes: a layout check */
 	if (d->ts_next + 8 > d->ts_size || d->ts_current_frame + 8 > d->ts_size ||
 	    d->ts_thread_id + 8 > d->ts_size || d->fr_previous + 8 > d->fr_size ||
@@ -636,6 +659,90 @@ cleanup:
 	if (fd >= 0)
 		close(fd);
 	free(c);
+	return err;
+}
+
+/* 1 if thread state ts is running Python code (has a frame of its own). */
+static int runs_python(int fd, const struct dbg *d, __u64 ts)
+{
+	__u64 f = 0;
+
+	if (read_u64(fd, ts + d->ts_current_frame, &f) || !f)
+		return 0;
+	/* 3.15: a thread that runs none sits at its sentinel base frame */
+	return d->ts_base_frame == N || f != ts + d->ts_base_frame;
+}
+
+int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote *rx,
+		     char *why, size_t whylen)
+{
+	__u64 interp, ts, main_ts = 0, pick = 0, tid = 0;
+	__s32 enabled = 0;
+	struct dbg d;
+	int fd, err;
+
+	memset(rx, 0, sizeof(*rx));
+	if (cfg->version < 314) {
+		whyf(why, whylen, "CPython %u.%u has no remote execution (3.14+)",
+		     cfg->version / 100, cfg->version % 100);
+		return -EOPNOTSUPP;
+	}
+	fd = proc_mem_open(pid);
+	if (fd < 0) {
+		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
+		return fd;
+	}
+	err = -ENOTSUP;
+	if (read_dbg(fd, cfg->runtime, cfg->version % 100, &d) ||
+	    d.remote_path_size < 64 || d.remote_path_size > 4096 ||
+	    d.ts_remote + d.remote_path + d.remote_path_size > d.ts_size ||
+	    d.ts_remote + d.remote_pending + 4 > d.ts_size || d.ts_eval_breaker + 8 > d.ts_size ||
+	    d.interp_remote_enabled + 4 > d.interp_size || d.threads_main + 8 > d.interp_size) {
+		whyf(why, whylen, "CPython %u.%u's remote debugger offsets are not readable",
+		     cfg->version / 100, cfg->version % 100);
+		goto out;
+	}
+	err = -ESRCH;
+	if (read_u64(fd, cfg->runtime + d.interpreters_head, &interp) || !interp) {
+		whyf(why, whylen, "no interpreter in the CPython runtime");
+		goto out;
+	}
+	err = -EPERM;
+	if (proc_mem_read(fd, interp + d.interp_remote_enabled, &enabled, sizeof(enabled)) ||
+	    enabled != 1) {
+		whyf(why, whylen, "CPython %u.%u's remote debugging is disabled in it "
+		     "(PYTHON_DISABLE_REMOTE_DEBUG, -X disable_remote_debug)",
+		     cfg->version / 100, cfg->version % 100);
+		goto out;
+	}
+	/* the main thread if it runs Python, else the first thread that does */
+	read_u64(fd, interp + d.threads_main, &main_ts);
+	if (main_ts && runs_python(fd, &d, main_ts))
+		pick = main_ts;
+	if (!pick && !read_u64(fd, interp + d.threads_head, &ts))
+		for (int i = 0; ts && i < 4096 && !pick; i++) {
+			if (runs_python(fd, &d, ts))
+				pick = ts;
+			else if (read_u64(fd, ts + d.ts_next, &ts))
+				break;
+		}
+	if (!pick)
+		pick = main_ts;
+	err = -ESRCH;
+	if (!pick) {
+		whyf(why, whylen, "no thread state in the CPython runtime");
+		goto out;
+	}
+	if (d.ts_native_thread_id + 8 <= d.ts_size)
+		read_u64(fd, pick + d.ts_native_thread_id, &tid);
+	rx->eval_breaker = pick + d.ts_eval_breaker;
+	rx->pending = pick + d.ts_remote + d.remote_pending;
+	rx->path = pick + d.ts_remote + d.remote_path;
+	rx->path_size = (__u32)d.remote_path_size;
+	rx->native_tid = (__u32)tid;
+	err = 0;
+out:
+	close(fd);
 	return err;
 }
 

@@ -51,4 +51,26 @@ int pyruntime_code_layout(pid_t pid, const struct gb_py_config *cfg,
 int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 		   struct gb_py_frame *frames, int max);
 
+/*
+ * PEP 768 (CPython 3.14+): where a debugger asks a thread to run a Python
+ * script at its next safe point, addresses in the process.
+ */
+struct py_remote {
+	__u64 eval_breaker;     /* the thread state's eval_breaker (uintptr_t) */
+	__u64 pending;          /* its debugger_pending_call (int) */
+	__u64 path;             /* its debugger_script_path (char[path_size]) */
+	__u32 path_size;
+	__u32 native_tid;       /* that thread (0: unknown) */
+};
+
+/*
+ * Fill rx for the thread of pid to ask (cfg from pyruntime_find()): the
+ * main thread if it runs Python code, else the first thread that does,
+ * else the main thread.  0; -EOPNOTSUPP before 3.14; -EPERM where the
+ * interpreter's remote debugging is off; -ESRCH, -ENOTSUP or -errno
+ * otherwise; why says which.
+ */
+int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote *rx,
+		     char *why, size_t whylen);
+
 #endif
