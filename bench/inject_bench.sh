@@ -6,7 +6,12 @@
 #  1. target stall per injection: INJ_REPS fresh processes, each recorded
 #     once with `gpubpf record -p -d 300ms` (which loads the library with
 #     ptrace); the borrowed thread's stop, from the trace
-#     (gpubpf.gpu.late_attach.PID.stall_us): median, p90, max;
+#     (gpubpf.gpu.late_attach.PID.stall_us): median, p90, max.  The same
+#     through CPython's remote execution: RX_REPS fresh CPython 3.14 jobs
+#     whose one thread spins in Python (tests/py/spin_job.py; Debian's
+#     3.14 in the chroot of scripts/sid-python.sh, skipped without it),
+#     the stall being how long that thread ran gpubpf's script, and the
+#     whole attach (record's own report, ptrace's 1 s search included);
 #  2. per-launch cost after detach: A (never attached) and B take turns on
 #     CPU 0 (gpuwork -i/-o, a ring of FIFOs); B is recorded once with -p
 #     for 1 s.  Per round, B's time per launch (launches and sync: its
@@ -19,12 +24,13 @@
 #     F recorded once and detached (CUPTI finalized from the job's API-exit
 #     callback), G recorded once with GPUBPF_CUPTI_FINALIZE=0 (only
 #     unsubscribed), taking turns: F/E and G/E, after / before.
-# Knobs: INJ_REPS (20), LAUNCHES (5000).  Writes its block
+# Knobs: INJ_REPS (20), RX_REPS (10), LAUNCHES (5000).  Writes its block
 # of BENCHMARKS.md (between the inject-bench markers) unless BENCH_MD=-.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 INJ_REPS=${INJ_REPS:-20}
+RX_REPS=${RX_REPS:-10}
 LAUNCHES=${LAUNCHES:-5000}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 GW=build/bench/gpuwork
@@ -61,6 +67,32 @@ grep -v fail "$T/stalls" >"$T/ok" || true
 s_med=$(median <"$T/ok"); s_p90=$(pct 90 <"$T/ok"); s_max=$(pct 100 <"$T/ok")
 printf '1. target stall per injection (%d injections, %d failed): median %.0f us, p90 %.0f us, max %.0f us\n' \
 	"$INJ_REPS" "$fails" "$s_med" "$s_p90" "$s_max"
+rx_line="not measured: no CPython 3.14 (bash scripts/sid-python.sh)"
+if [ -x tests/sid-python3.14 ] && [ -x "${GPUBPF_SID:-/var/lib/gpubpf/sid}/usr/bin/python3.14" ]; then
+	: >"$T/rx"
+	for i in $(seq "$RX_REPS"); do
+		rm -f "$T/ready"
+		tests/sid-python3.14 tests/py/spin_job.py "$PWD/build/sim/libcuda.so.1" "$T/ready" \
+			"$T/never" 0 "$T/truth.json" 2>/dev/null &
+		w=$!
+		PIDS+=("$w")
+		for _ in $(seq 100); do [ -e "$T/ready" ] && break; sleep 0.05; done
+		build/gpubpf record -v -p "$w" -d 100ms -q -o "$T/r.json" 2>"$T/r.err" || true
+		python3 -c 'import json, re, sys
+d = json.load(open(sys.argv[1]))["gpubpf"]["gpu"]["late_attach"]
+m = re.search(r"for [0-9.]+ ms; ([0-9.]+) ms in all", open(sys.argv[3]).read())
+print(d[sys.argv[2]]["stall_us"] if sys.argv[2] in d and m else "fail", m.group(1) if m else 0)' \
+			"$T/r.json" "$w" "$T/r.err" >>"$T/rx"
+		kill "$w" 2>/dev/null || true
+		wait "$w" 2>/dev/null || true
+	done
+	rx_fails=$(grep -c fail "$T/rx" || true)
+	grep -v fail "$T/rx" >"$T/rxok" || true
+	rx_line=$(printf 'script run time median %.0f us, max %.0f us; whole attach median %.0f ms (%d of %d failed)' \
+		"$(cut -d' ' -f1 "$T/rxok" | median)" "$(cut -d' ' -f1 "$T/rxok" | pct 100)" \
+		"$(cut -d' ' -f2 "$T/rxok" | median)" "$rx_fails" "$RX_REPS")
+fi
+echo "1b. through CPython's remote execution ($RX_REPS fresh CPython 3.14 jobs, every thread busy): $rx_line"
 
 # Processes taking turns on CPU 0 in a ring of FIFOs (gpuwork -i/-o), so a
 # round's blocks, milliseconds apart, see the same speed of this VM.
@@ -156,6 +188,7 @@ block="$T/block"
 	echo
 	echo "- date: $(date -u '+%Y-%m-%d %H:%M UTC'); load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "- target stall per injection ($INJ_REPS fresh processes): median $(printf %.0f "$s_med") us, p90 $(printf %.0f "$s_p90") us, max $(printf %.0f "$s_max") us ($fails failed)"
+	echo "- through CPython's remote execution, for a job in which every thread is busy ($RX_REPS fresh CPython 3.14 jobs spinning in Python): $rx_line"
 	echo "- the time per launch (a round's launches and synchronisation; all threads on one CPU, one process at a time) of a process recorded once with \`record -p -d 1s\` (late attach) over that of a process never attached, the two taking turns in rounds of $LAUNCHES launches each, medians over the rounds: ${b_before}x before the recording, ${b_after}x after it ended; **after / before ${r1}x** (goal <= 1.02x)"
 	echo "- the same with the shipped library's CUPTI backend (over build/sim/libcupti_sim.so, which stays attached to the driver until cuptiFinalize, as CUPTI does), three processes taking turns, after / before: CUPTI finalized at detach **${r3}x**; only unsubscribed (GPUBPF_CUPTI_FINALIZE=0) ${r4}x"
 	echo "<!-- inject-bench:end -->"

@@ -99,6 +99,7 @@ static int late_attach(struct record *r, pid_t pid)
 		int ret2 = remote_exec_library(pid, lib, REMOTE_EXEC_MS, &st2, why2, sizeof(why2));
 
 		if (!ret2) {
+			st2.total_ns += l->st.total_ns;         /* ptrace's search first */
 			l->ret = 0;
 			l->st = st2;
 			l->remote_exec = 1;
