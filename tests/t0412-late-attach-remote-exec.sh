@@ -84,6 +84,34 @@ else
 	skip "no CPython 3.14 or 3.15" 4
 fi
 
+# the script fails in the job (an audit hook of the job refuses the
+# library's dlopen): host calls only, the script's error said
+if [[ -n $py ]]; then
+	deny='import runpy, sys
+def deny(event, args):
+    if event == "ctypes.dlopen" and str(args[0]).startswith("/proc/self/fd/"):
+        raise PermissionError("no dlopen from a memfd here")
+sys.addaudithook(deny)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")'
+	mkdir -p "$TMPD/deny"
+	"$py" -c "$deny" "$job" "$SIMLIB/libcuda.so.1" "$TMPD/deny/ready" "$TMPD/deny/go" "$N" \
+		"$TMPD/deny/truth.json" >"$TMPD/deny/out" 2>"$TMPD/deny/err" &
+	w=$!
+	at_exit "kill $w 2>/dev/null"
+	wait_for_file "$TMPD/deny/ready" 30
+	"$GPUBPF" record -p "$w" -d 2s -q -o "$TMPD/deny/t.json" >"$TMPD/deny/rec.out" 2>&1 &
+	rec=$!
+	wait_for_cmd 30 grep -q "GPU timing off" "$TMPD/deny/rec.out"
+	finish deny
+	like "script failed: its error said" "$(grep "GPU timing off" "$TMPD/deny/rec.out")" \
+		"; the script CPython ran for gpubpf failed: PermissionError: no dlopen from a memfd here; recording host calls only$"
+	is "script failed: no library in the job, no file left" \
+		"$(json_query "$TMPD/deny/t.json" 'd["gpubpf"]["gpu"]["late_attach"]'):$(spots)" "{}:$before"
+else
+	skip "no CPython 3.14 or 3.15" 4
+fi
+
 # CPython before 3.14: the ptrace reason alone
 py=$(cpythons 3.12 3.11 | head -n 1)
 if [[ -n $py ]]; then

@@ -231,6 +231,16 @@ static int request(pid_t pid, const struct py_remote *rx, const char *path, int 
 		snprintf(why, whylen, "cannot write the memory of pid %d: %s", pid, strerror(errno));
 		goto out;
 	}
+	/* another debugger's request, not taken yet: not ours to overwrite */
+	if (pending && (pread(fd, &flag, sizeof(flag), (off_t)rx->pending) != sizeof(flag) ||
+			flag != 0)) {
+		ret = -EBUSY;
+		snprintf(why, whylen, "another remote execution request is pending in thread %u",
+			 rx->native_tid);
+		close(fd);
+		goto out;
+	}
+	flag = pending;
 	if (pending) {
 		memset(buf, 0, sizeof(buf));
 		snprintf(buf, sizeof(buf), "%s", path);
