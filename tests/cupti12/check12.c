@@ -18,19 +18,7 @@
 #include "fill12.h"
 #include "tap.h"
 
-static uint8_t buf13[4096] __attribute__((aligned(8)));
 static uint8_t buf12[4096] __attribute__((aligned(8)));
-static size_t used;
-
-static void *add(CUpti_ActivityKind kind, size_t size)
-{
-	CUpti_Activity *a = (CUpti_Activity *)(buf13 + used);
-
-	memset(a, 0, size);
-	a->kind = kind;
-	used += size;
-	return a;
-}
 
 /* Name ids from 100 on, the same for the same name. */
 static char names[4][256];
@@ -61,14 +49,15 @@ static void test_records(void)
 	struct cupti_conv c13, c12;
 	unsigned i;
 
+	ok(cupti12_fill(buf12, sizeof(buf12), sizes12) > 0, "the CUPTI 12 records fit");
+	fill_used = 0;
 	FILL_FIRST(CUpti_ActivityKernel10, CUpti_ActivityMemcpy6, CUpti_ActivityMemcpyPtoP4,
 		   CUpti_ActivityMemset4, CUpti_ActivitySynchronization2, CUpti_ActivityMemory4);
-	ok(cupti12_fill(buf12, sizeof(buf12), sizes12) > 0, "the CUPTI 12 records fit");
 	cupti_conv_init(&c13, name_id, NULL);
 	cupti_conv_init(&c12, name_id, NULL);
 	for (i = 0; i < CUPTI12_RECORDS; i++) {
 		union ga_record r13, r12;
-		int n13 = cupti_convert(&c13, (const CUpti_Activity *)(buf13 + at13), &r13);
+		int n13 = cupti_convert(&c13, (const CUpti_Activity *)(fill_buf + at13), &r13);
 		int n12 = cupti_convert(&c12, (const CUpti_Activity *)(buf12 + at12), &r12);
 
 		ok(n13 > 0 && n12 == n13 && !memcmp(&r12, &r13, sizeof(r12)),

@@ -4,12 +4,29 @@
  * record conversion: the same macros fill CUDA 13.0's struct versions
  * (tests/unit/test_cupti_records.c) and those of another release's
  * headers (tests/cupti12/, against Debian's CUPTI 12), so both must
- * convert to the same bytes.  The includer provides
- *	void *add(CUpti_ActivityKind kind, size_t size)
- * which appends a zeroed record of that kind and size to its buffer.
+ * convert to the same bytes.  The records go one after the other into
+ * fill_buf, as CUPTI lays them out; include after <cupti.h>.
  */
 #ifndef GPUBPF_TEST_CUPTI_FILL_H
 #define GPUBPF_TEST_CUPTI_FILL_H
+
+#include <stdint.h>
+#include <string.h>
+
+/* The buffer, 8-aligned as CUPTI's callbacks hand them out. */
+static uint8_t fill_buf[8192] __attribute__((aligned(8)));
+static size_t fill_used;
+
+/* Append a zeroed record of that kind and size (the tests stay far below the end). */
+static __attribute__((unused)) void *add(CUpti_ActivityKind kind, size_t size)
+{
+	CUpti_Activity *a = (CUpti_Activity *)(fill_buf + fill_used);
+
+	memset(a, 0, size);
+	a->kind = kind;
+	fill_used += size;
+	return a;
+}
 
 #define KERNEL_NAME "void gemm_kernel<float, 128>(float const*, float*, int)"
 

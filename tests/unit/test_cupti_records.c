@@ -18,20 +18,6 @@
 #include "tap.h"
 
 
-/* The buffer, 8-aligned as CUPTI's callbacks hand them out. */
-static uint8_t buf[8192] __attribute__((aligned(8)));
-static size_t used;
-
-static void *add(CUpti_ActivityKind kind, size_t size)
-{
-	CUpti_Activity *a = (CUpti_Activity *)(buf + used);
-
-	memset(a, 0, size);
-	a->kind = kind;
-	used += size;
-	return a;
-}
-
 /* The name callback: ids from 100 on, and what it was asked. */
 static char names_seen[4][256];
 static int n_names;
@@ -112,7 +98,7 @@ static void test_iterate(struct cupti_conv *c)
 	CUptiResult st;
 	int n = 0;
 
-	while ((st = cuptiActivityGetNextRecord(buf, used, &rec)) == CUPTI_SUCCESS) {
+	while ((st = cuptiActivityGetNextRecord(fill_buf, fill_used, &rec)) == CUPTI_SUCCESS) {
 		if (n < N_RECS) {
 			seen_kind[n] = rec->kind;
 			/* garbage first: the converter must clear what it leaves */
@@ -308,9 +294,9 @@ static void test_bad_args(struct cupti_conv *c)
 	union ga_record r;
 
 	is_int(cupti_convert(c, NULL, &r), -EINVAL, "NULL record: -EINVAL");
-	is_int(cupti_convert(NULL, (const CUpti_Activity *)buf, &r), -EINVAL,
+	is_int(cupti_convert(NULL, (const CUpti_Activity *)fill_buf, &r), -EINVAL,
 	       "NULL state: -EINVAL");
-	is_int(cupti_convert(c, (const CUpti_Activity *)buf, NULL), -EINVAL,
+	is_int(cupti_convert(c, (const CUpti_Activity *)fill_buf, NULL), -EINVAL,
 	       "NULL output: -EINVAL");
 }
 
@@ -351,17 +337,17 @@ static uint32_t name_100(const char *name, void *arg)
 	size_t at = 0;									\
 	unsigned i;									\
 											\
-	used = 0;									\
+	fill_used = 0;									\
 	FILL_FIRST(kernel_t, memcpy_t, CUpti_ActivityMemcpyPtoP4, CUpti_ActivityMemset4,	\
 		   sync_t, memory_t);							\
 	cupti_conv_init(&c12, name_100, NULL);						\
 	for (i = 0; i < 6; i++) {							\
 		union ga_record r;							\
-		int n = cupti_convert(&c12, (const CUpti_Activity *)(buf + at), &r);	\
+		int n = cupti_convert(&c12, (const CUpti_Activity *)(fill_buf + at), &r);	\
 											\
 		ok(n == ret[i] && !memcmp(&r, &out[i], sizeof(r)),			\
 		   "%s: record %u (kind %d) converts as CUDA 13.0's", label, i,		\
-		   (int)((const CUpti_Activity *)(buf + at))->kind);			\
+		   (int)((const CUpti_Activity *)(fill_buf + at))->kind);			\
 		at += sizes[i];								\
 	}										\
 } while (0)
