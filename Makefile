@@ -238,13 +238,19 @@ install: $(BUILD)/gpubpf $(CUPTI_LIB)
 
 # What a GPU machine's image lacks, for the device checks
 # (tests/gpu/device-check.sh): gpubpf's libcjson, and bpftool with its
-# libelf (BPF run times).  Carry build/gpubpf, build/libgpubpf_cupti.so and
-# .carry.
+# libelf (BPF run times); for t0980, a CUDA program of its own (the
+# toolkit's nvcc, for the H200's sm_90) and Debian's CUPTI 12 where
+# scripts/cupti12.sh fetched it.  Carry build/gpubpf,
+# build/libgpubpf_cupti.so and .carry.
+CUPTI12_DIR ?= /var/lib/gpubpf/cupti12
 gpu-carry: $(BUILD)/gpubpf $(CUPTI_LIB)
 	@mkdir -p .carry/lib .carry/bin
 	$(Q)cp -L $$(ldd $(BUILD)/gpubpf $$(command -v bpftool) | \
 		awk '/libcjson|libelf/ { print $$3 }' | sort -u) .carry/lib/
 	$(Q)cp -L $$(command -v bpftool) .carry/bin/
+	$(Q)$(CUDA_HOME)/bin/nvcc -O2 -arch=sm_90 -o .carry/bin/cuda_kernels tests/gpu/cuda_kernels.cu
+	$(Q)if [ -r $(CUPTI12_DIR)/lib/libcupti.so.12 ]; then mkdir -p .carry/cupti12 && \
+		cp $(CUPTI12_DIR)/lib/libcupti.so.12 .carry/cupti12/; fi
 
 clean:
 	rm -rf $(BUILD)

@@ -2,12 +2,12 @@
 # Every GPU machine check in one call, for a lent GPU machine whose time is
 # short: first what the machine is and whether gpubpf's BPF loads there,
 # then t0970 (late attach), t0975 (the job's speed after detaching), t0950
-# (record, probe sites, --autograd) and t0960 (GPU timing against
-# torch.profiler), each under its own time limit.
+# (record, probe sites, --autograd), t0960 (GPU timing against
+# torch.profiler) and t0980 (CUPTI 12), each under its own time limit.
 # Run as root there from the repository root, with build/gpubpf,
 # build/libgpubpf_cupti.so and .carry (libcjson.so.1, bpftool: `make
 # gpu-carry` fills it) carried from the build machine:
-#     bash tests/gpu/device-check.sh [t0970 t0975 t0950 t0960]
+#     bash tests/gpu/device-check.sh [t0970 t0975 t0950 t0960 t0980]
 # Writes $OUT/device.log (everything, TAP included), one compressed tar of
 # each check's findings but its JSON traces (too big to come back), and
 # each .pftrace it wrote, gzipped; exits 0 when BPF loaded and every check
@@ -20,8 +20,8 @@ export LD_LIBRARY_PATH="$PWD/.carry/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export PYTHONUNBUFFERED=1
 unset CUDA_INJECTION64_PATH
 checks=("$@")
-((${#checks[@]})) || checks=(t0970 t0975 t0950 t0960)
-declare -A limit=([t0970]=160 [t0975]=230 [t0950]=120 [t0960]=140)
+((${#checks[@]})) || checks=(t0970 t0975 t0950 t0960 t0980)
+declare -A limit=([t0970]=160 [t0975]=230 [t0950]=120 [t0960]=140 [t0980]=90)
 
 section() { echo "=== $* ($(date +%T))"; }
 
