@@ -76,6 +76,13 @@ int main(void)
 #if PY_VERSION_HEX >= 0x030E0000
 	/* f_executable is a _PyStackRef: its low bits are tags */
 	P("exec_tag_mask", Py_TAG_BITS);
+	/* PEP 768's request, in the thread state (user/record/remote_exec.c) */
+	P("remote_eval_breaker", offsetof(PyThreadState, eval_breaker));
+	P("remote_pending", offsetof(PyThreadState, remote_debugger_support) +
+	  offsetof(_PyRemoteDebuggerSupport, debugger_pending_call));
+	P("remote_path", offsetof(PyThreadState, remote_debugger_support) +
+	  offsetof(_PyRemoteDebuggerSupport, debugger_script_path));
+	P("remote_path_size", _Py_MAX_SCRIPT_PATH_SIZE);
 #endif
 #if PY_VERSION_HEX >= 0x030B0000
 	P("code_qualname", offsetof(PyCodeObject, co_qualname));

@@ -48,6 +48,34 @@ static long get(const struct offs *o, int n, const char *key)
 	return GB_PY_NONE;
 }
 
+/*
+ * PEP 768's request (3.14+): where pyruntime_remote() writes, against the
+ * headers; the thread asked is the main one, which runs Python (parked in
+ * time.sleep).  Before 3.14: not supported.
+ */
+static void check_remote(const struct pyinterp *py, pid_t pid, const struct gb_py_config *c,
+			 const struct offs *o, int n)
+{
+	struct py_remote rx;
+	char why[256];
+	int err = pyruntime_remote(pid, c, &rx, why, sizeof(why));
+
+	if (py->version < 314) {
+		is_int(err, -EOPNOTSUPP, "%s: no remote execution before 3.14", py->python);
+		return;
+	}
+	if (!is_int(err, 0, "%s: pyruntime_remote (%s)", py->python, err ? why : "ok"))
+		return;
+	is_int(rx.native_tid, pid, "%s: the main thread is asked", py->python);
+	is_int(rx.eval_breaker - rx.tstate, get(o, n, "remote_eval_breaker"),
+	       "%s: eval_breaker where the headers put it", py->python);
+	is_int(rx.pending - rx.tstate, get(o, n, "remote_pending"),
+	       "%s: debugger_pending_call where the headers put it", py->python);
+	is_int(rx.path - rx.tstate, get(o, n, "remote_path"),
+	       "%s: debugger_script_path where the headers put it", py->python);
+	is_int(rx.path_size, get(o, n, "remote_path_size"), "%s: its size", py->python);
+}
+
 static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_py_config *c)
 {
 	struct offs o[64];
@@ -99,6 +127,7 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 	       get(o, n, "exec_tag_mask"), "%s: the executable's tag bits", py->python);
 	is_int(GB_PY_GIL_SIZE, get(o, n, "gil_size"), "%s: the GIL's size", py->python);
 	is_int(c->depth, 0, "%s: depth left to the caller", py->python);
+	check_remote(py, pid, c, o, n);
 }
 
 static void check_stack(const struct pyinterp *py, pid_t pid, const struct gb_py_config *cfg,

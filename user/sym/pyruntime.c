@@ -735,6 +735,7 @@ int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote
 	}
 	if (d.ts_native_thread_id + 8 <= d.ts_size)
 		read_u64(fd, pick + d.ts_native_thread_id, &tid);
+	rx->tstate = pick;
 	rx->eval_breaker = pick + d.ts_eval_breaker;
 	rx->pending = pick + d.ts_remote + d.remote_pending;
 	rx->path = pick + d.ts_remote + d.remote_path;

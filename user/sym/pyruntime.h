@@ -56,7 +56,8 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
  * script at its next safe point, addresses in the process.
  */
 struct py_remote {
-	__u64 eval_breaker;     /* the thread state's eval_breaker (uintptr_t) */
+	__u64 tstate;           /* the thread state */
+	__u64 eval_breaker;     /* its eval_breaker (uintptr_t) */
 	__u64 pending;          /* its debugger_pending_call (int) */
 	__u64 path;             /* its debugger_script_path (char[path_size]) */
 	__u32 path_size;
