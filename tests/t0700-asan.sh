@@ -1,21 +1,23 @@
 #!/usr/bin/env bash
 # test-timeout: 400
-# The trace readers, report, merge, convert, record in parts and record
-# --autograd under AddressSanitizer and UndefinedBehaviorSanitizer (issue
+# The trace readers, report, merge, convert, record in parts, record
+# --autograd and late attach through CPython's remote execution under
+# AddressSanitizer and UndefinedBehaviorSanitizer (issue
 # #10, item 8): their tests run again against build/asan/gpubpf (`make
 # asan`, part of `make test`); each must pass, and no sanitizer may report
 # anything (leaks included).
 # Before the fix, report's qsort(NULL, 0, ...) on a trace with GPU work and
 # no sync hotspot failed t0500 here.
 . "$(dirname "$0")/lib.sh"
-test_description "report, merge, convert and parts tests under ASan+UBSan"
+test_description "report, merge, convert, parts and remote-execution tests under ASan+UBSan"
 ASAN_BIN="$GPUBPF_ROOT/build/asan/gpubpf"
 [[ -x "$ASAN_BIN" ]] || skip_all "needs $ASAN_BIN (run make asan)"
 
 # not t0510 (its figures have timing tolerances that a sanitized recorder
 # misses on a loaded machine) nor t0620 (events of 256 MiB)
 tests=(t0500-report-synthetic t0505-report-cupti-memory t0600-merge
-	t0630-merge-valid-json t0166-convert t0167-record-parts t0530-autograd-nodes)
+	t0630-merge-valid-json t0166-convert t0167-record-parts t0530-autograd-nodes
+	t0412-late-attach-remote-exec)
 plan $((2 * ${#tests[@]}))
 mkdir -p "$TMPD/san"
 for t in "${tests[@]}"; do
