@@ -217,10 +217,15 @@ static int request(pid_t pid, const struct py_remote *rx, const char *path, int 
 	__s32 flag = pending;
 	__u64 breaker;
 
-	/* held still, the thread cannot exit and free its state under us */
-	held = rx->native_tid ? inject_hold((pid_t)rx->native_tid, HOLD_MS, &sig) : -ESRCH;
-	if (held && held != -ESRCH) {
-		snprintf(why, whylen, "thread %u did not stop to take the request (%s)",
+	/*
+	 * Held still, the thread cannot exit and free its state under us; one
+	 * that cannot be held (gone, or traced by another) is not written to.
+	 * A state that names no thread (0) is written as CPython's own
+	 * sys.remote_exec writes any.
+	 */
+	held = rx->native_tid ? inject_hold((pid_t)rx->native_tid, HOLD_MS, &sig) : 1;
+	if (held < 0) {
+		snprintf(why, whylen, "thread %u could not be held still to take the request (%s)",
 			 rx->native_tid, strerror(-held));
 		return held;
 	}
