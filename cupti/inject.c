@@ -143,7 +143,7 @@ int inject_start(int late)
 	pthread_mutex_lock(&state_lock);
 	if (owner == getpid())
 		goto out;       /* already running in this process */
-	quiet = late;
+	quiet |= late;          /* a child of a late-attached job inherits its stderr */
 	if (!probed) {
 		probed = 1;
 		backend = pick_backend();
