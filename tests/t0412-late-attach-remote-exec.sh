@@ -68,8 +68,29 @@ done < <(cpythons 3.14 3.15)
 ((nver)) || skip "no CPython 3.14 or 3.15 (pyenv, or bash scripts/sid-python.sh)" 8
 is "no file of gpubpf's left in the jobs' /tmp" "$(spots)" "$before"
 
-# remote debugging disabled in the job: host calls only, both reasons said
+# the main thread busy in C with the GIL released, a second one running
+# Python: the second is asked, and takes the request at once
 py=$(cpythons 3.14 3.15 | head -n 1)
+if [[ -n $py ]]; then
+	mkdir -p "$TMPD/gil"
+	"$py" "$GPUBPF_ROOT/tests/py/gil_job.py" "$SIMLIB/libcuda.so.1" "$TMPD/gil/ready" 5 \
+		>"$TMPD/gil/out" 2>"$TMPD/gil/err" &
+	w=$!
+	at_exit "kill $w 2>/dev/null"
+	wait_for_file "$TMPD/gil/ready" 30
+	spinner=$(cat "$TMPD/gil/ready")
+	check "GIL: record -p" "$GPUBPF" record -p "$w" -d 300ms -q -o "$TMPD/gil/t.json"
+	is "GIL: the thread running Python ran the script, not the main thread" \
+		"$(json_query "$TMPD/gil/t.json" \
+		"[v['thread'] for v in d['gpubpf']['gpu']['late_attach'].values()]")" "[$spinner]"
+	wait "$w"
+	is "GIL: the job exited 0, its output its own" "$?:$(cat "$TMPD/gil/out" "$TMPD/gil/err")" \
+		"0:gil_job: done"
+else
+	skip "no CPython 3.14 or 3.15" 3
+fi
+
+# remote debugging disabled in the job: host calls only, both reasons said
 if [[ -n $py ]]; then
 	start off "$py" PYTHON_DISABLE_REMOTE_DEBUG=1
 	"$GPUBPF" record -p "$w" -d 2s -q -o "$TMPD/off/t.json" >"$TMPD/off/rec.out" 2>&1 &

@@ -676,7 +676,7 @@ static int runs_python(int fd, const struct dbg *d, __u64 ts)
 int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote *rx,
 		     char *why, size_t whylen)
 {
-	__u64 interp, ts, main_ts = 0, pick = 0, tid = 0;
+	__u64 interp, ts, main_ts = 0, holder = 0, main_py = 0, first = 0, pick = 0, tid = 0;
 	__s32 enabled = 0;
 	struct dbg d;
 	int fd, err;
@@ -715,19 +715,30 @@ int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote
 		     cfg->version / 100, cfg->version % 100);
 		goto out;
 	}
-	/* the main thread if it runs Python, else the first thread that does */
+	/*
+	 * The thread that last held the GIL if it runs Python (it runs
+	 * bytecode: a safe point comes soonest there), else the main thread if
+	 * it does, else the first that does, else the main thread; only states
+	 * in the interpreter's list (the last holder may be gone).
+	 */
 	read_u64(fd, interp + d.threads_main, &main_ts);
-	if (main_ts && runs_python(fd, &d, main_ts))
-		pick = main_ts;
-	if (!pick && !read_u64(fd, interp + d.threads_head, &ts))
+	if (d.gil_holder + 8 <= d.interp_size)
+		read_u64(fd, interp + d.gil_holder, &holder);
+	if (!read_u64(fd, interp + d.threads_head, &ts))
 		for (int i = 0; ts && i < 4096 && !pick; i++) {
-			if (runs_python(fd, &d, ts))
-				pick = ts;
-			else if (read_u64(fd, ts + d.ts_next, &ts))
+			if (runs_python(fd, &d, ts)) {
+				if (ts == holder)
+					pick = ts;
+				else if (ts == main_ts)
+					main_py = ts;
+				else if (!first)
+					first = ts;
+			}
+			if (read_u64(fd, ts + d.ts_next, &ts))
 				break;
 		}
 	if (!pick)
-		pick = main_ts;
+		pick = main_py ? main_py : first ? first : main_ts;
 	err = -ESRCH;
 	if (!pick) {
 		whyf(why, whylen, "no thread state in the CPython runtime");

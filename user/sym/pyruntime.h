@@ -66,8 +66,8 @@ struct py_remote {
 
 /*
  * Fill rx for the thread of pid to ask (cfg from pyruntime_find()): the
- * main thread if it runs Python code, else the first thread that does,
- * else the main thread.  0; -EOPNOTSUPP before 3.14; -EPERM where the
+ * last holder of the GIL if it runs Python code, else the main thread if
+ * it does, else the first thread that does, else the main thread.  0; -EOPNOTSUPP before 3.14; -EPERM where the
  * interpreter's remote debugging is off; -ESRCH, -ENOTSUP or -errno
  * otherwise; why says which.
  */
