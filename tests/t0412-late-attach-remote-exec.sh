@@ -4,7 +4,8 @@
 # in Python: no thread asleep at a safe point for ptrace): on CPython
 # 3.14+ gpubpf asks the interpreter to run its loading script at a safe
 # point (PEP 768), and the job gets full GPU timing; the job's output is
-# unchanged and nothing is left in its /tmp.  Where the job disabled
+# unchanged and nothing is left in its /tmp.  With the main thread in a
+# long C call, the thread running Python is asked.  Where the job disabled
 # remote debugging, or runs an older CPython, GPU timing is off and the
 # reason says so.
 . "$(dirname "$0")/lib.sh"
