@@ -191,6 +191,29 @@ int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr)
 	return 0;
 }
 
+int proc_status_field(pid_t pid, const char *key, char *val, size_t len)
+{
+	char path[64], line[512];
+	size_t klen = strlen(key);
+	int ret = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (ret && fgets(line, sizeof(line), f))
+		if (!strncmp(line, key, klen) && line[klen] == ':') {
+			const char *v = line + klen + 1;
+
+			v += strspn(v, " \t");
+			snprintf(val, len, "%.*s", (int)strcspn(v, "\n"), v);
+			ret = 0;
+		}
+	fclose(f);
+	return ret;
+}
+
 int proc_mem_open(pid_t pid)
 {
 	char path[64];

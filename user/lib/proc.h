@@ -54,6 +54,12 @@ int proc_list_threads(pid_t pid, pid_t **tids);
  * 0 or -errno.
  */
 int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr);
+/*
+ * The value of field key ("Uid", "Seccomp"...) in /proc/PID/status, what
+ * follows "key:" and its blanks, into val: 0, -ENOENT if pid's status has
+ * no such field, or -errno.
+ */
+int proc_status_field(pid_t pid, const char *key, char *val, size_t len);
 /* pid's memory (/proc/PID/mem), for proc_mem_read(): an fd or -errno. */
 int proc_mem_open(pid_t pid);
 /*

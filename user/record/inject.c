@@ -75,6 +75,25 @@ uint64_t inject_now_ns(void)
 	return ts.tv_sec * 1000000000ULL + ts.tv_nsec;
 }
 
+int inject_copy_lib(const char *lib, int out)
+{
+	char buf[1 << 16];
+	int in = open(lib, O_RDONLY | O_CLOEXEC), ret = 0;
+	ssize_t n;
+
+	if (in < 0)
+		return -errno;
+	while ((n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n) {
+			ret = -EIO;
+			break;
+		}
+	if (n < 0)
+		ret = -errno;
+	close(in);
+	return ret;
+}
+
 int inject_safe_syscall(long nr)
 {
 	switch (nr) {
@@ -230,19 +249,10 @@ int inject_seccomp_allows(const struct sock_filter *prog, size_t n, long nr,
 /* The target's seccomp mode from /proc/PID/status: 0, 1 strict, 2 filter; -errno. */
 static int seccomp_mode(pid_t pid)
 {
-	char path[64], line[256];
-	int mode = -ENOENT;
-	FILE *f;
+	char val[32];
+	int ret = proc_status_field(pid, "Seccomp", val, sizeof(val));
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f))
-		if (!strncmp(line, "Seccomp:", 8))
-			mode = atoi(line + 8);
-	fclose(f);
-	return mode == -ENOENT ? 0 : mode;
+	return ret == -ENOENT ? 0 : ret ? ret : atoi(val);
 }
 
 /*
@@ -748,9 +758,8 @@ static int find_loader(pid_t pid, struct loader *l, char *why, size_t whylen)
 /* Copy the library's bytes into the target's memfd tfd. */
 static int fill_memfd(pid_t pid, int tfd, const char *lib)
 {
-	char path[64], buf[1 << 16];
-	int pidfd, fd = -1, in, ret = 0;
-	ssize_t n;
+	char path[64];
+	int pidfd, fd = -1, ret;
 
 	pidfd = syscall(SYS_pidfd_open, pid, 0);
 	if (pidfd >= 0) {
@@ -763,20 +772,7 @@ static int fill_memfd(pid_t pid, int tfd, const char *lib)
 		if (fd < 0)
 			return -errno;
 	}
-	in = open(lib, O_RDONLY | O_CLOEXEC);
-	if (in < 0) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	while ((n = read(in, buf, sizeof(buf))) > 0)
-		if (write(fd, buf, n) != n) {
-			ret = -EIO;
-			break;
-		}
-	if (n < 0)
-		ret = -errno;
-	close(in);
+	ret = inject_copy_lib(lib, fd);
 	return ret ? (close(fd), ret) : fd;
 }
 

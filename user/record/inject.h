@@ -38,6 +38,9 @@ struct inject_stats {
 int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_stats *st,
 		   char *why, size_t whylen);
 
+/* Copy the file lib into out (at its position): 0 or -errno. */
+int inject_copy_lib(const char *lib, int out);
+
 /* CLOCK_MONOTONIC in ns: the injections' timings. */
 uint64_t inject_now_ns(void);
 

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+#include "lib/proc.h"
 #include "sym/pyruntime.h"
 #include "record/remote_exec.h"
 
@@ -72,37 +73,38 @@ static const char script_fmt[] =
 /* The filesystem uid and gid of pid (what its opens are checked against). */
 static int target_ids(pid_t pid, uid_t *uid, gid_t *gid)
 {
-	char path[64], line[256];
-	unsigned long v[4];
-	int got = 0;
-	FILE *f;
+	unsigned long u[4], g[4];
+	char val[128];
+	int ret;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "Uid: %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4) {
-			*uid = (uid_t)v[3];
-			got |= 1;
-		} else if (sscanf(line, "Gid: %lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) == 4) {
-			*gid = (gid_t)v[3];
-			got |= 2;
-		}
-	}
-	fclose(f);
-	return got == 3 ? 0 : -EINVAL;
+	if ((ret = proc_status_field(pid, "Uid", val, sizeof(val))))
+		return ret;
+	if (sscanf(val, "%lu %lu %lu %lu", &u[0], &u[1], &u[2], &u[3]) != 4)
+		return -EINVAL;
+	if ((ret = proc_status_field(pid, "Gid", val, sizeof(val))))
+		return ret;
+	if (sscanf(val, "%lu %lu %lu %lu", &g[0], &g[1], &g[2], &g[3]) != 4)
+		return -EINVAL;
+	*uid = (uid_t)u[3];
+	*gid = (gid_t)g[3];
+	return 0;
 }
 
-/* Write len bytes of buf to path, mode 0600, owned by uid:gid. */
-static int put_file(const char *path, const void *buf, size_t len, uid_t uid, gid_t gid)
+/*
+ * A new file at path, mode 0600, owned by uid:gid, with len bytes of buf,
+ * or (buf NULL) a copy of the file at lib.
+ */
+static int put_file(const char *path, const void *buf, size_t len, const char *lib,
+		    uid_t uid, gid_t gid)
 {
 	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600), ret = 0;
 	const char *p = buf;
 
 	if (fd < 0)
 		return -errno;
-	while (len && !ret) {
+	if (!buf)
+		ret = inject_copy_lib(lib, fd);
+	while (buf && len && !ret) {
 		ssize_t n = write(fd, p, len);
 
 		if (n < 0 && errno != EINTR)
@@ -114,38 +116,6 @@ static int put_file(const char *path, const void *buf, size_t len, uid_t uid, gi
 		ret = -errno;
 	if (close(fd) && !ret)
 		ret = -EIO;
-	return ret;
-}
-
-/* The library's bytes, malloc'd. */
-static int read_all(const char *path, char **buf, size_t *len)
-{
-	struct stat stt;
-	int fd = open(path, O_RDONLY | O_CLOEXEC), ret = 0;
-	size_t got = 0;
-
-	*buf = NULL;
-	if (fd < 0)
-		return -errno;
-	if (fstat(fd, &stt) || stt.st_size <= 0 || !(*buf = malloc((size_t)stt.st_size))) {
-		close(fd);
-		return -EIO;
-	}
-	while (got < (size_t)stt.st_size) {
-		ssize_t n = read(fd, *buf + got, (size_t)stt.st_size - got);
-
-		if (n <= 0) {
-			ret = -EIO;
-			break;
-		}
-		got += (size_t)n;
-	}
-	close(fd);
-	if (ret) {
-		free(*buf);
-		*buf = NULL;
-	}
-	*len = got;
 	return ret;
 }
 
@@ -290,8 +260,6 @@ int remote_exec_library(pid_t pid, const char *lib, int timeout_ms, struct injec
 	struct gb_py_config cfg;
 	struct py_remote rx;
 	struct spot sp;
-	char *bytes = NULL;
-	size_t nbytes = 0;
 	uid_t uid = 0;
 	gid_t gid = 0;
 	int ret, n;
@@ -309,26 +277,20 @@ int remote_exec_library(pid_t pid, const char *lib, int timeout_ms, struct injec
 		snprintf(why, whylen, "cannot read the user of pid %d: %s", pid, strerror(-ret));
 		return ret;
 	}
-	if ((ret = read_all(lib, &bytes, &nbytes))) {
-		snprintf(why, whylen, "cannot read %s: %s", lib, strerror(-ret));
-		return ret;
-	}
 	if ((ret = make_spot(pid, &sp, uid, gid))) {
 		snprintf(why, whylen, "no directory for the script in the target's /tmp, /dev/shm "
 			 "or /var/tmp: %s", strerror(-ret));
-		free(bytes);
 		return ret;
 	}
 	n = snprintf(script, sizeof(script), script_fmt, sp.there);
 	snprintf(path, sizeof(path), "%s/" LIB_NAME, sp.here);
-	ret = put_file(path, bytes, nbytes, uid, gid);
-	free(bytes);
+	ret = put_file(path, NULL, 0, lib, uid, gid);
 	snprintf(path, sizeof(path), "%s/attach.py", sp.here);
 	if (!ret)
-		ret = put_file(path, script, (size_t)n, uid, gid);
+		ret = put_file(path, script, (size_t)n, NULL, uid, gid);
 	if (ret) {
-		snprintf(why, whylen, "cannot write the script's files in %s: %s", sp.there,
-			 strerror(-ret));
+		snprintf(why, whylen, "cannot write the script's files (%s) in %s: %s", lib,
+			 sp.there, strerror(-ret));
 		goto out;
 	}
 	snprintf(path, sizeof(path), "%s/attach.py", sp.there);
