@@ -23,8 +23,12 @@ cat > "$tmp/off.c" <<'C'
 #if PY_VERSION_HEX >= 0x030E0000
 #include "internal/pycore_stackref.h"
 #endif
+#if PY_VERSION_HEX >= 0x03090000
 #include "internal/pycore_runtime.h"
 #include "internal/pycore_interp.h"
+#else
+#include "internal/pycore_pystate.h"        /* 3.8: _PyRuntimeState */
+#endif
 #if PY_VERSION_HEX < 0x030B0000
 #include "frameobject.h"
 #endif
@@ -48,7 +52,10 @@ int main(void)
 #else
 	P("gil", offsetof(PyInterpreterState, _gil));
 #endif
+#if PY_VERSION_HEX >= 0x03090000
+	/* 3.8 keeps its collector's state in the runtime, not the interpreter */
 	P("gc_collecting", offsetof(PyInterpreterState, gc.collecting));
+#endif
 	P("gil_size", sizeof(struct _gil_runtime_state));
 	P("gil_holder", offsetof(struct _gil_runtime_state, last_holder));
 #if PY_VERSION_HEX < 0x030B0000
@@ -91,7 +98,11 @@ int main(void)
 	P("code_filename", offsetof(PyCodeObject, co_filename));
 	P("code_name", offsetof(PyCodeObject, co_name));
 	P("code_firstlineno", offsetof(PyCodeObject, co_firstlineno));
+#if PY_VERSION_HEX >= 0x030A0000
 	P("code_linetable", offsetof(PyCodeObject, co_linetable));
+#else
+	P("code_linetable", offsetof(PyCodeObject, co_lnotab));
+#endif
 	P("ascii_size", sizeof(PyASCIIObject));
 	P("compact_size", sizeof(PyCompactUnicodeObject));
 	P("bytes_size", offsetof(PyVarObject, ob_size));

@@ -9,8 +9,9 @@ track) must be mostly the right one; GIL waits name the hog thread as
 holder; samples taken in pure Python land in busy_loop; each thread's
 state slices tile its time (no gap, no overlap).  With --holder-only,
 of the phases only the holders of the GIL waits are checked (CPython
-3.10's sleep is a select, and its GIL hands over differently).  Tolerances are generous: the
-machines are small and shared.
+3.8 to 3.10: their sleep is a select, and their GIL hands over
+differently).  Tolerances are generous: the machines are small and
+shared.
 """
 import collections
 import json

@@ -4,6 +4,9 @@
 # unit, for tests/unit/test_pysym.c:
 #   code <qualname> <co_firstlineno> <line table hex, or ->
 #   lines <line of unit 0> <line of unit 1> ...     (-1: no line)
+# Before 3.10 the table is co_lnotab, and a unit's line the one
+# dis.findlinestarts() gives the last start at or before it.
+import dis
 import sys
 
 
@@ -12,6 +15,13 @@ def units(code):
 
 
 def line_of(code, byte_off):
+    if not hasattr(code, "co_lines"):
+        line = code.co_firstlineno
+        for start, start_line in dis.findlinestarts(code):
+            if start > byte_off:
+                break
+            line = start_line
+        return line
     for start, end, line in code.co_lines():
         if start <= byte_off < end:
             return -1 if line is None else line
@@ -60,7 +70,7 @@ def main():
         with open(path) as f:
             top = compile(f.read(), path, "exec")
         for code in walk(top):
-            tab = code.co_linetable.hex() or "-"
+            tab = (code.co_linetable if hasattr(code, "co_lines") else code.co_lnotab).hex() or "-"
             name = getattr(code, "co_qualname", code.co_name)
             print("code %s %d %s" % (name.replace(" ", "_"), code.co_firstlineno, tab))
             lines = [line_of(code, 2 * i) for i in range(units(code))]

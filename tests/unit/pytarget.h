@@ -22,11 +22,11 @@
 struct pyinterp {
 	char python[512];       /* the interpreter */
 	char include[512];      /* its headers (Python.h), for py-offsets.sh */
-	unsigned version;       /* 310 ... */
+	unsigned version;       /* 308 ... */
 };
 
 /*
- * The interpreters 3.10+ of pyenv ($PYENV_ROOT or ~/.pyenv, /root/.pyenv),
+ * The interpreters 3.8+ of pyenv ($PYENV_ROOT or ~/.pyenv, /root/.pyenv),
  * Debian's /usr/bin/python3.11 (static, non-PIE) and Debian unstable's
  * 3.14 and 3.15 (non-PIE, run chrooted: tests/sid-python3.X, from the
  * repository's root); older ones too when with_old (for the "not supported" tests).
@@ -55,7 +55,7 @@ static __attribute__((unused)) int py_interps(struct pyinterp *v, int max, int w
 			int minor = atoi(ver + 2);
 			char *slash;
 
-			if ((minor < 10 && !with_old) || strchr(ver, 't') < strchr(ver, '/'))
+			if ((minor < 8 && !with_old) || strchr(ver, 't') < strchr(ver, '/'))
 				continue;
 			snprintf(v[n].python, sizeof(v[n].python), "%s", g.gl_pathv[i]);
 			snprintf(v[n].include, sizeof(v[n].include), "%s", g.gl_pathv[i]);

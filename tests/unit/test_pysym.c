@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Unit tests for user/sym/pysym.c: line tables of real code objects from every
- * installed CPython 3.10+ (tests/py/linetab.py prints each table and the
+ * installed CPython 3.8+ (tests/py/linetab.py prints each table and the
  * line CPython gives each code unit), decoded by pysym_line, unit by unit;
  * malformed tables; and, on a live process, the identity check (a token
  * that does not match never yields a name), the cache, and a process that
@@ -61,7 +61,9 @@ static void test_tables(const struct pyinterp *py)
 
 			for (long want = strtol(p, &end, 10); end != p;
 			     p = end, want = strtol(p, &end, 10), i++) {
-				int got = pysym_line(py->version, tab, tablen, first, i);
+				/* f_lasti is in bytes before 3.10 */
+				int got = pysym_line(py->version, tab, tablen, first,
+						     py->version < 310 ? 2 * i : i);
 
 				units++;
 				if (got != want && bad++ < 5)
@@ -72,7 +74,8 @@ static void test_tables(const struct pyinterp *py)
 	}
 	ok(!pclose(f) && codes > 10 && units > 200,
 	   "%s: %d code objects, %d code units read", py->python, codes, units);
-	is_int(bad, 0, "%s: every unit's line equals co_lines()/co_positions()", py->python);
+	is_int(bad, 0, "%s: every unit's line equals co_lines()/co_positions() (before 3.10: "
+	       "dis.findlinestarts())", py->python);
 }
 
 static void test_malformed(void)
@@ -202,7 +205,7 @@ int main(void)
 	for (int i = 0; i < n; i++)
 		test_live(&py[i]);
 	if (!n)
-		diag("no CPython 3.10+ installed: line tables from real code not tested");
+		diag("no CPython 3.8+ installed: line tables from real code not tested");
 	{
 		char cmd[700];
 

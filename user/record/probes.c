@@ -636,7 +636,7 @@ int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cf
 	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
 				 BPF_ANY))
 		return -errno;
-	/* its threads named by pthread_self() only (3.10): map those to tids */
+	/* its threads named by pthread_self() only (3.8-3.10): map those to tids */
 	if (cfg->tstate_native_tid == GB_PY_NONE)
 		__atomic_store_n(&p->skel->bss->py_fsbase_on, 1, __ATOMIC_RELAXED);
 	return set_pid_bits(p, pid, GB_PID_PYTHON);

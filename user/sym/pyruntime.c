@@ -4,7 +4,7 @@
  *
  * The runtime is the _PyRuntime object of the executable (a static
  * libpython, maybe non-PIE) or of libpython3.X.so.  Layouts: offsetof
- * tables for 3.10, 3.11 and 3.12 (checked against each version's headers
+ * tables for 3.8 to 3.12 (checked against each version's headers
  * by scripts/py-offsets.sh and tests/unit/test_pyruntime.c); 3.13 to 3.15
  * publish their offsets in the _Py_DebugOffsets that starts _PyRuntime.
  */
@@ -32,8 +32,38 @@ struct py_table {
 	struct py_code_layout code;
 };
 
-/* offsetof on each version's headers: scripts/py-offsets.sh */
+/*
+ * offsetof on each version's headers: scripts/py-offsets.sh.  3.8 and 3.9
+ * are 3.10's layout but for f_lasti (a byte offset there, code units in
+ * 3.10) and the GIL's place; 3.8 keeps its collector in the runtime, not
+ * in the interpreter, so its collections are not seen.  Their co_lnotab
+ * lies where 3.10 has co_linetable.
+ */
 static const struct py_table tables[] = {
+	{ 308, {
+		.interp_head = 32, .threads_head = 8, .tstate_next = 8,
+		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,
+		.frame_code = 32, .frame_prev = 24, .frame_instr = 104,
+		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64,
+		.gil = 1152, .gil_holder = 8, .tstate_native_tid = N, .gc_collecting = N,
+		.tstate_base_frame = N,
+	}, {
+		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,
+		.linetable = 120, .str_length = 16, .str_state = 32,
+		.ascii_size = 48, .compact_size = 72, .bytes_size = 16, .bytes_sval = 32,
+	} },
+	{ 309, {
+		.interp_head = 32, .threads_head = 8, .tstate_next = 8,
+		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,
+		.frame_code = 32, .frame_prev = 24, .frame_instr = 104,
+		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64,
+		.gil = 352, .gil_holder = 8, .tstate_native_tid = N, .gc_collecting = 816,
+		.tstate_base_frame = N,
+	}, {
+		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,
+		.linetable = 120, .str_length = 16, .str_state = 32,
+		.ascii_size = 48, .compact_size = 72, .bytes_size = 16, .bytes_sval = 32,
+	} },
 	{ 310, {
 		.interp_head = 32, .threads_head = 8, .tstate_next = 8,
 		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,
@@ -294,10 +324,11 @@ static int list_candidates(pid_t pid, struct cand *c, int max)
 	return err < 0 ? err : cs.n;
 }
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_N };
+enum { SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_309, SYM_308, SYM_N };
 static const char *const sym_names[SYM_N] = {
 	"_PyRuntime", "Py_Version",
-	"PyIter_Send",  /* new in 3.10: tells 3.10 from older without Py_Version */
+	/* new in 3.10, 3.9 and 3.8: the version where there is no Py_Version (3.11+) */
+	"PyIter_Send", "PyFrame_GetBack", "PyCode_NewWithPosOnlyArgs",
 };
 
 /*
@@ -569,8 +600,18 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		bias = c[i].start - vaddr0;
 		break;
 	}
-	if (!file)
+	if (!file) {
+		/* 3.6 and older have no _PyRuntime: known by name only */
+		for (int i = 0; i < n; i++) {
+			minor = minor_from_name(c[i].path);
+			if (minor >= 0 && minor < 8) {
+				whyf(why, whylen, "CPython 3.%d is not supported (3.8 to 3.15)", minor);
+				err = -ENOTSUP;
+				break;
+			}
+		}
 		goto cleanup;
+	}
 
 	fd = proc_mem_open(pid);
 	if (fd < 0) {
@@ -594,18 +635,18 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 			goto cleanup;
 		}
 		minor = (hex >> 16) & 0xff;
-	} else if (vals[SYM_310]) {
-		minor = 10;
+	} else if (vals[SYM_310] || vals[SYM_309] || vals[SYM_308]) {
+		minor = vals[SYM_310] ? 10 : vals[SYM_309] ? 9 : 8;
 	} else {
 		minor = minor_from_name(file);
-		if (minor < 0 || minor >= 10) {
-			whyf(why, whylen, "CPython older than 3.10 is not supported (3.10 to 3.15)");
+		if (minor < 0 || minor >= 8) {
+			whyf(why, whylen, "CPython older than 3.8 is not supported (3.8 to 3.15)");
 			err = -ENOTSUP;
 			goto cleanup;
 		}
 	}
-	if (minor < 10 || minor > 15) {
-		whyf(why, whylen, "CPython 3.%d is not supported (3.10 to 3.15)", minor);
+	if (minor < 8 || minor > 15) {
+		whyf(why, whylen, "CPython 3.%d is not supported (3.8 to 3.15)", minor);
 		err = -ENOTSUP;
 		goto cleanup;
 	}

@@ -13,8 +13,8 @@
 /*
  * Find the mapping of pid that defines _PyRuntime (the executable or
  * libpython3.X.so), the interpreter's version and its layout, and fill
- * cfg (cfg->depth is left for the caller).  Layouts: tables for 3.10, 3.11
- * and 3.12; _Py_DebugOffsets for 3.13 to 3.15.
+ * cfg (cfg->depth is left for the caller).  Layouts: tables for 3.8 to
+ * 3.12; _Py_DebugOffsets for 3.13 to 3.15.
  * Returns 0; -ENOENT if the process runs no CPython (not an error: say
  * nothing); -ENOTSUP for a CPython gpubpf cannot walk (unknown version,
  * free-threaded build, unreadable runtime), with a one-line reason in why;
@@ -25,8 +25,8 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 /*
  * Where a code object's fields are (for pysym), and how str and bytes
  * objects are laid out, in the process whose layout is cfg: a table for
- * 3.10 to 3.12, the process's _Py_DebugOffsets for 3.13+ (read from its
- * memory).  qualname is GB_PY_NONE in 3.10 (no co_qualname there).
+ * 3.8 to 3.12, the process's _Py_DebugOffsets for 3.13+ (read from its
+ * memory).  qualname is GB_PY_NONE before 3.11 (no co_qualname there).
  */
 struct py_code_layout {
 	__u32 filename, name, qualname, firstlineno, linetable;

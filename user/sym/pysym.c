@@ -165,6 +165,24 @@ static const char *intern(struct pysym *s, const char *str)
 
 /* Line tables -------------------------------------------------------------- */
 
+/*
+ * 3.8/3.9 co_lnotab: (byte-offset delta, signed line delta) pairs, each
+ * pair's line starting at its offset: the line of the last offset at or
+ * before addr.
+ */
+static int line_lnotab(const __u8 *tab, size_t len, int line, int addr)
+{
+	int at = 0;
+
+	for (size_t i = 0; i + 1 < len; i += 2) {
+		at += tab[i];
+		if (at > addr)
+			break;
+		line += (__s8)tab[i + 1];
+	}
+	return line;
+}
+
 /* 3.10: (byte-offset delta, signed line delta) pairs; -128: no line. */
 static int line_310(const __u8 *tab, size_t len, int line, int addr)
 {
@@ -249,6 +267,8 @@ int pysym_line(unsigned version, const uint8_t *tab, size_t len, int firstlineno
 		return firstlineno;
 	if (instr > (1 << 28))
 		return -1;
+	if (version <= 309)
+		return line_lnotab(tab, len, firstlineno, instr);
 	if (version <= 310)
 		return line_310(tab, len, firstlineno, instr * 2);
 	return line_311(tab, len, firstlineno, instr * 2);
