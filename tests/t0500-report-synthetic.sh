@@ -98,6 +98,18 @@ is "shortsync: the hotspot's GPU idle is the sync's 11 us" "$(json_query "$TMPD/
 is "shortsync: the host-bound finding at the late launch's line comes first" "$(json_query "$TMPD/ss.rep.json" \
 	'[(f["kind"], f["site"], round(f["cost_ms"], 6)) for f in d["processes"][0]["findings"]]')" \
 	'[["host_bound", "step (/home/u/s.py:7)", 3.99], ["sync", "step (/home/u/s.py:5)", 0.011]]'
+# one line making two kinds of blocking call: a hotspot for each, named
+# by its call (gen_report_trace.py mixedsync)
+"$PY" "$gen" mixedsync "$TMPD/ms.json" || bail_out "cannot generate the mixedsync trace"
+check "report the mixedsync trace" "$GPUBPF" report --format json -o "$TMPD/ms.rep.json" "$TMPD/ms.json"
+is "mixedsync: a hotspot per call at the one line, costliest first" "$(json_query "$TMPD/ms.rep.json" \
+	'[(h["site"], h["call"], h["count"], round(h["blocked_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
+	'[["/home/u/m.py:5", "cuMemcpyDtoH_v2", 2, 0.05], ["/home/u/m.py:5", "cuStreamSynchronize", 1, 0.01]]'
+is "mixedsync: their GPU idle sums to the sync-bound time" "$(json_query "$TMPD/ms.rep.json" \
+	'(lambda p: round(sum(h["gpu_idle_ms"] for h in p["sync_hotspots"]) - p["devices"][0]["idle"]["sync_bound_ms"], 9))(d["processes"][0])')" 0.0
+like "mixedsync: each sync finding names its own call" "$(json_query "$TMPD/ms.rep.json" \
+	'" | ".join(f["detail"].split(", time")[0] for f in d["processes"][0]["findings"] if f["kind"] == "sync")')" \
+	"^2 x cuMemcpyDtoH_v2 blocked the host 0.050 ms \\| 1 x cuStreamSynchronize blocked the host 0.010 ms$"
 
 # on a launch-bound stream, a gap over 10 ms is no launch overhead: its own
 # host_bound finding (gen_report_trace.py longgap)

@@ -11,6 +11,8 @@
                                            garbage (see gc_states())
     gen_report_trace.py shortsync OUT.json a long gap after a short sync (see
                                            short_sync())
+    gen_report_trace.py mixedsync OUT.json one line making two kinds of sync
+                                           (see mixed_sync())
     gen_report_trace.py longgap OUT.json   a launch-bound stream with one long
                                            gap (see long_gap())
     gen_report_trace.py big OUT.json N     about N events of a steady training
@@ -439,6 +441,26 @@ def short_sync():
             gpu(p, "kernel", "k2", 4105, 100, 7, 2)]
 
 
+def mixed_sync():
+    """pid 700, device 0, stream 7: one line, step (/home/u/m.py:5), makes
+    two kinds of blocking call: cuMemcpyDtoH_v2 at 90 (20 us) and at 200
+    (30 us), cuStreamSynchronize at 330 (10 us); kernels k1 0-100, k2
+    115-215, k3 235-335, k4 345-445, each launched from m.py:7 as the
+    call before it returns.  Two hotspots at the line, one per call."""
+    p = 700
+    st = ["step (/home/u/m.py:5)", "<module> (/home/u/m.py:9)"]
+    lst = ["step (/home/u/m.py:7)", "<module> (/home/u/m.py:9)"]
+    ev = [meta(p, "mixed")]
+    for i, (launch, start) in enumerate(((0, 0), (110, 115), (230, 235), (340, 345))):
+        ev.append(api(p, "cuLaunchKernel", launch, kernel="k%d" % (i + 1), correlation=i + 1,
+                      stack=lst))
+        ev.append(gpu(p, "kernel", "k%d" % (i + 1), start, 100, 7, i + 1))
+    ev.append(api(p, "cuMemcpyDtoH_v2", 90, 20, bytes=4, ret=0, stack=st))
+    ev.append(api(p, "cuMemcpyDtoH_v2", 200, 30, bytes=4, ret=0, stack=st))
+    ev.append(api(p, "cuStreamSynchronize", 330, 10, stream="0x0", ret=0, stack=st))
+    return ev
+
+
 def long_gap():
     """pid 600, device 0, stream 7: 20 kernels of 10 us, kernel i launched at
     100 i (i < 10) or 100 i + 50000 (a 50 ms pause before the 11th, launched
@@ -485,6 +507,8 @@ if __name__ == "__main__":
         write(sys.argv[2], gc_states())
     elif sys.argv[1] == "shortsync":
         write(sys.argv[2], short_sync())
+    elif sys.argv[1] == "mixedsync":
+        write(sys.argv[2], mixed_sync())
     elif sys.argv[1] == "longgap":
         write(sys.argv[2], long_gap())
     else:

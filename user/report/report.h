@@ -55,7 +55,7 @@ struct rep_device {
 
 struct rep_hotspot {
 	uint32_t site;          /* 0 unknown */
-	uint32_t call;          /* the commonest call name */
+	uint32_t call;          /* the call (hotspots are per site and call) */
 	uint64_t count, blocked_ns, gpu_idle_ns;
 };
 

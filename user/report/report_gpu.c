@@ -235,9 +235,9 @@ static int hotspots(const struct rt_table *t, struct rep_proc *rp, const uint32_
 		const struct rt_event *s = &t->ev[syncs[i]];
 		size_t k;
 
+		/* by site and call: a wrapper's line makes several kinds of sync */
 		for (k = 0; k < rp->nhot; k++)
-			if (rt_site(t, s) ? rp->hot[k].site == rt_site(t, s)
-					  : !rp->hot[k].site && rp->hot[k].call == s->name)
+			if (rp->hot[k].site == rt_site(t, s) && rp->hot[k].call == s->name)
 				break;
 		if (k == rp->nhot) {
 			void *p = realloc(rp->hot, (rp->nhot + 1) * sizeof(*rp->hot));

@@ -182,7 +182,7 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 		text_causes(t, v, f);
 	}
 	if (rp->nhot) {
-		fprintf(f, "  sync hotspots (blocking syncs by innermost user Python frame, costliest first):\n");
+		fprintf(f, "  sync hotspots (blocking syncs by innermost user Python frame and call, costliest first):\n");
 		fprintf(f, "    %7s %12s %12s  %s\n", "count", "blocked ms", "GPU idle ms", "site");
 		for (size_t k = 0; k < rp->nhot && k < TEXT_TOP; k++) {
 			const struct rep_hotspot *h = &rp->hot[k];
