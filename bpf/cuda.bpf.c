@@ -1338,7 +1338,7 @@ static __always_inline __u32 sample_flags(__u32 tgid)
 
 	if (!cfg || cfg->gc_collecting == GB_PY_NONE)
 		return 0;
-	interp = read_u64(cfg->runtime + cfg->interp_head);
+	interp = cfg->gc_in_runtime ? cfg->runtime : read_u64(cfg->runtime + cfg->interp_head);
 	if (!interp ||
 	    bpf_probe_read_user(&collecting, sizeof(collecting), (void *)(interp + cfg->gc_collecting)) ||
 	    !collecting)

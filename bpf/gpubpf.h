@@ -382,12 +382,15 @@ struct gb_py_config {
 	__u8 exec_tag_mask;     /* 3.14+: low bits of f_executable that are tags */
 	__u8 gil_in_interp;     /* gil is an offset in the interpreter (3.12+), not
 				   in the runtime (3.8-3.11) */
-	__u8 pad[2];
+	__u8 gc_in_runtime;     /* gc_collecting is an offset in the runtime (3.8),
+				   not in the interpreter */
+	__u8 pad;
 	__u32 gil;              /* offset of the _gil_runtime_state; 0: unknown */
 	__u32 gil_holder;       /* of its last_holder (a PyThreadState *) */
 	__u32 tstate_native_tid; /* of tstate->native_thread_id; GB_PY_NONE before 3.11 */
-	__u32 gc_collecting;    /* of interp->gc.collecting (an int, set while the
-				   collector runs); GB_PY_NONE: unknown */
+	__u32 gc_collecting;    /* of interp->gc.collecting (3.8: runtime->gc.collecting;
+				   an int, set while the collector runs);
+				   GB_PY_NONE: unknown */
 	__u32 tstate_base_frame; /* 3.15+: of tstate->base_frame, the sentinel frame
 				   at the bottom of every thread's stack (its top
 				   when the thread runs no Python); GB_PY_NONE before */

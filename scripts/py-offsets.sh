@@ -53,8 +53,10 @@ int main(void)
 	P("gil", offsetof(PyInterpreterState, _gil));
 #endif
 #if PY_VERSION_HEX >= 0x03090000
-	/* 3.8 keeps its collector's state in the runtime, not the interpreter */
 	P("gc_collecting", offsetof(PyInterpreterState, gc.collecting));
+#else
+	/* 3.8 keeps its collector's state in the runtime, not the interpreter */
+	P("gc_collecting", offsetof(_PyRuntimeState, gc.collecting));
 #endif
 	P("gil_size", sizeof(struct _gil_runtime_state));
 	P("gil_holder", offsetof(struct _gil_runtime_state, last_holder));

@@ -126,6 +126,8 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 	is_int(c->exec_tag_mask, get(o, n, "exec_tag_mask") == GB_PY_NONE ? 0 :
 	       get(o, n, "exec_tag_mask"), "%s: the executable's tag bits", py->python);
 	is_int(GB_PY_GIL_SIZE, get(o, n, "gil_size"), "%s: the GIL's size", py->python);
+	is_int(c->gc_in_runtime, py->version == 308,
+	       "%s: the collector's flag in the runtime (3.8), else in the interpreter", py->python);
 	is_int(c->depth, 0, "%s: depth left to the caller", py->python);
 	check_remote(py, pid, c, o, n);
 }

@@ -36,16 +36,16 @@ struct py_table {
  * offsetof on each version's headers: scripts/py-offsets.sh.  3.8 to 3.10
  * share a layout but for f_lasti (a byte offset before 3.10, code units
  * in 3.10) and where the GIL and the collector's flag are (3.8 keeps its
- * collector in the runtime, not in the interpreter: N); their co_lnotab
+ * collector in the runtime, not in the interpreter); their co_lnotab
  * (3.8/3.9) lies where 3.10 has co_linetable.
  */
-#define PY_TABLE_FRAMEOBJ(v, lasti, gil_off, gc) { v, {			\
+#define PY_TABLE_FRAMEOBJ(v, lasti, gil_off, gc, gc_rt) { v, {		\
 		.interp_head = 32, .threads_head = 8, .tstate_next = 8,		\
 		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,	\
 		.frame_code = 32, .frame_prev = 24, .frame_instr = lasti,	\
 		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64, \
 		.gil = gil_off, .gil_holder = 8, .tstate_native_tid = N,	\
-		.gc_collecting = gc, .tstate_base_frame = N,			\
+		.gc_collecting = gc, .gc_in_runtime = gc_rt, .tstate_base_frame = N, \
 	}, {									\
 		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,	\
 		.linetable = 120, .str_length = 16, .str_state = 32,		\
@@ -53,9 +53,9 @@ struct py_table {
 	} }
 
 static const struct py_table tables[] = {
-	PY_TABLE_FRAMEOBJ(308, 104, 1152, N),
-	PY_TABLE_FRAMEOBJ(309, 104, 352, 816),
-	PY_TABLE_FRAMEOBJ(310, 96, 352, 816),
+	PY_TABLE_FRAMEOBJ(308, 104, 1152, 544, 1),
+	PY_TABLE_FRAMEOBJ(309, 104, 352, 816, 0),
+	PY_TABLE_FRAMEOBJ(310, 96, 352, 816, 0),
 	{ 311, {
 		.interp_head = 40, .threads_head = 16, .tstate_next = 8,
 		.tstate_thread_id = 152, .tstate_frame = 56, .cframe_frame = 8,
