@@ -445,8 +445,8 @@ def mixed_sync():
     """pid 700, device 0, stream 7: one line, step (/home/u/m.py:5), makes
     two kinds of blocking call: cuMemcpyDtoH_v2 at 90 (20 us) and at 200
     (30 us), cuStreamSynchronize at 330 (10 us); kernels k1 0-100, k2
-    115-215, k3 235-335, k4 345-445, each launched from m.py:7 as the
-    call before it returns.  Two hotspots at the line, one per call."""
+    115-215, k3 235-335, k4 345-445, launched from m.py:7 at 0 and as each
+    blocking call returns.  Two hotspots at the line, one per call."""
     p = 700
     st = ["step (/home/u/m.py:5)", "<module> (/home/u/m.py:9)"]
     lst = ["step (/home/u/m.py:7)", "<module> (/home/u/m.py:9)"]

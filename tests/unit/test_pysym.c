@@ -80,12 +80,21 @@ static void test_tables(const struct pyinterp *py)
 
 static void test_malformed(void)
 {
+	/* 3.8/3.9 co_lnotab: byte offsets; +1 at 0, +2 -3 at 6, +254 at 262 in two pairs */
+	const uint8_t t309[] = { 0, 1, 6, 2, 0, 0xfd, 255, 0, 1, 127, 0, 127 };
 	const uint8_t t310[] = { 6, 1, 4, 0x80, 2, 2 };          /* 0-5 +1, 6-9 none, 10-11 +2 */
 	const uint8_t t311[] = { 0xf0, 0x02, 0x01 };             /* long form +1, truncated */
 	const uint8_t t311b[] = { 0xe8, 0x05, 0xd1 };            /* no-column -2; one-line 0, 2 units */
 	const uint8_t junk[] = { 0x13, 0x7f, 0x7f, 0x7f, 0x7f };  /* no entry start */
 	const uint8_t manyvar[] = { 0xe8, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x7f, 0x01 };
 
+	is_int(pysym_line(309, t309, sizeof(t309), 10, -1), 10, "lnotab: not started, first line");
+	is_int(pysym_line(309, t309, sizeof(t309), 10, 5), 11, "lnotab: byte 5");
+	is_int(pysym_line(309, t309, sizeof(t309), 10, 6), 10, "lnotab: pairs at one offset add up");
+	is_int(pysym_line(309, t309, sizeof(t309), 10, 261), 10, "lnotab: an offset step of 255 keeps the line");
+	is_int(pysym_line(309, t309, sizeof(t309), 10, 262), 264, "lnotab: a line step split in two");
+	is_int(pysym_line(309, t309, sizeof(t309), 10, 9999), 264, "lnotab: past the end, the last line");
+	is_int(pysym_line(309, t309, sizeof(t309) - 1, 10, 262), 137, "lnotab: odd length, last byte ignored");
 	is_int(pysym_line(310, t310, sizeof(t310), 10, -1), 10, "not started: first line");
 	is_int(pysym_line(310, t310, sizeof(t310), 10, 0), 11, "3.10 pairs: unit 0");
 	is_int(pysym_line(310, t310, sizeof(t310), 10, 2), 11, "3.10 pairs: unit 2");
