@@ -40,8 +40,7 @@ kill -USR1 "$SIDE_PID"
 wait "$SIDE_JOB"
 kill -INT "$pp" 2>/dev/null || true
 wait "$pp" || true
-kill -INT "$rec"
-wait "$rec" || true
+stop_jobs "$rec"
 calls=$((K * ROUNDS))
 echo "call_profile: depth $DEPTH, gpubpf record ${OPTS[*]}; $calls traced calls; ns per traced call, kernel functions:"
 perf script -i "$T/perf.data" -F ip,sym 2>/dev/null |

@@ -3,7 +3,7 @@
  * callcost - call one libcuda entry point in a loop and report its cost.
  *
  *	callcost [-l LIB] [-f launch|sync] [-n CALLS | -T SECONDS] [-r RATE]
- *	         [-t THREADS] [-R READYFILE] [-w]
+ *	         [-t THREADS] [-R READYFILE] [-w] [-H]
  *
  * dlopens LIB (default build/bench/libcuda.so.1), calls cuInit, then from
  * each of THREADS threads calls cuLaunchKernel (11 arguments) or
@@ -16,7 +16,9 @@
  *  -w       then wait (up to 30 s) until a uprobe breakpoint (int3) shows in
  *           the function's first 8 bytes (at its entry, or after an endbr64
  *           where gpubpf probes), i.e. until the probe is really in place;
- *           the bench library's functions hold no 0xcc byte of their own.
+ *           the bench library's functions hold no 0xcc byte of their own;
+ *  -H       once done, write FILE.done and wait for SIGUSR1 again, so that
+ *           a tracer's programs stay loaded until their statistics are read.
  *
  * Prints one line of key=value pairs on stdout:
  *	func=launch threads=1 calls=N secs=S ns_per_call=X rate=Y
@@ -112,14 +114,14 @@ static void *run(void *arg)
 static void usage(void)
 {
 	fprintf(stderr, "usage: callcost [-l LIB] [-f launch|sync] [-n CALLS | -T SECONDS] "
-		"[-r RATE] [-t THREADS] [-R READYFILE] [-w]\n");
+		"[-r RATE] [-t THREADS] [-R READYFILE] [-w] [-H]\n");
 	exit(2);
 }
 
 int main(int argc, char **argv)
 {
 	const char *lib = "build/bench/libcuda.so.1", *ready = NULL;
-	int wait_probe = 0, c;
+	int wait_probe = 0, hold = 0, c;
 	struct worker *w;
 	volatile unsigned char *entry;
 	init_fn init;
@@ -127,7 +129,7 @@ int main(int argc, char **argv)
 	uint64_t total = 0, t_end = 0;
 	double secs;
 
-	while ((c = getopt(argc, argv, "l:f:n:T:r:t:R:w")) != -1) {
+	while ((c = getopt(argc, argv, "l:f:n:T:r:t:R:wH")) != -1) {
 		switch (c) {
 		case 'l': lib = optarg; break;
 		case 'f':
@@ -142,6 +144,7 @@ int main(int argc, char **argv)
 		case 't': nthreads = atoi(optarg); break;
 		case 'R': ready = optarg; break;
 		case 'w': wait_probe = 1; break;
+		case 'H': hold = 1; break;
 		default: usage();
 		}
 	}
@@ -193,5 +196,5 @@ int main(int argc, char **argv)
 	       use_sync ? "sync" : "launch", nthreads, (unsigned long long)total, secs,
 	       total ? (t_end - t_start) / ((double)total / nthreads) : 0.0, total / secs);
 	free(w);
-	return 0;
+	return ready && hold && done_hold("callcost", ready) ? 1 : 0;
 }

@@ -2,7 +2,10 @@
 /*
  * The bench programs' handshake with a tracer (bench/callcost.c,
  * bench/sidecost.c): write our pid to a file, then wait for SIGUSR1, so
- * that a tracer can attach with -p before timing starts.
+ * that a tracer can attach with -p before timing starts; with -H, once
+ * done, write FILE.done and wait for SIGUSR1 again, so that the tracer's
+ * programs are still loaded when their run-time statistics are read
+ * (a tracer detaches as soon as its target exits).
  */
 #ifndef GPUBPF_BENCH_HANDSHAKE_H
 #define GPUBPF_BENCH_HANDSHAKE_H
@@ -30,6 +33,27 @@ static int ready_handshake(const char *prog, const char *path)
 		fprintf(stderr, "%s: cannot write %s: %s\n", prog, path, strerror(errno));
 		return -1;
 	}
+	sigwait(&set, &sig);
+	return 0;
+}
+
+/* -H: our output flushed, path.done written, wait for SIGUSR1 (still blocked); 0 or -1. */
+static int done_hold(const char *prog, const char *path)
+{
+	char done[4096];
+	sigset_t set;
+	FILE *f;
+	int sig;
+
+	fflush(stdout);
+	snprintf(done, sizeof(done), "%s.done", path);
+	f = fopen(done, "w");
+	if (!f || fclose(f)) {
+		fprintf(stderr, "%s: cannot write %s: %s\n", prog, done, strerror(errno));
+		return -1;
+	}
+	sigemptyset(&set);
+	sigaddset(&set, SIGUSR1);
 	sigwait(&set, &sig);
 	return 0;
 }

@@ -79,16 +79,41 @@ side_copies() {
 
 # side_start READY CMD...: start CMD (sidecost, handshake file READY) in
 # the background, its rows in READY.rows; wait until it waits for SIGUSR1.
-# Sets SIDE_PID and SIDE_JOB.
+# Sets SIDE_PID, SIDE_JOB and SIDE_READY.
 side_start() {
 	local ready=$1
 	shift
-	rm -f "$ready"
+	rm -f "$ready" "$ready.done"
+	SIDE_READY=$ready
 	"$@" -R "$ready" > "$ready.rows" 2> "$ready.err" &
 	SIDE_JOB=$!
 	for _ in $(seq 1000); do [ -s "$ready" ] && break; sleep 0.01; done
 	SIDE_PID=$(cat "$ready" 2>/dev/null) ||
 		{ echo "bench: $1 did not get ready:" >&2; cat "$ready.err" >&2; return 1; }
+}
+
+# side_done: wait until the side job, started with -H, has done its work
+# and holds (its tracers still attached, their statistics readable).
+side_done() {
+	until [ -e "$SIDE_READY.done" ]; do
+		kill -0 "$SIDE_JOB" 2>/dev/null ||
+			{ echo "bench: the side job ended before its work was done:" >&2
+			  cat "$SIDE_READY.err" >&2; return 1; }
+		sleep 0.01
+	done
+}
+
+# side_end: let the side job held by -H exit, and reap it.
+side_end() {
+	kill -USR1 "$SIDE_PID"
+	wait "$SIDE_JOB"
+}
+
+# stop_jobs PID...: interrupt tracers (each may have ended already, with
+# its target) and reap them.
+stop_jobs() {
+	kill -INT "$@" 2>/dev/null || true
+	wait "$@" || true
 }
 
 # gpubpf_attach ERR ARGS...: $GPUBPF record -q ARGS... in the background,

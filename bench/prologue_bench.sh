@@ -61,8 +61,7 @@ side() {
 	HELPERS+=("$GB_JOB")
 	kill -USR1 "$SIDE_PID"
 	wait "$SIDE_JOB"
-	kill -INT "$TP" "$GB_JOB"
-	wait "$TP" "$GB_JOB" || true
+	stop_jobs "$TP" "$GB_JOB"
 	if ! grep -q "^gpubpf: $((K * ROUNDS)) events, 0 dropped" "$T/gb.err"; then
 		echo "prologue_bench: gpubpf on $1 did not record $((K * ROUNDS)) events with 0 dropped:" \
 			"$(grep '^gpubpf:' "$T/gb.err" | tail -1)" >&2
@@ -87,7 +86,7 @@ done
 bpf_ns() { # mode shape [calls lag] -> ns per hit of its entry program
 	local first n=${3:-$STATS_N}
 	first=$(bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
-	side_start "$T/ready" $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$n" -w
+	side_start "$T/ready" $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$n" -w -H
 	case $1 in
 	empty) empty_on "$SIDE_PID" "$B/$2/libcuda.so.1" ;;
 	gpubpf) gpubpf_attach "$T/tr.out" --no-device --libcuda "$B/$2/libcuda.so.1" \
@@ -98,7 +97,7 @@ bpf_ns() { # mode shape [calls lag] -> ns per hit of its entry program
 	# lag: the recorder stopped while the calls are made
 	[ -n "${4:-}" ] && kill -STOP "$TP"
 	kill -USR1 "$SIDE_PID"
-	wait "$SIDE_JOB"
+	side_done
 	[ -n "${4:-}" ] && kill -CONT "$TP"
 	bpftool -j prog show | python3 -c '
 import json, sys
@@ -107,7 +106,8 @@ for p in json.load(sys.stdin):
     if p["id"] > first and p.get("name", "").startswith(("gb_entry", "empty_entry")) \
             and p.get("run_cnt") == n:
         print("%.0f" % (p["run_time_ns"] / n))' "$first" "$n" | head -1
-	kill -INT "$TP"; wait "$TP" || true
+	stop_jobs "$TP"
+	side_end
 }
 OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1

@@ -83,25 +83,13 @@ rec_summary() {
 # a calls/s value, or "none" (not a number) as it is
 rate_fmt() { case $1 in *[!0-9.]* | '') echo "$1" ;; *) printf %.0f "$1" ;; esac; }
 
-# Start callcost held at its handshake; sets CC_PID (its pid) and CC_JOB.
-start_held() { # out-file callcost-args...
-	local out=$1 ready=$T/ready
-	shift
-	rm -f "$ready"
-	$B/callcost -R "$ready" -w "$@" > "$out" 2> "$out.err" &
-	CC_JOB=$!
-	for _ in $(seq 500); do [ -s "$ready" ] && break; sleep 0.01; done
-	CC_PID=$(cat "$ready" 2>/dev/null)
-	[ -n "$CC_PID" ] || { echo "bench: callcost did not get ready" >&2; cat "$out.err" >&2; exit 1; }
-}
-
-# Attach the empty uprobe to callcost ($CC_PID) and wait until both links
-# are in place (perf-event uprobes plant the int3 before the program is
-# attached, so -w alone is not enough); sets TP.
+# Attach the empty uprobe to callcost ($SIDE_PID, from side_start) and wait
+# until both links are in place (perf-event uprobes plant the int3 before the
+# program is attached, so -w alone is not enough); sets TP.
 start_empty() { # symbol [-r]
 	local tr=$T/empty.out
 	: > $tr
-	$B/empty_uprobe -p "$CC_PID" -l $LIB -f "$@" > $tr 2>&1 &
+	$B/empty_uprobe -p "$SIDE_PID" -l $LIB -f "$@" > $tr 2>&1 &
 	TP=$!
 	HELPERS+=($TP)
 	for _ in $(seq 1000); do grep -q '^attached' $tr && return; kill -0 $TP 2>/dev/null || break; sleep 0.01; done
@@ -111,7 +99,7 @@ start_empty() { # symbol [-r]
 # one_cost MODE: run callcost once under MODE, print its key=value line
 # (gpubpf modes add events= and dropped= from the summary line).
 one_cost() {
-	local mode=$1 func out=$T/cc.out tr=$T/tracer.err
+	local mode=$1 func out=$T/cc.rows tr=$T/tracer.err
 	case $mode in *launch*) func=launch ;; *) func=sync ;; esac
 	local sym=cuLaunchKernel; [ $func = sync ] && sym=cuStreamSynchronize
 	case $mode in
@@ -119,21 +107,21 @@ one_cost() {
 		$B/callcost -f $func -n "$UNTRACED_N"
 		return ;;
 	empty_*)
-		start_held $out -f $func -n "$COST_N"
+		side_start $T/cc $B/callcost -w -f $func -n "$COST_N" || exit 1
 		local ropt=; [ "$mode" = empty_ret_sync ] && ropt=-r
 		start_empty $sym $ropt
-		kill -USR1 "$CC_PID"
-		wait "$CC_JOB"
-		kill -INT $TP; wait $TP
+		kill -USR1 "$SIDE_PID"
+		wait "$SIDE_JOB"
+		stop_jobs $TP
 		cat $out ;;
 	gpubpf_*)
-		start_held $out -f $func -n "$COST_N"
-		$GPUBPF record -q --libcuda $LIB -p "$CC_PID" -o $T/trace.json > /dev/null 2> "$tr" &
+		side_start $T/cc $B/callcost -w -f $func -n "$COST_N" || exit 1
+		$GPUBPF record -q --libcuda $LIB -p "$SIDE_PID" -o $T/trace.json > /dev/null 2> "$tr" &
 		local tp=$!
 		HELPERS+=($tp)
-		kill -USR1 "$CC_PID"
-		wait "$CC_JOB"
-		kill -INT $tp; wait $tp
+		kill -USR1 "$SIDE_PID"
+		wait "$SIDE_JOB"
+		stop_jobs $tp
 		echo "$(grep -m1 '^func=' $out) $(rec_summary "$tr")" ;;
 	esac
 }
@@ -353,14 +341,14 @@ bpf_runtime() { # mode -> "name=ns/run ..." of its programs
 	case $mode in *launch*) func=launch ;; *) func=sync; sym=cuStreamSynchronize ;; esac
 	[ "$mode" = empty_ret_sync ] && ropt=-r
 	first=$(bpftool -j prog show 2>/dev/null | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
-	start_held $T/cc.out -f $func -n $STATS_N
+	side_start $T/cc $B/callcost -w -H -f $func -n $STATS_N || exit 1
 	case $mode in
 	empty_*) start_empty $sym $ropt ;;
-	gpubpf_*) $GPUBPF record -q --libcuda $LIB -p "$CC_PID" -o $T/trace.json > /dev/null 2> $T/tracer.err &
+	gpubpf_*) $GPUBPF record -q --libcuda $LIB -p "$SIDE_PID" -o $T/trace.json > /dev/null 2> $T/tracer.err &
 		TP=$!; HELPERS+=($TP) ;;
 	esac
-	kill -USR1 "$CC_PID"
-	wait "$CC_JOB"
+	kill -USR1 "$SIDE_PID"
+	side_done
 	bpftool -j prog show 2>/dev/null | python3 -c '
 import json, sys
 first, n = int(sys.argv[1]), int(sys.argv[2])
@@ -368,7 +356,8 @@ for p in json.load(sys.stdin):
     if p["id"] > first and p.get("name", "").startswith(("gb_entry", "gb_return", "empty_")) \
             and p.get("run_cnt") == n:
         print("%s=%.0f" % (p["name"], p["run_time_ns"] / n), end=" ")' "$first" $STATS_N
-	kill -INT $TP; wait $TP
+	stop_jobs $TP
+	side_end
 }
 OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled 2>/dev/null)
 if [ -n "$OLD_STATS" ] && command -v bpftool > /dev/null && sysctl -qw kernel.bpf_stats_enabled=1; then
@@ -407,16 +396,16 @@ cat $T/table2
 ###########################################################################
 echo "== 3. sustained rate with zero lost events (cuLaunchKernel, ${RATE_SECS}s runs, $RATE_REPS reps) =="
 one_rate() { # rate threads
-	local out=$T/rate.out tr=$T/tracer.err
-	start_held $out -f launch -T "$RATE_SECS" -r "$1" -t "$2"
-	$GPUBPF record -q --libcuda $LIB -p "$CC_PID" -o $T/trace.json > /dev/null 2> "$tr" &
+	local out=$T/rate.rows tr=$T/tracer.err
+	side_start $T/rate $B/callcost -w -f launch -T "$RATE_SECS" -r "$1" -t "$2" || exit 1
+	$GPUBPF record -q --libcuda $LIB -p "$SIDE_PID" -o $T/trace.json > /dev/null 2> "$tr" &
 	local tp=$!
 	HELPERS+=($tp)
-	kill -USR1 "$CC_PID"
+	kill -USR1 "$SIDE_PID"
 	local c0; c0=$(cpu_ticks $tp)
-	wait "$CC_JOB"
+	wait "$SIDE_JOB"
 	local c1; c1=$(cpu_ticks $tp)
-	kill -INT $tp; wait $tp
+	stop_jobs $tp
 	echo "$(grep -m1 '^func=' $out) $(rec_summary "$tr") gpubpf_cpu=$(awk -v a=$c0 -v b=$c1 -v hz=$(getconf CLK_TCK) -v s=$RATE_SECS 'BEGIN { printf "%.0f%%", (b - a) / hz / s * 100 }')"
 }
 # user + system CPU ticks of a process
@@ -450,13 +439,13 @@ done
 for th in 1 2; do
 	: > $T/ref.$th
 	for rep in $(seq "$RATE_REPS"); do
-		start_held $T/rate.out -f launch -T "$RATE_SECS" -t $th
+		side_start $T/rate $B/callcost -w -f launch -T "$RATE_SECS" -t $th || exit 1
 		start_empty cuLaunchKernel
-		kill -USR1 "$CC_PID"
-		wait "$CC_JOB"
-		kill -INT $TP; wait $TP
-		cat $T/rate.out >> $T/ref.$th
-		printf '  empty uprobe threads=%d target=max rep %d: %s\n' $th $rep "$(cat $T/rate.out)"
+		kill -USR1 "$SIDE_PID"
+		wait "$SIDE_JOB"
+		stop_jobs $TP
+		cat $T/rate.rows >> $T/ref.$th
+		printf '  empty uprobe threads=%d target=max rep %d: %s\n' $th $rep "$(cat $T/rate.rows)"
 	done
 	ach=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) print substr($i, 6) }' $T/ref.$th | median)
 	REF[$th]=$(printf %.0f $ach)

@@ -3,7 +3,7 @@
  * sidecost - one libcuda entry point under several tracers at once, side
  * by side in one process.
  *
- *	sidecost [-f launch|sync] [-k CALLS] [-r ROUNDS] [-R READYFILE] [-w] LIB...
+ *	sidecost [-f launch|sync] [-k CALLS] [-r ROUNDS] [-R READYFILE] [-w] [-H] LIB...
  *
  * Each LIB is a copy of the same library at its own path (so that a tracer
  * can probe one copy and not the others); the first is the untraced
@@ -16,7 +16,8 @@
  *
  * Handshake, as callcost's: -R FILE writes our pid to FILE and waits for
  * SIGUSR1; -w then waits (up to 30 s) until every copy but the first has a
- * uprobe breakpoint (int3) in its entry point's first 8 bytes.
+ * uprobe breakpoint (int3) in its entry point's first 8 bytes; -H, once
+ * done, writes FILE.done and waits for SIGUSR1 again (bench/handshake.h).
  *
  * Prints one line a round: each copy's ns per call, in the order given.
  */
@@ -47,7 +48,7 @@ static uint64_t now_ns(void)
 static void usage(void)
 {
 	fprintf(stderr, "usage: sidecost [-f launch|sync] [-k CALLS] [-r ROUNDS] "
-		"[-R READYFILE] [-w] LIB...\n");
+		"[-R READYFILE] [-w] [-H] LIB...\n");
 	exit(2);
 }
 
@@ -55,12 +56,12 @@ int main(int argc, char **argv)
 {
 	const char *ready = NULL;
 	unsigned long calls = 200, rounds = 500;
-	int use_sync = 0, wait_probe = 0, nlibs, c;
+	int use_sync = 0, wait_probe = 0, hold = 0, nlibs, c;
 	launch_fn launch[MAX_LIBS];
 	sync_fn sync_[MAX_LIBS];
 	double *ns;
 
-	while ((c = getopt(argc, argv, "f:k:r:R:w")) != -1) {
+	while ((c = getopt(argc, argv, "f:k:r:R:wH")) != -1) {
 		switch (c) {
 		case 'f':
 			if (!strcmp(optarg, "sync"))
@@ -72,6 +73,7 @@ int main(int argc, char **argv)
 		case 'r': rounds = strtoul(optarg, NULL, 0); break;
 		case 'R': ready = optarg; break;
 		case 'w': wait_probe = 1; break;
+		case 'H': hold = 1; break;
 		default: usage();
 		}
 	}
@@ -133,5 +135,5 @@ int main(int argc, char **argv)
 		for (int i = 0; i < nlibs; i++)
 			printf("%.1f%c", ns[r * nlibs + i], i + 1 < nlibs ? ' ' : '\n');
 	free(ns);
-	return 0;
+	return ready && hold && done_hold("sidecost", ready) ? 1 : 0;
 }

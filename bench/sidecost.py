@@ -1,6 +1,6 @@
 """Per-call cost from a Python stack, under several tracers side by side.
 
-usage: sidecost.py DEPTH CALLS ROUNDS LIB... -R READYFILE
+usage: sidecost.py DEPTH CALLS ROUNDS LIB... -R READYFILE [-H]
 Python's counterpart of bench/sidecost.c: each LIB a copy of the bench
 libcuda at its own path, the first one untraced.  Writes its pid to
 READYFILE, waits for SIGUSR1, then until every copy but the first has a
@@ -8,6 +8,8 @@ uprobe breakpoint (int3) in cuLaunchKernel's first 8 bytes; then, from a
 stack of exactly DEPTH Python frames (1: from the module's own code), ROUNDS rounds of CALLS
 calls of each copy's cuLaunchKernel in a row, the order rotated each round.
 Prints one line a round: each copy's ns per call, in the order given.
+-H: then writes READYFILE.done and waits for SIGUSR1 again, as
+bench/handshake.h's done_hold(): the tracers stay attached until told.
 """
 import argparse
 import ctypes
@@ -22,6 +24,7 @@ AP.add_argument("calls", type=int)
 AP.add_argument("rounds", type=int)
 AP.add_argument("libs", nargs="+")
 AP.add_argument("-R", dest="ready", required=True)
+AP.add_argument("-H", dest="hold", action="store_true")
 A = AP.parse_args()
 DEPTH, CALLS, ROUNDS, READY = A.depth, A.calls, A.rounds, A.ready
 if DEPTH < 1 or CALLS < 1 or ROUNDS < 1:
@@ -87,3 +90,7 @@ else:                               # <module>, down * (DEPTH - 2), bottom
     ROWS = down(DEPTH - 2)
 for row in ROWS:
     print(" ".join("%.1f" % v for v in row))
+if A.hold:
+    sys.stdout.flush()
+    open(READY + ".done", "w").close()
+    signal.sigwait([signal.SIGUSR1])

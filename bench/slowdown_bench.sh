@@ -64,8 +64,7 @@ run() {
 	local g2=$GB_JOB
 	printf . >"$T/t1"
 	wait "$j1" "$j2"
-	kill -INT "$g1" "$g2"
-	wait "$g1" "$g2" || true
+	stop_jobs "$g1" "$g2"
 	for j in 1 2; do
 		grep -q "^gpubpf: $((ROUNDS * CALLS)) events, 0 dropped" "$T/g$j.err" || {
 			echo "slowdown_bench: job $j: not $((ROUNDS * CALLS)) events with 0 dropped:" \

@@ -33,7 +33,7 @@ bpf_stats_on
 side() {
 	local d=$T/libs jn js rec=(--no-device --no-states --sample-hz 0 -p)
 	side_copies "$LIBDIR/libcuda.so.1" "$d" u n s
-	side_start "$T/ready" "$PYTHON" bench/sidecost.py "$1" "$K" "$ROUNDS" \
+	side_start "$T/ready" "$PYTHON" bench/sidecost.py -H "$1" "$K" "$ROUNDS" \
 		"$d/u/libcuda.so.1" "$d/n/libcuda.so.1" "$d/s/libcuda.so.1"
 	# loaded in this order, so the first entry program listed is --stack none's
 	gpubpf_attach "$T/n.err" "${rec[@]}" "$SIDE_PID" --stack none \
@@ -43,10 +43,10 @@ side() {
 		--libcuda "$d/s/libcuda.so.1" -o "$T/s.json"
 	js=$GB_JOB
 	kill -USR1 "$SIDE_PID"
-	wait "$SIDE_JOB"
+	side_done
 	prog_stats gb_entry_multi > "$T/stats"
-	kill -INT "$jn" "$js"
-	wait "$jn" "$js" || true
+	stop_jobs "$jn" "$js"
+	side_end
 	for m in n s; do
 		grep -q "^gpubpf: $((K * ROUNDS)) events, 0 dropped" "$T/$m.err" || {
 			echo "stack_bench: depth $1, $m: not $((K * ROUNDS)) events with 0 dropped:" \

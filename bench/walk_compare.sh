@@ -32,7 +32,7 @@ for d in "${DEPTHS[@]}"; do
 	: >"$T/raw"
 	for _ in $(seq "$REPS"); do
 		side_copies build/bench/push/libcuda.so.1 "$T/libs" o n
-		side_start "$T/ready" "$PYTHON" bench/sidecost.py "$d" "$K" "$ROUNDS" \
+		side_start "$T/ready" "$PYTHON" bench/sidecost.py -H "$d" "$K" "$ROUNDS" \
 			"$T/libs/o/libcuda.so.1" "$T/libs/n/libcuda.so.1"
 		# loaded in this order, so the first entry program listed is OLD's
 		GPUBPF=$OLD gpubpf_attach "$T/o.err" "${rec[@]}" -p "$SIDE_PID" \
@@ -42,10 +42,10 @@ for d in "${DEPTHS[@]}"; do
 			--libcuda "$T/libs/n/libcuda.so.1" -o "$T/n.json"
 		jn=$GB_JOB
 		kill -USR1 "$SIDE_PID"
-		wait "$SIDE_JOB"
+		side_done
 		prog_stats gb_entry_multi > "$T/stats"
-		kill -INT "$jo" "$jn"
-		wait "$jo" "$jn" || true
+		stop_jobs "$jo" "$jn"
+		side_end
 		echo "$(awk '{ printf "%s ", $2 }' "$T/stats") $(side_ratio "$T/ready.rows" 2 1)" >>"$T/raw"
 		rm -rf "$T/libs"
 	done
