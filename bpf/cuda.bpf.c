@@ -133,26 +133,6 @@ struct py_ident_slot {
 	__u32 pad;
 };
 
-#define PY_SENT_SLOTS 16        /* a power of two */
-
-struct py_thread {
-	__u64 tstate;           /* its PyThreadState, 0 until found */
-	struct py_ident_slot idents[PY_IDENT_SLOTS];
-	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct py_thread);
-} py_threads SEC(".maps");
-
-static __always_inline struct py_ident_slot *ident_slot(struct py_thread *t, __u64 frame)
-{
-	return &t->idents[(frame >> PY_IDENT_UNIT) & (PY_IDENT_SLOTS - 1)];
-}
-
 /*
  * The stack being walked, and the bytes read.  CPython 3.11+ keeps a
  * thread's frames one after the other on its data stack, so one read of
@@ -171,6 +151,38 @@ struct py_scratch {
 	__u64 win[(PY_PAGE + PY_FRAME_READ) / 8];
 	__u64 ident[GB_PY_IDENT_LEN / 8];
 };
+
+#define PY_SENT_SLOTS 16        /* a power of two */
+
+/*
+ * own: the scratch space of the thread's uprobe programs.  A thread runs
+ * one of them at a time, and nothing else of its own meanwhile, so unlike
+ * the per-CPU slots it needs no locked take and give back (two locked
+ * additions, ~35 ns a call here).  Its other walks, made in a scheduler
+ * tracepoint or a sampler tick, which can land while a uprobe program of
+ * its runs, use the per-CPU slots.
+ */
+struct py_thread {
+	__u64 tstate;           /* its PyThreadState, 0 until found */
+	struct py_ident_slot idents[PY_IDENT_SLOTS];
+	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
+	struct py_scratch own;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct py_thread);
+} py_threads SEC(".maps");
+
+static __always_inline struct py_ident_slot *ident_slot(struct py_thread *t, __u64 frame)
+{
+	return &t->idents[(frame >> PY_IDENT_UNIT) & (PY_IDENT_SLOTS - 1)];
+}
+
+/* py_stack_walk()'s slot for the thread's own scratch space */
+#define PY_OWN_SLOT SCRATCH_SLOTS
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -590,7 +602,8 @@ static long py_walk_frames(__u32 i, void *data)
 }
 
 /*
- * Walk the calling thread's Python frames into scratch stack slot; send the
+ * Walk the calling thread's Python frames into scratch slot (PY_OWN_SLOT: the
+ * thread's own); send the
  * stack if this process has not been sent it yet.  Returns its id, 0 when
  * the thread runs no Python.  A global function: the verifier checks it
  * once per program, not once per call site as it would a static one (the
@@ -609,9 +622,11 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 
 	if (!cfg)
 		return 0;
-	w.s = s = bpf_map_lookup_elem(&py_scratch, &slot);
 	w.t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!s || !w.t || !py_thread_state(&w, task))
+	if (!w.t)
+		return 0;
+	w.s = s = slot == PY_OWN_SLOT ? &w.t->own : bpf_map_lookup_elem(&py_scratch, &slot);
+	if (!s || !py_thread_state(&w, task))
 		return 0;
 	if (cfg->cframe_frame != GB_PY_NONE && w.frame)
 		w.frame = read_u64(w.frame + cfg->cframe_frame);
@@ -654,9 +669,15 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	return key.id;
 }
 
-/* py_stack_walk() in a scratch slot of its own. */
-static __always_inline __u64 py_stack(__u32 tgid, int sampled)
+/*
+ * py_stack_walk() in a scratch space of its own: the thread's for a
+ * uprobe's program (uprobe), else a per-CPU slot.
+ */
+static __always_inline __u64 py_stack(__u32 tgid, int sampled, int uprobe)
 {
+	if (uprobe)
+		return py_stack_walk(tgid, sampled, PY_OWN_SLOT);
+
 	__u32 *depth = scratch_depth(NEST_PY), slot = scratch_take(depth);
 	__u64 id = slot < SCRATCH_SLOTS ? py_stack_walk(tgid, sampled, slot) : 0;
 
@@ -762,7 +783,7 @@ static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_reg
 	c->arg[3] = PT_REGS_PARM4(ctx);
 	c->arg[4] = PT_REGS_PARM5(ctx);
 	c->arg[5] = ctx->r9; /* PT_REGS_PARM6 is missing from libbpf 1.1 */
-	c->pystack = python ? py_stack(c->pid, 0) : 0;
+	c->pystack = python ? py_stack(c->pid, 0, 1) : 0;
 	c->nstack = native_stacks ? native_stack(ctx, c->pid, 1) : 0;
 	if (n < GB_CALL_STK)
 		return;
@@ -910,7 +931,7 @@ static __always_inline int emit_node(struct pt_regs *ctx, __u32 kind, __u64 node
 	     bpf_probe_read_user(&seq, sizeof(seq), (void *)(node + GB_NODE_SEQ_OFF))))
 		return 0;
 	if (kind == GB_NODE_MADE && (pid_flags(tgid) & GB_PID_PYTHON))
-		stack = py_stack(tgid, 1);
+		stack = py_stack(tgid, 1, 1);
 	r = bpf_ringbuf_reserve(&rb, sizeof(*r), 0);
 	if (!r) {
 		count_drop(tgid);
@@ -1371,7 +1392,7 @@ static __always_inline void switched_out(struct task_struct *prev, __u32 tgid,
 		nr = BPF_CORE_READ(regs, orig_ax);
 	/* the Python line it blocks in (this runs in prev's context) */
 	if (pid_flags(tgid) & GB_PID_PYTHON)
-		pystack = py_stack(tgid, 1);
+		pystack = py_stack(tgid, 1, 0);
 	if (nr == GB_NR_FUTEX && (pid_flags(tgid) & GB_PID_PYTHON)) {
 		holder = gil_holder(tgid, prev->pid, BPF_CORE_READ(regs, di));
 		if (holder >= 0) {
@@ -1478,7 +1499,7 @@ int BPF_PROG(gb_waking, struct task_struct *p)
 		if (frame)
 			return 0;
 	}
-	stack = py_stack(tgid, 1);
+	stack = py_stack(tgid, 1, 0);
 	w = bpf_ringbuf_reserve(&rb, sizeof(*w), 0);
 	if (!w) {
 		count_drop(tgid);
@@ -1512,7 +1533,7 @@ int gb_sample(struct bpf_perf_event_data *ctx)
 	if (!state_traced(tgid))
 		return 0;
 	if (pid_flags(tgid) & GB_PID_PYTHON) {
-		stack = py_stack(tgid, 1);
+		stack = py_stack(tgid, 1, 0);
 		flags = sample_flags(tgid);
 		note_fsbase(bpf_get_current_task_btf(), tgid);
 	}
