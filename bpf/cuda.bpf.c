@@ -279,14 +279,6 @@ static __always_inline void count_drop(__u32 tgid)
 	count_drops(tgid, 1);
 }
 
-/*
- * Batch wakeups: waking the reader costs ~7 us, so a record wakes it only
- * when it takes the unread data across a multiple of 1 << wake_shift, not for
- * every record once the reader lags (the reader also polls with a
- * timeout, should two CPUs cross together and neither see it).  size: the
- * record's bytes; reserved: it is already counted in the unread data
- * (reserve/submit), else it is about to be (output).
- */
 /* The per-CPU count of slots in use of scratch map which (NEST_*), or NULL. */
 static __always_inline __u32 *scratch_depth(int which)
 {
@@ -308,6 +300,14 @@ static __always_inline void scratch_put(__u32 *depth)
 		__sync_fetch_and_add(depth, -1);
 }
 
+/*
+ * Batch wakeups: waking the reader costs ~7 us, so a record wakes it only
+ * when it takes the unread data across a multiple of 1 << wake_shift, not for
+ * every record once the reader lags (the reader also polls with a
+ * timeout, should two CPUs cross together and neither see it).  size: the
+ * record's bytes; reserved: it is already counted in the unread data
+ * (reserve/submit), else it is about to be (output).
+ */
 static __always_inline __u64 wake_flags(__u64 size, int reserved)
 {
 	__u64 after = bpf_ringbuf_query(&rb, BPF_RB_AVAIL_DATA);
