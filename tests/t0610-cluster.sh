@@ -75,10 +75,14 @@ start_sshd() {
 		EOF
 		cat
 	} >"$d/sshd_config"
-	# sshd wants /run/sshd: a private /run in its own mount namespace
+	# sshd wants /run/sshd: a private /run in its own mount namespace.  In
+	# it, root's ~/.bashrc (which bash reads for every ssh command) is
+	# empty, as on a fresh node: this machine's runs pyenv's set-up, seconds
+	# under the workloads' load, which made nodes miss the agreed start.
 	ip netns exec "gbc${id}n$k" unshare --uts --mount --propagation private sh -c "
 		hostname node$k
 		[ -d /run/sshd ] || { mount -t tmpfs -o mode=755 tmpfs /run && mkdir /run/sshd; }
+		[ ! -f ~root/.bashrc ] || mount --bind /dev/null ~root/.bashrc
 		exec $SSHD -D -e -f $d/sshd_config" >"$d/sshd.log" 2>&1 &
 	at_exit "kill $! 2>/dev/null"
 }
@@ -146,8 +150,10 @@ record_checks() {
 		"$(json_query "$M" 'all(abs(h["clock_shift_ns"]) < 10**6 for h in d["gpubpf"]["merge"]["hosts"])')" true
 	spans=$(json_query "$M" '[[min(t), max(t)] for t in ([float(e["ts"]) for e in ev if e.get("cat") == "cuda_api" and e["pid"] // 10**7 == h] for h in range(3))]')
 	diag "$how: event spans per host (us): $spans"
-	is "$how: the three windows line up (starts within 0.5 s, each covers most of the 2 s)" \
-		"$("$PY" -c 'import json,sys; s=json.loads(sys.argv[1]); a=[x[0] for x in s]; print(max(a)-min(a) < 5e5 and all(x[1]-x[0] > 1.2e6 for x in s))' "$spans")" True
+	# a window opens once its node's gpubpf has attached, after the agreed
+	# instant: 0.1 to 1 s here, with the four workloads on two CPUs
+	is "$how: the three windows line up (starts within 1.5 s, each covers most of the 2 s)" \
+		"$("$PY" -c 'import json,sys; s=json.loads(sys.argv[1]); a=[x[0] for x in s]; print(max(a)-min(a) < 1.5e6 and all(x[1]-x[0] > 1.2e6 for x in s))' "$spans")" True
 	# the nodes waited for the agreed instant (launch + 3 s), no sooner
 	is "$how: every window starts at the agreed instant, not before (3-5.5 s after launch)" \
 		"$(json_query "$M" "[3.0e9 - 1e7 <= min(float(e['ts']) for e in ev if e.get('cat') == 'cuda_api' and e['pid'] // 10**7 == h) * 1000 + d['gpubpf'].get('ts_base_ns', 0) + d['gpubpf']['realtime_offset_ns'] - $t0 <= 5.5e9 for h in range(3)]")" \
