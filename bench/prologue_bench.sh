@@ -13,10 +13,12 @@
 # over the empty uprobe's; a repetition's figure is the median over its
 # rounds, REPS repetitions in fresh processes.  Then the BPF run time per
 # hit of gpubpf's entry program and of the empty one
-# (kernel.bpf_stats_enabled).  Writes its block of BENCHMARKS.md between
-# the prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (5), K (200),
-# ROUNDS (300), STATS_N (20000), LAG_N (60000), GPUBPF (the binary to
-# measure: another build's, to compare).  Needs root.
+# (kernel.bpf_stats_enabled), and of gpubpf's with the reader stopped and
+# by ring buffer size.  Writes its block of BENCHMARKS.md between the
+# prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (5), K (200),
+# ROUNDS (300), STATS_N (20000), LAG_N (60000), RING_SIZES ("64K 256K 1M
+# 4M 16M"), GPUBPF (the binary to measure: another build's, to compare).
+# Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -83,14 +85,14 @@ done
 
 # BPF run time per hit: programs loaded after the snapshot whose run count
 # equals the calls made
-bpf_ns() { # mode shape [calls lag] -> ns per hit of its entry program
-	local first n=${3:-$STATS_N}
+bpf_ns() { # mode shape [calls [lag [ring size]]] -> ns per hit of its entry program
+	local first n=${3:-$STATS_N} ring=${5:-}
 	first=$(bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
 	side_start "$T/ready" $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$n" -w -H
 	case $1 in
 	empty) empty_on "$SIDE_PID" "$B/$2/libcuda.so.1" ;;
 	gpubpf) gpubpf_attach "$T/tr.out" --no-device --libcuda "$B/$2/libcuda.so.1" \
-			-p "$SIDE_PID" -o "$T/t.json"
+			${ring:+--buffer-size "$ring"} -p "$SIDE_PID" -o "$T/t.json"
 		TP=$GB_JOB
 		HELPERS+=("$TP") ;;
 	esac
@@ -118,6 +120,13 @@ BPF_GB=$(for _ in 1 2 3; do bpf_ns gpubpf push; done | median)
 # wake-up
 LAG_N=${LAG_N:-60000}
 BPF_LAG=$(for _ in 1 2 3; do bpf_ns gpubpf push "$LAG_N" lag; done | median)
+# the ring buffer's size: each record is written to memory the ring last
+# used a whole ring ago
+RING_SIZES=${RING_SIZES:-"64K 256K 1M 4M 16M"}
+BPF_RING=
+for r in $RING_SIZES; do
+	BPF_RING+="${BPF_RING:+, }$r **$(for _ in 1 2 3; do bpf_ns gpubpf push "$STATS_N" "" "$r"; done | median) ns**"
+done
 sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
 
 block() {
@@ -147,7 +156,7 @@ block() {
 			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** (%.2f to %.2f) |\n", s, w, u, e, g, r, lo, hi }'
 	done
 	echo
-	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**."
+	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**. By the ring buffer's size (\`--buffer-size\`; the default is 16M): $BPF_RING."
 	echo
 	echo "<!-- prologue-bench:end -->"
 }
