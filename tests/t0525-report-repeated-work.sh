@@ -38,8 +38,10 @@ is "CUPTI backend: the same hashes" "$(json_query "$TMPD/c.json" \
 
 for b in s c; do
 	check "$b: report --format json" "$GPUBPF" report --format json -o "$TMPD/$b.rep.json" "$TMPD/$b.json"
-	is "$b: one finding, repeated_work at the metrics line: 5 repeats of 500 us (6 iterations, 5 steps)" \
-		"$(json_query "$TMPD/$b.rep.json" "[(f['kind'], round(f['cost_ms'], 3), f['site'], f['count']) for f in d['processes'][0]['findings']]")" \
+	# repeated work only: a machine slow to trap may also show a few tens of
+	# us of host-bound idle time, its launches' own cost under the probes
+	is "$b: one repeated_work finding, at the metrics line: 5 repeats of 500 us (6 iterations, 5 steps)" \
+		"$(json_query "$TMPD/$b.rep.json" "[(f['kind'], round(f['cost_ms'], 3), f['site'], f['count']) for f in d['processes'][0]['findings'] if f['kind'] == 'repeated_work']")" \
 		"[[\"repeated_work\", 2.5, \"metrics ($wl:$repeat_line)\", 5]]"
 done
 "$GPUBPF" report "$TMPD/s.json" >"$TMPD/s.txt"
