@@ -397,15 +397,17 @@ cat $T/table2
 echo "== 3. sustained rate with zero lost events (cuLaunchKernel, ${RATE_SECS}s runs, $RATE_REPS reps) =="
 one_rate() { # rate threads
 	local out=$T/rate.rows tr=$T/tracer.err
-	side_start $T/rate $B/callcost -w -f launch -T "$RATE_SECS" -r "$1" -t "$2" || exit 1
+	side_start $T/rate $B/callcost -w -H -f launch -T "$RATE_SECS" -r "$1" -t "$2" || exit 1
 	$GPUBPF record -q --libcuda $LIB -p "$SIDE_PID" -o $T/trace.json > /dev/null 2> "$tr" &
 	local tp=$!
 	HELPERS+=($tp)
 	kill -USR1 "$SIDE_PID"
 	local c0; c0=$(cpu_ticks $tp)
-	wait "$SIDE_JOB"
+	side_done
+	# read while the target holds: the recorder exits with it
 	local c1; c1=$(cpu_ticks $tp)
 	stop_jobs $tp
+	side_end
 	echo "$(grep -m1 '^func=' $out) $(rec_summary "$tr") gpubpf_cpu=$(awk -v a=$c0 -v b=$c1 -v hz=$(getconf CLK_TCK) -v s=$RATE_SECS 'BEGIN { printf "%.0f%%", (b - a) / hz / s * 100 }')"
 }
 # user + system CPU ticks of a process

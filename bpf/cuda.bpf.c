@@ -606,9 +606,9 @@ static long py_walk_frames(__u32 i, void *data)
  * Walk the calling thread's Python frames into scratch slot slot
  * (PY_OWN_SLOT: the thread's own); send the stack if this process has not
  * been sent it yet.  Returns its id, 0 when the thread runs no Python.  A
- * global function: the verifier checks it
- * once per program, not once per call site as it would a static one (the
- * entry program alone has four), which keeps the programs' load short.
+ * global function: the verifier checks it once per program, not once per
+ * call site as it would a static one (the entry program alone has four),
+ * which keeps the programs' load short.
  */
 __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 {
