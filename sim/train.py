@@ -650,6 +650,8 @@ def parse_args(argv):
     p.add_argument("--truth", metavar="FILE")
     p.add_argument("--pause-before-cuda", type=float, default=0.0, metavar="SECONDS")
     p.add_argument("--wait-file", metavar="PATH")
+    p.add_argument("--hold-file", metavar="PATH",
+                   help="once the steps are done, wait for PATH to exist before exiting")
     p.add_argument("--fork-child", action="store_true")
     p.add_argument("--expect-fail", action="store_true")
     p.add_argument("--lib", metavar="PATH")
@@ -691,6 +693,9 @@ def main(argv=None):
         if rc != 0:
             sys.stderr.write("train.py: child exited with %d\n" % rc)
             status = 1
+    if opts.hold_file:
+        while not os.path.exists(opts.hold_file):
+            time.sleep(0.01)
     if opts.truth:
         drv.write_truth(opts.truth)
     failed = sum(1 for c in drv.calls if c["ret"] != 0)

@@ -49,8 +49,10 @@ is "the lookups right after loading libcuda were captured" "$(json_query "$TMPD/
 	'len([e for e in ev if e.get("name") == "cuModuleGetFunction"])')" 9
 
 # 3. -d stops the recording while the process runs on; SIGINT too.  Both
-# traces are valid, and the workload finishes untouched.
-"${train[@]}" --steps 400 --truth "$TMPD/t3.json" 2>"$TMPD/w3.err" &
+# traces are valid, and the workload finishes untouched.  It waits for
+# hold3 once its steps are done, so it is still there when checked even
+# where writing the traces takes longer than its 400 steps.
+"${train[@]}" --steps 400 --hold-file "$TMPD/hold3" --truth "$TMPD/t3.json" 2>"$TMPD/w3.err" &
 w3=$!
 wait_for_cmd 20 grep -q libcuda "/proc/$w3/maps"
 start=$(date +%s%N)
@@ -69,6 +71,7 @@ is "record stopped by SIGINT: exit 0" "$?" 0
 cmp_ok "the interrupted trace holds events" "$(json_query "$TMPD/p4.json" \
 	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
 ok "the process was still running when recording stopped" kill -0 "$w3"
+touch "$TMPD/hold3"
 wait "$w3"
 is "the workload finished normally after being traced twice" "$?" 0
 # each trace as Perfetto's importer reads it
