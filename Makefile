@@ -183,6 +183,14 @@ $(BUILD)/tests/test_cupti_pick: tests/unit/test_cupti_pick.c $(BUILD)/cupti/cupt
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -o $@ $(filter %.c %.o,$^)
 
+# The record queue is shared by two threads: its test runs under
+# ThreadSanitizer too.
+test-bins: $(BUILD)/tests/test_rec_queue_tsan
+$(BUILD)/tests/test_rec_queue_tsan: tests/unit/test_rec_queue.c user/lib/rec_queue.c
+	@mkdir -p $(@D)
+	$(call msg,TSAN,$@)
+	$(Q)$(CC) -O1 -g -fsanitize=thread $(filter-out -O2,$(CFLAGS)) -o $@ $^ -lpthread
+
 $(BUILD)/tests/test_%: tests/unit/test_%.c $(LIB_OBJS)
 	@mkdir -p $(@D)
 	$(call msg,LINK,$@)

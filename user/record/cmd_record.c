@@ -220,11 +220,10 @@ static int finish(struct record *r)
 
 static void record_release(struct record *r)
 {
-	if (r->rb)
-		record_unhold(r);       /* no process stays stopped */
+	record_unhold(r);       /* no process stays stopped */
 	/* the command runs on, untraced, if we stopped first */
 	spawn_release(&r->child, record_nsignals() < 2);
-	ring_buffer__free(r->rb);
+	ring_reader_release(&r->reader);
 	probes_close(&r->probes);
 	free(r->py);
 	free(r->late);

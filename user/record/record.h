@@ -8,7 +8,8 @@
  *	pystacks.c     which processes get Python stacks, and when to look;
  *	               PyTorch's autograd nodes for them
  *	spawn.c        -- CMD, started held
- *	record_loop.c  reading the ring buffer until told to stop
+ *	record_loop.c  taking the ring buffer's records until told to stop
+ *	ring_reader.c  reading the ring buffer, on a thread of its own
  *	summary.c      the lines printed once the trace is written
  *
  * The options are read only; everything else here changes as processes
@@ -27,9 +28,8 @@
 #include "record/inject.h"
 #include "record/probes.h"
 #include "record/record_opts.h"
+#include "record/ring_reader.h"
 #include "record/spawn.h"
-
-struct ring_buffer;
 
 /* A -p process. */
 struct target {
@@ -76,7 +76,7 @@ struct record {
 	pid_t last_pid;         /* of the latest call record */
 	struct spawn child;     /* -- CMD */
 	struct probes probes;
-	struct ring_buffer *rb;
+	struct ring_reader reader;
 	struct model model;
 	struct collector coll;
 	/* bounded memory (parts.c): each output written in parts */

@@ -8,7 +8,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
-#include <bpf/libbpf.h>
 #include "model/model_part.h"
 #include "record/record.h"
 
@@ -19,6 +18,8 @@
 #define GRACE_NS 150000000ULL   /* the injection library delivers every 50 ms */
 #define PY_FAST_NS 3000000000ULL /* -- CMD: look for Python this long, closely */
 #define PY_FAST_POLL_MS 2
+/* records read but not decoded wait in memory, up to --memory and at least this */
+#define READER_MIN_BYTES (16ULL << 20)
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t nsignals;
@@ -66,6 +67,12 @@ static void add_drops(void *ctx, uint32_t pid, uint64_t n)
 		p->dropped = n;
 }
 
+/* The records waiting, waiting up to ms for one; < 0: stop recording. */
+static int take(struct record *r, int ms)
+{
+	return ring_reader_take(&r->reader, ms, on_record, r);
+}
+
 /* Their records may still be in the ring buffer. */
 void record_unhold(struct record *r)
 {
@@ -75,7 +82,7 @@ void record_unhold(struct record *r)
 	r->holding = 0;
 	/* a hook that ran just before the detach may still be submitting */
 	for (int i = 0; i < 3; i++)
-		probes_heartbeat(&r->probes), ring_buffer__poll(r->rb, 5), ring_buffer__consume(r->rb);
+		probes_heartbeat(&r->probes), take(r, 5);
 }
 
 static void on_unheld(void *ctx, uint32_t pid, uint64_t n)
@@ -93,9 +100,11 @@ int record_loop_init(struct record *r)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 
-	r->rb = ring_buffer__new(probes_ringbuf_fd(&r->probes), on_record, r, NULL);
-	if (!r->rb)
-		return -errno;
+	int ret = ring_reader_init(&r->reader, probes_ringbuf_fd(&r->probes),
+				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES);
+
+	if (ret)
+		return ret;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
@@ -118,6 +127,7 @@ void record_loop(struct record *r)
 
 	while (!stop_signal || (r->o->mode == MODE_CMD && !r->child.done && nsignals < 2)) {
 		uint64_t now;
+		int e;
 
 		/*
 		 * The command's interpreter is there from its exec on, before
@@ -126,9 +136,10 @@ void record_loop(struct record *r)
 		if (py_fast)
 			py_fast = !pystacks_try(r, r->child.pid) && now_ns(CLOCK_MONOTONIC) - start < PY_FAST_NS;
 		probes_heartbeat(&r->probes);
-		ring_buffer__poll(r->rb, py_fast ? PY_FAST_POLL_MS : r->waiting ? WAIT_POLL_MS : POLL_MS);
-		/* records are submitted without wakeups: read what is there */
-		if (ring_buffer__consume(r->rb) < 0 && errno == ENOMEM)
+		e = take(r, py_fast ? PY_FAST_POLL_MS : r->waiting ? WAIT_POLL_MS : POLL_MS);
+		if (e == -ENOMEM)
+			fprintf(stderr, "\ngpubpf: out of memory: the recording stops here\n");
+		if (e < 0)
 			break;
 		if (r->parts_failed)
 			break;
@@ -162,10 +173,13 @@ void record_loop(struct record *r)
 		uint64_t until = now_ns(CLOCK_MONOTONIC) + GRACE_NS;
 
 		while (now_ns(CLOCK_MONOTONIC) < until)
-			probes_heartbeat(&r->probes), ring_buffer__poll(r->rb, 20), ring_buffer__consume(r->rb);
+			probes_heartbeat(&r->probes), take(r, 20);
 	}
 	record_unhold(r);
-	ring_buffer__consume(r->rb);
+	/* the reader's last read, then whatever it holds */
+	ring_reader_stop(&r->reader);
+	while (take(r, 0) > 0)
+		;
 	collector_end(&r->coll, now_ns(CLOCK_MONOTONIC));
 	if (tty)
 		progress(r, start, 1);

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# The ring buffer is read on a thread of its own: while the thread that
+# decodes records is held still (as writing a part, or naming a process's
+# frames, holds it), the calls made meanwhile wait in memory, not in the
+# kernel's ring, and none is lost, even with a 1 MiB ring that the calls
+# overflow twenty times.  Past what may wait (--memory, at least 16M) the
+# ring fills and the calls it refuses are counted: recorded + dropped ==
+# made, exactly.
+. "$(dirname "$0")/lib.sh"
+test_description "record: calls made while the collector is held wait in memory"
+require_bpf
+BENCH="$GPUBPF_ROOT/build/bench"
+LIB="$BENCH/push/libcuda.so.1"
+HOLD="$GPUBPF_ROOT/build/tests/hold_thread"
+require_file "$BENCH/callcost"
+require_file "$LIB"
+require_file "$HOLD"
+
+N=150000        # launch records of 136 bytes: ~20 MB
+# held_run NAME RECORD-OPTS...: callcost makes N launches while gpubpf
+# records it with RECORD-OPTS, gpubpf's main thread held from before the
+# first launch until after the last; sets EVENTS, DROPPED, LAUNCHES
+held_run() {
+	local name=$1 ready=$TMPD/$1.ready pid g h
+	shift
+	rm -f "$ready" "$TMPD/$name.go"
+	# -H: once done it waits, to exit once the recording is over
+	"$BENCH/callcost" -l "$LIB" -f launch -n $N -w -H -R "$ready" >"$TMPD/$name.cc" 2>&1 &
+	wait_for_file "$ready" 20
+	pid=$(cat "$ready")
+	# the launches are its only records (no thread states, samples or
+	# wakes), but for its worker thread's exit
+	"$GPUBPF" record -q --no-device --no-states --sample-hz 0 --stack none --libcuda "$LIB" -p "$pid" \
+		-o "$TMPD/$name.json" "$@" \
+		>/dev/null 2>"$TMPD/$name.err" &
+	g=$!
+	wait_for_cmd 20 grep -q "recording" "$TMPD/$name.err"
+	"$HOLD" "$g" "$TMPD/$name.go" >"$TMPD/$name.hold" 2>&1 &
+	h=$!
+	wait_for_cmd 20 grep -q held "$TMPD/$name.hold"
+	is "$name: gpubpf's main thread is held" "$(cat "$TMPD/$name.hold")" "held"
+	kill -USR1 "$pid"
+	wait_for_file "$ready.done" 120
+	ok "$name: the $N launches were made while it was held" grep -q "calls=$N " "$TMPD/$name.cc"
+	like "$name: gpubpf still held then" "$(cat "$TMPD/$name.hold")" "^held$"
+	touch "$TMPD/$name.go"
+	wait "$h"
+	# stopped before callcost exits: its exit is not a record to count
+	kill -INT "$g"
+	wait "$g"
+	is "$name: record stopped by SIGINT once released, exit 0" "$?" 0
+	kill -USR1 "$pid"
+	wait
+	EVENTS=$(tr '\r' '\n' <"$TMPD/$name.err" | sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/\1/p')
+	DROPPED=$(tr '\r' '\n' <"$TMPD/$name.err" | sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/\2/p')
+	LAUNCHES=$(json_query "$TMPD/$name.json" 'len([e for e in ev if e.get("name") == "cuLaunchKernel"])')
+}
+
+held_run ring1m --buffer-size 1M
+is "1 MiB ring: every launch is in the trace" "$LAUNCHES" $N
+is "1 MiB ring: nothing dropped" "$DROPPED" 0
+
+# --memory 1M: at most 16 MiB wait, of the ~20 MB
+held_run capped --buffer-size 1M --memory 1M
+cmp_ok "past what may wait, launches were refused ($DROPPED)" "${DROPPED:-0}" -gt 0
+# the worker thread exits as its last launch returns, still refused
+is "recorded + dropped == the launches made + the worker's exit, exactly" \
+	"$(( LAUNCHES + DROPPED ))" $(( N + 1 ))
+cmp_ok "and about 16 MiB of them waited ($LAUNCHES launches recorded)" "$LAUNCHES" -gt 110000
+# launch i is made on stream i & 7
+is "those recorded are the first made, in order" "$(json_query "$TMPD/capped.json" '
+[int(e["args"]["stream"], 16) for e in sorted((e for e in ev if e.get("name") == "cuLaunchKernel"),
+ key=lambda e: e["ts"])] == [i & 7 for i in range(len([e for e in ev if e.get("name") == "cuLaunchKernel"]))]')" true
+perfetto_ok "$TMPD/capped.json"
+done_testing

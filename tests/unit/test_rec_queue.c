@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/*
+ * The record queue (lib/rec_queue.h): records of every size, larger than
+ * a chunk too, come out in order with their bytes; only what is published
+ * shows, and everything once REC_QUEUE_PUBLISH bytes wait; each record
+ * 8-aligned, as the BPF ring's are; a handler's
+ * error stops a take at that record and the next take goes on after it;
+ * a producer thread that outruns the consumer waits at the cap, which
+ * never holds more, and is let through when the cap is lifted; a take
+ * waits for its timeout, or not at all once the queue has ended.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tap.h"
+#include "lib/rec_queue.h"
+
+/* A record: its sequence number, then bytes that follow from it. */
+static size_t rec_size(uint32_t seq)
+{
+	static const size_t sizes[] = { 4, 5, 8, 9, 15, 16, 17, 63, 64, 100, 1000, 4096, 8200 };
+
+	return sizes[seq % (sizeof(sizes) / sizeof(sizes[0]))];
+}
+
+static void rec_fill(unsigned char *buf, uint32_t seq, size_t size)
+{
+	memcpy(buf, &seq, sizeof(seq));
+	for (size_t i = sizeof(seq); i < size; i++)
+		buf[i] = (unsigned char)(seq * 31 + i);
+}
+
+struct check {
+	uint32_t next;          /* the sequence number expected */
+	uint32_t bad;           /* records out of order or with wrong bytes */
+	uint32_t misaligned;    /* records not 8-aligned, as the BPF ring's are */
+	uint32_t stop_at;       /* return -EIO at this one (0: never) */
+	size_t big;             /* a size expected for every record instead of rec_size() */
+};
+
+static int check_rec(void *ctx, void *data, size_t size)
+{
+	struct check *c = ctx;
+	unsigned char want[1 << 14];
+	size_t expect = c->big ? c->big : rec_size(c->next);
+	uint32_t seq;
+
+	memcpy(&seq, data, sizeof(seq));
+	if ((uintptr_t)data % 8)
+		c->misaligned++;
+	if (seq != c->next || size != expect)
+		c->bad++;
+	else if (!c->big) {
+		rec_fill(want, seq, size);
+		if (memcmp(want, data, size))
+			c->bad++;
+	}
+	c->next = seq + 1;
+	return c->stop_at && seq == c->stop_at ? -EIO : 0;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void single_thread(void)
+{
+	struct rec_queue q;
+	struct check c = { 0 };
+	unsigned char buf[1 << 14];
+	int n, total = 0;
+
+	is_int(rec_queue_init(&q, 64u << 20), 0, "a queue of 64 MiB");
+	for (uint32_t seq = 0; seq < 20; seq++) {
+		rec_fill(buf, seq, rec_size(seq));
+		rec_queue_push(&q, buf, rec_size(seq));
+	}
+	is_int(rec_queue_take(&q, 0, check_rec, &c), 0, "nothing shows before it is published");
+	rec_queue_publish(&q);
+	is_int(rec_queue_take(&q, 0, check_rec, &c), 20, "20 records once published");
+	is_int(c.bad, 0, "in order, sizes and bytes intact");
+	/* enough to cross chunks and publish by itself, unpublished at the end */
+	for (uint32_t seq = 20; seq < 20000; seq++) {
+		rec_fill(buf, seq, rec_size(seq));
+		rec_queue_push(&q, buf, rec_size(seq));
+	}
+	n = rec_queue_take(&q, 0, check_rec, &c);
+	ok(n > 0 && n < 19980, "what waits past REC_QUEUE_PUBLISH shows by itself, not the rest (%d)", n);
+	rec_queue_publish(&q);
+	while ((n = rec_queue_take(&q, 0, check_rec, &c)) > 0)
+		total += n;
+	is_int(c.next, 20000, "then all 20000, across chunks");
+	is_int(c.bad, 0, "in order, intact");
+	is_int(c.misaligned, 0, "each 8-aligned, as the ring's records are");
+	ok(q.queued_max <= 64u << 20, "never more than the cap waited");
+
+	/* the handler's error: that record is taken, the next take goes on */
+	for (uint32_t seq = 20000; seq < 20010; seq++) {
+		rec_fill(buf, seq, rec_size(seq));
+		rec_queue_push(&q, buf, rec_size(seq));
+	}
+	rec_queue_publish(&q);
+	c.stop_at = 20004;
+	is_int(rec_queue_take(&q, 0, check_rec, &c), -EIO, "the handler's error is returned");
+	is_int(c.next, 20005, "after the record that failed");
+	c.stop_at = 0;
+	is_int(rec_queue_take(&q, 0, check_rec, &c), 5, "the next take hands the 5 after it");
+	is_int(c.bad, 0, "none twice, none missed");
+	is_int(q.queued, 0, "nothing waits");
+	rec_queue_release(&q);
+}
+
+static void records_larger_than_a_chunk(void)
+{
+	struct rec_queue q;
+	struct check c = { .big = 3u << 20 };
+	unsigned char *buf = calloc(1, c.big);
+
+	rec_queue_init(&q, 4u << 20);
+	for (uint32_t seq = 0; seq < 3; seq++) {
+		memcpy(buf, &seq, sizeof(seq));
+		buf[c.big - 1] = (unsigned char)seq;
+		is_int(rec_queue_push(&q, buf, c.big), 0, "a 3 MiB record %u (larger than a chunk) is pushed", seq);
+		rec_queue_publish(&q);
+		is_int(rec_queue_take(&q, 0, check_rec, &c), 1, "and taken whole");
+	}
+	is_int(c.bad, 0, "in order, of their size");
+	rec_queue_release(&q);
+	free(buf);
+}
+
+struct producer {
+	struct rec_queue *q;
+	uint32_t n;
+	int failed;
+	int done;
+};
+
+static void *produce(void *arg)
+{
+	struct producer *p = arg;
+	unsigned char buf[1 << 14];
+
+	for (uint32_t seq = 0; seq < p->n; seq++) {
+		rec_fill(buf, seq, rec_size(seq));
+		if (rec_queue_push(p->q, buf, rec_size(seq)))
+			p->failed++;
+		if (seq % 97 == 0)
+			rec_queue_publish(p->q);
+	}
+	rec_queue_end(p->q);
+	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void two_threads_at_the_cap(void)
+{
+	struct rec_queue q;
+	struct check c = { 0 };
+	struct producer p = { .q = &q, .n = 200000 };
+	pthread_t t;
+	int n;
+
+	rec_queue_init(&q, 256u << 10);
+	pthread_create(&t, NULL, produce, &p);
+	pause_ms(100);          /* the producer fills the queue meanwhile */
+	while (!rec_queue_done(&q)) {
+		n = rec_queue_take(&q, 20, check_rec, &c);
+		if (n < 0)
+			break;
+	}
+	pthread_join(t, NULL);
+	is_int(p.failed, 0, "every push succeeded");
+	is_int(c.next, p.n, "the consumer got all %u records", p.n);
+	is_int(c.bad, 0, "in order, intact");
+	ok(q.queued_max <= q.cap, "at most the cap waited (%zu of %zu bytes)", q.queued_max, q.cap);
+	ok(q.queued_max > q.cap / 2, "the producer did fill the queue (%zu bytes)", q.queued_max);
+	rec_queue_release(&q);
+}
+
+static void uncap_lets_a_waiting_producer_through(void)
+{
+	struct rec_queue q;
+	struct check c = { 0 };
+	struct producer p = { .q = &q, .n = 5000 };
+	pthread_t t;
+	size_t queued;
+
+	rec_queue_init(&q, 64u << 10);
+	pthread_create(&t, NULL, produce, &p);
+	pause_ms(300);
+	ok(!__atomic_load_n(&p.done, __ATOMIC_ACQUIRE), "a producer of ~6 MB waits at a cap of 64 KiB");
+	pthread_mutex_lock(&q.lock);
+	queued = q.queued;
+	pthread_mutex_unlock(&q.lock);
+	ok(queued <= q.cap, "with no more than the cap queued (%zu)", queued);
+	rec_queue_uncap(&q);
+	pthread_join(t, NULL);
+	ok(p.done && !p.failed, "once the cap is lifted it pushes everything without a take");
+	while (rec_queue_take(&q, 0, check_rec, &c) > 0)
+		;
+	is_int(c.next, p.n, "all %u records are there", p.n);
+	is_int(c.bad, 0, "in order, intact");
+	ok(rec_queue_done(&q), "ended and empty: done");
+	rec_queue_release(&q);
+}
+
+static void take_waits(void)
+{
+	struct rec_queue q;
+	struct check c = { 0 };
+	double t0, el;
+
+	rec_queue_init(&q, 1u << 20);
+	ok(!rec_queue_done(&q), "a new queue is not done");
+	t0 = now_s();
+	is_int(rec_queue_take(&q, 150, check_rec, &c), 0, "an empty queue: no record");
+	el = now_s() - t0;
+	ok(el >= 0.14 && el < 2, "after waiting its timeout of 150 ms (%.3f s)", el);
+	rec_queue_end(&q);
+	t0 = now_s();
+	is_int(rec_queue_take(&q, 5000, check_rec, &c), 0, "an ended queue: no record");
+	el = now_s() - t0;
+	ok(el < 0.5, "and no wait (%.3f s of a 5 s timeout)", el);
+	ok(rec_queue_done(&q), "ended and empty: done");
+	rec_queue_release(&q);
+	rec_queue_release(&q);
+	ok(1, "released twice, and a zeroed queue released: no crash");
+}
+
+int main(void)
+{
+	struct rec_queue zero = { 0 };
+
+	rec_queue_release(&zero);
+	single_thread();
+	records_larger_than_a_chunk();
+	two_threads_at_the_cap();
+	uncap_lets_a_waiting_producer_through();
+	take_waits();
+	return done_testing();
+}

@@ -1,0 +1,129 @@
+// SPDX-License-Identifier: BSD-2-Clause
+/* The ring buffer's reader; see ring_reader.h. */
+#include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <bpf/libbpf.h>
+#include "record/ring_reader.h"
+
+#define READ_MS 50              /* read at least this often: wakeups are batched */
+
+/* libbpf's callback, on the thread. */
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct ring_reader *rr = ctx;
+
+	return rec_queue_push(&rr->q, data, size);
+}
+
+/*
+ * The thread: sleep until the BPF programs wake it (a record crossing the
+ * ring's wakeup threshold, or one that must be read at once), a stop, or
+ * READ_MS; read everything the ring holds; repeat.  After a stop, one
+ * last read.
+ */
+static void *reader_main(void *arg)
+{
+	struct ring_reader *rr = arg;
+	struct epoll_event ev[2];
+	int stop = 0, err = 0;
+
+	while (!stop && err >= 0) {
+		epoll_wait(rr->epoll_fd, ev, 2, READ_MS);
+		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
+		err = ring_buffer__consume(rr->rb);
+		rec_queue_publish(&rr->q);
+	}
+	rr->error = err < 0 ? err : 0;
+	rec_queue_end(&rr->q);
+	return NULL;
+}
+
+int ring_reader_init(struct ring_reader *rr, int ring_fd, size_t cap)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = ring_fd };
+	sigset_t all, old;
+	int ret;
+
+	memset(rr, 0, sizeof(*rr));
+	rr->epoll_fd = rr->stop_fd = -1;
+	ret = rec_queue_init(&rr->q, cap);
+	if (ret)
+		return ret;
+	rr->rb = ring_buffer__new(ring_fd, on_sample, rr, NULL);
+	if (!rr->rb) {
+		ret = -errno;
+		goto cleanup;
+	}
+	rr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	rr->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	/* edge-triggered: woken by the programs' wakeups, not by data sitting there */
+	if (rr->epoll_fd < 0 || rr->stop_fd < 0 ||
+	    epoll_ctl(rr->epoll_fd, EPOLL_CTL_ADD, ring_fd, &ev)) {
+		ret = -errno;
+		goto cleanup;
+	}
+	ev.events = EPOLLIN;
+	ev.data.fd = rr->stop_fd;
+	if (epoll_ctl(rr->epoll_fd, EPOLL_CTL_ADD, rr->stop_fd, &ev)) {
+		ret = -errno;
+		goto cleanup;
+	}
+	/* signals stay with the thread that handles them */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&rr->thread, NULL, reader_main, rr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret)
+		goto cleanup;
+	rr->started = 1;
+	return 0;
+cleanup:
+	ring_reader_release(rr);
+	return ret;
+}
+
+int ring_reader_take(struct ring_reader *rr, int timeout_ms,
+		     int (*fn)(void *ctx, void *data, size_t size), void *ctx)
+{
+	int n = rec_queue_take(&rr->q, timeout_ms, fn, ctx);
+
+	/* the thread's error is written before the queue's end */
+	if (!n && rec_queue_done(&rr->q) && rr->error)
+		return rr->error;
+	return n;
+}
+
+void ring_reader_stop(struct ring_reader *rr)
+{
+	uint64_t one = 1;
+	ssize_t w;
+
+	if (!rr->started)
+		return;
+	__atomic_store_n(&rr->stopping, 1, __ATOMIC_RELEASE);
+	/* the last read must not wait for room from a taker waiting for it */
+	rec_queue_uncap(&rr->q);
+	/* should the write fail, the thread still looks within READ_MS */
+	w = write(rr->stop_fd, &one, sizeof(one));
+	(void)w;
+	pthread_join(rr->thread, NULL);
+	rr->started = 0;
+}
+
+void ring_reader_release(struct ring_reader *rr)
+{
+	if (!rr->q.cap)
+		return;         /* never initialised */
+	ring_reader_stop(rr);
+	ring_buffer__free(rr->rb);
+	if (rr->epoll_fd >= 0)
+		close(rr->epoll_fd);
+	if (rr->stop_fd >= 0)
+		close(rr->stop_fd);
+	rec_queue_release(&rr->q);
+	memset(rr, 0, sizeof(*rr));
+}
