@@ -16,8 +16,9 @@
 # (kernel.bpf_stats_enabled), and of gpubpf's with the reader stopped and
 # by ring buffer size.  Writes its block of BENCHMARKS.md between the
 # prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (5), K (200),
-# ROUNDS (300), STATS_N (20000), LAG_N (60000), RING_SIZES ("64K 256K 1M
-# 4M 16M"), GPUBPF (the binary to measure: another build's, to compare).
+# ROUNDS (300), STATS_N (20000), LAG_N (6000), RING_SIZES (the
+# --buffer-size values, "4M 16M 64M 256M": calls' rings of 256K to 16M),
+# GPUBPF (the binary to measure: another build's, to compare).
 # Needs root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -115,17 +116,17 @@ OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 BPF_EMPTY=$(for _ in 1 2 3; do bpf_ns empty push; done | median)
 BPF_GB=$(for _ in 1 2 3; do bpf_ns gpubpf push; done | median)
-# 60000 launch records (~8 MB) pass the 4 MiB wake threshold of the default
-# 16 MiB ring while nobody reads them: every record past it used to force a
-# wake-up
-LAG_N=${LAG_N:-60000}
+# 6000 launch records (~0.8 MB) pass the 256 KiB wake threshold of the
+# default 1 MiB calls' ring while nobody reads them (the recorder stopped,
+# its reader too): every record past it used to force a wake-up
+LAG_N=${LAG_N:-6000}
 BPF_LAG=$(for _ in 1 2 3; do bpf_ns gpubpf push "$LAG_N" lag; done | median)
-# the ring buffer's size: each record is written to memory the ring last
-# used a whole ring ago
-RING_SIZES=${RING_SIZES:-"64K 256K 1M 4M 16M"}
+# the calls' ring's size (a sixteenth of --buffer-size): each record is
+# written to memory the ring last used a whole ring ago
+RING_SIZES=${RING_SIZES:-"4M 16M 64M 256M"}
 BPF_RING=
 for r in $RING_SIZES; do
-	BPF_RING+="${BPF_RING:+, }$r **$(for _ in 1 2 3; do bpf_ns gpubpf push "$STATS_N" "" "$r"; done | median) ns**"
+	BPF_RING+="${BPF_RING:+, }$(numfmt --from=iec "$r" | awk '{ b = $1 / 16; print (b >= 1048576 ? b / 1048576 "M" : b / 1024 "K") }') (\`--buffer-size $r\`) **$(for _ in 1 2 3; do bpf_ns gpubpf push "$STATS_N" "" "$r"; done | median) ns**"
 done
 sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
 
@@ -156,7 +157,7 @@ block() {
 			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** (%.2f to %.2f) |\n", s, w, u, e, g, r, lo, hi }'
 	done
 	echo
-	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**. By the ring buffer's size (\`--buffer-size\`; the default is 16M): $BPF_RING."
+	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**. By the size of the calls' ring buffer (a sixteenth of \`--buffer-size\`, at least 256K: 1M by default): $BPF_RING."
 	echo
 	echo "<!-- prologue-bench:end -->"
 }

@@ -2,10 +2,11 @@
 # The ring buffer is read on a thread of its own: while the thread that
 # decodes records is held still (as writing a part, or naming a process's
 # frames, holds it), the calls made meanwhile wait in memory, not in the
-# kernel's ring, and none is lost, even with a 1 MiB ring that the calls
-# overflow twenty times.  Past what may wait (--memory, at least 16M) the
+# kernel's ring (1 MiB for calls by default), and none is lost, though
+# they overflow it twenty times.  Past what may wait (--memory, at least 16M) the
 # ring fills and the calls it refuses are counted: recorded + dropped ==
-# made, exactly.
+# made, exactly.  --buffer-size sizes the GPU records' ring; the calls'
+# ring is a sixteenth of it, at least 256 KiB.
 . "$(dirname "$0")/lib.sh"
 test_description "record: calls made while the collector is held wait in memory"
 require_bpf
@@ -15,6 +16,15 @@ HOLD="$GPUBPF_ROOT/build/tests/hold_thread"
 require_file "$BENCH/callcost"
 require_file "$LIB"
 require_file "$HOLD"
+
+# rings SIZE: the two sizes record -v says it made with --buffer-size SIZE
+rings() {
+	"$GPUBPF" record -v -q --no-device ${1:+--buffer-size "$1"} -o "$TMPD/r.json" -- true 2>&1 |
+		sed -n 's/^gpubpf: ring buffers: \([0-9]*\) KiB for calls and the rest, \([0-9]*\) KiB for GPU records$/\1 \2/p'
+}
+is "ring buffers by default: 1 MiB for calls, 16 MiB for GPU records" "$(rings)" "1024 16384"
+is "--buffer-size 64M: 4 MiB and 64 MiB" "$(rings 64M)" "4096 65536"
+is "--buffer-size 3M: rounded up to 4 MiB, and 256 KiB (the least) for calls" "$(rings 3M)" "256 4096"
 
 N=150000        # launch records of 136 bytes: ~20 MB
 # held_run NAME RECORD-OPTS...: callcost makes N launches while gpubpf
@@ -56,12 +66,12 @@ held_run() {
 	LAUNCHES=$(json_query "$TMPD/$name.json" 'len([e for e in ev if e.get("name") == "cuLaunchKernel"])')
 }
 
-held_run ring1m --buffer-size 1M
+held_run ring1m
 is "1 MiB ring: every launch is in the trace" "$LAUNCHES" $N
 is "1 MiB ring: nothing dropped" "$DROPPED" 0
 
 # --memory 1M: at most 16 MiB wait, of the ~20 MB
-held_run capped --buffer-size 1M --memory 1M
+held_run capped --memory 1M
 cmp_ok "past what may wait, launches were refused ($DROPPED)" "${DROPPED:-0}" -gt 0
 # the worker thread exits as its last launch returns, still refused
 is "recorded + dropped == the launches made + the worker's exit, exactly" \

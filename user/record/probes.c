@@ -141,11 +141,15 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		p->skel->rodata->self_tgid = getpid();
 		p->skel->rodata->hold_each = !!o->hold_each;
 		if (o->ringbuf_bytes) {
-			uint64_t sz = pow2_at_least(o->ringbuf_bytes);
+			uint64_t gpu = pow2_at_least(o->ringbuf_bytes);
+			uint64_t host = gpu / PROBES_HOST_RING_PART > PROBES_HOST_RING_MIN ?
+					gpu / PROBES_HOST_RING_PART : PROBES_HOST_RING_MIN;
 
-			bpf_map__set_max_entries(p->skel->maps.rb, sz);
-			/* a quarter of the ring: sz is a power of two */
-			p->skel->rodata->wake_shift = __builtin_ctzll(sz) - 2;
+			bpf_map__set_max_entries(p->skel->maps.gpu_rb, gpu);
+			bpf_map__set_max_entries(p->skel->maps.rb, host);
+			/* wake the reader each quarter of a ring: the sizes are powers of two */
+			p->skel->rodata->gpu_wake_shift = __builtin_ctzll(gpu) - 2;
+			p->skel->rodata->wake_shift = __builtin_ctzll(host) - 2;
 		}
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
@@ -178,6 +182,10 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			 strerror(-ret));
 		return ret;
 	}
+	if (p->verbose)
+		fprintf(stderr, "gpubpf: ring buffers: %u KiB for calls and the rest, %u KiB for "
+			"GPU records\n", bpf_map__max_entries(p->skel->maps.rb) >> 10,
+			bpf_map__max_entries(p->skel->maps.gpu_rb) >> 10);
 	bpf_program__set_autoattach(p->skel->progs.gb_mmap, false);
 	if (!o->follow_forks)
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
@@ -642,9 +650,11 @@ int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cf
 	return set_pid_bits(p, pid, GB_PID_PYTHON);
 }
 
-int probes_ringbuf_fd(struct probes *p)
+int probes_ringbuf_fds(struct probes *p, int fds[PROBES_RINGS])
 {
-	return bpf_map__fd(p->skel->maps.rb);
+	fds[0] = bpf_map__fd(p->skel->maps.rb);
+	fds[1] = bpf_map__fd(p->skel->maps.gpu_rb);
+	return PROBES_RINGS;
 }
 
 uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),

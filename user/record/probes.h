@@ -14,10 +14,15 @@
 struct cuda_bpf;
 struct bpf_link;
 
+#define PROBES_HOST_RING_PART 16
+#define PROBES_HOST_RING_MIN (256u << 10)
+
 struct probes_opts {
 	int filter_pids;        /* trace only the pids added */
 	int follow_forks;       /* children of traced pids are traced too */
-	uint64_t ringbuf_bytes; /* rounded up to a power of two */
+	uint64_t ringbuf_bytes; /* the GPU batches' ring, rounded up to a power of
+				   two; the other records' ring is a sixteenth of it,
+				   at least 256 KiB (see probes_ringbuf_fds()) */
 	int verbose;            /* libbpf's own messages */
 	int native_stacks;      /* capture the user-space stack of every call */
 	int no_hold;            /* do not load the mmap hook (as on a kernel without it) */
@@ -115,8 +120,12 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max);
  * their pthread_self()).
  */
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
-/* The ring buffer's map fd. */
-int probes_ringbuf_fd(struct probes *p);
+/*
+ * The ring buffers' map fds, into fds; their number.  The first takes
+ * every record but the GPU batches, which go to the second.
+ */
+#define PROBES_RINGS 2
+int probes_ringbuf_fds(struct probes *p, int fds[PROBES_RINGS]);
 /*
  * The entry time of the earliest call still in flight (its record waits
  * for its return), of threads still alive; UINT64_MAX if none.

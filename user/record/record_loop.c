@@ -100,7 +100,8 @@ int record_loop_init(struct record *r)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 
-	int ret = ring_reader_init(&r->reader, probes_ringbuf_fd(&r->probes),
+	int fds[PROBES_RINGS], n = probes_ringbuf_fds(&r->probes, fds);
+	int ret = ring_reader_init(&r->reader, fds, n,
 				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES);
 
 	if (ret)

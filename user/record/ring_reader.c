@@ -20,19 +20,19 @@ static int on_sample(void *ctx, void *data, size_t size)
 }
 
 /*
- * The thread: sleep until the BPF programs wake it (a record crossing the
+ * The thread: sleep until the BPF programs wake it (a record crossing a
  * ring's wakeup threshold, or one that must be read at once), a stop, or
- * READ_MS; read everything the ring holds; repeat.  After a stop, one
+ * READ_MS; read everything the rings hold; repeat.  After a stop, one
  * last read.
  */
 static void *reader_main(void *arg)
 {
 	struct ring_reader *rr = arg;
-	struct epoll_event ev[2];
+	struct epoll_event ev[4];
 	int stop = 0, err = 0;
 
 	while (!stop && err >= 0) {
-		epoll_wait(rr->epoll_fd, ev, 2, READ_MS);
+		epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS);
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
 		err = ring_buffer__consume(rr->rb);
 		rec_queue_publish(&rr->q);
@@ -42,9 +42,9 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-int ring_reader_init(struct ring_reader *rr, int ring_fd, size_t cap)
+int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n, size_t cap)
 {
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLET, .data.fd = ring_fd };
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	sigset_t all, old;
 	int ret;
 
@@ -53,18 +53,29 @@ int ring_reader_init(struct ring_reader *rr, int ring_fd, size_t cap)
 	ret = rec_queue_init(&rr->q, cap);
 	if (ret)
 		return ret;
-	rr->rb = ring_buffer__new(ring_fd, on_sample, rr, NULL);
+	rr->rb = ring_buffer__new(ring_fds[0], on_sample, rr, NULL);
+	for (int i = 1; rr->rb && i < n; i++)
+		if (ring_buffer__add(rr->rb, ring_fds[i], on_sample, rr)) {
+			ring_buffer__free(rr->rb);
+			rr->rb = NULL;
+		}
 	if (!rr->rb) {
 		ret = -errno;
 		goto cleanup;
 	}
 	rr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	rr->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	/* edge-triggered: woken by the programs' wakeups, not by data sitting there */
-	if (rr->epoll_fd < 0 || rr->stop_fd < 0 ||
-	    epoll_ctl(rr->epoll_fd, EPOLL_CTL_ADD, ring_fd, &ev)) {
+	if (rr->epoll_fd < 0 || rr->stop_fd < 0) {
 		ret = -errno;
 		goto cleanup;
+	}
+	/* edge-triggered: woken by the programs' wakeups, not by data sitting there */
+	for (int i = 0; i < n; i++) {
+		ev.data.fd = ring_fds[i];
+		if (epoll_ctl(rr->epoll_fd, EPOLL_CTL_ADD, ring_fds[i], &ev)) {
+			ret = -errno;
+			goto cleanup;
+		}
 	}
 	ev.events = EPOLLIN;
 	ev.data.fd = rr->stop_fd;

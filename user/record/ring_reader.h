@@ -7,7 +7,7 @@
  * records wait in memory, not in the kernel's ring, which would refuse
  * them once full.
  *
- *	ring_reader_init(&rr, ring_fd, cap)     the thread starts reading
+ *	ring_reader_init(&rr, fds, n, cap)      the thread starts reading
  *	ring_reader_take(&rr, ms, fn, ctx)      records, in the order read
  *	ring_reader_stop(&rr)                   a last read; the thread ends
  *	ring_reader_release(&rr)
@@ -28,7 +28,7 @@ struct ring_buffer;
 struct ring_reader {
 	struct rec_queue q;
 	struct ring_buffer *rb;
-	int epoll_fd;           /* the ring's wakeups (edge-triggered) and stop_fd */
+	int epoll_fd;           /* the rings' wakeups (edge-triggered) and stop_fd */
 	int stop_fd;            /* an eventfd: wakes the thread to stop */
 	pthread_t thread;
 	int started;
@@ -37,10 +37,12 @@ struct ring_reader {
 };
 
 /*
- * Read the BPF ring buffer map ring_fd on a new thread, into a queue of
- * at most cap bytes (more than 0).  0 or -errno, the reader released.
+ * Read the n BPF ring buffer maps ring_fds on a new thread, into a queue
+ * of at most cap bytes (more than 0): each ring's records in their order,
+ * the rings' between them in the order read.  0 or -errno, the reader
+ * released.
  */
-int ring_reader_init(struct ring_reader *rr, int ring_fd, size_t cap);
+int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n, size_t cap);
 
 /*
  * Hand the records waiting, oldest first, to fn (libbpf's ring_buffer
