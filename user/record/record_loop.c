@@ -99,7 +99,6 @@ int record_nsignals(void)
 int record_loop_init(struct record *r)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
-
 	int fds[PROBES_RINGS], n = probes_ringbuf_fds(&r->probes, fds);
 	int ret = ring_reader_init(&r->reader, fds, n,
 				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES);
@@ -173,8 +172,8 @@ void record_loop(struct record *r)
 	if (r->nmarkers && !(r->o->mode == MODE_CMD && r->child.done)) {
 		uint64_t until = now_ns(CLOCK_MONOTONIC) + GRACE_NS;
 
-		while (now_ns(CLOCK_MONOTONIC) < until)
-			probes_heartbeat(&r->probes), take(r, 20);
+		while (now_ns(CLOCK_MONOTONIC) < until && take(r, 20) >= 0)
+			probes_heartbeat(&r->probes);
 	}
 	record_unhold(r);
 	/* the reader's last read, then whatever it holds */
