@@ -2,7 +2,8 @@
 /*
  * The record queue (lib/rec_queue.h): records of every size, larger than
  * a chunk too, come out in order with their bytes; only what is published
- * shows, and everything once REC_QUEUE_PUBLISH bytes wait; each record
+ * shows, and everything once REC_QUEUE_PUBLISH bytes wait; a publish
+ * wakes a waiting consumer only when asked to; each record
  * 8-aligned, as the BPF ring's are; a handler's
  * error stops a take at that record and the next take goes on after it;
  * a producer thread that outruns the consumer waits at the cap, which
@@ -90,7 +91,7 @@ static void single_thread(void)
 		rec_queue_push(&q, buf, rec_size(seq));
 	}
 	is_int(rec_queue_take(&q, 0, check_rec, &c), 0, "nothing shows before it is published");
-	rec_queue_publish(&q);
+	rec_queue_publish(&q, 1);
 	is_int(rec_queue_take(&q, 0, check_rec, &c), 20, "20 records once published");
 	is_int(c.bad, 0, "in order, sizes and bytes intact");
 	/* enough to cross chunks and publish by itself, unpublished at the end */
@@ -100,7 +101,7 @@ static void single_thread(void)
 	}
 	n = rec_queue_take(&q, 0, check_rec, &c);
 	ok(n > 0 && n < 19980, "what waits past REC_QUEUE_PUBLISH shows by itself, not the rest (%d)", n);
-	rec_queue_publish(&q);
+	rec_queue_publish(&q, 1);
 	while ((n = rec_queue_take(&q, 0, check_rec, &c)) > 0)
 		total += n;
 	is_int(c.next, 20000, "then all 20000, across chunks");
@@ -113,7 +114,7 @@ static void single_thread(void)
 		rec_fill(buf, seq, rec_size(seq));
 		rec_queue_push(&q, buf, rec_size(seq));
 	}
-	rec_queue_publish(&q);
+	rec_queue_publish(&q, 1);
 	c.stop_at = 20004;
 	is_int(rec_queue_take(&q, 0, check_rec, &c), -EIO, "the handler's error is returned");
 	is_int(c.next, 20005, "after the record that failed");
@@ -135,7 +136,7 @@ static void records_larger_than_a_chunk(void)
 		memcpy(buf, &seq, sizeof(seq));
 		buf[c.big - 1] = (unsigned char)seq;
 		is_int(rec_queue_push(&q, buf, c.big), 0, "a 3 MiB record %u (larger than a chunk) is pushed", seq);
-		rec_queue_publish(&q);
+		rec_queue_publish(&q, 1);
 		is_int(rec_queue_take(&q, 0, check_rec, &c), 1, "and taken whole");
 	}
 	is_int(c.bad, 0, "in order, of their size");
@@ -160,7 +161,7 @@ static void *produce(void *arg)
 		if (rec_queue_push(p->q, buf, rec_size(seq)))
 			p->failed++;
 		if (seq % 97 == 0)
-			rec_queue_publish(p->q);
+			rec_queue_publish(p->q, 1);
 	}
 	rec_queue_end(p->q);
 	__atomic_store_n(&p->done, 1, __ATOMIC_RELEASE);
@@ -219,6 +220,46 @@ static void uncap_lets_a_waiting_producer_through(void)
 	rec_queue_release(&q);
 }
 
+static void *publish_twice(void *arg)
+{
+	struct rec_queue *q = arg;
+	unsigned char buf[16];
+
+	pause_ms(50);
+	rec_fill(buf, 0, rec_size(0));
+	rec_queue_push(q, buf, rec_size(0));
+	rec_queue_publish(q, 0);
+	pause_ms(350);
+	rec_fill(buf, 1, rec_size(1));
+	rec_queue_push(q, buf, rec_size(1));
+	rec_queue_publish(q, 1);
+	return NULL;
+}
+
+static void publish_wakes_or_not(void)
+{
+	struct rec_queue q;
+	struct check c = { 0 };
+	pthread_t t;
+	double t0, el;
+	int n;
+
+	rec_queue_init(&q, 1u << 20);
+	pthread_create(&t, NULL, publish_twice, &q);
+	t0 = now_s();
+	n = rec_queue_take(&q, 300, check_rec, &c);
+	el = now_s() - t0;
+	ok(n == 1 && el >= 0.29, "published without a wakeup at 50 ms: taken when the 300 ms wait "
+	   "times out (%d after %.3f s)", n, el);
+	t0 = now_s();
+	n = rec_queue_take(&q, 300, check_rec, &c);
+	el = now_s() - t0;
+	ok(n == 1 && el < 0.28, "published with one ~100 ms later: taken then (%d after %.3f s)", n, el);
+	pthread_join(t, NULL);
+	is_int(c.bad, 0, "in order, intact");
+	rec_queue_release(&q);
+}
+
 static void take_waits(void)
 {
 	struct rec_queue q;
@@ -251,6 +292,7 @@ int main(void)
 	records_larger_than_a_chunk();
 	two_threads_at_the_cap();
 	uncap_lets_a_waiting_producer_through();
+	publish_wakes_or_not();
 	take_waits();
 	return done_testing();
 }

@@ -120,8 +120,8 @@ void rec_queue_release(struct rec_queue *q)
 	memset(q, 0, sizeof(*q));
 }
 
-/* Under lock: show the consumer what was pushed. */
-static void publish_locked(struct rec_queue *q)
+/* Under lock: show the consumer what was pushed; wake it if it waits and wake. */
+static void publish_locked(struct rec_queue *q, int wake)
 {
 	if (!q->unpublished)
 		return;
@@ -131,20 +131,21 @@ static void publish_locked(struct rec_queue *q)
 		q->queued_max = q->queued;
 	q->queued_seen = q->queued;
 	q->unpublished = 0;
-	pthread_cond_signal(&q->more);
+	if (wake)
+		pthread_cond_signal(&q->more);
 }
 
-void rec_queue_publish(struct rec_queue *q)
+void rec_queue_publish(struct rec_queue *q, int wake)
 {
 	pthread_mutex_lock(&q->lock);
-	publish_locked(q);
+	publish_locked(q, wake);
 	pthread_mutex_unlock(&q->lock);
 }
 
 void rec_queue_end(struct rec_queue *q)
 {
 	pthread_mutex_lock(&q->lock);
-	publish_locked(q);
+	publish_locked(q, 1);
 	q->ended = 1;
 	pthread_cond_broadcast(&q->more);
 	pthread_mutex_unlock(&q->lock);
@@ -162,7 +163,7 @@ void rec_queue_uncap(struct rec_queue *q)
 static void wait_room(struct rec_queue *q, size_t need)
 {
 	pthread_mutex_lock(&q->lock);
-	publish_locked(q);
+	publish_locked(q, 1);
 	while (q->queued && q->queued + need > q->cap && !q->uncapped)
 		pthread_cond_wait(&q->room, &q->lock);
 	q->queued_seen = q->queued;
@@ -185,7 +186,7 @@ int rec_queue_push(struct rec_queue *q, const void *data, size_t size)
 		if (!n)
 			return -ENOMEM;
 		pthread_mutex_lock(&q->lock);
-		publish_locked(q);
+		publish_locked(q, 1);
 		t->next = n;
 		t->sealed = 1;
 		pthread_mutex_unlock(&q->lock);
@@ -196,7 +197,7 @@ int rec_queue_push(struct rec_queue *q, const void *data, size_t size)
 	t->used += need;
 	q->unpublished += need;
 	if (q->unpublished >= REC_QUEUE_PUBLISH)
-		rec_queue_publish(q);
+		rec_queue_publish(q, 1);
 	return 0;
 }
 

@@ -5,11 +5,12 @@
  *
  *	producer                         consumer
  *	rec_queue_push(&q, data, size)   rec_queue_take(&q, ms, fn, ctx)
- *	rec_queue_publish(&q)
+ *	rec_queue_publish(&q, wake)
  *	rec_queue_end(&q)
  *
  * Pushed records reach the consumer when published: at each
- * rec_queue_publish(), and by themselves every REC_QUEUE_PUBLISH bytes.
+ * rec_queue_publish(), and by themselves every REC_QUEUE_PUBLISH bytes
+ * (which wakes a consumer waiting for them, as a full queue does).
  * At most cap bytes wait: a push past that waits until the consumer takes
  * some, unless the consumer lifted the cap (rec_queue_uncap()).
  */
@@ -56,8 +57,12 @@ void rec_queue_release(struct rec_queue *q);
  */
 int rec_queue_push(struct rec_queue *q, const void *data, size_t size);
 
-/* Producer: let the consumer see what was pushed. */
-void rec_queue_publish(struct rec_queue *q);
+/*
+ * Producer: let the consumer see what was pushed; wake: wake it if it
+ * waits for records, else it sees them when its wait times out (a wakeup
+ * for a few records costs more than they do).
+ */
+void rec_queue_publish(struct rec_queue *q, int wake);
 
 /* Producer: publish; nothing more comes, so a take waits no more. */
 void rec_queue_end(struct rec_queue *q);

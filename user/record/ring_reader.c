@@ -9,7 +9,7 @@
 #include <bpf/libbpf.h>
 #include "record/ring_reader.h"
 
-#define READ_MS 50              /* read at least this often: wakeups are batched */
+#define READ_MS 100             /* read at least this often: wakeups are batched */
 
 /* libbpf's callback, on the thread. */
 static int on_sample(void *ctx, void *data, size_t size)
@@ -22,20 +22,22 @@ static int on_sample(void *ctx, void *data, size_t size)
 /*
  * The thread: sleep until the BPF programs wake it (a record crossing a
  * ring's wakeup threshold, or one that must be read at once), a stop, or
- * READ_MS; read everything the rings hold; repeat.  After a stop, one
- * last read.
+ * READ_MS; read everything the rings hold; repeat.  What a wakeup brought
+ * wakes the taker; what the timeout found waits for the taker's own (the
+ * same period: records that ask for no wakeup can wait that long).  After
+ * a stop, one last read.
  */
 static void *reader_main(void *arg)
 {
 	struct ring_reader *rr = arg;
 	struct epoll_event ev[4];
-	int stop = 0, err = 0;
+	int stop = 0, err = 0, woken;
 
 	while (!stop && err >= 0) {
-		epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS);
+		woken = epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS) > 0;
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
 		err = ring_buffer__consume(rr->rb);
-		rec_queue_publish(&rr->q);
+		rec_queue_publish(&rr->q, woken);
 	}
 	rr->error = err < 0 ? err : 0;
 	rec_queue_end(&rr->q);
