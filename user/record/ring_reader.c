@@ -10,13 +10,31 @@
 #include "record/ring_reader.h"
 
 #define READ_MS 100             /* read at least this often: wakeups are batched */
+#define FIRST_EVERY (256u << 10) /* read the first ring between so many bytes of the others */
 
-/* libbpf's callback, on the thread. */
-static int on_sample(void *ctx, void *data, size_t size)
+/* libbpf's callbacks, on the thread: the first ring's records. */
+static int on_first(void *ctx, void *data, size_t size)
 {
 	struct ring_reader *rr = ctx;
 
 	return rec_queue_push(&rr->q, data, size);
+}
+
+/*
+ * The other rings': while a burst there is read, which can take a while,
+ * the first ring, small, must not fill.
+ */
+static int on_rest(void *ctx, void *data, size_t size)
+{
+	struct ring_reader *rr = ctx;
+	int ret = rec_queue_push(&rr->q, data, size);
+
+	rr->rest_bytes += size;
+	if (ret || rr->rest_bytes < FIRST_EVERY)
+		return ret;
+	rr->rest_bytes = 0;
+	ret = ring_buffer__consume(rr->first);
+	return ret < 0 ? ret : 0;
 }
 
 /*
@@ -36,7 +54,9 @@ static void *reader_main(void *arg)
 	while (!stop && err >= 0) {
 		woken = epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS) > 0;
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
-		err = ring_buffer__consume(rr->rb);
+		err = ring_buffer__consume(rr->first);
+		if (err >= 0 && rr->rest)
+			err = ring_buffer__consume(rr->rest);
 		rec_queue_publish(&rr->q, woken);
 	}
 	rr->error = err < 0 ? err : 0;
@@ -55,15 +75,17 @@ int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n, size_t 
 	ret = rec_queue_init(&rr->q, cap);
 	if (ret)
 		return ret;
-	rr->rb = ring_buffer__new(ring_fds[0], on_sample, rr, NULL);
-	for (int i = 1; rr->rb && i < n; i++)
-		if (ring_buffer__add(rr->rb, ring_fds[i], on_sample, rr)) {
-			ring_buffer__free(rr->rb);
-			rr->rb = NULL;
-		}
-	if (!rr->rb) {
+	rr->first = ring_buffer__new(ring_fds[0], on_first, rr, NULL);
+	if (!rr->first) {
 		ret = -errno;
 		goto cleanup;
+	}
+	for (int i = 1; i < n; i++) {
+		if (rr->rest ? ring_buffer__add(rr->rest, ring_fds[i], on_rest, rr) :
+		    !(rr->rest = ring_buffer__new(ring_fds[i], on_rest, rr, NULL))) {
+			ret = -errno;
+			goto cleanup;
+		}
 	}
 	rr->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	rr->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
@@ -132,7 +154,8 @@ void ring_reader_release(struct ring_reader *rr)
 	if (!rr->q.cap)
 		return;         /* never initialised */
 	ring_reader_stop(rr);
-	ring_buffer__free(rr->rb);
+	ring_buffer__free(rr->first);
+	ring_buffer__free(rr->rest);
 	if (rr->epoll_fd >= 0)
 		close(rr->epoll_fd);
 	if (rr->stop_fd >= 0)

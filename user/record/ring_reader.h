@@ -27,7 +27,9 @@ struct ring_buffer;
 
 struct ring_reader {
 	struct rec_queue q;
-	struct ring_buffer *rb;
+	struct ring_buffer *first;      /* the first ring */
+	struct ring_buffer *rest;       /* the others, NULL if none */
+	size_t rest_bytes;              /* the thread's: read from them since the first was */
 	int epoll_fd;           /* the rings' wakeups (edge-triggered) and stop_fd */
 	int stop_fd;            /* an eventfd: wakes the thread to stop */
 	pthread_t thread;
@@ -39,8 +41,9 @@ struct ring_reader {
 /*
  * Read the n BPF ring buffer maps ring_fds on a new thread, into a queue
  * of at most cap bytes (more than 0): each ring's records in their order,
- * the rings' between them in the order read.  0 or -errno, the reader
- * released.
+ * the rings' between them in the order read.  The first ring is read
+ * again between every 256 KiB read from the others, so that a burst there
+ * does not leave it to fill.  0 or -errno, the reader released.
  */
 int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n, size_t cap);
 
