@@ -53,6 +53,7 @@ held_run() {
 	wait_for_file "$ready.done" 120
 	ok "$name: the $N launches were made while it was held" grep -q "calls=$N " "$TMPD/$name.cc"
 	like "$name: gpubpf still held then" "$(cat "$TMPD/$name.hold")" "^held$"
+	sleep 1         # held a second more: a full queue's reader waits through it
 	touch "$TMPD/$name.go"
 	wait "$h"
 	# stopped before callcost exits: its exit is not a record to count
@@ -69,6 +70,7 @@ held_run() {
 held_run ring1m
 is "1 MiB ring: every launch is in the trace" "$LAUNCHES" $N
 is "1 MiB ring: nothing dropped" "$DROPPED" 0
+is "1 MiB ring: no word of a recorder that fell behind" "$(grep -c "fell behind" "$TMPD/ring1m.err")" 0
 
 # --memory 1M: at most 16 MiB wait, of the ~20 MB
 held_run capped --memory 1M
@@ -81,5 +83,12 @@ cmp_ok "and about 16 MiB of them waited ($LAUNCHES launches recorded)" "$LAUNCHE
 is "those recorded are the first made, in order" "$(json_query "$TMPD/capped.json" '
 [int(e["args"]["stream"], 16) for e in sorted((e for e in ev if e.get("name") == "cuLaunchKernel"),
  key=lambda e: e["ts"])] == [i & 7 for i in range(len([e for e in ev if e.get("name") == "cuLaunchKernel"]))]')" true
+# it says why, and how long the rings went unread: about as long as held
+like "the summary says the queue was full and for how long" \
+	"$(tr '\r' '\n' <"$TMPD/capped.err" | grep 'fell behind')" \
+	'^gpubpf: the recorder fell behind: its queue of records to decode was full \(16 MiB: --memory, at least 16M\) and the ring buffers went unread for [0-9.]+ s in all; a larger --memory holds more$'
+unread=$(tr '\r' '\n' <"$TMPD/capped.err" | sed -n 's/.* went unread for \([0-9.]*\) s in all.*/\1/p')
+ok "the rings went unread for more than the second held after the last launch ($unread s)" \
+	awk -v u="$unread" 'BEGIN { exit !(u > 1) }'
 perfetto_ok "$TMPD/capped.json"
 done_testing

@@ -108,6 +108,7 @@ static void single_thread(void)
 	is_int(c.bad, 0, "in order, intact");
 	is_int(c.misaligned, 0, "each 8-aligned, as the ring's records are");
 	ok(q.queued_max <= 64u << 20, "never more than the cap waited");
+	is_int(q.full_waits, 0, "no push waited for room");
 
 	/* the handler's error: that record is taken, the next take goes on */
 	for (uint32_t seq = 20000; seq < 20010; seq++) {
@@ -212,6 +213,9 @@ static void uncap_lets_a_waiting_producer_through(void)
 	rec_queue_uncap(&q);
 	pthread_join(t, NULL);
 	ok(p.done && !p.failed, "once the cap is lifted it pushes everything without a take");
+	is_int(q.full_waits, 1, "one push waited for room");
+	ok(q.full_ns >= 250000000ull && q.full_ns < 10000000000ull,
+	   "for about as long as the consumer took none (%.3f s; 0.3 s)", q.full_ns / 1e9);
 	while (rec_queue_take(&q, 0, check_rec, &c) > 0)
 		;
 	is_int(c.next, p.n, "all %u records are there", p.n);

@@ -162,10 +162,21 @@ void rec_queue_uncap(struct rec_queue *q)
 /* The queue may be full: publish, and wait for room for need more bytes. */
 static void wait_room(struct rec_queue *q, size_t need)
 {
+	struct timespec t0, t1;
+	int waited = 0;
+
 	pthread_mutex_lock(&q->lock);
 	publish_locked(q, 1);
-	while (q->queued && q->queued + need > q->cap && !q->uncapped)
+	while (q->queued && q->queued + need > q->cap && !q->uncapped) {
+		if (!waited++)
+			clock_gettime(CLOCK_MONOTONIC, &t0);
 		pthread_cond_wait(&q->room, &q->lock);
+	}
+	if (waited) {
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		q->full_waits++;
+		q->full_ns += (uint64_t)(t1.tv_sec - t0.tv_sec) * 1000000000u + t1.tv_nsec - t0.tv_nsec;
+	}
 	q->queued_seen = q->queued;
 	pthread_mutex_unlock(&q->lock);
 }

@@ -19,6 +19,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define REC_QUEUE_PUBLISH (64u << 10)
 
@@ -35,6 +36,8 @@ struct rec_queue {
 	int nspare;
 	size_t queued;          /* bytes published and not taken yet */
 	size_t queued_max;      /* the most that waited at once */
+	size_t full_waits;      /* pushes that waited for room */
+	uint64_t full_ns;       /* how long they waited, in all */
 	int uncapped;
 	int ended;
 	/* the producer's own */

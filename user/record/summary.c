@@ -2,7 +2,7 @@
 /*
  * gpubpf record's closing lines: events written, dropped and missed, the
  * files' sizes (and how to open JSON too big for a browser), and the
- * warnings the recording gathered.
+ * warnings the recording gathered (a recorder that fell behind among them).
  */
 #include <stdio.h>
 #include <string.h>
@@ -50,6 +50,24 @@ static void print_output(const char *path, char *hints, size_t size)
 	record_open_hint(path, st.st_size, hints + n, size - n);
 }
 
+/*
+ * Whether the reader waited for the decoding to catch up, which left the
+ * rings unread: said when records were dropped (it may be why), or with -v.
+ */
+static void report_queue(struct record *r)
+{
+	const struct rec_queue *q = &r->reader.q;
+
+	if (q->full_waits && (r->model.dropped_total || r->o->verbose))
+		fprintf(stderr, "gpubpf: the recorder fell behind: its queue of records to decode "
+			"was full (%zu MiB: --memory, at least 16M) and the ring buffers went unread "
+			"for %.2f s in all%s\n", q->cap >> 20, q->full_ns / 1e9,
+			r->model.dropped_total ? "; a larger --memory holds more" : "");
+	if (r->o->verbose)
+		fprintf(stderr, "gpubpf: at most %.1f MiB of records waited to be decoded at once "
+			"(of %zu MiB)\n", q->queued_max / 1048576.0, q->cap >> 20);
+}
+
 void record_summary(struct record *r)
 {
 	uint64_t gpu_dropped = 0;
@@ -93,6 +111,7 @@ void record_summary(struct record *r)
 	if (gpu_dropped)
 		fprintf(stderr, "gpubpf: of the dropped, %llu GPU records were lost in the traced "
 			"process (CUPTI or the injection library)\n", (unsigned long long)gpu_dropped);
+	report_queue(r);
 	if (r->coll.bad)
 		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
 			(unsigned long long)r->coll.bad);
