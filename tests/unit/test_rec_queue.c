@@ -8,9 +8,13 @@
  * error stops a take at that record and the next take goes on after it;
  * a producer thread that outruns the consumer waits at the cap, which
  * never holds more, and is let through when the cap is lifted; a take
- * waits for its timeout, or not at all once the queue has ended.
+ * waits for its timeout, or not at all once the queue has ended; chunks
+ * are 2 MiB aligned and populated, in a huge page where the kernel has
+ * transparent ones.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -287,6 +291,59 @@ static void take_waits(void)
 	ok(1, "released twice, and a zeroed queue released: no crash");
 }
 
+/* The "Rss" and "AnonHugePages" kB of the mapping at addr, from /proc/self/smaps. */
+static void mapping_kb(uintptr_t addr, long *rss, long *huge)
+{
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	uintptr_t lo, hi;
+	int in = 0;
+
+	*rss = *huge = -1;
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && strchr(line, '-') <
+		    strchr(line, ' ')) {
+			in = addr >= lo && addr < hi;
+			continue;
+		}
+		if (in) {
+			sscanf(line, "Rss: %ld kB", rss);
+			sscanf(line, "AnonHugePages: %ld kB", huge);
+		}
+	}
+	if (f)
+		fclose(f);
+}
+
+static void chunks_in_huge_pages(void)
+{
+	struct rec_queue q;
+	unsigned char buf[64] = { 0 };
+	char thp[128] = "";
+	FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+	long rss, huge;
+	uintptr_t head;
+
+	if (f) {
+		if (!fgets(thp, sizeof(thp), f))
+			thp[0] = 0;
+		fclose(f);
+	}
+	rec_queue_init(&q, 64u << 20);
+	rec_queue_push(&q, buf, sizeof(buf));
+	rec_queue_publish(&q, 0);
+	head = (uintptr_t)q.head;
+	is_int(head % (2u << 20), 0, "a chunk is 2 MiB aligned");
+	mapping_kb(head, &rss, &huge);
+	ok(rss >= 2048, "and populated whole (%ld kB resident)", rss);
+	if (!thp[0] || strstr(thp, "[never]"))
+		diag("skip: no transparent huge pages here (%s)", thp[0] ? thp : "none");
+	else
+		is_int(huge, 2048, "in one huge page (transparent huge pages: %.*s)",
+		       (int)strcspn(thp, "\n"), thp);
+	rec_queue_release(&q);
+}
+
 int main(void)
 {
 	struct rec_queue zero = { 0 };
@@ -298,5 +355,6 @@ int main(void)
 	uncap_lets_a_waiting_producer_through();
 	publish_wakes_or_not();
 	take_waits();
+	chunks_in_huge_pages();
 	return done_testing();
 }
