@@ -5,13 +5,15 @@
  * line CPython gives each code unit), decoded by pysym_line, unit by unit;
  * malformed tables; and, on a live process, the identity check (a token
  * that does not match never yields a name), the cache, and a process that
- * exits keeping what was resolved.
+ * exits keeping what was resolved; a code object whose line table cannot
+ * be read is "?", nothing freed twice.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "sym/pyruntime.h"
 #include "sym/pysym.h"
@@ -199,6 +201,81 @@ cleanup:
 	free(keep);
 }
 
+/*
+ * A code object of CPython 3.11's layout, made in this process's memory,
+ * whose line table's size is readable and its bytes are not (they lie on
+ * a page unmapped, as when the process changed under the read): "?" and
+ * an error, nothing freed twice; the same object with its table readable
+ * resolves (so the failure is the table's, not the object's).
+ */
+static void test_unreadable_table(void)
+{
+	struct gb_py_config cfg = { .version = 311, .code_ident = 256 };
+	struct py_code_layout l;
+	struct py_frame_info fi;
+	struct gb_py_frame fr = { 0 };
+	static __u8 code[512], name[128], file[128], table[64];
+	long page = sysconf(_SC_PAGESIZE);
+	__u8 *pages, *tab;
+	struct pysym *s;
+	__u64 w[GB_PY_IDENT_LEN / 8], addr;
+	__u32 state = 1u << 2 | 1u << 5 | 1u << 6;      /* kind 1, compact, ascii */
+	__s64 len;
+	int first = 7, err;
+
+	if (!ok(!pyruntime_code_layout(getpid(), &cfg, &l), "CPython 3.11's code layout"))
+		return;
+	/* two strs: compact ASCII, their characters after the header */
+	len = 7;
+	memcpy(name + l.str_length, &len, 8);
+	memcpy(name + l.str_state, &state, 4);
+	memcpy(name + l.ascii_size, "fake_fn", 8);
+	len = 9;
+	memcpy(file + l.str_length, &len, 8);
+	memcpy(file + l.str_state, &state, 4);
+	memcpy(file + l.ascii_size, "/fake.py\0", 10);
+	len = 0;
+	memset(code, 0, sizeof(code));
+	addr = (uintptr_t)name;
+	memcpy(code + l.name, &addr, 8);
+	memcpy(code + l.qualname, &addr, 8);
+	addr = (uintptr_t)file;
+	memcpy(code + l.filename, &addr, 8);
+	memcpy(code + l.firstlineno, &first, 4);
+	/* the line table: a bytes object of 16 bytes, at the end of a mapped page */
+	pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!ok(pages != MAP_FAILED, "two pages mapped"))
+		return;
+	munmap(pages + page, page);
+	tab = pages + page - l.bytes_sval;
+	len = 16;
+	memcpy(tab + l.bytes_size, &len, 8);
+	addr = (uintptr_t)tab;
+	memcpy(code + l.linetable, &addr, 8);
+	memcpy(w, code + cfg.code_ident, sizeof(w));
+	fr.code = (uintptr_t)code;
+	fr.ident = gb_py_ident(w);
+
+	s = pysym_new();
+	err = pysym_resolve(s, getpid(), &cfg, &fr, &fi);
+	ok(err < 0, "a line table that cannot be read: an error (%d)", err);
+	is_str(fi.qualname, "?", "  and no name");
+
+	/* the same object, its table readable (an empty one): resolved */
+	len = 0;
+	memcpy(table + l.bytes_size, &len, 8);
+	addr = (uintptr_t)table;
+	memcpy(code + l.linetable, &addr, 8);
+	memcpy(w, code + cfg.code_ident, sizeof(w));
+	fr.ident = gb_py_ident(w);
+	err = pysym_resolve(s, getpid(), &cfg, &fr, &fi);
+	is_int(err, 0, "with its line table readable it resolves");
+	is_str(fi.qualname, "fake_fn", "  its name");
+	is_str(fi.filename, "/fake.py", "  its file");
+	pysym_free(s);
+	munmap(pages, page);
+}
+
 int main(void)
 {
 	struct pyinterp py[32];
@@ -209,6 +286,7 @@ int main(void)
 		return 1;
 	}
 	test_malformed();
+	test_unreadable_table();
 	for (int i = 0; i < n; i++)
 		test_tables(&py[i]);
 	for (int i = 0; i < n; i++)

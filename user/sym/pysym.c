@@ -384,6 +384,7 @@ static int read_bytes(const struct pyproc *p, __u64 addr, __u8 **out, __u32 *len
 		return -ENOMEM;
 	if (n && (err = proc_mem_read(p->memfd, addr + p->lay.bytes_sval, *out, n))) {
 		free(*out);
+		*out = NULL;    /* the caller frees what it was handed */
 		return err;
 	}
 	*len = n;
