@@ -443,20 +443,26 @@ for th in 1 2; do
 		hr "| gpubpf | $th | $([ $rate = 0 ] && echo "unlimited" || echo $rate) | $(printf %.0f $ach) | $ev | $dr | $ok | ${cpu}% |" >> $T/table3
 	done
 done
-# reference: the most an empty uprobe lets through, same loop, no gpubpf
-for th in 1 2; do
-	: > $T/ref.$th
+# ref_rate THREADS LIB: the most an empty uprobe on LIB's cuLaunchKernel
+# lets through, the same loop without gpubpf: RR, the median of RATE_REPS
+# (calls/s)
+ref_rate() {
+	: > $T/ref.rows
 	for rep in $(seq "$RATE_REPS"); do
-		side_start $T/rate $B/callcost -w -f launch -T "$RATE_SECS" -t $th || exit 1
-		start_empty cuLaunchKernel
+		side_start $T/rate $B/callcost -l $2 -w -f launch -T "$RATE_SECS" -t $1 || exit 1
+		ELIB=$2 start_empty cuLaunchKernel
 		kill -USR1 "$SIDE_PID"
 		wait "$SIDE_JOB"
 		stop_jobs $TP
-		cat $T/rate.rows >> $T/ref.$th
-		printf '  empty uprobe threads=%d target=max rep %d: %s\n' $th $rep "$(cat $T/rate.rows)"
+		cat $T/rate.rows >> $T/ref.rows
+		printf '  empty uprobe %s threads=%d target=max rep %d: %s\n' $2 $1 $rep "$(cat $T/rate.rows)"
 	done
-	ach=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) print substr($i, 6) }' $T/ref.$th | median)
-	REF[$th]=$(printf %.0f $ach)
+	RR=$(printf %.0f $(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) print substr($i, 6) }' \
+		$T/ref.rows | median))
+}
+for th in 1 2; do
+	ref_rate $th $LIB
+	REF[$th]=$RR
 	hr "| empty uprobe (reference) | $th | unlimited | ${REF[$th]} | – | – | – | – |" >> $T/table3
 done
 # the same at full speed on the emulated push entry (section 7's stub),
@@ -472,20 +478,12 @@ for th in 1 2; do
 	row_of $T/prate.$th
 	PBEST[$th]=$([ $ok = yes ] && printf %.0f $ach || echo none)
 	hr "| gpubpf, push entry | $th | unlimited | $(printf %.0f $ach) | $ev | $dr | $ok | ${cpu}% |" >> $T/table3
-	: > $T/pref.$th
-	for rep in $(seq "$RATE_REPS"); do
-		side_start $T/rate $B/callcost -l $PUSH -w -f launch -T "$RATE_SECS" -t $th || exit 1
-		ELIB=$PUSH start_empty cuLaunchKernel
-		kill -USR1 "$SIDE_PID"
-		wait "$SIDE_JOB"
-		stop_jobs $TP
-		cat $T/rate.rows >> $T/pref.$th
-	done
-	PREF[$th]=$(awk '{ for (i = 1; i <= NF; i++) if ($i ~ /^rate=/) print substr($i, 6) }' $T/pref.$th | median)
-	hr "| empty uprobe, push entry (reference) | $th | unlimited | $(printf %.0f ${PREF[$th]}) | – | – | – | – |" >> $T/table3
+	ref_rate $th $PUSH
+	PREF[$th]=$RR
+	hr "| empty uprobe, push entry (reference) | $th | unlimited | ${PREF[$th]} | – | – | – | – |" >> $T/table3
 done
 cat $T/table3
-SUM3="Highest achieved rate with zero lost events in every repetition: 1 thread $(rate_fmt ${BEST[1]}) calls/s, 2 threads $(rate_fmt ${BEST[2]}) calls/s (an empty uprobe alone lets through ${REF[1]} and ${REF[2]} calls/s); on the push entry, $(rate_fmt ${PBEST[1]}) and $(rate_fmt ${PBEST[2]}) calls/s (empty uprobe $(printf %.0f ${PREF[1]}) and $(printf %.0f ${PREF[2]}))."
+SUM3="Highest achieved rate with zero lost events in every repetition: 1 thread $(rate_fmt ${BEST[1]}) calls/s, 2 threads $(rate_fmt ${BEST[2]}) calls/s (an empty uprobe alone lets through ${REF[1]} and ${REF[2]} calls/s); on the push entry, $(rate_fmt ${PBEST[1]}) and $(rate_fmt ${PBEST[2]}) calls/s (empty uprobe ${PREF[1]} and ${PREF[2]})."
 echo "$SUM3"
 
 ###########################################################################
