@@ -230,12 +230,10 @@ static void test_unreadable_table(void)
 	memcpy(name + l.str_length, &len, 8);
 	memcpy(name + l.str_state, &state, 4);
 	memcpy(name + l.ascii_size, "fake_fn", 8);
-	len = 9;
+	len = 8;
 	memcpy(file + l.str_length, &len, 8);
 	memcpy(file + l.str_state, &state, 4);
-	memcpy(file + l.ascii_size, "/fake.py\0", 10);
-	len = 0;
-	memset(code, 0, sizeof(code));
+	memcpy(file + l.ascii_size, "/fake.py", 9);
 	addr = (uintptr_t)name;
 	memcpy(code + l.name, &addr, 8);
 	memcpy(code + l.qualname, &addr, 8);

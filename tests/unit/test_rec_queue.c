@@ -301,8 +301,7 @@ static void mapping_kb(uintptr_t addr, long *rss, long *huge)
 
 	*rss = *huge = -1;
 	while (f && fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2 && strchr(line, '-') <
-		    strchr(line, ' ')) {
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " ", &lo, &hi) == 2) {     /* a mapping's line */
 			in = addr >= lo && addr < hi;
 			continue;
 		}
