@@ -13,8 +13,8 @@
 # over the empty uprobe's; a repetition's figure is the median over its
 # rounds, REPS repetitions in fresh processes.  Then the BPF run time per
 # hit of gpubpf's entry program and of the empty one
-# (kernel.bpf_stats_enabled), and of gpubpf's with the reader stopped and
-# by ring buffer size.  Writes its block of BENCHMARKS.md between the
+# (kernel.bpf_stats_enabled), on one thread and two at once, and of
+# gpubpf's with the reader stopped and by ring buffer size.  Writes its block of BENCHMARKS.md between the
 # prologue-bench markers unless BENCH_MD=-.  Knobs: REPS (5), K (200),
 # ROUNDS (300), STATS_N (20000), LAG_N (6000), RING_SIZES (the
 # --buffer-size values, "4M 16M 64M 256M": calls' rings of 256K to 16M),
@@ -86,10 +86,10 @@ done
 
 # BPF run time per hit: programs loaded after the snapshot whose run count
 # equals the calls made
-bpf_ns() { # mode shape [calls [lag [ring size]]] -> ns per hit of its entry program
-	local first n=${3:-$STATS_N} ring=${5:-}
+bpf_ns() { # mode shape [calls [lag [ring size [threads]]]] -> ns per hit of its entry program
+	local first n=${3:-$STATS_N} ring=${5:-} threads=${6:-1}
 	first=$(bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
-	side_start "$T/ready" $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$n" -w -H
+	side_start "$T/ready" $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$n" -t "$threads" -w -H
 	case $1 in
 	empty) empty_on "$SIDE_PID" "$B/$2/libcuda.so.1" ;;
 	gpubpf) gpubpf_attach "$T/tr.out" --no-device --libcuda "$B/$2/libcuda.so.1" \
@@ -108,7 +108,7 @@ first, n = int(sys.argv[1]), int(sys.argv[2])
 for p in json.load(sys.stdin):
     if p["id"] > first and p.get("name", "").startswith(("gb_entry", "empty_entry")) \
             and p.get("run_cnt") == n:
-        print("%.0f" % (p["run_time_ns"] / n))' "$first" "$n" | head -1
+        print("%.0f" % (p["run_time_ns"] / n))' "$first" $((n * threads)) | head -1
 	stop_jobs "$TP"
 	side_end
 }
@@ -116,19 +116,27 @@ OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
 sysctl -qw kernel.bpf_stats_enabled=1
 BPF_EMPTY=$(for _ in 1 2 3; do bpf_ns empty push; done | median)
 BPF_GB=$(for _ in 1 2 3; do bpf_ns gpubpf push; done | median)
-# 6000 launch records (~0.8 MB) pass the 256 KiB wake threshold of the
-# default 1 MiB calls' ring while nobody reads them (the recorder stopped,
-# its reader too): every record past it used to force a wake-up
+# two threads at once, each on a CPU of its own mostly: calls go to each
+# CPU's ring; into one shared ring they contend for its lock and positions
+BPF_EMPTY2=$(for _ in 1 2 3; do bpf_ns empty push "$STATS_N" "" "" 2; done | median)
+BPF_GB2=$(for _ in 1 2 3; do bpf_ns gpubpf push "$STATS_N" "" "" 2; done | median)
+# 6000 launch records (~0.8 MB) fill this CPU's call ring (512 KiB on two
+# CPUs), passing its wake threshold each quarter, and go on into the
+# shared 1 MiB ring, while nobody reads them (the recorder stopped, its
+# reader too): every record past a threshold used to force a wake-up
 LAG_N=${LAG_N:-6000}
 BPF_LAG=$(for _ in 1 2 3; do bpf_ns gpubpf push "$LAG_N" lag; done | median)
 # the same calls with the recorder reading: a fresh ring, as cold
 BPF_NOLAG=$(for _ in 1 2 3; do bpf_ns gpubpf push "$LAG_N"; done | median)
-# the calls' ring's size (a sixteenth of --buffer-size): each record is
-# written to memory the ring last used a whole ring ago
+# the calls' rings' size (a sixteenth of --buffer-size, shared out among
+# the CPUs' rings): each record is written to memory its ring last used a
+# whole ring ago
 RING_SIZES=${RING_SIZES:-"4M 16M 64M 256M"}
 BPF_RING=
 for r in $RING_SIZES; do
-	BPF_RING+="${BPF_RING:+, }$(numfmt --from=iec "$r" | awk '{ b = $1 / 16; print (b >= 1048576 ? b / 1048576 "M" : b / 1024 "K") }') (\`--buffer-size $r\`) **$(for _ in 1 2 3; do bpf_ns gpubpf push "$STATS_N" "" "$r"; done | median) ns**"
+	per_cpu=$("$GPUBPF" record -v -q --no-device --buffer-size "$r" -o "$T/r.json" -- true 2>&1 |
+		sed -n 's/^gpubpf: call rings: \([0-9]*\) KiB per CPU.*/\1K/p')
+	BPF_RING+="${BPF_RING:+, }${per_cpu:-none} (\`--buffer-size $r\`) **$(for _ in 1 2 3; do bpf_ns gpubpf push "$STATS_N" "" "$r"; done | median) ns**"
 done
 sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
 
@@ -159,7 +167,7 @@ block() {
 			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** (%.2f to %.2f) |\n", s, w, u, e, g, r, lo, hi }'
 	done
 	echo
-	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**, against **$BPF_NOLAG ns** for the same calls read as they come (each in a fresh ring, as cold). By the size of the calls' ring buffer (a sixteenth of \`--buffer-size\`, at least 256K: 1M by default): $BPF_RING."
+	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; two threads calling at once: **$BPF_EMPTY2 ns** and **$BPF_GB2 ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**, against **$BPF_NOLAG ns** for the same calls read as they come (each in a fresh ring, as cold). By the size of each CPU's call ring (a sixteenth of \`--buffer-size\`, at least 256K, shared out among the CPUs, at least 128K each: $(nproc) CPUs here): $BPF_RING."
 	echo
 	echo "<!-- prologue-bench:end -->"
 }

@@ -27,6 +27,9 @@ const volatile __u32 gpu_wake_shift = 22; /* the same for gpu_rb */
 const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
 const volatile __u32 self_tgid = 0;     /* the recorder, never held */
 const volatile __u8 hold_each = 0;      /* hold every process at its first libcuda map */
+const volatile __u8 crings_on = 0;      /* entry-only calls go to cpu_rings */
+const volatile __u64 cring_mask = 0;    /* a CPU ring's data bytes - 1 (a power of two) */
+const volatile __u32 cring_wake_shift = 14; /* kick the reader each 1 << this unread bytes */
 
 /*
  * Two rings, both resized by the loader.  rb takes every record but the
@@ -45,6 +48,15 @@ struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 24);
 } gpu_rb SEC(".maps");
+
+/* a call ring per CPU (struct gb_cring, see gpubpf.h); sized by the loader */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, GB_CRING_HEAD + 4096 + GB_CRING_SLACK);
+} cpu_rings SEC(".maps");
 
 /* GB_PID_TRACED and GB_PID_PYTHON of every process id (see gpubpf.h) */
 __u32 pid_bits[GB_PID_WORDS];
@@ -822,12 +834,64 @@ static __always_inline void fill_entry(struct gb_call *c, __u32 n, struct pt_reg
 	read_deref(c, GB_CK_DEREF(ck));
 }
 
-/* An entry-only call: its record of n bytes (a constant) straight into the ring. */
+/*
+ * An entry-only call's record of n bytes (a constant, a multiple of 8)
+ * into this CPU's call ring: 1 if written, 0 if the ring is busy or full.
+ */
+static __always_inline int cring_emit(__u32 n, struct pt_regs *ctx, __u64 ck, __u64 pid_tgid,
+				      int python)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+	struct gb_cring *r = bpf_map_lookup_elem(&cpu_rings, &cpu);
+	__u64 prod, cons, pos, skip = 0, unread;
+	__u64 need = (n + GB_CRING_ALIGN - 1) & ~(GB_CRING_ALIGN - 1ULL);
+	struct gb_call *c;
+	char *data;
+
+	if (!r || __sync_lock_test_and_set(&r->busy, 1))
+		return 0;
+	prod = r->prod;                 /* only this CPU's programs write it, one at a time */
+	cons = *(volatile __u64 *)&r->cons;
+	pos = prod & cring_mask;
+	if (pos + need > cring_mask + 1)
+		skip = cring_mask + 1 - pos;    /* no room before the end: go on at the start */
+	unread = prod + skip + need - cons;
+	if (unread > cring_mask + 1) {
+		r->busy = 0;
+		return 0;
+	}
+	data = (char *)r + GB_CRING_HEAD;
+	if (skip) {
+		*(__u32 *)(data + (pos & cring_mask)) = GB_CRING_WRAP;
+		pos = 0;
+	}
+	c = (void *)(data + (pos & cring_mask));
+	fill_entry(c, n, ctx, ck, pid_tgid, python);
+	c->type = GB_CRING_WORD(GB_REC_CALL, n);
+	/* the record before the position that shows it, on every CPU */
+	__sync_lock_test_and_set(&r->prod, prod + skip + need);
+	r->busy = 0;
+	/* as ring_wake_flags(): when the unread bytes cross a multiple of the threshold */
+	if (unread >> cring_wake_shift != (unread - skip - need) >> cring_wake_shift) {
+		__u32 kick = GB_REC_KICK;
+
+		bpf_ringbuf_output(&rb, &kick, sizeof(kick), BPF_RB_FORCE_WAKEUP);
+	}
+	return 1;
+}
+
+/*
+ * An entry-only call: its record of n bytes (a constant) into this CPU's
+ * call ring, else straight into the shared ring.
+ */
 static __always_inline int emit_entry(__u32 n, struct pt_regs *ctx, __u64 ck, __u64 pid_tgid,
 				      int python)
 {
-	struct gb_call *c = bpf_ringbuf_reserve(&rb, n, 0);
+	struct gb_call *c;
 
+	if (crings_on && cring_emit(n, ctx, ck, pid_tgid, python))
+		return 0;
+	c = bpf_ringbuf_reserve(&rb, n, 0);
 	if (!c) {
 		count_drop(pid_tgid >> 32);
 		return 0;

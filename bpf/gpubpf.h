@@ -32,6 +32,41 @@ enum gb_rec_type {
 	GB_REC_SAMPLE = 11, /* a CPU-clock sample of a traced thread: struct gb_sample */
 	GB_REC_WAKE = 12,   /* a thread wakes another of its process: struct gb_wake */
 	GB_REC_NODE = 13,   /* PyTorch's autograd makes or runs a node: struct gb_node */
+	GB_REC_KICK = 14,   /* a CPU's call ring (struct gb_cring) wants reading: a type alone */
+};
+
+/*
+ * A call ring per CPU.  The records of entry-only calls (launches, async
+ * copies, memsets: the calls made most often) go to the ring of the CPU
+ * their program runs on, one element per CPU of the mmapable array map
+ * "cpu_rings", which the recorder maps and reads: no lock, and fewer pages
+ * and cache lines touched per record than a BPF ring buffer's.  Each
+ * element is a head page, then the ring's data (a power of two), then a
+ * slack page that the verifier's bounds need and nothing writes.  In the
+ * data, records start at multiples of 64 bytes (a launch's 128 bytes are
+ * two cache lines) and are padded to one; a record's first word is its
+ * type with its length in 8-byte words in the top byte
+ * (GB_CRING_WORD()), which the reader masks off.  A record never wraps
+ * round the end: a first word of GB_CRING_WRAP says the next record is at
+ * the data's start.  A program finding the ring busy (another program on
+ * this CPU, preempted, is writing it) or full sends its record to the
+ * shared ring instead, so the records of one thread can come through
+ * both: user space orders calls by their time.
+ */
+#define GB_CRING_HEAD 4096
+#define GB_CRING_SLACK 4096
+#define GB_CRING_ALIGN 64
+#define GB_CRING_WRAP 0xffffffffu
+#define GB_CRING_WORD(type, bytes) ((type) | (__u32)(bytes) / 8 << 24)
+#define GB_CRING_TYPE(word) ((word) & 0xffffff)
+#define GB_CRING_BYTES(word) ((word) >> 24 << 3)
+
+struct gb_cring {
+	__u64 prod;             /* bytes written, by the programs (published with xchg) */
+	__u64 pad0[7];
+	__u64 cons;             /* bytes read, by the recorder */
+	__u64 pad1[7];
+	__u32 busy;             /* a program is writing: taken with xchg */
 };
 
 /*

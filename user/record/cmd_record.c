@@ -105,6 +105,7 @@ static int open_probes(struct record *r)
 	po.filter_pids = o->mode != MODE_ALL;
 	po.follow_forks = o->mode == MODE_CMD;
 	po.ringbuf_bytes = o->ringbuf;
+	po.one_ring = o->autograd;
 	po.verbose = o->verbose;
 	po.native_stacks = o->native;
 	po.states = o->states;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -109,6 +110,45 @@ static int attach_samplers(struct probes *p, uint32_t hz)
 	return 0;
 }
 
+/*
+ * The per-CPU call rings: one per possible CPU, sharing out the calls'
+ * ring size (the shared ring's), each a power of two of at least
+ * PROBES_CPU_RING_MIN.
+ */
+static void size_crings(struct probes *p)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t size = PROBES_CPU_RING_MIN;
+
+	if (ncpu <= 0)
+		return;
+	while (size * 2 * ncpu <= bpf_map__max_entries(p->skel->maps.rb))
+		size *= 2;
+	bpf_map__set_max_entries(p->skel->maps.cpu_rings, ncpu);
+	bpf_map__set_value_size(p->skel->maps.cpu_rings, GB_CRING_HEAD + size + GB_CRING_SLACK);
+	p->skel->rodata->crings_on = 1;
+	p->skel->rodata->cring_mask = size - 1;
+	p->skel->rodata->cring_wake_shift = __builtin_ctzll(size) - 2;
+	p->crings.n = ncpu;
+	p->crings.size = size;
+	p->crings.stride = GB_CRING_HEAD + size + GB_CRING_SLACK;
+}
+
+/* Map the per-CPU call rings, once loaded: 0 or -errno. */
+static int map_crings(struct probes *p)
+{
+	void *m;
+
+	if (!p->crings.n)
+		return 0;
+	m = mmap(NULL, p->crings.n * p->crings.stride, PROT_READ | PROT_WRITE, MAP_SHARED,
+		 bpf_map__fd(p->skel->maps.cpu_rings), 0);
+	if (m == MAP_FAILED)
+		return -errno;
+	p->crings.base = m;
+	return 0;
+}
+
 int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t errlen)
 {
 	int ret;
@@ -151,6 +191,8 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			p->skel->rodata->gpu_wake_shift = __builtin_ctzll(gpu) - 2;
 			p->skel->rodata->wake_shift = __builtin_ctzll(host) - 2;
 		}
+		if (!o->one_ring)
+			size_crings(p);
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_mmap, p->hold);
@@ -182,10 +224,24 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			 strerror(-ret));
 		return ret;
 	}
-	if (p->verbose)
+	ret = map_crings(p);
+	if (ret) {
+		snprintf(err, errlen, "cannot map the per-CPU call rings: %s", strerror(-ret));
+		probes_close(p);
+		return ret;
+	}
+	if (p->verbose) {
 		fprintf(stderr, "gpubpf: ring buffers: %u KiB for calls and the rest, %u KiB for "
 			"GPU records\n", bpf_map__max_entries(p->skel->maps.rb) >> 10,
 			bpf_map__max_entries(p->skel->maps.gpu_rb) >> 10);
+		if (p->crings.n)
+			fprintf(stderr, "gpubpf: call rings: %llu KiB per CPU (%u CPUs) for the calls "
+				"recorded at their entry\n",
+				(unsigned long long)p->crings.size >> 10, p->crings.n);
+		else
+			fprintf(stderr, "gpubpf: call rings: none, every call through the first "
+				"ring buffer\n");
+	}
 	bpf_program__set_autoattach(p->skel->progs.gb_mmap, false);
 	if (!o->follow_forks)
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
@@ -657,6 +713,11 @@ int probes_ringbuf_fds(struct probes *p, int fds[PROBES_RINGS])
 	return PROBES_RINGS;
 }
 
+struct cpu_rings probes_crings(const struct probes *p)
+{
+	return p->crings;
+}
+
 uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
 			void *ctx)
 {
@@ -706,6 +767,8 @@ void probes_close(struct probes *p)
 		free(p->targets[i].path);
 	}
 	free(p->targets);
+	if (p->crings.base)
+		munmap(p->crings.base, p->crings.n * p->crings.stride);
 	if (p->skel)
 		cuda_bpf__destroy(p->skel);
 	memset(p, 0, sizeof(*p));

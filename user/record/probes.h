@@ -10,12 +10,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 #include "gpubpf.h"
+#include "record/cpu_rings.h"
 
 struct cuda_bpf;
 struct bpf_link;
 
 #define PROBES_HOST_RING_PART 16
 #define PROBES_HOST_RING_MIN (256u << 10)
+#define PROBES_CPU_RING_MIN (128u << 10)
 
 struct probes_opts {
 	int filter_pids;        /* trace only the pids added */
@@ -31,7 +33,11 @@ struct probes_opts {
 	int states;             /* thread states from the scheduler (struct gb_state) */
 	uint32_t sample_hz;     /* CPU-clock samples per second per CPU; 0: none */
 	int wakes;              /* wakes within Python processes (struct gb_wake) */
+	int one_ring;           /* no per-CPU call rings: every record through the
+				   shared ring, in the order made (--autograd stamps
+				   each call with the node its thread runs then) */
 };
+
 
 /* One library attached for one pid (-1: every process). */
 struct probe_target {
@@ -54,6 +60,7 @@ struct probes {
 	struct bpf_link *hold_link; /* and attached */
 	struct bpf_link **samplers; /* one CPU-clock perf event per CPU */
 	int nsamplers;
+	struct cpu_rings crings;   /* the per-CPU call rings, mapped */
 };
 
 /*
@@ -126,6 +133,8 @@ int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cf
  */
 #define PROBES_RINGS 2
 int probes_ringbuf_fds(struct probes *p, int fds[PROBES_RINGS]);
+/* The per-CPU call rings, base NULL when there are none. */
+struct cpu_rings probes_crings(const struct probes *p);
 /*
  * The entry time of the earliest call still in flight (its record waits
  * for its return), of threads still alive; UINT64_MAX if none.

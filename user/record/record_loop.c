@@ -100,7 +100,8 @@ int record_loop_init(struct record *r)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	int fds[PROBES_RINGS], n = probes_ringbuf_fds(&r->probes, fds);
-	int ret = ring_reader_init(&r->reader, fds, n,
+	struct cpu_rings cr = probes_crings(&r->probes);
+	int ret = ring_reader_init(&r->reader, fds, n, &cr,
 				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES);
 
 	if (ret)

@@ -7,17 +7,39 @@
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <bpf/libbpf.h>
+#include "gpubpf.h"
 #include "record/ring_reader.h"
 
 #define READ_MS 100             /* read at least this often: wakeups are batched */
 #define FIRST_EVERY (256u << 10) /* read the first ring between so many bytes of the others */
 
-/* libbpf's callbacks, on the thread: the first ring's records. */
-static int on_first(void *ctx, void *data, size_t size)
+/* The thread's: the per-CPU call rings' records into the queue. */
+static int on_call(void *ctx, void *data, size_t size)
 {
 	struct ring_reader *rr = ctx;
 
 	return rec_queue_push(&rr->q, data, size);
+}
+
+/*
+ * libbpf's callbacks, on the thread: the first ring's records; a kick
+ * (the per-CPU rings want reading) is not one.
+ */
+static int on_first(void *ctx, void *data, size_t size)
+{
+	struct ring_reader *rr = ctx;
+
+	if (size == sizeof(uint32_t) && *(const uint32_t *)data == GB_REC_KICK)
+		return 0;
+	return rec_queue_push(&rr->q, data, size);
+}
+
+/* The small rings: the per-CPU call rings, then the first ring buffer. */
+static int read_small(struct ring_reader *rr)
+{
+	int ret = cpu_rings_drain(&rr->crings, on_call, rr);
+
+	return ret < 0 ? ret : ring_buffer__consume(rr->first);
 }
 
 /*
@@ -33,7 +55,7 @@ static int on_rest(void *ctx, void *data, size_t size)
 	if (ret || rr->rest_bytes < FIRST_EVERY)
 		return ret;
 	rr->rest_bytes = 0;
-	ret = ring_buffer__consume(rr->first);
+	ret = read_small(rr);
 	return ret < 0 ? ret : 0;
 }
 
@@ -54,7 +76,7 @@ static void *reader_main(void *arg)
 	while (!stop && err >= 0) {
 		woken = epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS) > 0;
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
-		err = ring_buffer__consume(rr->first);
+		err = read_small(rr);
 		if (err >= 0 && rr->rest)
 			err = ring_buffer__consume(rr->rest);
 		rec_queue_publish(&rr->q, woken);
@@ -64,7 +86,8 @@ static void *reader_main(void *arg)
 	return NULL;
 }
 
-int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n, size_t cap)
+int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n,
+		     const struct cpu_rings *crings, size_t cap)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	sigset_t all, old;
@@ -72,6 +95,8 @@ int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n, size_t 
 
 	memset(rr, 0, sizeof(*rr));
 	rr->epoll_fd = rr->stop_fd = -1;
+	if (crings)
+		rr->crings = *crings;
 	ret = rec_queue_init(&rr->q, cap);
 	if (ret)
 		return ret;

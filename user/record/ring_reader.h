@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stddef.h>
 #include "lib/rec_queue.h"
+#include "record/cpu_rings.h"
 
 struct ring_buffer;
 
@@ -29,6 +30,7 @@ struct ring_reader {
 	struct rec_queue q;
 	struct ring_buffer *first;      /* the first ring */
 	struct ring_buffer *rest;       /* the others, NULL if none */
+	struct cpu_rings crings;        /* read with the first ring, before it */
 	size_t rest_bytes;              /* the thread's: read from them since the first was */
 	int epoll_fd;           /* the rings' wakeups (edge-triggered) and stop_fd */
 	int stop_fd;            /* an eventfd: wakes the thread to stop */
@@ -39,13 +41,15 @@ struct ring_reader {
 };
 
 /*
- * Read the n BPF ring buffer maps ring_fds on a new thread, into a queue
- * of at most cap bytes (more than 0): each ring's records in their order,
- * the rings' between them in the order read.  The first ring is read
+ * Read the n BPF ring buffer maps ring_fds, and the per-CPU call rings
+ * crings (NULL: none), on a new thread, into a queue of at most cap bytes
+ * (more than 0): each ring's records in their order, the rings' between
+ * them in the order read.  The per-CPU rings and the first ring are read
  * again between every 256 KiB read from the others, so that a burst there
- * does not leave it to fill.  0 or -errno, the reader released.
+ * does not leave them to fill.  0 or -errno, the reader released.
  */
-int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n, size_t cap);
+int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n,
+		     const struct cpu_rings *crings, size_t cap);
 
 /*
  * Hand the records waiting, oldest first, to fn (libbpf's ring_buffer
