@@ -537,7 +537,7 @@ echo "### 2. Collector and export throughput (one thread, $COLL_N events)"
 echo
 cat $T/table2
 echo
-echo "### 3. Sustained call rate with zero lost events (default ring buffers: 1 MiB for calls, 16 MiB for GPU records)"
+echo "### 3. Sustained call rate with zero lost events (default rings: a call ring per CPU, 1 MiB in all; 1 MiB for other calls and records; 16 MiB for GPU records)"
 echo
 cat $T/table3
 echo
