@@ -35,6 +35,13 @@ bpf_stats_on() {
 	trap 'sysctl -qw kernel.bpf_stats_enabled='"$old"'; rm -rf "$T"' EXIT
 }
 
+# last_prog_id: the highest id of the BPF programs loaded now (0: none);
+# a program loaded later has a higher one.
+last_prog_id() {
+	bpftool -j prog show 2>/dev/null |
+		python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))'
+}
+
 # prog_stats PREFIX: "name ns/run runs" of each loaded BPF program whose
 # name starts with PREFIX and that has run (kernel.bpf_stats_enabled on).
 prog_stats() {

@@ -88,7 +88,7 @@ done
 # equals the calls made
 bpf_ns() { # mode shape [calls [lag [ring size [threads]]]] -> ns per hit of its entry program
 	local first n=${3:-$STATS_N} ring=${5:-} threads=${6:-1}
-	first=$(bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
+	first=$(last_prog_id)
 	side_start "$T/ready" $B/callcost -l "$B/$2/libcuda.so.1" -f launch -n "$n" -t "$threads" -w -H
 	case $1 in
 	empty) empty_on "$SIDE_PID" "$B/$2/libcuda.so.1" ;;

@@ -341,7 +341,7 @@ bpf_runtime() { # mode -> "name=ns/run ..." of its programs
 	local mode=$1 func sym=cuLaunchKernel ropt= first
 	case $mode in *launch*) func=launch ;; *) func=sync; sym=cuStreamSynchronize ;; esac
 	[ "$mode" = empty_ret_sync ] && ropt=-r
-	first=$(bpftool -j prog show 2>/dev/null | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))')
+	first=$(last_prog_id)
 	side_start $T/cc $B/callcost -w -H -f $func -n $STATS_N || exit 1
 	case $mode in
 	empty_*) start_empty $sym $ropt ;;

@@ -33,10 +33,6 @@ T=$(mktemp -d)
 bpf_stats_on
 N=$((K * ROUNDS))
 
-last_prog() {
-	bpftool -j prog show | python3 -c 'import json,sys; print(max([p["id"] for p in json.load(sys.stdin)] or [0]))'
-}
-
 # attach NAME BUILD OPTS...: record copy NAME with BUILD; sets JOB_NAME,
 # and AFTER_NAME: the highest program id loaded once it records
 attach() {
@@ -45,7 +41,7 @@ attach() {
 	GPUBPF=$build gpubpf_attach "$T/$name.err" "$@" -p "$SIDE_PID" \
 		--libcuda "$T/libs/$name/libcuda.so.1" -o "$T/$name.json"
 	printf -v "JOB_$name" %s "$GB_JOB"
-	printf -v "AFTER_$name" %s "$(last_prog)"
+	printf -v "AFTER_$name" %s "$(last_prog_id)"
 }
 
 for d in "${DEPTHS[@]}"; do
@@ -58,7 +54,7 @@ for d in "${DEPTHS[@]}"; do
 	for rep in $(seq "$REPS"); do
 		side_copies build/bench/push/libcuda.so.1 "$T/libs" u o n
 		libs=("$T/libs/u/libcuda.so.1" "$T/libs/o/libcuda.so.1" "$T/libs/n/libcuda.so.1")
-		before=$(last_prog)
+		before=$(last_prog_id)
 		if [ "$d" = 0 ]; then
 			side_start "$T/ready" build/bench/sidecost -k "$K" -r "$ROUNDS" -w -H "${libs[@]}"
 		else

@@ -335,6 +335,12 @@ static __always_inline void scratch_put(__u32 *depth)
  * record's bytes; reserved: it is already counted in the unread data
  * (reserve/submit), else it is about to be (output).
  */
+/* Adding size bytes took the unread data, now after, across a multiple of 1 << shift. */
+static __always_inline int wake_crossed(__u64 after, __u64 size, __u32 shift)
+{
+	return after >> shift != (after - size) >> shift;
+}
+
 static __always_inline __u64 ring_wake_flags(void *ring, __u32 shift, __u64 size, int reserved)
 {
 	__u64 after = bpf_ringbuf_query(ring, BPF_RB_AVAIL_DATA);
@@ -342,9 +348,7 @@ static __always_inline __u64 ring_wake_flags(void *ring, __u32 shift, __u64 size
 	size = (size + BPF_RINGBUF_HDR_SZ + 7) & ~7ULL;  /* as the ring holds it */
 	if (!reserved)
 		after += size;
-	if (after >> shift != (after - size) >> shift)
-		return BPF_RB_FORCE_WAKEUP;
-	return BPF_RB_NO_WAKEUP;
+	return wake_crossed(after, size, shift) ? BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
 }
 
 /* ring_wake_flags() of rb, where every record but the GPU batches goes. */
@@ -867,12 +871,11 @@ static __always_inline int cring_emit(__u32 n, struct pt_regs *ctx, __u64 ck, __
 	}
 	c = (void *)(data + (pos & cring_mask));
 	fill_entry(c, n, ctx, ck, pid_tgid, python);
-	c->type = GB_CRING_WORD(GB_REC_CALL, n);
+	c->type = GB_CRING_WORD(GB_REC_CALL, n);        /* fill_entry's, with the length */
 	/* the record before the position that shows it, on every CPU */
 	__sync_lock_test_and_set(&r->prod, prod + skip + need);
 	r->busy = 0;
-	/* as ring_wake_flags(): when the unread bytes cross a multiple of the threshold */
-	if (unread >> cring_wake_shift != (unread - skip - need) >> cring_wake_shift) {
+	if (wake_crossed(unread, skip + need, cring_wake_shift)) {
 		__u32 kick = GB_REC_KICK;
 
 		bpf_ringbuf_output(&rb, &kick, sizeof(kick), BPF_RB_FORCE_WAKEUP);

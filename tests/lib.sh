@@ -342,6 +342,14 @@ expect_error() {
 	is "$desc: no output file" "$(ls -A "$out")" ""
 }
 
+# launcher_named FILE: 1 when a thread that launched kernels has a name in
+# the trace FILE, else 0.  A worker gone before its calls are decoded is
+# named only by the record of its exit: 1 tells that record was kept.
+launcher_named() {
+	json_query "$1" 'int(any(e.get("name") == "thread_name" and
+ e["tid"] in set(x["tid"] for x in ev if x.get("name") == "cuLaunchKernel") for e in ev))'
+}
+
 # json_query FILE EXPR: evaluate the python expression EXPR with d bound to
 # the parsed JSON of FILE (ev = d["traceEvents"] when present).  Strings print
 # as they are, everything else as JSON (so True prints "true", 3 prints "3").

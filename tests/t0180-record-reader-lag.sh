@@ -66,8 +66,7 @@ held_run() {
 	DROPPED=$(tr '\r' '\n' <"$TMPD/$name.err" | sed -n 's/^gpubpf: \([0-9]*\) events, \([0-9]*\) dropped.*/\2/p')
 	LAUNCHES=$(json_query "$TMPD/$name.json" 'len([e for e in ev if e.get("name") == "cuLaunchKernel"])')
 	# the worker is named only by its exit's record (gone before it is decoded)
-	EXIT_KEPT=$(json_query "$TMPD/$name.json" 'int(any(e.get("name") == "thread_name" and
- e["tid"] in set(x["tid"] for x in ev if x.get("name") == "cuLaunchKernel") for e in ev))')
+	EXIT_KEPT=$(launcher_named "$TMPD/$name.json")
 }
 
 held_run ring1m

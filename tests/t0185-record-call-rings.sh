@@ -82,8 +82,7 @@ cmp_ok "stopped: more kept ($recorded) than this CPU's ring holds ($KEEP) or the
 cmp_ok "stopped: calls refused once both were full ($dropped)" "${dropped:-0}" -gt 0
 # the worker's exit is refused too unless the shared ring still had room
 # for its 40 bytes; kept, it names the thread (gone before it is decoded)
-exit_kept=$(json_query "$TMPD/stop.json" 'int(any(e.get("name") == "thread_name" and
- e["tid"] in set(x["tid"] for x in ev if x.get("name") == "cuLaunchKernel") for e in ev))')
+exit_kept=$(launcher_named "$TMPD/stop.json")
 is "stopped: recorded + dropped == the launches made + the worker's exit if refused, exactly" \
 	"$(( recorded + dropped ))" $(( M + 1 - exit_kept ))
 is "stopped: those kept in the order made" "$(per_thread_order "$TMPD/stop.json")" 1

@@ -124,14 +124,14 @@ static void size_crings(struct probes *p)
 		return;
 	while (size * 2 * ncpu <= bpf_map__max_entries(p->skel->maps.rb))
 		size *= 2;
-	bpf_map__set_max_entries(p->skel->maps.cpu_rings, ncpu);
-	bpf_map__set_value_size(p->skel->maps.cpu_rings, GB_CRING_HEAD + size + GB_CRING_SLACK);
-	p->skel->rodata->crings_on = 1;
-	p->skel->rodata->cring_mask = size - 1;
-	p->skel->rodata->cring_wake_shift = __builtin_ctzll(size) - 2;
 	p->crings.n = ncpu;
 	p->crings.size = size;
 	p->crings.stride = GB_CRING_HEAD + size + GB_CRING_SLACK;
+	bpf_map__set_max_entries(p->skel->maps.cpu_rings, ncpu);
+	bpf_map__set_value_size(p->skel->maps.cpu_rings, p->crings.stride);
+	p->skel->rodata->crings_on = 1;
+	p->skel->rodata->cring_mask = size - 1;
+	p->skel->rodata->cring_wake_shift = __builtin_ctzll(size) - 2;
 }
 
 /* Map the per-CPU call rings, once loaded: 0 or -errno. */

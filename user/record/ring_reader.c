@@ -27,11 +27,9 @@ static int on_call(void *ctx, void *data, size_t size)
  */
 static int on_first(void *ctx, void *data, size_t size)
 {
-	struct ring_reader *rr = ctx;
-
 	if (size == sizeof(uint32_t) && *(const uint32_t *)data == GB_REC_KICK)
 		return 0;
-	return rec_queue_push(&rr->q, data, size);
+	return on_call(ctx, data, size);
 }
 
 /* The small rings: the per-CPU call rings, then the first ring buffer. */
