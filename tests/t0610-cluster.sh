@@ -152,15 +152,16 @@ record_checks() {
 	diag "$how: event spans per host (us): $spans"
 	# a window opens once its node's gpubpf has attached, after the agreed
 	# instant: 0.2 s on an idle machine, 1.3 to 3.5 s here with three at
-	# once beside the four workloads on two CPUs (a VM whose traps are dear)
+	# once beside the four workloads on two CPUs (a VM whose traps are dear),
+	# up to 5.3 s in a slow hour of that VM (2026-12-02)
 	is "$how: the three windows line up (starts within 2.5 s, each covers most of the 2 s)" \
 		"$("$PY" -c 'import json,sys; s=json.loads(sys.argv[1]); a=[x[0] for x in s]; print(max(a)-min(a) < 2.5e6 and all(x[1]-x[0] > 1.2e6 for x in s))' "$spans")" True
 	# the nodes waited for the agreed instant (launch + 3 s), no sooner; each
 	# window opens once its gpubpf has attached (above)
 	starts=$(json_query "$M" "[round((min(float(e['ts']) for e in ev if e.get('cat') == 'cuda_api' and e['pid'] // 10**7 == h) * 1000 + d['gpubpf'].get('ts_base_ns', 0) + d['gpubpf']['realtime_offset_ns'] - $t0) / 1e9, 3) for h in range(3)]")
 	diag "$how: first call recorded per host, seconds after launch: $starts"
-	is "$how: every window starts at the agreed instant, not before (3-8 s after launch)" \
-		"$("$PY" -c 'import json, sys; print([3.0 - 0.01 <= s <= 8.0 for s in json.loads(sys.argv[1])])' "$starts")" \
+	is "$how: every window starts at the agreed instant, not before (3-10 s after launch)" \
+		"$("$PY" -c 'import json, sys; print([3.0 - 0.01 <= s <= 10.0 for s in json.loads(sys.argv[1])])' "$starts")" \
 		'[True, True, True]'
 }
 
