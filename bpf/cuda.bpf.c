@@ -855,14 +855,20 @@ static __always_inline int cring_emit(__u32 n, struct pt_regs *ctx, __u64 ck, __
 	if (!r || __sync_lock_test_and_set(&r->busy, 1))
 		return 0;
 	prod = r->prod;                 /* only this CPU's programs write it, one at a time */
-	cons = *(volatile __u64 *)&r->cons;
+	cons = r->cons_seen;
 	pos = prod & cring_mask;
 	if (pos + need > cring_mask + 1)
 		skip = cring_mask + 1 - pos;    /* no room before the end: go on at the start */
 	unread = prod + skip + need - cons;
 	if (unread > cring_mask + 1) {
-		r->busy = 0;
-		return 0;
+		/* full by the last look at what the recorder read: look again */
+		cons = *(volatile __u64 *)&r->cons;
+		r->cons_seen = cons;
+		unread = prod + skip + need - cons;
+		if (unread > cring_mask + 1) {
+			r->busy = 0;
+			return 0;
+		}
 	}
 	data = (char *)r + GB_CRING_HEAD;
 	if (skip) {
@@ -872,8 +878,9 @@ static __always_inline int cring_emit(__u32 n, struct pt_regs *ctx, __u64 ck, __
 	c = (void *)(data + (pos & cring_mask));
 	fill_entry(c, n, ctx, ck, pid_tgid, python);
 	c->type = GB_CRING_WORD(GB_REC_CALL, n);        /* fill_entry's, with the length */
-	/* the record before the position that shows it, on every CPU */
-	__sync_lock_test_and_set(&r->prod, prod + skip + need);
+	/* the record before the position that shows it (gpubpf.h) */
+	asm volatile("" ::: "memory");
+	*(volatile __u64 *)&r->prod = prod + skip + need;
 	r->busy = 0;
 	if (wake_crossed(unread, skip + need, cring_wake_shift)) {
 		__u32 kick = GB_REC_KICK;

@@ -40,7 +40,14 @@ enum gb_rec_type {
  * copies, memsets: the calls made most often) go to the ring of the CPU
  * their program runs on, one element per CPU of the mmapable array map
  * "cpu_rings", which the recorder maps and reads: no lock, and fewer pages
- * and cache lines touched per record than a BPF ring buffer's.  Each
+ * and cache lines touched per record than a BPF ring buffer's.  Each line
+ * of the head is written by one side only, and the recorder only reads
+ * the data, so that a program waits on no line held by the recorder's
+ * CPU: it reads cons again only when the ring looks full by the value it
+ * read last (cons_seen), and publishes prod with a plain store, which
+ * x86-64 orders after the record's (a weakly ordered CPU would need a
+ * release store), where a locked exchange would wait for every store
+ * before it to reach the other CPU.  Each
  * element is a head page, then the ring's data (a power of two), then a
  * slack page that the verifier's bounds need and nothing writes.  In the
  * data, records start at multiples of 64 bytes (a launch's 128 bytes are
@@ -62,11 +69,13 @@ enum gb_rec_type {
 #define GB_CRING_BYTES(word) ((word) >> 24 << 3)
 
 struct gb_cring {
-	__u64 prod;             /* bytes written, by the programs (published with xchg) */
+	__u64 prod;             /* bytes written, by the programs */
 	__u64 pad0[7];
 	__u64 cons;             /* bytes read, by the recorder */
 	__u64 pad1[7];
 	__u32 busy;             /* a program is writing: taken with xchg */
+	__u32 pad2;
+	__u64 cons_seen;        /* cons as the programs last read it */
 };
 
 /*

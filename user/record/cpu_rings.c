@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The per-CPU call rings' reader; see cpu_rings.h. */
 #include <errno.h>
+#include <string.h>
 #include "gpubpf.h"
 #include "record/cpu_rings.h"
 
-/* One ring's records; their number, an error of fn, or -EBADMSG. */
+/*
+ * One ring's records; their number, an error of fn, or -EBADMSG.  Each
+ * record goes to fn from a copy, its first word the type alone: the ring's
+ * data is only read here (gpubpf.h).
+ */
 static int drain_one(struct gb_cring *r, uint64_t size,
 		     int (*fn)(void *ctx, void *data, size_t size), void *ctx)
 {
-	char *data = (char *)r + GB_CRING_HEAD;
+	const char *data = (const char *)r + GB_CRING_HEAD;
 	uint64_t prod = __atomic_load_n(&r->prod, __ATOMIC_ACQUIRE);
 	uint64_t cons = r->cons, pos, len, need;
-	uint32_t *word, w;
+	uint64_t copy[GB_CRING_BYTES(~0u) / 8];
+	uint32_t w;
 	int n = 0, ret = 0;
 
 	if (prod - cons > size || (prod - cons) % GB_CRING_ALIGN) {
@@ -20,25 +26,23 @@ static int drain_one(struct gb_cring *r, uint64_t size,
 	}
 	while (cons != prod) {
 		pos = cons & (size - 1);
-		word = (uint32_t *)(data + pos);
-		if (*word == GB_CRING_WRAP) {
+		w = *(const uint32_t *)(data + pos);
+		if (w == GB_CRING_WRAP) {
 			cons += size - pos;
 			continue;
 		}
-		len = GB_CRING_BYTES(*word);
+		len = GB_CRING_BYTES(w);
 		need = (len + GB_CRING_ALIGN - 1) & ~(GB_CRING_ALIGN - 1ULL);
 		if (!len || pos + need > size || prod - cons < need) {
 			ret = -EBADMSG;
 			cons = prod;
 			break;
 		}
-		w = *word;
-		*word = GB_CRING_TYPE(w);
-		ret = fn(ctx, word, len);
-		if (ret < 0) {
-			*word = w;      /* as written, to be read again */
-			break;
-		}
+		memcpy(copy, data + pos, len);
+		*(uint32_t *)copy = GB_CRING_TYPE(w);
+		ret = fn(ctx, copy, len);
+		if (ret < 0)
+			break;  /* left unread, to be read again */
 		ret = 0;
 		cons += need;
 		n++;
