@@ -41,24 +41,24 @@ enum gb_rec_type {
  * their program runs on, one element per CPU of the mmapable array map
  * "cpu_rings", which the recorder maps and reads: no lock, and fewer pages
  * and cache lines touched per record than a BPF ring buffer's.  Each line
- * of the head is written by one side only, and the recorder only reads
- * the data, so that a program waits on no line held by the recorder's
- * CPU: it reads cons again only when the ring looks full by the value it
- * read last (cons_seen), and publishes prod with a plain store, which
- * x86-64 orders after the record's (a weakly ordered CPU would need a
- * release store), where a locked exchange would wait for every store
- * before it to reach the other CPU.  Each
- * element is a head page, then the ring's data (a power of two), then a
- * slack page that the verifier's bounds need and nothing writes.  In the
- * data, records start at multiples of 64 bytes (a launch's 128 bytes are
- * two cache lines) and are padded to one; a record's first word is its
- * type with its length in 8-byte words in the top byte
- * (GB_CRING_WORD()), which the reader masks off.  A record never wraps
- * round the end: a first word of GB_CRING_WRAP says the next record is at
- * the data's start.  A program finding the ring busy (another program on
- * this CPU, preempted, is writing it) or full sends its record to the
- * shared ring instead, so the records of one thread can come through
- * both: user space orders calls by their time.
+ * of the head is written by one side only, and the recorder only reads the
+ * data, so that a program waits on no line held by the recorder's CPU: it
+ * reads cons again only when the ring looks full by the value it read last
+ * (cons_seen; so it wakes the reader at each quarter of the ring written,
+ * whether or not the reader read meanwhile), and publishes prod with a
+ * plain store, which x86-64 orders after the record's (a weakly ordered
+ * CPU would need a release store), where a locked exchange would wait for
+ * every store before it to reach the other CPU.  Each element is a head
+ * page, then the ring's data (a power of two), then a slack page that the
+ * verifier's bounds need and nothing writes.  In the data, records start
+ * at multiples of 64 bytes (a launch's 128 bytes are two cache lines) and
+ * are padded to one; a record's first word is its type with its length in
+ * 8-byte words in the top byte (GB_CRING_WORD()), which the reader masks
+ * off.  A record never wraps round the end: a first word of GB_CRING_WRAP
+ * says the next record is at the data's start.  A program finding the ring
+ * busy (another program on this CPU, preempted, is writing it) or full
+ * sends its record to the shared ring instead, so the records of one
+ * thread can come through both: user space orders calls by their time.
  */
 #define GB_CRING_HEAD 4096
 #define GB_CRING_SLACK 4096

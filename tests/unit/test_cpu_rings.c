@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * The per-CPU call rings' reader (record/cpu_rings.h), on rings laid out
- * here as the BPF programs lay them out (gpubpf.h): records come out
- * ring after ring, each ring's in order, with their bytes and their type
- * word masked, and the rings' data left as written; a wrap marker goes on at the data's start; the room is
- * handed back (cons) up to what was read; a handler's error stops at that
- * record, which the next drain hands out again; a ring whose lengths do
- * not add up is skipped with -EBADMSG while the others are read; and a
- * writer thread filling a small ring while it is drained loses nothing.
+ * here as the BPF programs lay them out (gpubpf.h): records come out ring
+ * after ring, each ring's in order, with their bytes and their type word
+ * masked, and the rings' data left as written; a wrap marker goes on at
+ * the data's start; the room is handed back (cons) up to what was read; a
+ * handler's error stops at that record, which the next drain hands out
+ * again; a ring whose lengths do not add up is skipped with -EBADMSG while
+ * the others are read; and a writer thread filling a small ring while it
+ * is drained loses nothing.
  */
 #include <errno.h>
 #include <pthread.h>
