@@ -428,22 +428,34 @@ row_of() {
 hr "| tracer | threads | target calls/s | achieved calls/s (median) | events recorded / calls made (each rep) | dropped (each rep) | zero loss | gpubpf CPU (median) |"
 hr "|---|---:|---:|---:|---:|---:|---|---:|"
 } > $T/table3
+# rate_rows LABEL THREADS LIB RATE...: RATE_REPS runs of callcost on LIB
+# at each RATE (calls/s, 0: unlimited) under gpubpf, a row of the table
+# each; RB: the highest achieved rate with zero loss in every repetition
+# ("none")
+rate_rows() {
+	local label=$1 th=$2 lib=$3 rate rep line f
+	shift 3
+	RB=none
+	for rate in "$@"; do
+		f=$T/rate.$th.$rate.$(basename "$(dirname "$lib")")
+		: > "$f"
+		for rep in $(seq "$RATE_REPS"); do
+			line=$(one_rate $rate $th $lib)
+			echo "$line" >> "$f"
+			printf '  %s threads=%d target=%s rep %d: %s\n' "$label" $th \
+				$([ $rate = 0 ] && echo max || echo $rate) $rep "$line"
+		done
+		row_of "$f"
+		if [ $ok = yes ] && { [ $RB = none ] || awk -v a=$ach -v b=$RB 'BEGIN { exit !(a > b) }'; }; then
+			RB=$(printf %.0f $ach)
+		fi
+		hr "| $label | $th | $([ $rate = 0 ] && echo "unlimited" || echo $rate) | $(printf %.0f $ach) | $ev | $dr | $ok | ${cpu}% |" >> $T/table3
+	done
+}
 declare -A BEST REF PBEST PREF
 for th in 1 2; do
-	BEST[$th]=none
-	for rate in $RATE_LIST; do
-		: > $T/rate.$th.$rate
-		for rep in $(seq "$RATE_REPS"); do
-			line=$(one_rate $rate $th)
-			echo "$line" >> $T/rate.$th.$rate
-			printf '  threads=%d target=%s rep %d: %s\n' $th $([ $rate = 0 ] && echo max || echo $rate) $rep "$line"
-		done
-		row_of $T/rate.$th.$rate
-		if [ $ok = yes ] && { [ "${BEST[$th]}" = none ] || awk -v a=$ach -v b=${BEST[$th]} 'BEGIN { exit !(a > b) }'; }; then
-			BEST[$th]=$ach
-		fi
-		hr "| gpubpf | $th | $([ $rate = 0 ] && echo "unlimited" || echo $rate) | $(printf %.0f $ach) | $ev | $dr | $ok | ${cpu}% |" >> $T/table3
-	done
+	rate_rows gpubpf $th $LIB $RATE_LIST
+	BEST[$th]=$RB
 done
 # ref_rate THREADS LIB: the most an empty uprobe on LIB's cuLaunchKernel
 # lets through, the same loop without gpubpf: RR, the median of RATE_REPS
@@ -474,21 +486,8 @@ done
 # counted)
 PUSH=$B/push/libcuda.so.1
 for th in 1 2; do
-	PBEST[$th]=none
-	for rate in $PUSH_RATES 0; do
-		: > $T/prate.$th.$rate
-		for rep in $(seq "$RATE_REPS"); do
-			line=$(one_rate $rate $th $PUSH)
-			echo "$line" >> $T/prate.$th.$rate
-			printf '  push entry threads=%d target=%s rep %d: %s\n' $th \
-				$([ $rate = 0 ] && echo max || echo $rate) $rep "$line"
-		done
-		row_of $T/prate.$th.$rate
-		if [ $ok = yes ] && { [ "${PBEST[$th]}" = none ] || awk -v a=$ach -v b=${PBEST[$th]} 'BEGIN { exit !(a > b) }'; }; then
-			PBEST[$th]=$(printf %.0f $ach)
-		fi
-		hr "| gpubpf, push entry | $th | $([ $rate = 0 ] && echo "unlimited" || echo $rate) | $(printf %.0f $ach) | $ev | $dr | $ok | ${cpu}% |" >> $T/table3
-	done
+	rate_rows "gpubpf, push entry" $th $PUSH $PUSH_RATES 0
+	PBEST[$th]=$RB
 	ref_rate $th $PUSH
 	PREF[$th]=$RR
 	hr "| empty uprobe, push entry (reference) | $th | unlimited | ${PREF[$th]} | – | – | – | – |" >> $T/table3
