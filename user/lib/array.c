@@ -44,3 +44,91 @@ int array_cmp_u64(const void *a, const void *b)
 
 	return (x > y) - (x < y);
 }
+
+/* The first of [lo, hi) that cmp puts after key (or, after_equal unset, not before it). */
+static size_t bound(const char *b, size_t lo, size_t hi, size_t elem, const void *key,
+		    int (*cmp)(const void *, const void *), int after_equal)
+{
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = cmp(b + mid * elem, key);
+
+		if (c < 0 || (c == 0 && after_equal))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/*
+ * Merge the sorted runs [lo, mid) and [mid, hi) of b in place: the head
+ * of the first run that is not after the second's first item stays, and
+ * so does the tail of the second not before the first's last; what lies
+ * between goes through tmp (room for mid - lo items).
+ */
+static void merge_runs(char *b, size_t lo, size_t mid, size_t hi, size_t elem, char *tmp,
+		       int (*cmp)(const void *, const void *))
+{
+	size_t i, j, k, na;
+
+	lo = bound(b, lo, mid, elem, b + mid * elem, cmp, 1);
+	hi = bound(b, mid, hi, elem, b + (mid - 1) * elem, cmp, 0);
+	na = mid - lo;
+	memcpy(tmp, b + lo * elem, na * elem);
+	for (i = 0, j = mid, k = lo; i < na && j < hi; k++) {
+		/* the first run's item first at equal keys: stable */
+		if (cmp(b + j * elem, tmp + i * elem) < 0)
+			memcpy(b + k * elem, b + j++ * elem, elem);
+		else
+			memcpy(b + k * elem, tmp + i++ * elem, elem);
+	}
+	memcpy(b + k * elem, tmp + i * elem, (na - i) * elem);
+}
+
+void array_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *))
+{
+	char *b = base, *tmp = NULL;
+	size_t *start = NULL, nrun = 0, cap = 0, tmp_cap = 0;
+
+	/* start[r]: where run r begins; start[nrun] = n */
+	for (size_t i = 0; i <= n; i++) {
+		if (i && i < n && cmp(b + (i - 1) * elem, b + i * elem) <= 0)
+			continue;
+		if (array_grow(&start, &cap, nrun + 1))
+			goto fallback;
+		start[nrun++] = i;
+	}
+	nrun--;                 /* the last entry is n, the end */
+	while (nrun > 1) {
+		size_t k = 0;
+
+		for (size_t r = 0; r + 1 < nrun; r += 2) {
+			size_t lo = start[r], mid = start[r + 1], hi = start[r + 2];
+
+			if (cmp(b + (mid - 1) * elem, b + mid * elem) > 0) {
+				if (mid - lo > tmp_cap) {
+					char *t = realloc(tmp, (mid - lo) * elem);
+
+					if (!t)
+						goto fallback;
+					tmp = t;
+					tmp_cap = mid - lo;
+				}
+				merge_runs(b, lo, mid, hi, elem, tmp, cmp);
+			}
+			start[k++] = lo;
+		}
+		if (nrun & 1)
+			start[k++] = start[nrun - 1];
+		start[k] = n;
+		nrun = k;
+	}
+	free(start);
+	free(tmp);
+	return;
+fallback:
+	free(start);
+	free(tmp);
+	qsort(base, n, elem, cmp);
+}

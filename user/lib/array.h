@@ -28,6 +28,15 @@ static inline int array_grow_bytes(void **arr, size_t *cap, size_t want, size_t 
 /* qsort()'s comparison of uint64_t values, ascending. */
 int array_cmp_u64(const void *a, const void *b);
 
+/*
+ * Sort n items of elem bytes by cmp, stably, in time proportional to n
+ * where they are in order but for a few places, as records merged from a
+ * few rings are: one pass finds the runs already in order, then pairs of
+ * runs are merged, each over where the two overlap only.  Any order costs
+ * O(n log n); qsort() (not stable) where no memory is left for the merge.
+ */
+void array_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *));
+
 /* array_grow_bytes() for an array pointer arr (not a void **). */
 #define array_grow(arr, cap, want) \
 	array_grow_bytes((void **)(arr), (cap), (want), sizeof(**(arr)))

@@ -315,15 +315,75 @@ static int cmp_thread_ts(uint32_t pa, uint32_t ta, uint64_t sa, uint32_t pb, uin
 	return sa < sb ? -1 : sa > sb;
 }
 
-static const struct model *sort_model;  /* qsort has no context argument */
-
-static int cmp_api_index(const void *a, const void *b)
+static uint64_t thread_key(const struct model_event *e)
 {
-	const struct model_event *x = &sort_model->ev[*(const uint32_t *)a];
-	const struct model_event *y = &sort_model->ev[*(const uint32_t *)b];
-	int c = cmp_thread_ts(x->pid, x->tid, x->ts, y->pid, y->tid, y->ts);
+	return (uint64_t)e->pid << 32 | e->tid;
+}
 
-	return c ? c : (*(const uint32_t *)a > *(const uint32_t *)b) - (*(const uint32_t *)a < *(const uint32_t *)b);
+/*
+ * The indexes api[0..napi) of API events, in the order of m's sorted
+ * events, into (pid, tid, ts) order, the index breaking ties: a stable
+ * grouping by thread, since each thread's calls are in that order
+ * already.  0 or -ENOMEM.
+ */
+static int sort_by_thread(const struct model *m, uint32_t *api, size_t napi)
+{
+	struct hashmap groups;          /* thread -> its group */
+	uint64_t *keys = NULL, last = UINT64_MAX;
+	size_t ngroups = 0, cap = 0, *at = NULL, g = 0;
+	uint32_t *out = malloc((napi ? napi : 1) * sizeof(*out));
+	int ret = out ? 0 : -ENOMEM;
+
+	hashmap_init(&groups);
+	/* each group's count, then (keys in order) where it starts */
+	for (size_t k = 0; k < napi && !ret; k++) {
+		uint64_t key = thread_key(&m->ev[api[k]]);
+		struct hashmap_slot *s;
+		int added;
+
+		if (key == last)
+			continue;
+		last = key;
+		if (!(s = hashmap_put(&groups, key, &added)) ||
+		    (added && array_grow(&keys, &cap, ngroups + 1)))
+			ret = -ENOMEM;
+		else if (added)
+			keys[s->val = ngroups++] = key;
+	}
+	if (!ret && ngroups > 1) {
+		at = calloc(ngroups, sizeof(*at));
+		ret = at ? 0 : -ENOMEM;
+	}
+	if (!ret && ngroups > 1) {
+		size_t n = 0;
+
+		for (size_t k = 0; k < napi; k++)
+			at[hashmap_find(&groups, thread_key(&m->ev[api[k]]))->val]++;
+		qsort(keys, ngroups, sizeof(*keys), array_cmp_u64);
+		for (size_t i = 0; i < ngroups; i++) {
+			struct hashmap_slot *s = hashmap_find(&groups, keys[i]);
+			size_t c = at[s->val];
+
+			at[s->val] = n;
+			n += c;
+		}
+		last = UINT64_MAX;
+		for (size_t k = 0; k < napi; k++) {
+			uint64_t key = thread_key(&m->ev[api[k]]);
+
+			if (key != last) {
+				g = hashmap_find(&groups, key)->val;
+				last = key;
+			}
+			out[at[g]++] = api[k];
+		}
+		memcpy(api, out, napi * sizeof(*api));
+	}
+	free(at);
+	free(out);
+	free(keys);
+	hashmap_release(&groups);
+	return ret;
 }
 
 static int cmp_corr(const void *a, const void *b)
@@ -359,8 +419,10 @@ static int link_correlations(struct model *m, uint64_t cutoff, uint32_t **api_ou
 	for (size_t i = 0; i < m->nev; i++)
 		if (m->ev[i].kind == EV_API)
 			api[napi++] = i;
-	sort_model = m;
-	qsort(api, napi, sizeof(*api), cmp_api_index);
+	if (sort_by_thread(m, api, napi)) {
+		free(api);
+		return -ENOMEM;
+	}
 	for (size_t k = 0; k < napi && m->carry; k++) {
 		struct model_event *e = &m->ev[api[k]];
 		const struct model_event *next = k + 1 < napi ? &m->ev[api[k + 1]] : NULL;
@@ -506,7 +568,7 @@ static int repair_gpu_clock(struct model *m, uint32_t *api, size_t napi)
 		return ret;
 	for (size_t i = 0; i < m->nev; i++)
 		m->ev[i].seq = i;
-	qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
+	array_sort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
 	return relink(m, api, napi);
 }
 
@@ -719,7 +781,7 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 	for (size_t i = 0; i < m->nev; i++)
 		m->ev[i].seq = i;
 	if (m->nev)
-		qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
+		array_sort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
 	for (size_t i = 0; i < m->nev; i++) {
 		struct model_event *e = &m->ev[i];
 		const struct model_stack *st;
@@ -754,7 +816,7 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 		if (!ret && m->nev > before) {
 			for (size_t i = 0; i < m->nev; i++)
 				m->ev[i].seq = i;
-			qsort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
+			array_sort(m->ev, m->nev, sizeof(*m->ev), cmp_event);
 			ret = relink(m, NULL, 0);
 		}
 	}

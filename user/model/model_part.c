@@ -246,7 +246,7 @@ int model_part_cutoff(const struct model *m, uint64_t now, uint64_t inflight, ui
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++)
 		ts[i] = m->ev[i].ts;
-	qsort(ts, n, sizeof(*ts), array_cmp_u64);
+	array_sort(ts, n, sizeof(*ts), array_cmp_u64);  /* mostly in order */
 	*cut = n && ts[n / 2] > lag ? ts[n / 2] : lag;
 	if (latest < *cut)
 		*cut = latest;
