@@ -39,7 +39,8 @@ static int drain_one(struct gb_cring *r, uint64_t size,
 			break;
 		}
 		memcpy(copy, data + pos, len);
-		*(uint32_t *)copy = GB_CRING_TYPE(w);
+		w = GB_CRING_TYPE(w);
+		memcpy(copy, &w, sizeof(w));
 		ret = fn(ctx, copy, len);
 		if (ret < 0)
 			break;  /* left unread, to be read again */
