@@ -269,7 +269,7 @@ BENCH_DIR  := $(BUILD)/bench
 BENCH_SHAPES := xor sub endbr push
 SHAPE_LIBS := $(foreach s,$(BENCH_SHAPES),$(BENCH_DIR)/$(s)/libcuda.so.1)
 BENCH_BINS := $(BENCH_DIR)/libcuda.so.1 $(BENCH_DIR)/callcost $(BENCH_DIR)/sidecost $(SHAPE_LIBS) \
-              $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/collector_bench \
+              $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/helper_cost $(BENCH_DIR)/collector_bench \
               $(BENCH_DIR)/gpuwork $(BENCH_DIR)/pysym_bench $(BENCH_DIR)/pftrace_bench \
               $(BENCH_DIR)/pingpong
 
@@ -313,6 +313,21 @@ $(BENCH_DIR)/empty.skel.h: $(BENCH_DIR)/empty.bpf.o
 $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
+
+$(BENCH_DIR)/helper_cost.bpf.o: bench/helper_cost.bpf.c | $(DEPS_STAMP)
+	@mkdir -p $(@D)
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(BENCH_DIR)/helper_cost.skel.h: $(BENCH_DIR)/helper_cost.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name helper_cost_bpf > $@.tmp && mv $@.tmp $@
+
+# tests run bench section 15 with it (tests/t0920-bench-helper-section.sh).
+test-bins: $(BENCH_DIR)/helper_cost
+$(BENCH_DIR)/helper_cost: bench/helper_cost.c $(BENCH_DIR)/helper_cost.skel.h
+	$(call msg,LINK,$@)
+	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS) -ldl
 
 $(BENCH_DIR)/collector_bench: bench/collector_bench.c $(LIB_OBJS)
 	@mkdir -p $(@D)
