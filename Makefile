@@ -301,27 +301,20 @@ $(BENCH_DIR)/pingpong: bench/pingpong.c
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -O2 -g -Wall -pthread -o $@ $<
 
-$(BENCH_DIR)/empty.bpf.o: bench/empty.bpf.c | $(DEPS_STAMP)
+# the bench's own BPF programs (bench/*.bpf.c) and their skeletons
+BENCH_BPF  := $(patsubst bench/%.bpf.c,%,$(wildcard bench/*.bpf.c))
+$(BENCH_BPF:%=$(BENCH_DIR)/%.bpf.o): $(BENCH_DIR)/%.bpf.o: bench/%.bpf.c | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 
-$(BENCH_DIR)/empty.skel.h: $(BENCH_DIR)/empty.bpf.o
+$(BENCH_BPF:%=$(BENCH_DIR)/%.skel.h): $(BENCH_DIR)/%.skel.h: $(BENCH_DIR)/%.bpf.o
 	$(call msg,GEN-SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name empty_bpf > $@.tmp && mv $@.tmp $@
+	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
 $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
-
-$(BENCH_DIR)/helper_cost.bpf.o: bench/helper_cost.bpf.c | $(DEPS_STAMP)
-	@mkdir -p $(@D)
-	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
-
-$(BENCH_DIR)/helper_cost.skel.h: $(BENCH_DIR)/helper_cost.bpf.o
-	$(call msg,GEN-SKEL,$@)
-	$(Q)$(BPFTOOL) gen skeleton $< name helper_cost_bpf > $@.tmp && mv $@.tmp $@
 
 # tests run bench section 15 with it (tests/t0920-bench-helper-section.sh).
 test-bins: $(BENCH_DIR)/helper_cost
