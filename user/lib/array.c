@@ -65,30 +65,38 @@ static size_t bound(const char *b, size_t lo, size_t hi, size_t elem, const void
  * Merge the sorted runs [lo, mid) and [mid, hi) of b in place: the head
  * of the first run that is not after the second's first item stays, and
  * so does the tail of the second not before the first's last; what lies
- * between goes through tmp (room for mid - lo items).
+ * between goes through *tmp (grown as needed).  0 or -ENOMEM.
  */
-static void merge_runs(char *b, size_t lo, size_t mid, size_t hi, size_t elem, char *tmp,
-		       int (*cmp)(const void *, const void *))
+static int merge_runs(char *b, size_t lo, size_t mid, size_t hi, size_t elem, void **tmp,
+		      size_t *tmp_cap, int (*cmp)(const void *, const void *))
 {
 	size_t i, j, k, na;
+	char *t;
 
+	if (cmp(b + (mid - 1) * elem, b + mid * elem) <= 0)
+		return 0;       /* in order already */
 	lo = bound(b, lo, mid, elem, b + mid * elem, cmp, 1);
 	hi = bound(b, mid, hi, elem, b + (mid - 1) * elem, cmp, 0);
 	na = mid - lo;
-	memcpy(tmp, b + lo * elem, na * elem);
+	if (array_grow_bytes(tmp, tmp_cap, na, elem))
+		return -ENOMEM;
+	t = *tmp;
+	memcpy(t, b + lo * elem, na * elem);
 	for (i = 0, j = mid, k = lo; i < na && j < hi; k++) {
 		/* the first run's item first at equal keys: stable */
-		if (cmp(b + j * elem, tmp + i * elem) < 0)
+		if (cmp(b + j * elem, t + i * elem) < 0)
 			memcpy(b + k * elem, b + j++ * elem, elem);
 		else
-			memcpy(b + k * elem, tmp + i++ * elem, elem);
+			memcpy(b + k * elem, t + i++ * elem, elem);
 	}
-	memcpy(b + k * elem, tmp + i * elem, (na - i) * elem);
+	memcpy(b + k * elem, t + i * elem, (na - i) * elem);
+	return 0;
 }
 
 void array_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, const void *))
 {
-	char *b = base, *tmp = NULL;
+	char *b = base;
+	void *tmp = NULL;
 	size_t *start = NULL, nrun = 0, cap = 0, tmp_cap = 0;
 
 	/* start[r]: where run r begins; start[nrun] = n */
@@ -104,20 +112,10 @@ void array_sort(void *base, size_t n, size_t elem, int (*cmp)(const void *, cons
 		size_t k = 0;
 
 		for (size_t r = 0; r + 1 < nrun; r += 2) {
-			size_t lo = start[r], mid = start[r + 1], hi = start[r + 2];
-
-			if (cmp(b + (mid - 1) * elem, b + mid * elem) > 0) {
-				if (mid - lo > tmp_cap) {
-					char *t = realloc(tmp, (mid - lo) * elem);
-
-					if (!t)
-						goto fallback;
-					tmp = t;
-					tmp_cap = mid - lo;
-				}
-				merge_runs(b, lo, mid, hi, elem, tmp, cmp);
-			}
-			start[k++] = lo;
+			if (merge_runs(b, start[r], start[r + 1], start[r + 2], elem, &tmp, &tmp_cap,
+				       cmp))
+				goto fallback;
+			start[k++] = start[r];
 		}
 		if (nrun & 1)
 			start[k++] = start[nrun - 1];

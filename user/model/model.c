@@ -329,59 +329,58 @@ static uint64_t thread_key(const struct model_event *e)
 static int sort_by_thread(const struct model *m, uint32_t *api, size_t napi)
 {
 	struct hashmap groups;          /* thread -> its group */
-	uint64_t *keys = NULL, last = UINT64_MAX;
-	size_t ngroups = 0, cap = 0, *at = NULL, g = 0;
-	uint32_t *out = malloc((napi ? napi : 1) * sizeof(*out));
-	int ret = out ? 0 : -ENOMEM;
+	struct group { uint64_t key; size_t at; } *g = NULL;  /* count, then where it starts */
+	size_t ngroups = 0, cap = 0, n = 0, cur = 0;
+	uint64_t last = UINT64_MAX;
+	uint32_t *out = NULL, *grp = malloc((napi ? napi : 1) * sizeof(*grp));
+	int ret = grp ? 0 : -ENOMEM;
 
 	hashmap_init(&groups);
-	/* each group's count, then (keys in order) where it starts */
 	for (size_t k = 0; k < napi && !ret; k++) {
 		uint64_t key = thread_key(&m->ev[api[k]]);
 		struct hashmap_slot *s;
 		int added;
 
-		if (key == last)
-			continue;
-		last = key;
-		if (!(s = hashmap_put(&groups, key, &added)) ||
-		    (added && array_grow(&keys, &cap, ngroups + 1)))
-			ret = -ENOMEM;
-		else if (added)
-			keys[s->val = ngroups++] = key;
-	}
-	if (!ret && ngroups > 1) {
-		at = calloc(ngroups, sizeof(*at));
-		ret = at ? 0 : -ENOMEM;
-	}
-	if (!ret && ngroups > 1) {
-		size_t n = 0;
-
-		for (size_t k = 0; k < napi; k++)
-			at[hashmap_find(&groups, thread_key(&m->ev[api[k]]))->val]++;
-		qsort(keys, ngroups, sizeof(*keys), array_cmp_u64);
-		for (size_t i = 0; i < ngroups; i++) {
-			struct hashmap_slot *s = hashmap_find(&groups, keys[i]);
-			size_t c = at[s->val];
-
-			at[s->val] = n;
-			n += c;
-		}
-		last = UINT64_MAX;
-		for (size_t k = 0; k < napi; k++) {
-			uint64_t key = thread_key(&m->ev[api[k]]);
-
-			if (key != last) {
-				g = hashmap_find(&groups, key)->val;
-				last = key;
+		if (key != last) {
+			last = key;
+			if (!(s = hashmap_put(&groups, key, &added)) ||
+			    (added && array_grow(&g, &cap, ngroups + 1))) {
+				ret = -ENOMEM;
+				break;
 			}
-			out[at[g]++] = api[k];
+			if (added)
+				g[s->val = ngroups++] = (struct group){ key, 0 };
+			cur = s->val;
 		}
-		memcpy(api, out, napi * sizeof(*api));
+		grp[k] = cur;
+		g[cur].at++;
 	}
-	free(at);
+	if (!ret && ngroups > 1) {
+		uint64_t *keys = malloc(ngroups * sizeof(*keys));
+
+		out = malloc(napi * sizeof(*out));
+		if (!keys || !out) {
+			ret = -ENOMEM;
+		} else {
+			for (size_t i = 0; i < ngroups; i++)
+				keys[i] = g[i].key;
+			qsort(keys, ngroups, sizeof(*keys), array_cmp_u64);
+			for (size_t i = 0; i < ngroups; i++) {
+				struct group *e = &g[hashmap_find(&groups, keys[i])->val];
+				size_t c = e->at;
+
+				e->at = n;
+				n += c;
+			}
+			for (size_t k = 0; k < napi; k++)
+				out[g[grp[k]].at++] = api[k];
+			memcpy(api, out, napi * sizeof(*api));
+		}
+		free(keys);
+	}
 	free(out);
-	free(keys);
+	free(grp);
+	free(g);
 	hashmap_release(&groups);
 	return ret;
 }
