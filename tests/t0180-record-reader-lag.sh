@@ -53,6 +53,9 @@ held_run() {
 	h=$!
 	wait_for_cmd 20 grep -q held "$TMPD/$name.hold"
 	is "$name: gpubpf's main thread is held" "$(cat "$TMPD/$name.hold")" "held"
+	# nice, the 19th field of each thread's stat (17th after "pid (comm)")
+	NICES=$(for t in /proc/"$g"/task/*; do sed 's/.*) //' "$t/stat" | awk '{ print $17 }'; done |
+		sort -n | tr '\n' ' ')
 	kill -USR1 "$pid"
 	wait_for_file "$ready.done" 120
 	ok "$name: the $N launches were made while it was held" grep -q "calls=$N " "$TMPD/$name.cc"
@@ -74,6 +77,9 @@ held_run() {
 }
 
 held_run ring1m
+# woken as a ring passes a quarter full, the reader must run at once, not
+# after whichever thread holds the CPU has used up its time slice
+is "the reader's thread runs at nice -20, the collector's as started" "$NICES" "-20 $(nice) "
 is "1 MiB ring: every launch is in the trace" "$LAUNCHES" $N
 is "1 MiB ring: nothing dropped" "$DROPPED" 0
 is "1 MiB ring: no word of a recorder that fell behind" "$(grep -c "fell behind" "$TMPD/ring1m.err")" 0

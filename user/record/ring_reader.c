@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/eventfd.h>
 #include <bpf/libbpf.h>
 #include "gpubpf.h"
@@ -12,6 +13,7 @@
 
 #define READ_MS 100             /* read at least this often: wakeups are batched */
 #define FIRST_EVERY (256u << 10) /* read the first ring between so many bytes of the others */
+#define READER_NICE (-20)
 
 /* The thread's: the per-CPU call rings' records into the queue. */
 static int on_call(void *ctx, void *data, size_t size)
@@ -64,6 +66,17 @@ static int on_rest(void *ctx, void *data, size_t size)
  * wakes the taker; what the timeout found waits for the taker's own (the
  * same period: records that ask for no wakeup can wait that long).  After
  * a stop, one last read.
+ *
+ * It runs at the highest priority of its class (nice -20, where the
+ * recorder may set it: root may).  A wakeup means a ring is a quarter
+ * full; at an ordinary priority the thread waited for the collector's
+ * thread, or the traced program's, to use up its time slice, up to a few
+ * milliseconds, while a program calling at 1M/s fills a CPU's ring in
+ * two (a million launches at 1M/s from the bench's push stub, on two
+ * CPUs: 0.5-3% lost in 4 runs of 13 at nice 0, none in 14 at -20).
+ * Its work per wakeup is bounded by what the rings hold, and it blocks
+ * when the queue is full, so it takes no more CPU than before, only
+ * sooner.
  */
 static void *reader_main(void *arg)
 {
@@ -71,6 +84,7 @@ static void *reader_main(void *arg)
 	struct epoll_event ev[4];
 	int stop = 0, err = 0, woken;
 
+	(void)setpriority(PRIO_PROCESS, gettid(), READER_NICE);
 	while (!stop && err >= 0) {
 		woken = epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS) > 0;
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
