@@ -10,7 +10,8 @@
  * never holds more, and is let through when the cap is lifted; a take
  * waits for its timeout, or not at all once the queue has ended; chunks
  * are 2 MiB aligned and populated, in a huge page where the kernel has
- * transparent ones.
+ * transparent ones; emptied chunks are kept for reuse while they fit in
+ * the cap (4 at least), and a backlog as large again maps none anew.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -343,6 +344,59 @@ static void chunks_in_huge_pages(void)
 	rec_queue_release(&q);
 }
 
+/* Push bytes of 64 KiB records (seq from *seq on); publish. */
+static void push_bytes(struct rec_queue *q, size_t bytes, uint32_t *seq)
+{
+	static unsigned char buf[65536];
+
+	for (size_t done = 0; done < bytes; done += sizeof(buf)) {
+		memcpy(buf, seq, sizeof(*seq));
+		(*seq)++;
+		rec_queue_push(q, buf, sizeof(buf));
+	}
+	rec_queue_publish(q, 0);
+}
+
+static int count_rec(void *ctx, void *data, size_t size)
+{
+	return 0;
+}
+
+/* Take every record published; their number. */
+static int take_all(struct rec_queue *q)
+{
+	int n = 0, got;
+
+	while ((got = rec_queue_take(q, 0, count_rec, NULL)) > 0)
+		n += got;
+	return n;
+}
+
+static void spares_kept_to_the_cap(void)
+{
+	struct rec_queue q;
+	uint32_t seq = 0;
+	size_t mapped;
+
+	/* a 40 MiB cap: a 24 MiB backlog (12-13 chunks of ~2 MiB) taken */
+	rec_queue_init(&q, 40u << 20);
+	push_bytes(&q, 24u << 20, &seq);
+	is_int(take_all(&q), 384, "backlog: 384 records of 64 KiB taken");
+	ok(q.nspare >= 11 && q.nspare <= 13, "its emptied chunks kept as spares (%d), not 4", q.nspare);
+	mapped = q.mapped;
+	push_bytes(&q, 24u << 20, &seq);
+	is_int(q.mapped, mapped, "a second backlog as large maps no chunk anew (%zu mapped)", mapped);
+	is_int(take_all(&q), 384, "and its 384 records are taken");
+	rec_queue_release(&q);
+
+	/* a 16 MiB cap keeps 8 at most, and 4 whatever the cap */
+	rec_queue_init(&q, 16u << 20);
+	push_bytes(&q, 14u << 20, &seq);
+	take_all(&q);
+	ok(q.nspare >= 4 && q.nspare <= 8, "a 16 MiB cap: spares within it (%d)", q.nspare);
+	rec_queue_release(&q);
+}
+
 int main(void)
 {
 	struct rec_queue zero = { 0 };
@@ -355,5 +409,6 @@ int main(void)
 	publish_wakes_or_not();
 	take_waits();
 	chunks_in_huge_pages();
+	spares_kept_to_the_cap();
 	return done_testing();
 }

@@ -17,7 +17,7 @@
  * made copying out an 8 KiB batch of GPU records cost ~20 us, not ~1.
  */
 #define RQ_MAP (2u << 20)       /* a chunk's mapping (a huge page); a larger record gets its own */
-#define RQ_SPARES 4             /* emptied chunks kept: a steady flow reuses them */
+#define RQ_MIN_SPARES 4         /* emptied chunks kept, whatever the cap */
 #define RQ_TAKE_MAX (16u << 20) /* what one take hands over before it returns */
 #define RQ_HDR 8                /* before each record: its size (keeps it 8-aligned) */
 
@@ -93,6 +93,7 @@ static struct rq_chunk *chunk_get(struct rec_queue *q, size_t need)
 		if (!c)
 			return NULL;
 		c->size = size;
+		q->mapped++;
 	}
 	c->next = NULL;
 	c->used = c->published = 0;
@@ -100,10 +101,18 @@ static struct rq_chunk *chunk_get(struct rec_queue *q, size_t need)
 	return c;
 }
 
-/* Under lock: a chunk the consumer is done with. */
+/*
+ * Under lock: a chunk the consumer is done with, kept for reuse while the
+ * spares fit in the queue's cap (and 4 at least): a collector that
+ * falls behind and catches up again, over and over, would otherwise have
+ * the reader map and populate fresh memory at each backlog (on a VM that
+ * hands freed pages back to its host, ~5 us a page: a tenth of the
+ * reader's time at 1M calls/s), and itself unmap it under the lock.
+ */
 static void chunk_put(struct rec_queue *q, struct rq_chunk *c)
 {
-	if (c->size == RQ_CHUNK && q->nspare < RQ_SPARES) {
+	if (c->size == RQ_CHUNK &&
+	    (q->nspare < RQ_MIN_SPARES || (size_t)(q->nspare + 1) * RQ_MAP <= q->cap)) {
 		c->next = q->spare;
 		q->spare = c;
 		q->nspare++;

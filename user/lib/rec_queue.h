@@ -44,6 +44,7 @@ struct rec_queue {
 	struct rq_chunk *tail;  /* written past what is published of it */
 	size_t unpublished;     /* bytes pushed since the last publish */
 	size_t queued_seen;     /* queued then (it only falls since) */
+	size_t mapped;          /* chunks mapped so far (reuse maps none) */
 	/* the consumer's own */
 	size_t head_off;
 };
