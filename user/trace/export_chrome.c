@@ -694,6 +694,35 @@ static int body_put(struct body *b, int ret, uint64_t ts, uint64_t dur)
 	return ret;
 }
 
+/*
+ * A trace in parts keeps each event in its run as the model holds it,
+ * after this head, and formats it only as the runs merge at the end
+ * (put_record()): the JSON of a million launches takes the recorder's
+ * thread about a second, which while recording it owes to the records
+ * coming in.  What an event's JSON reads besides the event itself (the
+ * model's strings and stacks, its time base) only grows or stays from
+ * part to part, so it is the same then.  JSON records begin with '{'.
+ * States, samples and counters go in as JSON: theirs read the part's
+ * links and cursors.
+ */
+#define DEFERRED_TAG 0x01
+#define DEFERRED_HEAD 8         /* the tag and zeros, keeping the event 8-aligned */
+#define DEFERRED_BYTES (DEFERRED_HEAD + sizeof(struct model_event))
+
+/* Whether write_event() writes ev at all. */
+static bool event_written(const struct model_event *ev)
+{
+	return ev->kind == EV_API || ev->kind == EV_SCOPE || gpu_has_track(ev);
+}
+
+static int body_defer(struct body *b, const struct model_event *ev, uint64_t dur)
+{
+	unsigned char rec[DEFERRED_BYTES] = { DEFERRED_TAG };
+
+	memcpy(rec + DEFERRED_HEAD, ev, sizeof(*ev));
+	return runs_put(b->runs, ev->ts, dur, rec, sizeof(rec));
+}
+
 /* Write the states, samples and counters at or before ts, earliest first. */
 static int write_side_until(struct body *b, const struct model *m, struct side_cursor *c,
 			    uint64_t ts)
@@ -760,10 +789,13 @@ static int write_body(struct body *b, const struct model *m, const struct export
 
 	for (size_t i = 0; i < m->nev && !ret; i++) {
 		const struct model_event *ev = &m->ev[i];
+		uint64_t dur = ev->kind == EV_MEMORY ? 0 : ev->dur;
 
-		ret = write_side_until(b, m, &sc, ev->ts) ?:
-		      body_put(b, write_event(b->jw, m, ev), ev->ts,
-			       ev->kind == EV_MEMORY ? 0 : ev->dur);
+		ret = write_side_until(b, m, &sc, ev->ts);
+		if (!ret && b->runs && event_written(ev))
+			ret = body_defer(b, ev, dur);
+		else if (!ret)
+			ret = body_put(b, write_event(b->jw, m, ev), ev->ts, dur);
 	}
 	if (!ret)
 		ret = write_side_until(b, m, &sc, UINT64_MAX);
@@ -883,15 +915,29 @@ static int parts_add(void *state, const struct model *m)
 	return runs_add(p->runs) ?: add_tracks(p, m) ?: write_body(&b, m, &p->opts, p->mc);
 }
 
-static int put_raw(void *jw, uint64_t ts, uint64_t dur, const void *rec, size_t len)
+/* The merge's output: the document's writer and the finished model. */
+struct merge_out {
+	struct jw *jw;
+	const struct model *m;
+};
+
+/* A run's record into the document: JSON as it is, an event formatted now. */
+static int put_record(void *ctx, uint64_t ts, uint64_t dur, const void *rec, size_t len)
 {
-	return jw_raw(jw, rec, len);
+	const struct merge_out *o = ctx;
+	struct model_event ev;
+
+	if (len != DEFERRED_BYTES || *(const unsigned char *)rec != DEFERRED_TAG)
+		return jw_raw(o->jw, rec, len);
+	memcpy(&ev, (const unsigned char *)rec + DEFERRED_HEAD, sizeof(ev));
+	return write_event(o->jw, o->m, &ev);
 }
 
 static int parts_finish(void *state, const struct model *m, struct sink *out)
 {
 	struct chrome_parts *p = state;
 	struct jw jw;
+	struct merge_out o = { .jw = &jw, .m = m };
 	int ret = parts_add(p, m) ?: jw_init(&jw, out);
 
 	if (ret)
@@ -900,7 +946,7 @@ static int parts_finish(void *state, const struct model *m, struct sink *out)
 	write_head(&jw, m, p->events);
 	ret = write_gpu_tracks(&jw, p->gpu, p->ngpu) ?:
 	      write_state_tracks(&jw, m, p->thr, p->nthr) ?:
-	      runs_merge(p->runs, put_raw, &jw) ?: write_tail(&jw, out);
+	      runs_merge(p->runs, put_record, &o) ?: write_tail(&jw, out);
 	jw_release(&jw);
 	return ret;
 }
