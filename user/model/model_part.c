@@ -233,7 +233,11 @@ int model_part_next(struct model *m)
  * holds less than half the events, but PARTS_MIN_LAG_NS before now at
  * the latest; and not after inflight.  Unless that would leave more than
  * three quarters of the events: then the first quartile's time (memory
- * first).
+ * first: a call in flight for minutes does not hold everything after
+ * it), still PARTS_MIN_LAG_NS before now at the latest.  Cutting within
+ * that lag wrote calls before their GPU work came (a graph launch's
+ * kernels arrive tens of ms after it), which then had no arrow; what the
+ * lag holds is bounded by the call rate, not by the recording's length.
  */
 int model_part_cutoff(const struct model *m, uint64_t now, uint64_t inflight, uint64_t *cut)
 {
@@ -255,16 +259,16 @@ int model_part_cutoff(const struct model *m, uint64_t now, uint64_t inflight, ui
 	while (older < n && ts[older] < *cut)
 		older++;
 	if (n && older < n / 4)
-		*cut = ts[n / 4];
+		*cut = ts[n / 4] < latest ? ts[n / 4] : latest;
 	free(ts);
 	return 0;
 }
 
 size_t model_part_next_at(const struct model *m, size_t memory)
 {
-	size_t at = model_event_bytes(m) + memory / 2;
+	size_t kept = model_event_bytes(m);
 
-	return at < memory ? memory : at;
+	return kept > memory / 2 ? 2 * kept : memory;
 }
 
 size_t model_event_bytes(const struct model *m)
