@@ -357,19 +357,15 @@ static void push_bytes(struct rec_queue *q, size_t bytes, uint32_t *seq)
 	rec_queue_publish(q, 0);
 }
 
-static int count_rec(void *ctx, void *data, size_t size)
+/* Take every record published, checked in order from seq first; their number. */
+static int take_all(struct rec_queue *q, uint32_t first)
 {
-	return 0;
-}
-
-/* Take every record published; their number. */
-static int take_all(struct rec_queue *q)
-{
+	struct check c = { .next = first, .big = 65536 };
 	int n = 0, got;
 
-	while ((got = rec_queue_take(q, 0, count_rec, NULL)) > 0)
+	while ((got = rec_queue_take(q, 0, check_rec, &c)) > 0)
 		n += got;
-	return n;
+	return c.bad || c.misaligned ? -1 : n;
 }
 
 static void spares_kept_to_the_cap(void)
@@ -381,18 +377,18 @@ static void spares_kept_to_the_cap(void)
 	/* a 40 MiB cap: a 24 MiB backlog (12-13 chunks of ~2 MiB) taken */
 	rec_queue_init(&q, 40u << 20);
 	push_bytes(&q, 24u << 20, &seq);
-	is_int(take_all(&q), 384, "backlog: 384 records of 64 KiB taken");
+	is_int(take_all(&q, 0), 384, "backlog: 384 records of 64 KiB taken, in order");
 	ok(q.nspare >= 11 && q.nspare <= 13, "its emptied chunks kept as spares (%d), not 4", q.nspare);
 	mapped = q.mapped;
 	push_bytes(&q, 24u << 20, &seq);
 	is_int(q.mapped, mapped, "a second backlog as large maps no chunk anew (%zu mapped)", mapped);
-	is_int(take_all(&q), 384, "and its 384 records are taken");
+	is_int(take_all(&q, 384), 384, "and its 384 records are taken, in order");
 	rec_queue_release(&q);
 
 	/* a 16 MiB cap keeps 8 at most, and 4 whatever the cap */
 	rec_queue_init(&q, 16u << 20);
 	push_bytes(&q, 14u << 20, &seq);
-	take_all(&q);
+	is_int(take_all(&q, seq - 224), 224, "a 16 MiB cap: 224 records taken, in order");
 	ok(q.nspare >= 4 && q.nspare <= 8, "a 16 MiB cap: spares within it (%d)", q.nspare);
 	rec_queue_release(&q);
 }

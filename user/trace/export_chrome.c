@@ -317,8 +317,16 @@ static int write_scope(struct jw *jw, const struct model *m, const struct model_
 	return jw_obj_end(jw);
 }
 
+/* Whether write_event() writes ev at all: GPU work off every track does not show. */
+static bool event_written(const struct model_event *ev)
+{
+	return ev->kind == EV_API || ev->kind == EV_SCOPE || gpu_has_track(ev);
+}
+
 static int write_event(struct jw *jw, const struct model *m, const struct model_event *ev)
 {
+	if (!event_written(ev))
+		return 0;
 	if (ev->kind == EV_API)
 		return write_api_call(jw, m, ev);
 	if (ev->kind == EV_SCOPE)
@@ -327,8 +335,6 @@ static int write_event(struct jw *jw, const struct model *m, const struct model_
 		return write_gpu_memory(jw, m, ev);
 	if (gpu_wait_event(ev))
 		return write_gpu_wait(jw, m, ev);
-	if (!gpu_on_track(ev))
-		return 0;
 	return write_gpu_work(jw, m, ev);
 }
 
@@ -708,12 +714,6 @@ static int body_put(struct body *b, int ret, uint64_t ts, uint64_t dur)
 #define DEFERRED_TAG 0x01
 #define DEFERRED_HEAD 8         /* the tag and zeros, keeping the event 8-aligned */
 #define DEFERRED_BYTES (DEFERRED_HEAD + sizeof(struct model_event))
-
-/* Whether write_event() writes ev at all. */
-static bool event_written(const struct model_event *ev)
-{
-	return ev->kind == EV_API || ev->kind == EV_SCOPE || gpu_has_track(ev);
-}
 
 static int body_defer(struct body *b, const struct model_event *ev, uint64_t dur)
 {
