@@ -16,7 +16,9 @@
  * whole.pftrace (fed whole, model_finish()) and DIR/parts.json and
  * parts.pftrace (fed in chunks, a part taken after each, PARTS_LAG behind
  * the latest arrival, or the entry of the earliest call in flight then,
- * as the recorder does), and checks what can be told in C: the parts, the
+ * as the recorder does; every third part 90 ms behind, so that the calls
+ * after its first 40 ms are set aside while it is finished), and checks
+ * what can be told in C: the parts, the
  * event counts, the ids.  Launches are entry-only (announced after they are
  * sent); a 15 ms copy and a 30 ms sync are in flight across cutoffs, the
  * copy announced while in flight, after an entry-only call without one.
@@ -41,10 +43,13 @@
 #define MAIN 101
 #define WORKER 102
 #define LOADER 103
+#define SLOW 104                /* launches once every 70 steps, every other one failing */
 #define STEPS 400
 #define STEP_NS 1000000ULL
 #define T0 5000000000123ULL
 #define PARTS_LAG 10000000ULL   /* calls but the long ones, and GPU work, arrive within it */
+#define PARTS_LAG_LONG 90000000ULL /* every third part's: calls well after its cutoff
+				      are set aside while it is finished */
 
 enum item_kind { IT_CALL, IT_CORR, IT_GPU, IT_STATE, IT_SAMPLE, IT_WAKE, IT_END };
 
@@ -55,6 +60,7 @@ struct item {
 	struct model_event ev;  /* IT_CALL, IT_GPU */
 	uint64_t ts;            /* IT_CORR, IT_STATE, IT_SAMPLE, IT_WAKE */
 	uint32_t tid, corr, waker, state;
+	int32_t result;         /* IT_CORR: a failed call's announcement, not 0 */
 	uint64_t pystack;
 	uint32_t seq;
 };
@@ -85,7 +91,7 @@ static struct item *item(uint64_t arrival, int kind)
 static void call(uint64_t ts, uint64_t dur, uint32_t tid, int call_kind, uint64_t pystack,
 		 uint32_t corr, uint64_t gpu_arrival)
 {
-	struct item *it = item(ts + dur, IT_CALL);
+	struct item *it = item(ts + dur, IT_CALL), *c;
 	struct model_event *e = &it->ev;
 
 	e->ts = ts;
@@ -119,8 +125,7 @@ static void call(uint64_t ts, uint64_t dur, uint32_t tid, int call_kind, uint64_
 		e->fields = MF_RET;
 	}
 	if (corr) {             /* announced inside the call, after its entry */
-		struct item *c = item(ts + 1000, IT_CORR);
-
+		c = item(ts + 1000, IT_CORR);
 		c->ts = ts + 1000;
 		c->tid = tid;
 		c->corr = corr;
@@ -212,6 +217,20 @@ static void make_items(void)
 			sm->tid = MAIN;
 			sm->pystack = py;
 		}
+		/*
+		 * A thread idle for longer than a part's calls set aside: its
+		 * launch before a cutoff is in flight (entry-only), its next one
+		 * and that one's announcement (of a failure, every other time)
+		 * set aside, and the failure is the later call's.
+		 */
+		if (s % 70 == 3) {
+			size_t at = nitems;     /* the call's item, then its announcement's */
+
+			call(t + 300000, 0, SLOW, 0, 0, corr++, gpu_at);
+			items[at].ev.fields &= ~MF_RET;         /* known from its announcement */
+			if (s % 140 == 73)
+				items[at + 1].result = 700;     /* CUDA_ERROR_ILLEGAL_ADDRESS */
+		}
 		if (s % 4 == 1) {       /* the loader's copy-in, on its own stream */
 			state(t + 200000, LOADER, MS_RUNNING);
 			state_held(t + 202000, LOADER, MS_GIL_WAIT, MAIN);
@@ -286,7 +305,10 @@ static void feed(struct model *m, const struct item *it)
 		}
 		break;
 	case IT_CORR:
-		model_add_corr(m, it->ts, PID, it->tid, it->corr);
+		if (it->result)
+			model_add_call_error(m, it->ts, PID, it->tid, it->result);
+		else
+			model_add_corr(m, it->ts, PID, it->tid, it->corr);
 		break;
 	case IT_STATE:
 		model_thread_state(m, PID, it->tid, it->ts, it->state,
@@ -315,6 +337,7 @@ static void setup(struct model *m)
 	model_thread(m, PID, MAIN, "python3");
 	model_thread(m, PID, WORKER, "worker");
 	model_thread(m, PID, LOADER, "loader");
+	model_thread(m, PID, SLOW, "slow");
 	add_stacks(m);
 	/* the lookup's name is cut; the GPU's is whole */
 	model_set_kernel_name(m, PID, 0x7000, "fwd_kernel<flo");
@@ -333,7 +356,7 @@ int main(int argc, char **argv)
 	struct sink out;
 	char path[4][512], err[512];
 	size_t next = 0;
-	uint64_t parts = 0, gpu_flows = 0, inflight = 0;
+	uint64_t parts = 0, gpu_flows = 0, inflight = 0, aside = 0, aside_parts = 0;
 	int ret;
 
 	if (argc < 2 && unit_mkdtemp("parts")) {
@@ -361,7 +384,8 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < nitems; i++) {
 		feed(&m, &items[i]);
 		if (i + 1 - next == 200 && i + 1 < nitems && items[i].kind != IT_END) {
-			uint64_t now = items[i].arrival, cut = now - PARTS_LAG;
+			uint64_t now = items[i].arrival;
+			uint64_t cut = now - (parts % 3 == 2 ? PARTS_LAG_LONG : PARTS_LAG);
 
 			/* calls entered and not sent yet */
 			for (size_t k = i + 1; k < nitems; k++)
@@ -372,10 +396,12 @@ int main(int argc, char **argv)
 			next = i + 1;
 			ret = model_part_take(&m, cut);
 			if (!ret) {
+				aside += m.carry->nlater;
+				aside_parts += m.carry->nlater > 0;
 				for (size_t k = 0; k < m.nev; k++)
 					if (m.ev[k].ts >= cut && m.ev[k].kind == EV_API)
 						ret = -EINVAL;
-				inflight += cut < now - PARTS_LAG;
+				inflight += cut < now - (parts % 3 == 2 ? PARTS_LAG_LONG : PARTS_LAG);
 				ret = ret ?: export_parts_add(p[0], &m) ?: export_parts_add(p[1], &m) ?:
 				      model_part_next(&m);
 			}
@@ -391,6 +417,9 @@ int main(int argc, char **argv)
 	ok(open_fds() < 3 + 2 * 16, "parts: their runs merged as they come (%d files open)",
 	   open_fds());
 	ok(inflight >= 2, "parts: %llu cut before a call in flight", (unsigned long long)inflight);
+	ok(aside_parts >= 10 && aside >= aside_parts * 20,
+	   "parts: %llu set calls aside while finished, %llu calls in all",
+	   (unsigned long long)aside_parts, (unsigned long long)aside);
 	ok(model_finish(&m) == 0, "parts: the last finished");
 	for (int f = 0; f < 2; f++) {
 		ret = sink_open(&out, path[2 * f + 1]) ?: export_parts_finish(p[f], &m, &out) ?:

@@ -409,6 +409,7 @@ static int link_correlations(struct model *m, uint64_t cutoff, uint32_t **api_ou
 			     size_t *napi_out)
 {
 	bool parted = m->carry && cutoff != UINT64_MAX;
+	uint64_t later = parted ? m->carry->later_from : UINT64_MAX;
 	uint32_t *api;
 	size_t napi = 0, j = 0;
 
@@ -437,6 +438,10 @@ static int link_correlations(struct model *m, uint64_t cutoff, uint32_t **api_ou
 		struct model_corr *c = &m->corrs[k];
 		struct model_event *e;
 
+		if (c->ts >= later) {   /* its call was set aside (model_part.c) */
+			c->kept = 0;
+			continue;
+		}
 		/* advance to the last call of this thread entered at or before c->ts */
 		while (j + 1 < napi && cmp_thread_ts(m->ev[api[j + 1]].pid, m->ev[api[j + 1]].tid,
 						     m->ev[api[j + 1]].ts, c->pid, c->tid, c->ts) <= 0)

@@ -12,6 +12,7 @@ void model_carry_release(struct model_carry *c)
 	if (!c)
 		return;
 	free(c->ev);
+	free(c->later);
 	free(c->states);
 	free(c->samples);
 	free(c->walk);
@@ -21,17 +22,59 @@ void model_carry_release(struct model_carry *c)
 	free(c);
 }
 
+/*
+ * Calls from PARTS_LATER_NS after the cutoff on: none of their GPU work
+ * can be in the part (it comes after its call, bar clock skew, which
+ * gpu_clock.h repairs to well under this), and their announcements
+ * (timed at their call's entry) wait with them (link_correlations() in
+ * model.c), so finishing the part without them writes what it would with
+ * them.  Calls at the cutoff itself stay: a call that began before it may
+ * have announcements just after it.
+ */
+#define PARTS_LATER_NS 50000000ULL
+
+/* Set the calls at or after c->later_from aside in c->later. */
+static int set_later_aside(struct model *m)
+{
+	struct model_carry *c = m->carry;
+	uint32_t pid = 0;
+	size_t k = 0;
+
+	for (size_t i = 0; i < m->nev; i++) {
+		struct model_event *e = &m->ev[i];
+
+		if (e->kind != EV_API || e->ts < c->later_from) {
+			m->ev[k++] = *e;
+			continue;
+		}
+		if (array_grow(&c->later, &c->cap_later, c->nlater + 1))
+			return -ENOMEM;
+		/* its process has events, whose states this part may write */
+		if (e->pid != pid && !hashmap_put(&c->pids, e->pid, NULL))
+			return -ENOMEM;
+		pid = e->pid;
+		e->link = MODEL_NO_LINK;
+		c->later[c->nlater++] = *e;
+	}
+	m->nev = k;
+	return 0;
+}
+
 int model_part_take(struct model *m, uint64_t cutoff)
 {
-	if (!m->carry) {
-		m->carry = calloc(1, sizeof(*m->carry));
-		if (!m->carry)
+	struct model_carry *c = m->carry;
+
+	if (!c) {
+		c = m->carry = calloc(1, sizeof(*m->carry));
+		if (!c)
 			return -ENOMEM;
-		hashmap_init(&m->carry->walks);
-		hashmap_init(&m->carry->callers);
-		hashmap_init(&m->carry->pids);
+		hashmap_init(&c->walks);
+		hashmap_init(&c->callers);
+		hashmap_init(&c->pids);
 	}
-	return model_finish_part(m, cutoff < UINT64_MAX ? cutoff : UINT64_MAX - 1);
+	cutoff = cutoff < UINT64_MAX ? cutoff : UINT64_MAX - 1;
+	c->later_from = cutoff < UINT64_MAX - PARTS_LATER_NS ? cutoff + PARTS_LATER_NS : UINT64_MAX;
+	return set_later_aside(m) ?: model_finish_part(m, cutoff);
 }
 
 /* Keep the events at or after cutoff, and GPU work whose call is, in c. */
@@ -211,17 +254,19 @@ int model_part_next(struct model *m)
 	/* the part's arrows: calls' ids, then its states' GIL flows */
 	m->flow_base += m->nev + m->nstates + 1;
 	m->nev = m->nstates = m->nsamples = 0;
-	if (array_grow(&m->ev, &m->cap_ev, c->nev) ||
+	if (array_grow(&m->ev, &m->cap_ev, c->nev + c->nlater) ||
 	    array_grow(&m->states, &m->cap_states, c->nstates) ||
 	    array_grow(&m->samples, &m->cap_samples, c->nsamples))
 		return -ENOMEM;
 	memcpy(m->ev, c->ev, c->nev * sizeof(*m->ev));
+	memcpy(m->ev + c->nev, c->later, c->nlater * sizeof(*m->ev));
 	memcpy(m->states, c->states, c->nstates * sizeof(*m->states));
 	memcpy(m->samples, c->samples, c->nsamples * sizeof(*m->samples));
-	m->nev = c->nev;
+	m->nev = c->nev + c->nlater;
 	m->nstates = c->nstates;
 	m->nsamples = c->nsamples;
-	c->nev = c->nstates = c->nsamples = 0;
+	c->nev = c->nlater = c->nstates = c->nsamples = 0;
+	c->later_from = UINT64_MAX;
 	return 0;
 }
 

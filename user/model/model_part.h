@@ -19,6 +19,12 @@
  *  - each thread's open Python scopes (derive_scopes() in model.c);
  *  - the threads with driver calls and the processes with events.
  *
+ * Calls well after the cutoff (PARTS_LATER_NS on) are set aside before the
+ * part is finished and come back with what it kept: nothing of them is
+ * written with it, and finishing them once for each part that keeps them
+ * was half the recorder's work at a million calls a second.  Their
+ * announcements wait with them.
+ *
  * Each part is finished as model_finish() finishes a whole model: calls
  * get their correlations and the GPU work they caused (also work still
  * kept: its arrow id is fixed with the call's), scopes are closed when
@@ -53,6 +59,9 @@ struct scope_walk;
 struct model_carry {
 	struct model_event *ev;
 	size_t nev, cap_ev;
+	struct model_event *later;      /* calls at or after later_from, set aside */
+	size_t nlater, cap_later;       /* before the part was finished, not finished */
+	uint64_t later_from;            /* twice (model_part_take()) */
 	struct model_state_span *states;
 	size_t nstates, cap_states;
 	struct model_sample *samples;
@@ -97,10 +106,10 @@ int model_part_cutoff(const struct model *m, uint64_t now, uint64_t inflight, ui
 /*
  * Event bytes past which the next part is due, once one was taken, for a
  * budget of memory bytes: the budget, or twice what was kept where that
- * is more.  A part finishes what it keeps once more: at a million calls a
- * second the cutoff's lag alone keeps ~250,000 (52 MB), and a part due at
- * half the budget on each time had every event finished 2.5 times, not
- * twice at most.
+ * is more.  A part finishes again what it keeps but the calls set aside:
+ * at a million calls a second the cutoff's lag alone keeps ~250,000 (52
+ * MB), and a part due at half the budget on each time had every event
+ * finished 2.5 times, not twice at most.
  */
 size_t model_part_next_at(const struct model *m, size_t memory);
 
