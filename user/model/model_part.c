@@ -12,7 +12,6 @@ void model_carry_release(struct model_carry *c)
 	if (!c)
 		return;
 	free(c->ev);
-	free(c->later);
 	free(c->states);
 	free(c->samples);
 	free(c->walk);
@@ -33,7 +32,7 @@ void model_carry_release(struct model_carry *c)
  */
 #define PARTS_LATER_NS 50000000ULL
 
-/* Set the calls at or after c->later_from aside in c->later. */
+/* Set the calls at or after c->later_from aside, in c->ev (empty now). */
 static int set_later_aside(struct model *m)
 {
 	struct model_carry *c = m->carry;
@@ -47,16 +46,17 @@ static int set_later_aside(struct model *m)
 			m->ev[k++] = *e;
 			continue;
 		}
-		if (array_grow(&c->later, &c->cap_later, c->nlater + 1))
+		if (array_grow(&c->ev, &c->cap_ev, c->nlater + 1))
 			return -ENOMEM;
 		/* its process has events, whose states this part may write */
 		if (e->pid != pid && !hashmap_put(&c->pids, e->pid, NULL))
 			return -ENOMEM;
 		pid = e->pid;
 		e->link = MODEL_NO_LINK;
-		c->later[c->nlater++] = *e;
+		c->ev[c->nlater++] = *e;
 	}
 	m->nev = k;
+	c->nev = c->nlater;
 	return 0;
 }
 
@@ -98,8 +98,8 @@ static int split_events(struct model *m, uint64_t cutoff, uint32_t *api, size_t 
 			return -ENOMEM;
 		}
 	}
-	c->nev = 0;
-	if (array_grow(&c->ev, &c->cap_ev, m->nev - k)) {
+	c->nev = c->nlater;
+	if (array_grow(&c->ev, &c->cap_ev, c->nev + m->nev - k)) {
 		free(where);
 		return -ENOMEM;
 	}
@@ -254,15 +254,14 @@ int model_part_next(struct model *m)
 	/* the part's arrows: calls' ids, then its states' GIL flows */
 	m->flow_base += m->nev + m->nstates + 1;
 	m->nev = m->nstates = m->nsamples = 0;
-	if (array_grow(&m->ev, &m->cap_ev, c->nev + c->nlater) ||
+	if (array_grow(&m->ev, &m->cap_ev, c->nev) ||
 	    array_grow(&m->states, &m->cap_states, c->nstates) ||
 	    array_grow(&m->samples, &m->cap_samples, c->nsamples))
 		return -ENOMEM;
 	memcpy(m->ev, c->ev, c->nev * sizeof(*m->ev));
-	memcpy(m->ev + c->nev, c->later, c->nlater * sizeof(*m->ev));
 	memcpy(m->states, c->states, c->nstates * sizeof(*m->states));
 	memcpy(m->samples, c->samples, c->nsamples * sizeof(*m->samples));
-	m->nev = c->nev + c->nlater;
+	m->nev = c->nev;
 	m->nstates = c->nstates;
 	m->nsamples = c->nsamples;
 	c->nev = c->nlater = c->nstates = c->nsamples = 0;

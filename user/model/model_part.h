@@ -57,11 +57,10 @@ struct model_wake;
 struct scope_walk;
 
 struct model_carry {
-	struct model_event *ev;
+	struct model_event *ev;         /* first the calls set aside, nlater of them */
 	size_t nev, cap_ev;
-	struct model_event *later;      /* calls at or after later_from, set aside */
-	size_t nlater, cap_later;       /* before the part was finished, not finished */
-	uint64_t later_from;            /* twice (model_part_take()) */
+	size_t nlater;
+	uint64_t later_from;            /* calls from here on are set aside */
 	struct model_state_span *states;
 	size_t nstates, cap_states;
 	struct model_sample *samples;
