@@ -573,6 +573,33 @@ done:
 }
 
 /*
+ * The identity token of the code object of the frame at frame, read (the
+ * frame's identity slot did not hold it) and remembered in the slot; 0
+ * when it cannot be read here.  Out of line, as it is rare once a program
+ * runs its loop: the four frames of a turn inline the common path only
+ * (a turn's machine code 1.9 KiB, not 2.9; ~1% less time at depth 30).
+ */
+static __noinline __u32 py_ident_read(struct py_walk *w, __u64 frame, __u64 code)
+{
+	struct py_ident_slot *known = ident_slot(w->t, frame);
+	struct py_scratch *s = w->s;
+	__u32 ident;
+
+	if (bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + w->cfg->code_ident)))
+		/*
+		 * Not readable here (the page is not mapped in: this runs where
+		 * no fault is taken): unknown, and not remembered, so that the
+		 * next walk reads it again rather than naming the frame "?".
+		 */
+		return 0;
+	ident = gb_py_ident(s->ident);
+	known->frame = frame;
+	known->code = code;
+	known->ident = ident;
+	return ident;
+}
+
+/*
  * One frame: 0 to go on, 1 to stop.  Most frames are already in the
  * window, and their identity tokens known from the last walk: that path
  * is a few loads and compares.
@@ -609,21 +636,10 @@ static __always_inline int py_walk_frame(struct py_walk *w)
 	f->code = code;
 	f->instr = instr;
 	known = ident_slot(w->t, frame);
-	if (known->frame == frame && known->code == code) {
+	if (known->frame == frame && known->code == code)
 		f->ident = known->ident;
-	} else if (bpf_probe_read_user(s->ident, sizeof(s->ident), (void *)(code + cfg->code_ident))) {
-		/*
-		 * Not readable here (the page is not mapped in: this runs where
-		 * no fault is taken): unknown, and not remembered, so that the
-		 * next walk reads it again rather than naming the frame "?".
-		 */
-		f->ident = 0;
-	} else {
-		f->ident = gb_py_ident(s->ident);
-		known->frame = frame;
-		known->code = code;
-		known->ident = f->ident;
-	}
+	else
+		f->ident = py_ident_read(w, frame, code);
 	w->hash = (w->hash ^ code ^ ((__u64)f->ident << 32 | (__u32)instr)) * 0x100000001b3ULL;
 	w->n = n + 1;
 	return 0;
