@@ -21,6 +21,28 @@ for py in "${pythons[@]}"; do
 		fi
 	done
 done
+# the walk as on a kernel without may_goto (before Linux 6.9): four frames a
+# bpf_loop turn, on each frame layout (3.8-3.10's frame objects, 3.11's, 3.12+'s)
+for py in $(cpythons 3.10 3.11 3.13); do
+	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])'), bpf_loop walk"
+	if check "$name: record" env GPUBPF_TEST_NO_MAY_GOTO=1 "$GPUBPF" record -v --stack-depth 64 \
+		-o "$TMPD/l.json" -- "$py" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 300; then
+		like "$name: -v says so" "$(grep 'Python stacks:' "$TMPD/.check.out")" \
+			"^gpubpf: Python stacks: four frames a bpf_loop turn"
+		tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/l.json" "$TMPD/truth.json" 64
+	fi
+done
+# and the loop the runs above used: may_goto from Linux 6.9 on
+IFS=. read -r kmaj kmin _ <<<"$(uname -r)"
+if ((kmaj > 6 || (kmaj == 6 && ${kmin%%[!0-9]*} >= 9))); then
+	loop="a frame an iteration of a may_goto loop"
+else
+	loop="four frames a bpf_loop turn"
+fi
+if check "-v: the walk's loop named" "$GPUBPF" record -v --no-device -o "$TMPD/v.json" -- true; then
+	like "-v: on Linux $kmaj.${kmin%%[!0-9]*}, $loop" "$(grep 'Python stacks:' "$TMPD/.check.out")" \
+		"^gpubpf: Python stacks: $loop"
+fi
 # a process started long before gpubpf, attached with -p: its stacks too
 "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 6 --wait-file "$TMPD/go" 2>/dev/null &
 w=$!

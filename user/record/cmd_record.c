@@ -116,6 +116,8 @@ static int open_probes(struct record *r)
 	po.hold_each = o->stacks && o->mode != MODE_PIDS;
 	/* tests: behave as on a kernel that cannot hold processes */
 	po.no_hold = getenv("GPUBPF_TEST_NO_HOLD") && *getenv("GPUBPF_TEST_NO_HOLD");
+	/* tests: walk Python stacks as on a kernel without may_goto */
+	po.no_may_goto = getenv("GPUBPF_TEST_NO_MAY_GOTO") && *getenv("GPUBPF_TEST_NO_MAY_GOTO");
 	if (probes_open(&r->probes, &po, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		return -EINVAL;

@@ -48,6 +48,29 @@ union uprobe_multi_attr {
 	char size[sizeof(union bpf_attr)];
 };
 
+/*
+ * Whether the kernel knows may_goto (BPF_JMP | BPF_JCOND, Linux 6.9), which
+ * the Python walk's loop uses where it can (py_stack_walk() in
+ * cuda.bpf.c): a program of the instruction alone, loaded and closed.
+ */
+#define BPF_MAY_GOTO (BPF_JMP | 0xe0 | BPF_K)
+
+static int may_goto_known(void)
+{
+	const struct bpf_insn insns[] = {
+		{ .code = BPF_MAY_GOTO },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0 },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "gb_may_goto", "GPL", insns,
+			       sizeof(insns) / sizeof(insns[0]), NULL);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	return 1;
+}
+
 static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
 			     const uint64_t *cookies, uint32_t cnt, pid_t pid, int ret)
 {
@@ -151,7 +174,7 @@ static int map_crings(struct probes *p)
 
 int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t errlen)
 {
-	int ret;
+	int ret, may_goto;
 
 	memset(p, 0, sizeof(*p));
 	p->verbose = o->verbose;
@@ -162,6 +185,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			 "gpubpf needs a kernel built with CONFIG_DEBUG_INFO_BTF=y");
 		return -ENOTSUP;
 	}
+	may_goto = !o->no_may_goto && may_goto_known();
 	/*
 	 * try with uprobe_multi programs, then without them; each with the
 	 * mmap hook that holds new libcuda mappings, then without it
@@ -180,6 +204,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		p->skel->rodata->native_stacks = !!o->native_stacks;
 		p->skel->rodata->self_tgid = getpid();
 		p->skel->rodata->hold_each = !!o->hold_each;
+		p->skel->rodata->may_goto_on = may_goto;
 		if (o->ringbuf_bytes) {
 			uint64_t gpu = pow2_at_least(o->ringbuf_bytes);
 			uint64_t host = gpu / PROBES_HOST_RING_PART > PROBES_HOST_RING_MIN ?
@@ -241,6 +266,9 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		else
 			fprintf(stderr, "gpubpf: call rings: none, every call through the first "
 				"ring buffer\n");
+		fprintf(stderr, "gpubpf: Python stacks: %s\n", may_goto ?
+			"a frame an iteration of a may_goto loop" :
+			"four frames a bpf_loop turn (no may_goto: Linux 6.9)");
 	}
 	bpf_program__set_autoattach(p->skel->progs.gb_mmap, false);
 	if (!o->follow_forks)

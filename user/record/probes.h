@@ -28,6 +28,8 @@ struct probes_opts {
 	int verbose;            /* libbpf's own messages */
 	int native_stacks;      /* capture the user-space stack of every call */
 	int no_hold;            /* do not load the mmap hook (as on a kernel without it) */
+	int no_may_goto;        /* walk Python stacks with bpf_loop (as on a kernel
+				   without may_goto, before Linux 6.9) */
 	int hold_each;          /* hold every process that maps libcuda, once (see
 				   probes_hold_maps), not only for a new library */
 	int states;             /* thread states from the scheduler (struct gb_state) */
