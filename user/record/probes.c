@@ -728,6 +728,8 @@ int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cf
 	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
 				 BPF_ANY))
 		return -errno;
+	/* the threads' copies of the entry are stale from here on */
+	__atomic_fetch_add(&p->skel->bss->py_procs_gen, 1, __ATOMIC_RELEASE);
 	/* its threads named by pthread_self() only (3.8-3.10): map those to tids */
 	if (cfg->tstate_native_tid == GB_PY_NONE)
 		__atomic_store_n(&p->skel->bss->py_fsbase_on, 1, __ATOMIC_RELAXED);
