@@ -299,6 +299,18 @@ struct {
 	__type(value, __u64);
 } unheld SEC(".maps");
 
+/*
+ * Per tgid: it ran a new program (exec) since its libcuda was known, so
+ * that the new program's first libcuda mapping is held and reported again
+ * (hold_each: its Python is looked for then, before its first call).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, __u8);
+} execed SEC(".maps");
+
 /* n records of process tgid lost. */
 static __always_inline void count_drops(__u32 tgid, __u64 n)
 {
@@ -1281,6 +1293,39 @@ int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 	return 0;
 }
 
+/*
+ * A process traced, or whose Python stacks are walked, execs (struct
+ * gb_exec): the layout of its old interpreter goes, before any call of the
+ * new program can be walked with it.
+ */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(gb_exec, struct task_struct *task)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, flags = pid_flags(tgid);
+	struct gb_exec *e;
+	__u8 one = 1;
+
+	if (!flags)
+		return 0;
+	if (flags & GB_PID_PYTHON) {
+		__sync_fetch_and_and(&pid_bits[pid_word(tgid)], ~(GB_PID_PYTHON << GB_PID_SHIFT(tgid)));
+		bpf_map_delete_elem(&py_procs, &tgid);
+		__sync_fetch_and_add(&py_procs_gen, 1);
+	}
+	if (hold_each)
+		bpf_map_update_elem(&execed, &tgid, &one, BPF_ANY);
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e) {
+		count_drop(tgid);
+		return 0;
+	}
+	e->type = GB_REC_EXEC;
+	e->pid = tgid;
+	e->ts = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
 /* A thread of a traced process exits: its name, for user space (struct gb_exit). */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(gb_exit, struct task_struct *task)
@@ -1388,8 +1433,9 @@ int gb_mmap(struct mmap_args *ctx)
 	if (!hold_each && bpf_map_lookup_elem(&libs_known, &key))
 		return 0;
 	key.pid = tgid;
-	if (bpf_map_lookup_elem(&libs_known, &key))
+	if (bpf_map_lookup_elem(&libs_known, &key) && !bpf_map_lookup_elem(&execed, &tgid))
 		return 0;
+	bpf_map_delete_elem(&execed, &tgid);
 	m = bpf_ringbuf_reserve(&rb, sizeof(*m), 0);
 	if (m) {
 		m->type = GB_REC_MAP;

@@ -33,6 +33,7 @@ enum gb_rec_type {
 	GB_REC_WAKE = 12,   /* a thread wakes another of its process: struct gb_wake */
 	GB_REC_NODE = 13,   /* PyTorch's autograd makes or runs a node: struct gb_node */
 	GB_REC_KICK = 14,   /* a CPU's call ring (struct gb_cring) wants reading: a type alone */
+	GB_REC_EXEC = 15,   /* a process gpubpf knows runs a new program: struct gb_exec */
 };
 
 /*
@@ -194,6 +195,18 @@ struct gb_exit {
 	__u32 tid;
 	__u32 pad;
 	char comm[GB_COMM_LEN]; /* the thread's name */
+};
+
+/*
+ * A process gpubpf traces, or walks the Python stacks of, execs a new
+ * program: what it knew of the old one's interpreter is stale.  The BPF
+ * side has already stopped walking its stacks (GB_PID_PYTHON cleared, its
+ * "py_procs" entry deleted); user space looks for the new one's.
+ */
+struct gb_exec {
+	__u32 type;             /* GB_REC_EXEC */
+	__u32 pid;              /* tgid */
+	__u64 ts;               /* CLOCK_MONOTONIC ns: the new program is in place */
 };
 
 /*

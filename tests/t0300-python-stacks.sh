@@ -2,7 +2,8 @@
 # Python stacks on every call, walked by eBPF: on every CPython the machine
 # has, each captured stack equals the workload's own (names and lines)
 # through methods, generators, lambdas, a C callback, recursion, two
-# threads, and a stack deeper than the limit (truncated, flagged).
+# threads, and a stack deeper than the limit (truncated, flagged); walked
+# with may_goto and with bpf_loop; after an exec of another Python.
 . "$(dirname "$0")/lib.sh"
 test_description "Python stacks on CUDA calls, CPython 3.8 to 3.15"
 require_bpf
@@ -42,6 +43,21 @@ fi
 if check "-v: the walk's loop named" "$GPUBPF" record -v --no-device -o "$TMPD/v.json" -- true; then
 	like "-v: on Linux $kmaj.${kmin%%[!0-9]*}, $loop" "$(grep 'Python stacks:' "$TMPD/.check.out")" \
 		"^gpubpf: Python stacks: $loop"
+fi
+# a process whose Python runs another Python in its place (exec, the same
+# pid): the new program's stacks are walked with the new layout
+mapfile -t pair < <(cpythons 3.11 3.13 3.12 3.10)
+if ((${#pair[@]} >= 2)); then
+	name="$("${pair[0]}" -c 'import sys; print("%d.%d" % sys.version_info[:2])') execs $("${pair[1]}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+	if check "$name: record" "$GPUBPF" record -v --stack-depth 64 -o "$TMPD/x.json" -- \
+		"${pair[0]}" "$GPUBPF_ROOT/tests/py/exec_into.py" "${pair[1]}" \
+		"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 300; then
+		like "$name: -v says the new program's Python is looked for" \
+			"$(grep -c 'runs a new program: looking for its Python' "$TMPD/.check.out")" "^[1-9]"
+		tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/x.json" "$TMPD/truth.json" 64
+	fi
+else
+	skip "fewer than two CPythons to exec one into the other" 1
 fi
 # a process started long before gpubpf, attached with -p: its stacks too
 "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 6 --wait-file "$TMPD/go" 2>/dev/null &

@@ -201,6 +201,17 @@ int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_c
 	return 0;
 }
 
+void collector_forget_python(struct collector *c, uint32_t pid)
+{
+	for (size_t i = 0; i < c->npy; i++)
+		if (c->py[i].pid == pid) {
+			c->py[i] = c->py[--c->npy];
+			break;
+		}
+	/* its code objects were the old program's, and so is its memory's file */
+	pysym_forget(c->pysym, pid);
+}
+
 /*
  * Name a stack's frames now, while the process still runs: strings
  * "qualname (file:line)" for the frame, "qualname (file)" for its function.

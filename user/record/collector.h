@@ -46,6 +46,8 @@ struct collector {
 
 /* Python stacks of pid are walked with layout cfg: resolve them with it. 0 or -ENOMEM. */
 int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_config *cfg);
+/* pid runs a new program (exec): forget its interpreter's layout and code objects. */
+void collector_forget_python(struct collector *c, uint32_t pid);
 
 void collector_init(struct collector *c, struct model *m);
 void collector_release(struct collector *c);

@@ -48,6 +48,7 @@ int pystacks_try(struct record *r, pid_t pid)
 		return 1;
 	if (t->done)
 		return 1;
+	t->last = now_ns(CLOCK_MONOTONIC);
 	ret = pyruntime_find(pid, &cfg, why, sizeof(why));
 	if (ret == -ENOENT || ret == -EAGAIN) {
 		t->done = now_ns(CLOCK_MONOTONIC) - t->first >= PY_GIVE_UP_NS;
@@ -73,6 +74,25 @@ int pystacks_tried(struct record *r, pid_t pid)
 		if (r->py[i].pid == pid)
 			return 1;
 	return 0;
+}
+
+void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)
+{
+	size_t i;
+
+	for (i = 0; i < r->npy && r->py[i].pid != pid; i++)
+		;
+	/* looked for since: what was found (or not) is the new program's */
+	if (i < r->npy && r->py[i].last >= ts)
+		return;
+	if (i < r->npy)
+		r->py[i] = r->py[--r->npy];
+	collector_forget_python(&r->coll, pid);
+	if (r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d runs a new program: looking for its Python\n", pid);
+	/* -p: the targets' poll tries it; -a, -- CMD: its next call, or the next scan */
+	if (r->last_pid == pid)
+		r->last_pid = 0;
 }
 
 void pystacks_autograd(struct record *r, pid_t pid)

@@ -54,6 +54,7 @@ struct py_try {
 	int done;
 	int autograd;           /* its libtorch was looked for */
 	uint64_t first;
+	uint64_t last;          /* when it was last looked for (CLOCK_MONOTONIC) */
 };
 
 struct record {
@@ -163,6 +164,8 @@ int pystacks_try(struct record *r, pid_t pid);
 
 /* 1 if pid's Python was looked for already. */
 int pystacks_tried(struct record *r, pid_t pid);
+/* pid runs a new program since ts (GB_REC_EXEC): look for its interpreter anew. */
+void pystacks_exec(struct record *r, pid_t pid, uint64_t ts);
 
 /*
  * With --autograd, pid maps libcuda now: probe PyTorch's autograd engine

@@ -39,6 +39,12 @@ static int on_record(void *ctx, void *data, size_t size)
 		targets_on_map(r, data);
 		return 0;
 	}
+	if (size == sizeof(struct gb_exec) && *(const uint32_t *)data == GB_REC_EXEC) {
+		const struct gb_exec *e = data;
+
+		pystacks_exec(r, e->pid, e->ts);
+		return 0;
+	}
 	/* -a, -- CMD: a process not held at its libcuda (a shell job, or one
 	 * running before us): look for its Python at its first call */
 	if (size >= sizeof(struct gb_call) && *(const uint32_t *)data == GB_REC_CALL &&
