@@ -1107,8 +1107,8 @@ static __always_inline int on_return(struct pt_regs *ctx)
 		return 0;
 	c->ts_return = bpf_ktime_get_ns();
 	c->ret = PT_REGS_RC(ctx);
-	if (out)
-		bpf_probe_read_user(&c->out, 8, (void *)reg_arg(c, out - 1));
+	if (out)                /* onto the stack: see fill_entry() */
+		c->out = read_u64(reg_arg(c, out - 1));
 	if (c->ret == 0) {
 		if (ck & GB_CK_NAME_ARG2)
 			emit_name(tgid, c->out, (const char *)c->arg[2]);
