@@ -1347,6 +1347,8 @@ int BPF_PROG(gb_exit, struct task_struct *task)
 
 	if (!traced(tgid))
 		return 0;
+	if (hold_each && (__u32)pid_tgid == tgid)       /* the process ends */
+		bpf_map_delete_elem(&execed, &tgid);
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
 		count_drop(tgid);
