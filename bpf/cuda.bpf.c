@@ -574,7 +574,8 @@ static __always_inline __u8 frame_u8(const struct py_scratch *s, __u32 at, __u32
  * the frame (3.11+: sizeof(_PyInterpreterFrame) is 80; 3.8-3.10: the
  * PyFrameObject up to f_lasti).  3.11+: read from the start of the frame's
  * page up to its end, memory the frame's own pages are part of; if that
- * fails, or for 3.8-3.10's separately allocated frames, read just the frame.
+ * fails, for a frame above the window, or for 3.8-3.10's separately
+ * allocated frames, read just the frame.
  * s->win_last: the last position at which a whole frame is in the window.
  */
 #define PY_NEED_311 80
@@ -587,6 +588,13 @@ static __noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 
 	/* a masked length: bounded in a way the verifier follows */
 	len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_NEED_311 : PY_NEED_310;
+	/*
+	 * Above the window: not further down the data stack, which grows up,
+	 * but a 3.12+ shim on the C stack (one at the bottom of each stack)
+	 * or a generator's frame: just the frame, not its page.
+	 */
+	if (s->win_base && addr > s->win_base)
+		len = need;
 	base = addr + need - len;
 	if (len > need && bpf_probe_read_user(s->win, len, (void *)base)) {
 		len = need;
