@@ -70,7 +70,10 @@ def main():
     ok(mine, "the main thread has a state track")
     check_tiling(tracks)
     want = {
-        "busy": lambda n, s: s.get("running", 0) >= 0.5
+        # on a CPU or waiting for one; on these 2-vCPU machines the other
+        # threads on it (the recorder's) can take half its time (a clean
+        # CI run saw running 0.48, runnable 0.52)
+        "busy": lambda n, s: s.get("running", 0) >= 0.3
         and s.get("running", 0) + s.get("runnable", 0) >= 0.8,
         "gil": lambda n, s: s.get("gil_wait", 0) >= 0.4,
         "read": lambda n, s: n.get("read", 0) >= 0.8,
