@@ -65,6 +65,17 @@ held_run() {
 	wait "$h"
 	# stopped before callcost exits: its exit is not a record to count
 	kill -INT "$g"
+	# the trace is written to a temporary file beside it, once recording
+	# has ended: the main thread's nice then
+	EXPORT_NICE=
+	for _ in $(seq 2000); do
+		if compgen -G "$TMPD/.$name.json.*" >/dev/null; then
+			EXPORT_NICE=$(sed 's/.*) //' "/proc/$g/task/$g/stat" | awk '{ print $17 }')
+			break
+		fi
+		kill -0 "$g" 2>/dev/null || break
+		sleep 0.01
+	done
 	wait "$g"
 	is "$name: record stopped by SIGINT once released, exit 0" "$?" 0
 	kill -USR1 "$pid"
@@ -79,7 +90,9 @@ held_run() {
 held_run ring1m
 # woken as a ring passes a quarter full, the reader must run at once, not
 # after whichever thread holds the CPU has used up its time slice
-is "the reader's thread runs at nice -20, the collector's as started" "$NICES" "-20 $(nice) "
+# and so must the collector's, while the traced threads take every CPU
+is "while recording, the reader's thread and the collector's run at nice -20" "$NICES" "-20 -20 "
+is "the trace is written at the nice gpubpf was started with" "$EXPORT_NICE" "$(nice)"
 is "1 MiB ring: every launch is in the trace" "$LAUNCHES" $N
 is "1 MiB ring: nothing dropped" "$DROPPED" 0
 is "1 MiB ring: no word of a recorder that fell behind" "$(grep -c "fell behind" "$TMPD/ring1m.err")" 0

@@ -13,7 +13,6 @@
 
 #define READ_MS 100             /* read at least this often: wakeups are batched */
 #define FIRST_EVERY (256u << 10) /* read the first ring between so many bytes of the others */
-#define READER_NICE (-20)
 
 /* The thread's: the per-CPU call rings' records into the queue. */
 static int on_call(void *ctx, void *data, size_t size)
@@ -84,7 +83,7 @@ static void *reader_main(void *arg)
 	struct epoll_event ev[4];
 	int stop = 0, err = 0, woken;
 
-	(void)setpriority(PRIO_PROCESS, gettid(), READER_NICE);
+	(void)setpriority(PRIO_PROCESS, gettid(), RECORD_NICE);
 	while (!stop && err >= 0) {
 		woken = epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS) > 0;
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);

@@ -26,6 +26,12 @@
 
 struct ring_buffer;
 
+/*
+ * The reader thread's priority, and the collector's while it records
+ * (record_loop()): the highest of their class, where root may set it.
+ */
+#define RECORD_NICE (-20)
+
 struct ring_reader {
 	struct rec_queue q;
 	struct ring_buffer *first;      /* the first ring */
