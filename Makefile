@@ -312,9 +312,9 @@ $(BENCH_BPF:%=$(BENCH_DIR)/%.skel.h): $(BENCH_DIR)/%.skel.h: $(BENCH_DIR)/%.bpf.
 	$(call msg,GEN-SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $*_bpf > $@.tmp && mv $@.tmp $@
 
-$(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h
+$(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h $(LIB_OBJS)
 	$(call msg,LINK,$@)
-	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS)
+	$(Q)$(CC) $(CFLAGS) -I$(BENCH_DIR) -o $@ $< $(filter %.o,$^) $(LDLIBS)
 
 # tests run bench section 15 with it (tests/t0920-bench-helper-section.sh).
 test-bins: $(BENCH_DIR)/helper_cost

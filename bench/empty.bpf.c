@@ -15,6 +15,13 @@ int empty_entry(void *ctx)
 	return 0;
 }
 
+/* the same, for empty_uprobe -m: through a uprobe_multi link, as gpubpf attaches */
+SEC("uprobe")
+int empty_entry_multi(void *ctx)
+{
+	return 0;
+}
+
 SEC("uretprobe")
 int empty_return(void *ctx)
 {

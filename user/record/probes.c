@@ -22,6 +22,7 @@
 #include "gpubpf.h"
 #include "record/probe_site.h"
 #include "record/probes.h"
+#include "record/uprobe_multi.h"
 
 static int verbose_libbpf;
 
@@ -30,23 +31,6 @@ static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list 
 	/* without -v, failures surface as gpubpf's own one-line errors */
 	return verbose_libbpf ? vfprintf(stderr, fmt, ap) : 0;
 }
-
-/*
- * uprobe_multi links (Linux 6.6) postdate the UAPI headers and libbpf of
- * Debian 12, so the attach type and the link_create layout are spelled
- * out here; the values are the kernel's ABI.
- */
-#define ATTACH_UPROBE_MULTI 48
-#define UPROBE_MULTI_RETURN 1
-
-union uprobe_multi_attr {
-	struct {
-		uint32_t prog_fd, target_fd, attach_type, flags;
-		uint64_t path, offsets, ref_ctr_offsets, cookies;
-		uint32_t cnt, um_flags, pid;
-	} lc;
-	char size[sizeof(union bpf_attr)];
-};
 
 /*
  * Whether the kernel knows may_goto (BPF_JMP | BPF_JCOND, Linux 6.9), which
@@ -69,25 +53,6 @@ static int may_goto_known(void)
 		return 0;
 	close(fd);
 	return 1;
-}
-
-static int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
-			     const uint64_t *cookies, uint32_t cnt, pid_t pid, int ret)
-{
-	union uprobe_multi_attr a;
-	int fd;
-
-	memset(&a, 0, sizeof(a));
-	a.lc.prog_fd = prog_fd;
-	a.lc.attach_type = ATTACH_UPROBE_MULTI;
-	a.lc.path = (uintptr_t)path;
-	a.lc.offsets = (uintptr_t)offs;
-	a.lc.cookies = (uintptr_t)cookies;
-	a.lc.cnt = cnt;
-	a.lc.um_flags = ret ? UPROBE_MULTI_RETURN : 0;
-	a.lc.pid = pid > 0 ? pid : 0;
-	fd = syscall(__NR_bpf, BPF_LINK_CREATE, &a, sizeof(a));
-	return fd < 0 ? -errno : fd;
 }
 
 static uint64_t pow2_at_least(uint64_t v)
