@@ -27,6 +27,7 @@ const volatile __u32 gpu_wake_shift = 22; /* the same for gpu_rb */
 const volatile __u8 native_stacks = 0;  /* capture user-space stacks */
 const volatile __u32 self_tgid = 0;     /* the recorder, never held */
 const volatile __u8 hold_each = 0;      /* hold every process at its first libcuda map */
+const volatile __u8 hold_exec = 0;      /* and a traced one at its first after an exec */
 const volatile __u8 crings_on = 0;      /* entry-only calls go to cpu_rings */
 const volatile __u64 cring_mask = 0;    /* a CPU ring's data bytes - 1 (a power of two) */
 const volatile __u32 cring_wake_shift = 14; /* kick the reader each 1 << this unread bytes */
@@ -302,7 +303,7 @@ struct {
 /*
  * Per tgid: it ran a new program (exec) since its libcuda was known, so
  * that the new program's first libcuda mapping is held and reported again
- * (hold_each: its Python is looked for then, before its first call).
+ * (hold_exec: its Python is looked for then, before its first call).
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1331,7 +1332,7 @@ int BPF_PROG(gb_exec, struct task_struct *task)
 		bpf_map_delete_elem(&py_procs, &tgid);
 		__sync_fetch_and_add(&py_procs_gen, 1);
 	}
-	if (hold_each)
+	if (hold_exec)
 		bpf_map_update_elem(&execed, &tgid, &one, BPF_ANY);
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
@@ -1355,7 +1356,7 @@ int BPF_PROG(gb_exit, struct task_struct *task)
 
 	if (!traced(tgid))
 		return 0;
-	if (hold_each && (__u32)pid_tgid == tgid)       /* the process ends */
+	if (hold_exec && (__u32)pid_tgid == tgid)       /* the process ends */
 		bpf_map_delete_elem(&execed, &tgid);
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
@@ -1431,6 +1432,7 @@ int gb_mmap(struct mmap_args *ctx)
 	struct file *file = NULL, **fds;
 	struct gb_map *m;
 	__u64 one = 1, *n;
+	int exec_new;
 
 	/* the loader maps a library's code executable; readers of the file do not */
 	if (!(ctx->prot & GB_PROT_EXEC) || (__s64)ctx->fd < 0 || tgid == self_tgid ||
@@ -1450,11 +1452,15 @@ int gb_mmap(struct mmap_args *ctx)
 			return 0;
 	key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
 	key.ino = BPF_CORE_READ(file, f_inode, i_ino);
-	/* hold_each: user space wants each process once (to find its Python) */
-	if (!hold_each && bpf_map_lookup_elem(&libs_known, &key))
+	/*
+	 * hold_each: user space wants each process once (to find its Python);
+	 * a process that ran a new program, again
+	 */
+	exec_new = hold_exec && bpf_map_lookup_elem(&execed, &tgid);
+	if (!hold_each && !exec_new && bpf_map_lookup_elem(&libs_known, &key))
 		return 0;
 	key.pid = tgid;
-	if (bpf_map_lookup_elem(&libs_known, &key) && !bpf_map_lookup_elem(&execed, &tgid))
+	if (!exec_new && bpf_map_lookup_elem(&libs_known, &key))
 		return 0;
 	bpf_map_delete_elem(&execed, &tgid);
 	m = bpf_ringbuf_reserve(&rb, sizeof(*m), 0);

@@ -56,8 +56,24 @@ if ((${#pair[@]} >= 2)); then
 			"$(grep -c 'runs a new program: looking for its Python' "$TMPD/.check.out")" "^[1-9]"
 		tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/x.json" "$TMPD/truth.json" 64
 	fi
+	# the same exec in a process attached with -p: held at the new
+	# program's libcuda too, its stacks from its first call
+	rm -f "$TMPD/xgo"
+	"${pair[0]}" "$GPUBPF_ROOT/tests/py/exec_into.py" --wait-file "$TMPD/xgo" "${pair[1]}" \
+		"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/ptruth.json" --deep 300 &
+	w=$!
+	at_exit "kill $w 2>/dev/null"
+	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+	"$GPUBPF" record -v --stack-depth 64 -p "$w" -o "$TMPD/px.json" 2>"$TMPD/px.err" &
+	g=$!
+	wait_for_cmd 20 grep -q "recording" "$TMPD/px.err"
+	touch "$TMPD/xgo"
+	wait "$w" "$g"
+	like "-p, $name: held at the new program's libcuda" \
+		"$(grep -c "pid $w loaded .*held until probed" "$TMPD/px.err")" "^[1-9]"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/px.json" "$TMPD/ptruth.json" 64
 else
-	skip "fewer than two CPythons to exec one into the other" 1
+	skip "fewer than two CPythons to exec one into the other" 2
 fi
 # a process started long before gpubpf, attached with -p: its stacks too
 "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 6 --wait-file "$TMPD/go" 2>/dev/null &

@@ -114,6 +114,8 @@ static int open_probes(struct record *r)
 	po.wakes = o->stacks;
 	/* -a and -- CMD: find a new process's Python before its first call */
 	po.hold_each = o->stacks && o->mode != MODE_PIDS;
+	/* and a process that runs a new program, in every mode */
+	po.hold_exec = o->stacks;
 	/* tests: behave as on a kernel that cannot hold processes */
 	po.no_hold = getenv("GPUBPF_TEST_NO_HOLD") && *getenv("GPUBPF_TEST_NO_HOLD");
 	/* tests: walk Python stacks as on a kernel without may_goto */

@@ -169,6 +169,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		p->skel->rodata->native_stacks = !!o->native_stacks;
 		p->skel->rodata->self_tgid = getpid();
 		p->skel->rodata->hold_each = !!o->hold_each;
+		p->skel->rodata->hold_exec = !!o->hold_exec;
 		p->skel->rodata->may_goto_on = may_goto;
 		if (o->ringbuf_bytes) {
 			uint64_t gpu = pow2_at_least(o->ringbuf_bytes);

@@ -32,6 +32,8 @@ struct probes_opts {
 				   without may_goto, before Linux 6.9) */
 	int hold_each;          /* hold every process that maps libcuda, once (see
 				   probes_hold_maps), not only for a new library */
+	int hold_exec;          /* hold a traced process that runs a new program
+				   (exec) again at its libcuda */
 	int states;             /* thread states from the scheduler (struct gb_state) */
 	uint32_t sample_hz;     /* CPU-clock samples per second per CPU; 0: none */
 	int wakes;              /* wakes within Python processes (struct gb_wake) */

@@ -87,10 +87,19 @@ void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)
 		return;
 	if (i < r->npy)
 		r->py[i] = r->py[--r->npy];
+	/*
+	 * BPF holds it at its new program's libcuda (hold_exec), for it to be
+	 * looked for before its first call, where the hook that holds is
+	 * attached: -p attaches it only now, when first needed (its detach
+	 * costs 0.1-0.3 s); a program that maps libcuda before that is looked
+	 * for by the targets' poll
+	 */
+	if (r->o->stacks && !r->holding)
+		r->holding = !probes_hold_maps(&r->probes);
 	collector_forget_python(&r->coll, pid);
 	if (r->o->verbose)
 		fprintf(stderr, "gpubpf: pid %d runs a new program: looking for its Python\n", pid);
-	/* -p: the targets' poll tries it; -a, -- CMD: its next call, or the next scan */
+	/* else -p: the targets' poll tries it; -a, -- CMD: its next call, or the next scan */
 	if (r->last_pid == pid)
 		r->last_pid = 0;
 }

@@ -350,7 +350,8 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 			r->targets[i].seen_libcuda = 1;
 			target_markers(r, &r->targets[i]);
 		}
-	if (n >= 0 && r->o->mode != MODE_PIDS)
+	/* held: before its first call (-p: a target that loaded libcuda late or execed) */
+	if (n >= 0)
 		pystacks_try(r, m->pid);
 	if (n >= 0)
 		pystacks_autograd(r, m->pid);
