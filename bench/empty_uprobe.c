@@ -2,7 +2,7 @@
 /*
  * empty_uprobe - attach bench/empty.bpf.c to one function of one process.
  *
- *	empty_uprobe -p PID -l LIB -f FUNC [-r] [-m]
+ *	empty_uprobe -p PID -l LIB -f FUNC [-r | -m]
  *
  * Attaches an empty uprobe (and with -r an empty uretprobe too) to FUNC in
  * LIB for PID only, prints "attached" on stdout, and holds the probes until

@@ -6,12 +6,13 @@
 # push stub's cuLaunchKernel, less an empty program's), the median of each
 # kind.  Then the calls gpubpf's programs make, priced with them: the
 # entry program of a launch without a stack (an attach cookie, the pid,
-# the clock, one read of the 40 bytes of stack arguments into the call's
-# record), and the Python walk at depth 30 on CPython 3.11 or 3.12 (the
-# thread's task storage, which holds the process's layout, two short reads
-# onto the stack, the thread state's and the C frame's, one read of the
-# frames' 3.4 KiB, three function calls; a may_goto loop, which makes no
-# call: on a kernel without it, 8 turns of bpf_loop more), to hold against
+# the clock, one read of the 40 bytes of stack arguments onto the
+# program's stack, copied into the call's record), and the Python walk at
+# depth 30 on CPython 3.11 or 3.12 (the thread's task storage, which
+# holds the process's layout, two short reads onto the stack, the thread
+# state's and the C frame's, one read of the frames' 3.4 KiB, three
+# function calls; a may_goto loop, which makes no call: on a kernel
+# without it, 8 turns of bpf_loop more), to hold against
 # the run times sections 5 and 7 measure.  These calls' cost moves several
 # times from one VM to another (CPU mitigations, the hypervisor), and
 # with it what gpubpf's programs can reach there.  Writes its block of
@@ -35,7 +36,7 @@ done
 # ns OP: the median of OP's figures
 ns() { sed -n "s/^op=$1 ns=//p" "$T/raw" | median; }
 row() { printf '| %s | %.1f |\n' "$2" "$(ns "$1")"; }
-entry=$(awk -v c="$(ns cookie)" -v p="$(ns pid_tgid)" -v k="$(ns ktime)" -v r="$(ns read8_map)" \
+entry=$(awk -v c="$(ns cookie)" -v p="$(ns pid_tgid)" -v k="$(ns ktime)" -v r="$(ns read8_stack)" \
 	'BEGIN { printf "%.0f", c + p + k + r }')
 walk=$(awk -v t="$(ns task_storage)" -v rs="$(ns read8_stack)" -v rb="$(ns read4k_map)" \
 	-v s="$(ns subprog)" 'BEGIN { printf "%.0f", t + 2 * rs + rb + 3 * s }')
@@ -61,7 +62,7 @@ block() {
 	row loop_turn 'a turn of bpf_loop()'
 	row subprog 'a call of a function of the program'
 	echo
-	echo "Priced with these, the calls of gpubpf's entry program for a launch without a stack (cookie, pid, clock, one read of the stack arguments) take **$entry ns** of its run time (section 7), and those of the Python walk at depth 30 on CPython 3.11/3.12 (task storage, two short reads onto the stack, one read of the frames' 3.4 KiB counted as 4 KiB, three function calls; a may_goto loop: 8 bpf_loop turns more on a kernel without it) **$walk ns** of its run time (section 5's \"the walk\"): the rest is the programs' own instructions and their memory."
+	echo "Priced with these, the calls of gpubpf's entry program for a launch without a stack (cookie, pid, clock, one read of the stack arguments onto its stack) take **$entry ns** of its run time (section 7), and those of the Python walk at depth 30 on CPython 3.11/3.12 (task storage, two short reads onto the stack, one read of the frames' 3.4 KiB counted as 4 KiB, three function calls; a may_goto loop: 8 bpf_loop turns more on a kernel without it) **$walk ns** of its run time (section 5's \"the walk\"): the rest is the programs' own instructions and their memory."
 	echo
 	echo "<!-- helper-bench:end -->"
 }

@@ -4,7 +4,7 @@
 #
 # For each prologue shape of bench/libcuda_bench.c (xor and sub: the kernel
 # single-steps them; endbr64 first: single-stepped, but gpubpf probes the
-# push after it; push %rbp: emulated), three copies of the library in one
+# push after it; push %rbp: emulated), four copies of the library in one
 # process (bench/sidecost.c): one untraced, one under an empty uprobe on
 # cuLaunchKernel's entry (a perf-event link, what a generic tracer places),
 # one under `gpubpf record -p` (entry only), one under an empty program

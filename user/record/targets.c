@@ -351,10 +351,10 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 			target_markers(r, &r->targets[i]);
 		}
 	/* held: before its first call (-p: a target that loaded libcuda late or execed) */
-	if (n >= 0)
+	if (n >= 0) {
 		pystacks_try(r, m->pid);
-	if (n >= 0)
 		pystacks_autograd(r, m->pid);
+	}
 	if (m->held == GB_HELD && kill(m->pid, SIGCONT) && errno != ESRCH)
 		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(errno));
 	/* n == 0: that file was probed already, no call can have been missed */
