@@ -58,7 +58,8 @@ block() {
 	row task_storage 'bpf_task_storage_get()'
 	row read8_stack 'bpf_probe_read_user(), 8 bytes into the program'"'"'s stack'
 	row read8_map 'bpf_probe_read_user(), 8 bytes into a map'"'"'s value'
-	row read4k_map 'bpf_probe_read_user(), 4 KiB into a map'"'"'s value'
+	row read4k_map 'bpf_probe_read_user(), 4 KiB into a map'"'"'s value, at the source'"'"'s place in a page'
+	row read4k_alias 'the same 16 bytes further on in the page ("4K aliasing": each load waits for the bytes just stored; the walk keeps clear of it)'
 	row loop_turn 'a turn of bpf_loop()'
 	row subprog 'a call of a function of the program'
 	echo

@@ -23,7 +23,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 struct hc_buf {
 	__u64 small[HC_N];
-	char big[HC_BIG];
+	__u64 addr;             /* big's address, as a number */
+	char big[2 * HC_BIG];   /* a page's read lands anywhere in its first page */
 };
 
 struct {
@@ -119,18 +120,37 @@ int hc_read8_map(struct pt_regs *ctx)
 	return 0;
 }
 
-/* one read of a page of the caller's stack into a map's value (HC_N: one) */
-SEC("uprobe")
-int hc_read4k_map(struct pt_regs *ctx)
+/*
+ * One read of a page of the caller's stack into a map's value (HC_N: one),
+ * its destination shift bytes past its source's place in a page: 0, or a
+ * few bytes, where the CPU takes each load for one of the bytes just
+ * stored ("4K aliasing"; bpf/cuda.bpf.c's frame_at() keeps clear of it).
+ */
+static __always_inline int read4k(struct pt_regs *ctx, __u64 shift)
 {
 	__u32 zero = 0;
 	struct hc_buf *b = bpf_map_lookup_elem(&hc_buf, &zero);
+	__u64 src = PT_REGS_SP(ctx) & ~(HC_BIG - 1ULL), off;
 
 	if (!b)
 		return 0;
-	bpf_probe_read_user(b->big, HC_BIG, (void *)(PT_REGS_SP(ctx) & ~(HC_BIG - 1ULL)));
-	hc_sink += b->big[0];
+	b->addr = (unsigned long)b->big;        /* a pointer as a number: allowed to root */
+	off = (src + shift - *(volatile __u64 *)&b->addr) & (HC_BIG - 8);
+	bpf_probe_read_user(b->big + off, HC_BIG, (void *)src);
+	hc_sink += b->big[off & (HC_BIG - 8)];
 	return 0;
+}
+
+SEC("uprobe")
+int hc_read4k_map(struct pt_regs *ctx)
+{
+	return read4k(ctx, 0);
+}
+
+SEC("uprobe")
+int hc_read4k_alias(struct pt_regs *ctx)
+{
+	return read4k(ctx, 16);
 }
 
 static long turn(__u32 i, void *data)

@@ -121,7 +121,7 @@ int main(int argc, char **argv)
 		if (!strcmp(op, "empty")) {
 			op = "empty_program";
 			per = ns[i];
-		} else if (!strcmp(op, "read4k_map")) {
+		} else if (!strcmp(op, "read4k_map") || !strcmp(op, "read4k_alias")) {
 			per = ns[i] - empty;
 		} else if (!strcmp(op, "loop_one")) {
 			continue;

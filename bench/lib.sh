@@ -99,6 +99,13 @@ side_start() {
 		{ echo "bench: $1 did not get ready:" >&2; cat "$ready.err" >&2; return 1; }
 }
 
+# walk_depth DEPTH PAD: the --stack-depth that records sidecost.py's DEPTH
+# frames: with PAD (sidecost.py -P PAD), DEPTH, so that the walk stops
+# above the two frames that place them; without, 64 (the whole stack).
+walk_depth() {
+	if [ "$2" = 0 ]; then echo 64; else echo "$1"; fi
+}
+
 # side_done: wait until the side job, started with -H, has done its work
 # and holds (its tracers still attached, their statistics readable).
 side_done() {

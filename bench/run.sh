@@ -9,7 +9,8 @@
 # 4. GPU timing on the simulated driver (bench/gpuwork.c): per-launch cost
 #    against host uprobes alone, dormant library, GPU records/s with zero
 #    loss (`bash bench/run.sh gpu` runs only this one; knobs in gpu_section);
-# 5. Python stack walk cost at depths 1, 10, 30, 60 (bench/stack_bench.sh);
+# 5. Python stack walk cost at depths 1, 10, 30, 60, and 30 across a page
+#    of the data stack (bench/stack_bench.sh);
 # 6. late attach: target stall per injection, per-launch cost after detach
 #    against a process never attached (bench/inject_bench.sh);
 # 7. cost per call by the probed entry's first instruction

@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Python stack walk cost, section 5 of `make bench` (bench/run.sh), or
 # alone: `bash bench/stack_bench.sh`.  Per traced call from Python at stack
-# depths 1, 10, 30 and 60 (DEPTHS), on the bench libcuda whose entry the
-# kernel emulates (push %rbp: build/bench/push, LIBDIR), so the walk is not
-# hidden by a single-step.  One Python process per depth and repetition
+# depths 1, 10, 30 and 60, and 30 again across a page boundary of the
+# thread's data stack (DEPTHS; D/P: sidecost.py -P P, D frames P bytes up
+# the data stack on two more, which the walk does not reach: CPython 3.11
+# places a stack of 30 such frames in one page, from the data stack's
+# start, where stacks of real programs lie anywhere), on the bench libcuda
+# whose entry the kernel emulates (push %rbp: build/bench/push, LIBDIR),
+# so the walk is not hidden by a single-step.  One Python process per depth and repetition
 # (bench/sidecost.py) calls three copies of the library in turn: one
 # untraced, one under `gpubpf record --stack none`, one under a second
 # `gpubpf record` with stacks; ROUNDS rounds of K calls of each.  A round's
@@ -23,23 +27,25 @@ K=${K:-200}
 ROUNDS=${ROUNDS:-200}
 BENCH_MD=${BENCH_MD:-BENCHMARKS.md}
 PYTHON=${PYTHON:-python3}
-DEPTHS=${DEPTHS:-"1 10 30 60"}
+DEPTHS=${DEPTHS:-"1 10 30 60 30/2048"}
 LIBDIR=${LIBDIR:-build/bench/push}
 GPUBPF=${GPUBPF:-build/gpubpf}
 T=$(mktemp -d)
 bpf_stats_on
 
-# side DEPTH: appends "DEPTH u nostack stack ratio bpf_nostack bpf_stack" to $T/raw
+# side DEPTH[/PAD]: appends "DEPTH[/PAD] u nostack stack ratio bpf_nostack bpf_stack" to $T/raw
 side() {
 	local d=$T/libs jn js rec=(--no-device --no-states --sample-hz 0 -p)
+	local depth=${1%/*} pad=0
+	[ "$depth" = "$1" ] || pad=${1#*/}
 	side_copies "$LIBDIR/libcuda.so.1" "$d" u n s
-	side_start "$T/ready" "$PYTHON" bench/sidecost.py -H "$1" "$K" "$ROUNDS" \
+	side_start "$T/ready" "$PYTHON" bench/sidecost.py -H -P "$pad" "$depth" "$K" "$ROUNDS" \
 		"$d/u/libcuda.so.1" "$d/n/libcuda.so.1" "$d/s/libcuda.so.1"
 	# loaded in this order, so the first entry program listed is --stack none's
 	gpubpf_attach "$T/n.err" "${rec[@]}" "$SIDE_PID" --stack none \
 		--libcuda "$d/n/libcuda.so.1" -o "$T/n.json"
 	jn=$GB_JOB
-	gpubpf_attach "$T/s.err" "${rec[@]}" "$SIDE_PID" --stack-depth 64 \
+	gpubpf_attach "$T/s.err" "${rec[@]}" "$SIDE_PID" --stack-depth "$(walk_depth "$depth" "$pad")" \
 		--libcuda "$d/s/libcuda.so.1" -o "$T/s.json"
 	js=$GB_JOB
 	kill -USR1 "$SIDE_PID"
@@ -79,10 +85,14 @@ block() {
 	for depth in $DEPTHS; do
 		col() { awk -v d="$depth" -v c="$1" '$1 == d { print $c }' "$T/raw" | median; }
 		ratios=$(awk -v d="$depth" '$1 == d { print $5 }' "$T/raw" | sort -g)
-		awk -v d="$depth" -v u="$(col 2)" -v n="$(col 3)" -v s="$(col 4)" \
+		case $depth in
+		*/*) label="${depth%/*}, ${depth#*/} bytes up: across a page" ;;
+		*) label=$depth ;;
+		esac
+		awk -v d="$label" -v u="$(col 2)" -v n="$(col 3)" -v s="$(col 4)" \
 		    -v r="$(echo "$ratios" | median)" -v lo="$(echo "$ratios" | head -1)" -v hi="$(echo "$ratios" | tail -1)" \
 		    -v bn="$(col 6)" -v bs="$(col 7)" 'BEGIN {
-			printf "| %d | %.0f | %.0f | %.0f | **%.2fx** (%.2f to %.2f) | %.0f | %.0f | %.0f |\n",
+			printf "| %s | %.0f | %.0f | %.0f | **%.2fx** (%.2f to %.2f) | %.0f | %.0f | %.0f |\n",
 				d, u, n, s, r, lo, hi, bn, bs, bs - bn }'
 	done
 	echo

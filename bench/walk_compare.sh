@@ -13,7 +13,9 @@
 # (kernel.bpf_stats_enabled; medians over the processes) and the median
 # of NEW / OLD: of the entry programs' times, and of the calls' overhead
 # over the untraced copy's, round by round (a round's blocks see the same
-# speed of this VM).  Checks that both builds lost no call.
+# speed of this VM).  Checks that both builds lost no call.  PAD (0; else
+# sidecost.py -P PAD: the frames walked sit PAD bytes up the data stack, on
+# two more that the walk, to DEPTH frames, does not reach).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
@@ -26,6 +28,7 @@ REPS=${REPS:-5}
 K=${K:-200}
 ROUNDS=${ROUNDS:-200}
 PYTHON=${PYTHON:-python3}
+PAD=${PAD:-0}
 for b in "$OLD" "$NEW"; do
 	[ -x "$b" ] || { echo "walk_compare: $b is not an executable" >&2; exit 2; }
 done
@@ -49,7 +52,7 @@ for d in "${DEPTHS[@]}"; do
 	if [ "$d" = 0 ]; then
 		rec=(--no-device --no-states --sample-hz 0 --stack none)
 	else
-		rec=(--no-device --no-states --sample-hz 0 --stack-depth 64)
+		rec=(--no-device --no-states --sample-hz 0 --stack-depth "$(walk_depth "$d" "$PAD")")
 	fi
 	for rep in $(seq "$REPS"); do
 		side_copies build/bench/push/libcuda.so.1 "$T/libs" u o n
@@ -58,7 +61,7 @@ for d in "${DEPTHS[@]}"; do
 		if [ "$d" = 0 ]; then
 			side_start "$T/ready" build/bench/sidecost -k "$K" -r "$ROUNDS" -w -H "${libs[@]}"
 		else
-			side_start "$T/ready" "$PYTHON" bench/sidecost.py -H "$d" "$K" "$ROUNDS" "${libs[@]}"
+			side_start "$T/ready" "$PYTHON" bench/sidecost.py -H -P "$PAD" "$d" "$K" "$ROUNDS" "${libs[@]}"
 		fi
 		if [ $((rep % 2)) = 1 ]; then
 			attach o "$OLD" "${rec[@]}"; attach n "$NEW" "${rec[@]}"
