@@ -4,7 +4,9 @@ usage: stackwork.py TRUTH.json [--deep N]
 
 Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH) with ctypes and makes
 launches and syncs from: methods, a generator, a lambda, a function called
-by a C builtin (map), recursion, a second thread, and one stack deeper than
+by a C builtin (map), recursion, a second thread, frames above a wide one
+(2.4 KiB: on 3.11+ they lie across a page boundary of the data stack) from
+one depth, then another, then the first again, and one stack deeper than
 N frames (default 300).  At each call it records the stack the call is made
 from, innermost frame first, as "qualname (file:line)" -- the form gpubpf
 writes; Python 3.10 code objects carry no qualified name, so there the name
@@ -105,6 +107,21 @@ def deep(n):
     deep(n - 1)
 
 
+def chain(n):
+    if n == 0:
+        launch()
+        return
+    chain(n - 1)
+
+
+# wide(n): chain(n) from a frame of 300 local variables (never assigned),
+# compiled from a string, as dataclasses and namedtuple compile theirs
+exec("def wide(n):\n"
+     "    if n < 0:\n"
+     "        %s = None\n"
+     "    chain(n)\n" % " = ".join("w%d" % i for i in range(300)))
+
+
 def via_map(x):
     launch()
     return x
@@ -129,6 +146,8 @@ def main():
     (lambda: launch())()
     list(map(via_map, [1, 2]))
     recurse(5)
+    for n in (30, 2, 30):
+        wide(n)
     t = threading.Thread(target=worker, name="second")
     t.start()
     t.join()
