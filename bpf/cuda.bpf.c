@@ -623,8 +623,7 @@ static __noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 		 * each load for the bytes just stored ("4K aliasing"): on the
 		 * VM of 2026-12-03, 4 KiB 8 to 24 bytes apart took 2,400 to
 		 * 3,000 ns, against ~310 at the same place or 32 bytes apart
-		 * and more.  Reads from a page's start, below, keep win's own
-		 * place, as they always have.
+		 * and more (bench section 15).
 		 */
 		lead = (base - s->win_addr) & 56;
 		if ((base & (PY_PAGE - 1)) < lead)
@@ -640,6 +639,12 @@ static __noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 		len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_NEED_311 : PY_NEED_310;
 	}
 	base = addr + need - len;
+	/* from the page's start: up to 56 bytes further on, as above, where the frame allows */
+	lead = s->win_addr & 56;
+	if (len > need && contiguous && (addr & (PY_PAGE - 1)) >= lead) {
+		base += lead;
+		len -= lead;
+	}
 	if (len > need && bpf_probe_read_user(s->win, len, (void *)base)) {
 		len = need;
 		base = addr;
