@@ -181,6 +181,7 @@ struct py_scratch {
 	__u64 win_last;
 	__u64 win_low;          /* frame_at()'s hint: the thread's last walk's lowest frame */
 	__u64 win_addr;         /* win's own address, as a number (frame_at()) */
+	__u64 win_top;          /* the walk's first frame (not a variable: see py_stack_walk()) */
 	__u64 win[(PY_PAGE + PY_FRAME_READ) / 8];
 	__u64 ident[GB_PY_IDENT_LEN / 8];
 };
@@ -590,6 +591,8 @@ static __always_inline __u8 frame_u8(const struct py_scratch *s, __u32 at, __u32
  * window, or for 3.8-3.10's separately allocated frames, read just the
  * frame.
  * s->win_last: the last position at which a whole frame is in the window.
+ * A global function, checked once by the verifier: inlined into the walk's
+ * loop, each of its paths was checked again in each state of the loop.
  */
 #define PY_NEED_311 80
 #define PY_NEED_310 112      /* f_lasti: 3.10 at 96, 3.8/3.9 at 104 */
@@ -600,11 +603,14 @@ static __always_inline __u8 frame_u8(const struct py_scratch *s, __u32 at, __u32
  */
 #define PY_LOW_REACH (64 * 1024)
 
-static __noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
+__noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 {
 	__u32 need = contiguous ? PY_NEED_311 : PY_NEED_310, len, lead;
-	__u64 base, reach = addr - s->win_low;
+	__u64 base, reach;
 
+	if (!s)                 /* a global function: checked on its own, with any s */
+		return -1;
+	reach = addr - s->win_low;
 	/*
 	 * Above the window: not further down the data stack, which grows up,
 	 * but a 3.12+ shim on the C stack (one at the bottom of each stack)
@@ -783,7 +789,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	struct py_walk w = { .hash = 0x84222325cbf29ce4ULL };
 	const struct gb_py_config *cfg;
 	struct py_scratch *s;
-	__u64 *sent, gen, top;
+	__u64 *sent, gen;
 	__u32 n;
 	__u8 one = 1;
 
@@ -819,8 +825,12 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
 	s->win_base = 0;        /* the window is per walk: memory changes between calls */
 	s->win_last = 0;
+	/*
+	 * kept in the scratch space: a variable live across the loop below
+	 * made the verifier check 40% more instructions
+	 */
 	s->win_low = w.t->low;
-	top = w.frame;
+	s->win_top = w.frame;
 	s->win_addr = (unsigned long)s->win;    /* a pointer as a number: allowed to root */
 	if (may_goto_on) {
 		/*
@@ -843,7 +853,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	n = w.n;
 	if (!n)
 		return 0;
-	w.t->low = top - w.last < PY_LOW_REACH ? w.last : 0;
+	w.t->low = s->win_top - w.last < PY_LOW_REACH ? w.last : 0;
 	key.id = w.hash ? w.hash : 1;
 	sent = &w.t->sent[key.id & (PY_SENT_SLOTS - 1)];
 	if (*sent == key.id)

@@ -18,7 +18,7 @@ REPS=1 CALLS=20000 BENCH_MD="$md" bash "$GPUBPF_ROOT/bench/helper_bench.sh" \
 	>"$TMPD/out" 2>&1 || rc=$?
 is "bash bench/helper_bench.sh exits 0" "$rc" 0 || tail -n 20 "$TMPD/out" | diag
 is "one row per kind of call, each with a figure" \
-	"$(grep -cE '^\| [^|]+ \| -?[0-9]+\.[0-9] \|$' "$md")" 11
+	"$(grep -cE '^\| [^|]+ \| -?[0-9]+\.[0-9] \|$' "$md")" 12
 fig() { grep -F "| $1" "$md" | awk -F'|' '{ print $3 + 0 }'; }
 ok "a 4 KiB read costs more than an 8-byte one" \
 	awk -v a="$(fig "bpf_probe_read_user(), 4 KiB")" -v b="$(fig "bpf_probe_read_user(), 8 bytes into a map")" \
