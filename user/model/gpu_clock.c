@@ -79,6 +79,18 @@ static int repair_group(struct model *m, const struct gkey *g, size_t n, uint64_
 	/* edge i: the larger deficit of windows i - 1 and i */
 	for (uint64_t i = nw; i > 0; i--)
 		edge[i] = edge[i] > edge[i - 1] ? edge[i] : edge[i - 1];
+	/*
+	 * raised where a neighbour is more than GPU_CLOCK_SLOPE_NS higher, so
+	 * that the shift never changes faster than that: a window whose work
+	 * happened not to lead its calls would otherwise pull the shift down
+	 * between two that did, and stretch or shrink what spans the dip
+	 */
+	for (uint64_t i = 1; i <= nw; i++)
+		if (edge[i - 1] > edge[i] + GPU_CLOCK_SLOPE_NS)
+			edge[i] = edge[i - 1] - GPU_CLOCK_SLOPE_NS;
+	for (uint64_t i = nw; i > 0; i--)
+		if (edge[i] > edge[i - 1] + GPU_CLOCK_SLOPE_NS)
+			edge[i - 1] = edge[i] - GPU_CLOCK_SLOPE_NS;
 	for (size_t k = 0; k < n; k++) {
 		struct model_event *e = &m->ev[g[k].i];
 		uint64_t s = shift_at(edge, nw, t0, e->ts);

@@ -13,7 +13,10 @@
  * put at its call's very start could be ordered before it).  The shift is
  * piecewise linear over the windows' edges, each edge taking the larger
  * deficit of its two windows, so that every record's start lands at or
- * after its call's.  Every kernel, copy and memset of that process and
+ * after its call's, then raised where needed so that it changes by at most
+ * GPU_CLOCK_SLOPE_NS a window (1e-4: a record's duration changes by less
+ * than 1e-4 of it, where windows whose work led no call lie between two
+ * whose work did).  Every kernel, copy and memset of that process and
  * device moves by the shift at its start (its end by the shift at its end):
  * the shift varies by microseconds per window, so work on one stream keeps
  * its order.  Deficits over GPU_CLOCK_MAX_REPAIR_NS are not a drift: that
@@ -28,6 +31,7 @@
 struct model;
 
 #define GPU_CLOCK_WINDOW_NS     100000000ULL    /* 100 ms */
+#define GPU_CLOCK_SLOPE_NS      (GPU_CLOCK_WINDOW_NS / 10000)   /* 10 us a window */
 #define GPU_CLOCK_MAX_REPAIR_NS 10000000ULL     /* 10 ms */
 #define GPU_CLOCK_MAX_WINDOWS   (1ULL << 24)    /* 19 days of GPU time */
 
