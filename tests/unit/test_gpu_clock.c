@@ -158,9 +158,51 @@ static void test_idempotent_and_clean(void)
 	model_release(&m);
 }
 
+/*
+ * Work that leads its calls by 30 us in the first 100 ms and the last, and
+ * not in the 300 ms between: the shift comes down between them no faster
+ * than 1e-4, so a kernel across the dip keeps its duration within 1e-4
+ * (it lost 3e-4 of it when the shift fell to 0 there).
+ */
+static void test_no_dip(void)
+{
+	uint64_t bad_dur = 0, early = 0, n = 0;
+	struct model m;
+
+	model_init(&m);
+	for (uint32_t i = 0; i < 50; i++) {     /* a 9 ms kernel every 10 ms */
+		uint64_t t = T0 + i * 10 * STEP;
+		int64_t lead = i < 10 || i >= 40 ? 30000 : -LAT;
+		struct model_event *k;
+
+		unit_event(&m, t, 0, 500, 500, "cuLaunchKernel");
+		model_add_corr(&m, t, 500, 500, 1 + i);
+		k = unit_event(&m, t - lead, 9 * STEP, 500, 0x40000000, "k");
+		k->kind = EV_KERNEL;
+		k->device = 0;
+		k->correlation = 1 + i;
+	}
+	ok(!model_finish(&m), "finish: 30 us leads, then 300 ms without, then 30 us again");
+	for (size_t i = 0; i < m.nev; i++) {
+		const struct model_event *e = &m.ev[i];
+
+		if (e->kind != EV_KERNEL || e->link == MODEL_NO_LINK)
+			continue;
+		n++;
+		early += e->ts <= m.ev[e->link].ts;
+		bad_dur += e->dur + 2 < 9 * STEP - 9 * STEP / 10000 ||
+			   e->dur > 9 * STEP + 9 * STEP / 10000 + 2;
+	}
+	is_int(n, 50, "every kernel is there, linked to its call");
+	is_int(early, 0, "none starts at or before its call");
+	is_int(bad_dur, 0, "each keeps its duration within 1e-4 of it");
+	model_release(&m);
+}
+
 int main(void)
 {
 	test_drift_repaired();
 	test_idempotent_and_clean();
+	test_no_dip();
 	return done_testing();
 }
