@@ -618,7 +618,9 @@ __noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 	 */
 	if (s->win_base && addr > s->win_base) {
 		len = need;
-	} else if (contiguous && s->win_low && reach < PY_LOW_REACH) {
+		goto read;
+	}
+	if (contiguous && s->win_low && reach < PY_LOW_REACH) {
 		/* bounded by constants, in a way the verifier follows */
 		len = reach < PY_PAGE - PY_NEED_311 ? (__u32)reach + PY_NEED_311 : PY_PAGE;
 		base = addr + PY_NEED_311 - len;
@@ -639,11 +641,10 @@ __noinline int frame_at(struct py_scratch *s, __u64 addr, int contiguous)
 		if (!bpf_probe_read_user(s->win, len, (void *)base))
 			goto done;
 		s->win_low = 0;
-		len = (__u32)(addr & (PY_PAGE - 1)) + PY_NEED_311;
-	} else {
-		/* a masked length, as bounded */
-		len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_NEED_311 : PY_NEED_310;
 	}
+	/* a masked length, as bounded */
+	len = contiguous ? (__u32)(addr & (PY_PAGE - 1)) + PY_NEED_311 : PY_NEED_310;
+read:
 	base = addr + need - len;
 	/* from the page's start: up to 56 bytes further on, as above, where the frame allows */
 	lead = s->win_addr & 56;
