@@ -14,6 +14,7 @@
 #include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
+#include "launch_calls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -103,6 +104,38 @@ int hc_read8_stack(struct pt_regs *ctx)
 {
 	REPEAT(__u64 v = 0; bpf_probe_read_user(&v, 8, (void *)PT_REGS_SP(ctx) + 8 * i);
 	       hc_sink += v);
+	return 0;
+}
+
+/*
+ * Calls made once in a program, not HC_N times: the first call of a kind
+ * after the trap costs more than each further one (its code and the
+ * branch predictors are cold), and gpubpf's entry program makes each of
+ * its calls once.
+ */
+SEC("uprobe")
+int hc_ktime_once(struct pt_regs *ctx)
+{
+	hc_sink += bpf_ktime_get_ns();
+	return 0;
+}
+
+/* the 40 bytes of a launch's stack arguments onto the program's stack */
+SEC("uprobe")
+int hc_read40_once(struct pt_regs *ctx)
+{
+	__u64 v[5];
+
+	bpf_probe_read_user(v, sizeof(v), (void *)PT_REGS_SP(ctx) + 8);
+	hc_sink += v[0] + v[4];
+	return 0;
+}
+
+/* the calls of gpubpf's entry program for a launch, once each, in its order */
+SEC("uprobe")
+int hc_entry_calls(struct pt_regs *ctx)
+{
+	hc_sink += launch_calls(ctx);
 	return 0;
 }
 

@@ -11,7 +11,8 @@
  * held only while this runs).  Prints one line per kind of call:
  *	op=NAME ns=X
  * X: ns per call of that kind, the empty program's run time taken off
- * (op=empty_program: that run time itself).  Exits 1 if a program ran
+ * (op=empty_program: that run time itself; the programs that make one call,
+ * or a set of calls once each, per run: that run's cost).  Exits 1 if a program ran
  * other than CALLS times.  Needs root.
  */
 #include <dlfcn.h>
@@ -121,7 +122,8 @@ int main(int argc, char **argv)
 		if (!strcmp(op, "empty")) {
 			op = "empty_program";
 			per = ns[i];
-		} else if (!strcmp(op, "read4k_map") || !strcmp(op, "read4k_alias")) {
+		} else if (!strcmp(op, "read4k_map") || !strcmp(op, "read4k_alias") ||
+			   strstr(op, "_once") || !strcmp(op, "entry_calls")) {
 			per = ns[i] - empty;
 		} else if (!strcmp(op, "loop_one")) {
 			continue;
