@@ -303,7 +303,7 @@ $(BENCH_DIR)/pingpong: bench/pingpong.c
 
 # the bench's own BPF programs (bench/*.bpf.c) and their skeletons
 BENCH_BPF  := $(patsubst bench/%.bpf.c,%,$(wildcard bench/*.bpf.c))
-$(BENCH_BPF:%=$(BENCH_DIR)/%.bpf.o): $(BENCH_DIR)/%.bpf.o: bench/%.bpf.c | $(DEPS_STAMP)
+$(BENCH_BPF:%=$(BENCH_DIR)/%.bpf.o): $(BENCH_DIR)/%.bpf.o: bench/%.bpf.c bench/launch_calls.h | $(DEPS_STAMP)
 	@mkdir -p $(@D)
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
@@ -316,8 +316,9 @@ $(BENCH_DIR)/empty_uprobe: bench/empty_uprobe.c $(BENCH_DIR)/empty.skel.h $(LIB_
 	$(call msg,LINK,$@)
 	$(Q)$(CC) $(CFLAGS) -I$(BENCH_DIR) -o $@ $< $(filter %.o,$^) $(LDLIBS)
 
-# tests run bench section 15 with it (tests/t0920-bench-helper-section.sh).
-test-bins: $(BENCH_DIR)/helper_cost
+# tests run bench section 15 with it (tests/t0920-bench-helper-section.sh),
+# and section 7 with these (tests/t0925-bench-prologue-section.sh).
+test-bins: $(BENCH_DIR)/helper_cost $(BENCH_DIR)/empty_uprobe $(BENCH_DIR)/sidecost
 $(BENCH_DIR)/helper_cost: bench/helper_cost.c $(BENCH_DIR)/helper_cost.skel.h
 	$(call msg,LINK,$@)
 	$(Q)$(CC) -O2 -g -Wall -I$(BENCH_DIR) -o $@ $< $(STATIC_LIBS) -ldl

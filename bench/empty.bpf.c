@@ -5,7 +5,10 @@
  */
 #include <linux/types.h>
 #include <linux/bpf.h>
+#include <asm/ptrace.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "launch_calls.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -19,6 +22,20 @@ int empty_entry(void *ctx)
 SEC("uprobe")
 int empty_entry_multi(void *ctx)
 {
+	return 0;
+}
+
+/*
+ * For empty_uprobe -c: not empty, the helper calls of gpubpf's entry
+ * program for a launch and nothing else (launch_calls.h), through a
+ * uprobe_multi link: the least gpubpf could cost here
+ */
+volatile __u64 calls_sink;
+
+SEC("uprobe")
+int calls_entry_multi(struct pt_regs *ctx)
+{
+	calls_sink += launch_calls(ctx);
 	return 0;
 }
 

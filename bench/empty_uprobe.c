@@ -2,13 +2,15 @@
 /*
  * empty_uprobe - attach bench/empty.bpf.c to one function of one process.
  *
- *	empty_uprobe -p PID -l LIB -f FUNC [-r | -m]
+ *	empty_uprobe -p PID -l LIB -f FUNC [-r | -m | -c]
  *
  * Attaches an empty uprobe (and with -r an empty uretprobe too) to FUNC in
  * LIB for PID only, prints "attached" on stdout, and holds the probes until
  * SIGINT or SIGTERM.  The uprobe is a perf-event link, as most tracers
  * attach one; with -m (not with -r) it is a uprobe_multi link instead
- * (Linux 6.6), as gpubpf attaches its own.
+ * (Linux 6.6), as gpubpf attaches its own.  With -c, through such a link,
+ * a program that is not empty: it makes the helper calls of gpubpf's
+ * entry program for a launch and nothing else (bench/launch_calls.h).
  */
 #include <errno.h>
 #include <signal.h>
@@ -34,16 +36,18 @@ int main(int argc, char **argv)
 	struct empty_bpf *skel = NULL;
 	struct bpf_link *le = NULL, *lr = NULL;
 	const char *lib = NULL, *func = NULL;
-	int pid = -1, ret_probe = 0, multi = 0, multi_fd = -1, c, ret = 1;
+	int pid = -1, ret_probe = 0, multi = 0, calls = 0, multi_fd = -1, c, ret = 1;
+	struct bpf_program *mp;
 	uint64_t off;
 
-	while ((c = getopt(argc, argv, "p:l:f:rm")) != -1) {
+	while ((c = getopt(argc, argv, "p:l:f:rmc")) != -1) {
 		switch (c) {
 		case 'p': pid = atoi(optarg); break;
 		case 'l': lib = optarg; break;
 		case 'f': func = optarg; break;
 		case 'r': ret_probe = 1; break;
 		case 'm': multi = 1; break;
+		case 'c': multi = calls = 1; break;
 		default: goto usage;
 		}
 	}
@@ -53,9 +57,11 @@ int main(int argc, char **argv)
 	signal(SIGTERM, on_signal);
 	skel = empty_bpf__open();
 	if (skel) {
-		bpf_program__set_autoload(skel->progs.empty_entry_multi, multi);
-		bpf_program__set_expected_attach_type(skel->progs.empty_entry_multi,
-						      ATTACH_UPROBE_MULTI);
+		mp = calls ? skel->progs.calls_entry_multi : skel->progs.empty_entry_multi;
+		bpf_program__set_autoload(skel->progs.empty_entry_multi, 0);
+		bpf_program__set_autoload(skel->progs.calls_entry_multi, 0);
+		bpf_program__set_autoload(mp, multi);
+		bpf_program__set_expected_attach_type(mp, ATTACH_UPROBE_MULTI);
 	}
 	if (!skel || empty_bpf__load(skel)) {
 		fprintf(stderr, "empty_uprobe: cannot load: %s\n", strerror(errno));
@@ -65,7 +71,7 @@ int main(int argc, char **argv)
 		int found = elf_sym_offsets(lib, &func, 1, &off);
 
 		if (found == 1)
-			multi_fd = uprobe_multi_link(bpf_program__fd(skel->progs.empty_entry_multi),
+			multi_fd = uprobe_multi_link(bpf_program__fd(mp),
 						     lib, &off, NULL, 1, pid, 0);
 		else
 			multi_fd = found < 0 ? found : -ENOENT;
@@ -105,6 +111,6 @@ cleanup:
 	empty_bpf__destroy(skel);
 	return ret;
 usage:
-	fprintf(stderr, "usage: empty_uprobe -p PID -l LIB -f FUNC [-r | -m]\n");
+	fprintf(stderr, "usage: empty_uprobe -p PID -l LIB -f FUNC [-r | -m | -c]\n");
 	return 2;
 }

@@ -4,12 +4,15 @@
 #
 # For each prologue shape of bench/libcuda_bench.c (xor and sub: the kernel
 # single-steps them; endbr64 first: single-stepped, but gpubpf probes the
-# push after it; push %rbp: emulated), four copies of the library in one
+# push after it; push %rbp: emulated), five copies of the library in one
 # process (bench/sidecost.c): one untraced, one under an empty uprobe on
 # cuLaunchKernel's entry (a perf-event link, what a generic tracer places),
 # one under `gpubpf record -p` (entry only), one under an empty program
-# through a uprobe_multi link (how gpubpf attaches); ROUNDS rounds of K
-# calls of each copy in turn.  A round's four blocks see the same speed of
+# through a uprobe_multi link (how gpubpf attaches), one under a program
+# that makes only the helper calls of gpubpf's entry program for a launch
+# (bench/launch_calls.h; also through a uprobe_multi link: the least
+# gpubpf could cost on this machine); ROUNDS rounds of K
+# calls of each copy in turn.  A round's five blocks see the same speed of
 # this VM, which moves up to 2x from second to second, so each round gives
 # gpubpf's overhead over each empty probe's; a repetition's figure is the
 # median over its rounds, REPS repetitions in fresh processes.  Then the BPF run time per
@@ -43,8 +46,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# empty_on PID LIB [-m]: the empty uprobe on LIB's cuLaunchKernel in PID
-# (-m: through a uprobe_multi link); sets TP
+# empty_on PID LIB [-m | -c]: the empty uprobe on LIB's cuLaunchKernel in
+# PID (-m: through a uprobe_multi link; -c: the launch's calls through
+# one); sets TP
 empty_on() {
 	local out=$T/tr${3:-}.out
 	: > "$out"
@@ -56,21 +60,23 @@ empty_on() {
 }
 
 # side SHAPE: one process calling the untraced, empty-probed,
-# gpubpf-probed and empty-multi-probed copies in turn; appends
-# "SHAPE u e g ratio m ratio-over-m" to $T/raw
+# gpubpf-probed, empty-multi-probed and calls-probed copies in turn;
+# appends "SHAPE u e g ratio m ratio-over-m c c-ratio" to $T/raw
 side() {
-	local d=$T/$1 tpe
-	side_copies "$B/$1/libcuda.so.1" "$d" u e g m
+	local d=$T/$1 tpe tpm
+	side_copies "$B/$1/libcuda.so.1" "$d" u e g m c
 	side_start "$T/ready" $B/sidecost -k "$K" -r "$ROUNDS" -w "$d/u/libcuda.so.1" \
-		"$d/e/libcuda.so.1" "$d/g/libcuda.so.1" "$d/m/libcuda.so.1"
+		"$d/e/libcuda.so.1" "$d/g/libcuda.so.1" "$d/m/libcuda.so.1" "$d/c/libcuda.so.1"
 	empty_on "$SIDE_PID" "$d/e/libcuda.so.1"
 	tpe=$TP
 	empty_on "$SIDE_PID" "$d/m/libcuda.so.1" -m
+	tpm=$TP
+	empty_on "$SIDE_PID" "$d/c/libcuda.so.1" -c
 	gpubpf_attach "$T/gb.err" --no-device --libcuda "$d/g/libcuda.so.1" -p "$SIDE_PID" -o "$T/t.json"
 	HELPERS+=("$GB_JOB")
 	kill -USR1 "$SIDE_PID"
 	wait "$SIDE_JOB"
-	stop_jobs "$tpe" "$TP" "$GB_JOB"
+	stop_jobs "$tpe" "$tpm" "$TP" "$GB_JOB"
 	if ! grep -q "^gpubpf: $((K * ROUNDS)) events, 0 dropped" "$T/gb.err"; then
 		echo "prologue_bench: gpubpf on $1 did not record $((K * ROUNDS)) events with 0 dropped:" \
 			"$(grep '^gpubpf:' "$T/gb.err" | tail -1)" >&2
@@ -78,7 +84,8 @@ side() {
 	fi
 	echo "$1 $(side_col "$T/ready.rows" 1) $(side_col "$T/ready.rows" 2) $(side_col "$T/ready.rows" 3)" \
 		"$(side_ratio "$T/ready.rows" 3 2 1) $(side_col "$T/ready.rows" 4)" \
-		"$(side_ratio "$T/ready.rows" 3 4 1)" >> "$T/raw"
+		"$(side_ratio "$T/ready.rows" 3 4 1) $(side_col "$T/ready.rows" 5)" \
+		"$(side_ratio "$T/ready.rows" 5 2 1)" >> "$T/raw"
 	rm -rf "$d"
 }
 
@@ -158,24 +165,26 @@ block() {
 	else
 		echo "- gpubpf: $GPUBPF"
 	fi
-	echo "- $REPS repetitions, each one process calling four copies of build/bench/SHAPE/libcuda.so.1 in turn (bench/sidecost.c): untraced, under an empty uprobe on cuLaunchKernel (a perf-event link, as most tracers attach), under gpubpf record -p, under an empty program through a uprobe_multi link (as gpubpf attaches); $ROUNDS rounds of $K calls of each; took $(( $(date +%s) - start )) s"
+	echo "- $REPS repetitions, each one process calling five copies of build/bench/SHAPE/libcuda.so.1 in turn (bench/sidecost.c): untraced, under an empty uprobe on cuLaunchKernel (a perf-event link, as most tracers attach), under gpubpf record -p, under an empty program through a uprobe_multi link (as gpubpf attaches), under a program through such a link that makes only the helper calls of gpubpf's entry program for a launch (bench/launch_calls.h: cookie, pid, clock, the read of the stack arguments; the least gpubpf could cost here); $ROUNDS rounds of $K calls of each; took $(( $(date +%s) - start )) s"
 	[ -n "$ISSUES" ] && echo "- **gpubpf lost or miscounted calls on:** $ISSUES"
 	echo
-	echo "| entry shape | gpubpf probes | untraced ns/call | empty uprobe on the entry | gpubpf record -p | gpubpf overhead / empty uprobe's (median of the repetitions'; range) | empty uprobe_multi on the entry | gpubpf overhead / empty uprobe_multi's |"
-	echo "|---|---|---:|---:|---:|---:|---:|---:|"
+	echo "| entry shape | gpubpf probes | untraced ns/call | empty uprobe on the entry | gpubpf record -p | gpubpf overhead / empty uprobe's (median of the repetitions'; range) | empty uprobe_multi on the entry | gpubpf overhead / empty uprobe_multi's | the launch's calls alone (uprobe_multi) | their overhead / empty uprobe's |"
+	echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"
 	for shape in $SHAPES; do
 		col() { awk -v s="$shape" -v c="$1" '$1 == s { print $c }' "$T/raw" | median; }
 		ratios=$(awk -v s="$shape" '$1 == s { print $5 }' "$T/raw" | sort -g)
 		ratios_m=$(awk -v s="$shape" '$1 == s { print $7 }' "$T/raw" | sort -g)
+		ratios_c=$(awk -v s="$shape" '$1 == s { print $9 }' "$T/raw" | sort -g)
 		where=$("$GPUBPF" list -v --libcuda "$B/$shape/libcuda.so.1" | awk '$1 == "cuLaunchKernel" {
 			insn = ""; for (i = 6; i < NF; i++) insn = insn (insn ? " " : "") $i
 			print ($5 == "-" ? "" : "entry" $5 ": ") "`" insn "` (" $NF ")" }')
 		awk -v s="$shape" -v w="$where" -v u="$(col 2)" -v e="$(col 3)" -v g="$(col 4)" \
 		    -v r="$(echo "$ratios" | median)" -v lo="$(echo "$ratios" | head -1)" -v hi="$(echo "$ratios" | tail -1)" \
 		    -v m="$(col 6)" -v rm="$(echo "$ratios_m" | median)" -v mlo="$(echo "$ratios_m" | head -1)" \
-		    -v mhi="$(echo "$ratios_m" | tail -1)" 'BEGIN {
-			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** (%.2f to %.2f) | %.1f | %.2fx (%.2f to %.2f) |\n",
-				s, w, u, e, g, r, lo, hi, m, rm, mlo, mhi }'
+		    -v mhi="$(echo "$ratios_m" | tail -1)" -v c="$(col 8)" -v rc="$(echo "$ratios_c" | median)" \
+		    -v clo="$(echo "$ratios_c" | head -1)" -v chi="$(echo "$ratios_c" | tail -1)" 'BEGIN {
+			printf "| %s | %s | %.1f | %.1f | %.1f | **%.2fx** (%.2f to %.2f) | %.1f | %.2fx (%.2f to %.2f) | %.1f | %.2fx (%.2f to %.2f) |\n",
+				s, w, u, e, g, r, lo, hi, m, rm, mlo, mhi, c, rc, clo, chi }'
 	done
 	echo
 	echo "BPF run time per hit on the push entry (kernel.bpf_stats_enabled, median of 3 runs of $STATS_N calls; excludes the trap): empty program **$BPF_EMPTY ns**, gpubpf's entry program **$BPF_GB ns**; two threads calling at once: **$BPF_EMPTY2 ns** and **$BPF_GB2 ns**; with the recorder stopped (SIGSTOP) during $LAG_N calls, so the unread records pass the wake-up threshold: **$BPF_LAG ns**, against **$BPF_NOLAG ns** for the same calls read as they come (each in a fresh ring, as cold). By the size of each CPU's call ring (a sixteenth of \`--buffer-size\`, at least 256K, shared out among the CPUs, at least 128K each: $(nproc) CPUs here): $BPF_RING."
