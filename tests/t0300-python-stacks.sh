@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Python stacks on every call, walked by eBPF: on every CPython the machine
 # has, each captured stack equals the workload's own (names and lines)
-# through methods, generators, lambdas, a C callback, recursion, two
+# through methods, generators, lambdas, a C callback, recursion, asyncio
+# coroutines (before and after a suspension), two
 # threads, and a stack deeper than the limit (truncated, flagged); walked
 # with may_goto and with bpf_loop; after an exec of another Python.
 . "$(dirname "$0")/lib.sh"

@@ -4,7 +4,8 @@ usage: stackwork.py TRUTH.json [--deep N]
 
 Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH) with ctypes and makes
 launches and syncs from: methods, a generator, a lambda, a function called
-by a C builtin (map), recursion, a second thread, frames above a wide one
+by a C builtin (map), recursion, coroutines awaiting each other under
+asyncio's event loop (before and after they are suspended), a second thread, frames above a wide one
 (2.4 KiB: on 3.11+ they lie across a page boundary of the data stack) from
 one depth, then another, then the first again, and one stack deeper than
 N frames (default 300).  At each call it records the stack the call is made
@@ -12,6 +13,7 @@ from, innermost frame first, as "qualname (file:line)" -- the form gpubpf
 writes; Python 3.10 code objects carry no qualified name, so there the name
 is co_name -- into TRUTH.json: [{"name", "tid", "stack": [...]}, ...].
 """
+import asyncio
 import ctypes
 import json
 import sys
@@ -115,6 +117,16 @@ exec("def wide(n):\n"
      "    deep(n)\n" % " = ".join("w%d" % i for i in range(300)))
 
 
+async def ainner():
+    launch()
+    await asyncio.sleep(0)      # suspended: resumed by the event loop
+    launch()
+
+
+async def aouter():
+    await ainner()
+
+
 def via_map(x):
     launch()
     return x
@@ -139,6 +151,7 @@ def main():
     (lambda: launch())()
     list(map(via_map, [1, 2]))
     recurse(5)
+    asyncio.run(aouter())
     for n in (30, 2, 30):
         wide(n)
     t = threading.Thread(target=worker, name="second")
