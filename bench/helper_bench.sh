@@ -15,7 +15,7 @@
 # holds the process's layout, two short reads onto the stack, the thread
 # state's and the C frame's, one read of the frames' 3.4 KiB, three
 # function calls; a may_goto loop, which makes no call: on a kernel
-# without it, 8 turns of bpf_loop more), to hold against
+# without it, 8 turns of bpf_loop more), priced with them; all to hold against
 # the run times sections 5 and 7 measure.  These calls' cost moves several
 # times from one VM to another (CPU mitigations, the hypervisor), and
 # with it what gpubpf's programs can reach there.  Writes its block of
