@@ -121,10 +121,17 @@ LD_LIBRARY_PATH="$SIMLIB" "$PY" "$TMPD/other/node1/train.py" --steps 1000000 --s
 at_exit "kill $! 2>/dev/null"
 PAT="pgrep:$(printf '%s' "$TMPD" | sed 's/[][\.*^$+?(){}|]/\\&/g')/{host}/train\.py"
 
-# record_checks HOW OUT RC T0: the checks on one recording of nodes 1-5
-# launched at T0 (ns, realtime) with --lead 3
+# rt_offset: CLOCK_REALTIME minus CLOCK_MONOTONIC now, in ns: it moves only
+# where something sets the realtime clock (this machine runs no NTP)
+rt_offset() {
+	"$PY" -c 'import time; print(time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC))'
+}
+
+# record_checks HOW OUT RC T0 STEP: the checks on one recording of nodes
+# 1-5 launched at T0 (ns, realtime) with --lead 3, the realtime clock
+# stepped by STEP ns meanwhile (rt_offset after less before)
 record_checks() {
-	local how=$1 OUT=$2 rc=$3 t0=$4 k M spans
+	local how=$1 OUT=$2 rc=$3 t0=$4 step=$5 k M spans
 	is "$how: exit status 1: nodes missing, the others merged" "$rc" 1
 	for k in 1 2 3; do
 		ok "$how: node$k's trace fetched" test -s "$OUT/node$k.json.gz"
@@ -145,9 +152,18 @@ record_checks() {
 		"[[\"node1\", ${WPID[1]}], [\"node2\", ${WPID[2]}], [\"node3\", ${WPID[3]}]]"
 	is "$how: every host has events" \
 		"$(json_query "$M" 'sorted({e["pid"] // 10**7 for e in ev if e.get("cat") == "cuda_api"})')" '[0, 1, 2]'
-	# one machine, one clock: the offsets agree and the windows line up
-	is "$how: clock shifts are below 1 ms (one kernel clock)" \
-		"$(json_query "$M" 'all(abs(h["clock_shift_ns"]) < 10**6 for h in d["gpubpf"]["merge"]["hosts"])')" true
+	# one machine, one clock: the offsets agree and the windows line up;
+	# unless the realtime clock was set meanwhile, which the nodes started
+	# after it see (in one clean-clone run of 2026-12-03, on a VM without
+	# NTP, two nodes came out shifted 0.29 s from the third; this says so)
+	diag "$how: clock shifts (ns): $(json_query "$M" '[h["clock_shift_ns"] for h in d["gpubpf"]["merge"]["hosts"]]');" \
+		"the realtime clock moved by $step ns against the monotonic one meanwhile"
+	if ((${step#-} < 500000)); then
+		is "$how: clock shifts are below 1 ms (one kernel clock)" \
+			"$(json_query "$M" 'all(abs(h["clock_shift_ns"]) < 10**6 for h in d["gpubpf"]["merge"]["hosts"])')" true
+	else
+		skip "$how: the realtime clock was set during the recording (by $step ns): the shifts are not of one clock" 1
+	fi
 	spans=$(json_query "$M" '[[min(t), max(t)] for t in ([float(e["ts"]) for e in ev if e.get("cat") == "cuda_api" and e["pid"] // 10**7 == h] for h in range(3))]')
 	diag "$how: event spans per host (us): $spans"
 	# a window opens once its node's gpubpf has attached, after the agreed
@@ -169,11 +185,12 @@ record_checks() {
 OUT="$TMPD/out"
 rc=0
 t0=$(date +%s%N)
+off=$(rt_offset)
 "$CLUSTER" record --hosts node1,node2,node3,node4,node5 -d 2s --lead 3 --timeout 15 \
 	--pids "$PAT" --gpubpf "$GPUBPF" --local-gpubpf "$GPUBPF" --no-pdsh \
 	--ssh-opts "$SSH_OPTS" -o "$OUT" >"$TMPD/cluster.out" 2>&1 || rc=$?
 diag <"$TMPD/cluster.out"
-record_checks ssh "$OUT" "$rc" "$t0"
+record_checks ssh "$OUT" "$rc" "$t0" $(($(rt_offset) - off))
 ok "ssh: --no-pdsh ran no pdsh" test ! -e "$OUT/logs/pdsh.out"
 
 # pdsh (its ssh module), chosen by default when installed; node1 as
@@ -182,13 +199,14 @@ if command -v pdsh >/dev/null; then
 	OUT="$TMPD/out-pdsh"
 	rc=0
 	t0=$(date +%s%N)
+	off=$(rt_offset)
 	"$CLUSTER" record --hosts root@node1,node2,node3,node4,node5 -d 2s --lead 3 --timeout 15 \
 		--pids "$PAT" --gpubpf "$GPUBPF" --local-gpubpf "$GPUBPF" \
 		--ssh-opts "$SSH_OPTS" -o "$OUT" >"$TMPD/cluster-pdsh.out" 2>&1 || rc=$?
 	diag <"$TMPD/cluster-pdsh.out"
 	ok "pdsh: pdsh recorded the nodes" grep -q '^node2: @@gpubpf-cluster recorded ' "$OUT/logs/pdsh.out" ||
 		diag <"$OUT/logs/pdsh.err"
-	record_checks pdsh "$OUT" "$rc" "$t0"
+	record_checks pdsh "$OUT" "$rc" "$t0" $(($(rt_offset) - off))
 	like "pdsh: the summary lists root@node1 as given" "$(grep node1 "$OUT/summary.txt")" \
 		"root@node1 +ok +$OUT/node1.json.gz"
 else
