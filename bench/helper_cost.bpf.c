@@ -124,10 +124,7 @@ int hc_ktime_once(struct pt_regs *ctx)
 SEC("uprobe")
 int hc_read40_once(struct pt_regs *ctx)
 {
-	__u64 v[5];
-
-	bpf_probe_read_user(v, sizeof(v), (void *)PT_REGS_SP(ctx) + 8);
-	hc_sink += v[0] + v[4];
+	hc_sink += launch_stack_args(ctx);
 	return 0;
 }
 

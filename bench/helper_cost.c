@@ -11,9 +11,9 @@
  * held only while this runs).  Prints one line per kind of call:
  *	op=NAME ns=X
  * X: ns per call of that kind, the empty program's run time taken off
- * (op=empty_program: that run time itself; the programs that make one call,
- * or a set of calls once each, per run: that run's cost).  Exits 1 if a program ran
- * other than CALLS times.  Needs root.
+ * (op=empty_program: that run time itself; the programs that make one
+ * call, or a set of calls once each, per run: that run's cost).  Exits 1
+ * if a program ran other than CALLS times.  Needs root.
  */
 #include <dlfcn.h>
 #include <errno.h>

@@ -10,13 +10,20 @@
 #ifndef GB_BENCH_LAUNCH_CALLS_H
 #define GB_BENCH_LAUNCH_CALLS_H
 
-static __always_inline __u64 launch_calls(struct pt_regs *ctx)
+/* the read of a launch's 40 bytes of stack arguments onto the program's stack */
+static __always_inline __u64 launch_stack_args(struct pt_regs *ctx)
 {
 	__u64 v[5];
-	__u64 x = bpf_get_attach_cookie(ctx) + bpf_get_current_pid_tgid() + bpf_ktime_get_ns();
 
 	bpf_probe_read_user(v, sizeof(v), (void *)PT_REGS_SP(ctx) + 8);
-	return x + v[0] + v[4];
+	return v[0] + v[4];
+}
+
+static __always_inline __u64 launch_calls(struct pt_regs *ctx)
+{
+	__u64 x = bpf_get_attach_cookie(ctx) + bpf_get_current_pid_tgid() + bpf_ktime_get_ns();
+
+	return x + launch_stack_args(ctx);
 }
 
 #endif
