@@ -212,6 +212,7 @@ struct py_thread {
 	__u64 low;              /* its last walk's lowest frame, near the top: frame_at()'s hint */
 	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
 	struct py_scratch own;
+	__u64 interp;           /* the interpreter whose thread list holds tstate */
 };
 
 struct {
@@ -505,17 +506,34 @@ struct py_walk {
 };
 
 /*
+ * The top frame of thread state ts, 0 when the thread runs no Python
+ * (3.11/3.12: through its cframe; 3.15+: such a thread is at its sentinel
+ * frame).
+ */
+static __always_inline __u64 py_top_frame(const struct gb_py_config *cfg, __u64 ts)
+{
+	__u64 frame = read_u64(ts + cfg->tstate_frame);
+
+	if (cfg->cframe_frame != GB_PY_NONE && frame)
+		frame = read_u64(frame + cfg->cframe_frame);
+	if (cfg->tstate_base_frame != GB_PY_NONE && frame &&
+	    frame == read_u64(ts + cfg->tstate_base_frame))
+		frame = 0;
+	return frame;
+}
+
+/*
  * The calling thread's PyThreadState: not the interpreter's "current"
  * one, which is 0 or another thread's while this thread runs C code with
  * the GIL released (as it does when it launches kernels), but the entry of
- * the interpreter's thread list whose thread_id is this thread's
- * pthread_self(), the fsbase register on x86-64.  Cached per thread and
- * checked on every use.  Also sets w->frame to its tstate_frame field,
- * read with the check in one copy where the two lie close: each read of
- * user memory costs more than the bytes it copies.
+ * a thread list whose thread_id is this thread's pthread_self(), the
+ * fsbase register on x86-64.  Cached per thread, with its interpreter, and
+ * checked on every use: here, 0 if the cached one is not the thread's
+ * (py_thread_find() then searches).  Also sets w->frame to its
+ * tstate_frame field, read with the check in one copy where the two lie
+ * close: each read of user memory costs more than the bytes it copies.
  */
 #define PY_TSTATE_NEAR 128      /* 3.11+'s span fits: read onto the stack */
-
 static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *task)
 {
 	const struct gb_py_config *cfg = w->cfg;
@@ -541,16 +559,78 @@ static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *t
 		w->frame = read_u64(ts + top);
 		return ts;
 	}
-	ts = read_u64(read_u64(cfg->runtime + cfg->interp_head) + cfg->threads_head);
-	for (int i = 0; i < 64 && ts; i++) {
-		if (read_u64(ts + id) == fsbase) {
-			t->tstate = ts;
-			w->frame = read_u64(ts + top);
-			return ts;
-		}
-		ts = read_u64(ts + cfg->tstate_next);
-	}
 	return 0;
+}
+
+/*
+ * py_thread_find()'s search: every interpreter's thread list, newest first
+ * (a process that made a subinterpreter has its main interpreter last),
+ * as a bpf_loop, whose body the verifier checks once, not for each turn.
+ * A thread can hold a state in more than one interpreter (3.12's
+ * _xxsubinterpreters.create() leaves its caller one in the new
+ * interpreter): one that runs Python is taken before one that does not.
+ */
+#define PY_THREADS_SEARCHED 128 /* thread states, in all interpreters */
+
+struct py_search {
+	const struct gb_py_config *cfg;
+	__u64 fsbase;
+	__u64 interp, ts;       /* where it has come to */
+	__u64 idle, idle_interp; /* the first state found that runs no Python */
+	__u64 found, found_interp;
+};
+
+static long py_search_step(__u32 i, void *data)
+{
+	struct py_search *q = data;
+	const struct gb_py_config *cfg = q->cfg;
+	__u64 ts = q->ts;
+
+	if (!q->interp)
+		return 1;
+	if (!ts) {              /* this interpreter's threads are done: the next one's */
+		q->interp = read_u64(q->interp + cfg->interp_next);
+		q->ts = q->interp ? read_u64(q->interp + cfg->threads_head) : 0;
+		return 0;
+	}
+	if (read_u64(ts + cfg->tstate_thread_id) == q->fsbase) {
+		if (py_top_frame(cfg, ts)) {
+			q->found = ts;
+			q->found_interp = q->interp;
+			return 1;
+		}
+		if (!q->idle) {
+			q->idle = ts;
+			q->idle_interp = q->interp;
+		}
+	}
+	q->ts = read_u64(ts + cfg->tstate_next);
+	return 0;
+}
+
+/* py_thread_state() when the thread's cached state is not its own: search. */
+static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *task)
+{
+	const struct gb_py_config *cfg = w->cfg;
+	struct py_thread *t = w->t;
+	struct py_search q = {
+		.cfg = cfg,
+		.fsbase = task->thread.fsbase,
+		.interp = read_u64(cfg->runtime + cfg->interp_head),
+	};
+
+	q.ts = q.interp ? read_u64(q.interp + cfg->threads_head) : 0;
+	bpf_loop(PY_THREADS_SEARCHED, py_search_step, &q, 0);
+	if (!q.found) {
+		q.found = q.idle;
+		q.found_interp = q.idle_interp;
+	}
+	if (!q.found)
+		return 0;
+	t->tstate = q.found;
+	t->interp = q.found_interp;
+	w->frame = read_u64(q.found + cfg->tstate_frame);
+	return q.found;
 }
 
 /*
@@ -819,7 +899,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	}
 	w.cfg = cfg;
 	w.s = s = slot == PY_OWN_SLOT ? &w.t->own : bpf_map_lookup_elem(&py_scratch, &slot);
-	if (!s || !py_thread_state(&w, task))
+	if (!s || (!py_thread_state(&w, task) && !py_thread_find(&w, task)))
 		return 0;
 	if (cfg->cframe_frame != GB_PY_NONE && w.frame)
 		w.frame = read_u64(w.frame + cfg->cframe_frame);
@@ -1606,15 +1686,29 @@ static __always_inline void emit_state(__u32 tgid, __u32 tid, __u32 state, __u64
 	bpf_ringbuf_submit(s, wake_flags(sizeof(*s), 1));
 }
 
-/* The address of a process's GIL (struct _gil_runtime_state), 0 if unknown. */
-static __always_inline __u64 gil_addr(const struct gb_py_config *cfg)
+/*
+ * The interpreter of the current thread, t its storage: the one whose
+ * thread list holds its state (py_thread_state()), else the newest.
+ */
+static __always_inline __u64 py_interp(const struct gb_py_config *cfg, const struct py_thread *t)
+{
+	return t && t->interp ? t->interp : read_u64(cfg->runtime + cfg->interp_head);
+}
+
+/*
+ * The address of the GIL (struct _gil_runtime_state) of the current
+ * thread's interpreter, t its storage; 0 if unknown.  3.12+: each
+ * interpreter has its own (a subinterpreter made to share the main one's
+ * leaves its own unused).
+ */
+static __always_inline __u64 gil_addr(const struct gb_py_config *cfg, const struct py_thread *t)
 {
 	__u64 base = cfg->runtime;
 
 	if (!cfg->gil)
 		return 0;
 	if (cfg->gil_in_interp)
-		base = read_u64(cfg->runtime + cfg->interp_head);
+		base = py_interp(cfg, t);
 	return base ? base + cfg->gil : 0;
 }
 
@@ -1633,7 +1727,7 @@ static __always_inline long gil_holder(__u32 tgid, __u32 self, __u64 uaddr)
 
 	if (!cfg)
 		return -1;
-	gil = gil_addr(cfg);
+	gil = gil_addr(cfg, bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), NULL, 0));
 	if (!gil || uaddr < gil || uaddr >= gil + GB_PY_GIL_SIZE)
 		return -1;
 	holder = read_u64(gil + cfg->gil_holder);
@@ -1688,13 +1782,13 @@ static __always_inline __u32 sample_flags(__u32 tgid)
 
 	if (!cfg || cfg->gc_collecting == GB_PY_NONE)
 		return 0;
-	interp = cfg->gc_in_runtime ? cfg->runtime : read_u64(cfg->runtime + cfg->interp_head);
+	t = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), NULL, 0);
+	interp = cfg->gc_in_runtime ? cfg->runtime : py_interp(cfg, t);
 	if (!interp ||
 	    bpf_probe_read_user(&collecting, sizeof(collecting), (void *)(interp + cfg->gc_collecting)) ||
 	    !collecting)
 		return 0;
-	t = bpf_task_storage_get(&py_threads, bpf_get_current_task_btf(), NULL, 0);
-	gil = gil_addr(cfg);
+	gil = gil_addr(cfg, t);
 	if (!t || !t->tstate || !gil)
 		return 0;
 	return read_u64(gil + cfg->gil_holder) == t->tstate ? GB_SAMPLE_GC : 0;
@@ -1809,25 +1903,16 @@ int BPF_PROG(gb_waking, struct task_struct *p)
 	struct gb_py_config *cfg;
 	struct py_thread *t;
 	struct gb_wake *w;
-	__u64 stack, frame;
+	__u64 stack;
 
 	if (pid_tgid >> 32 != tgid || waker == (__u32)p->pid ||
 	    !(pid_flags(tgid) & GB_PID_PYTHON) || !state_traced(tgid) || !in_syscall())
 		return 0;
 	t = bpf_task_storage_get(&py_threads, p, NULL, 0);
 	cfg = bpf_map_lookup_elem(&py_procs, &tgid);
-	if (t && t->tstate && cfg) {
-		/* the woken thread's memory is the waker's: one process */
-		frame = read_u64(t->tstate + cfg->tstate_frame);
-		if (cfg->cframe_frame != GB_PY_NONE && frame)
-			frame = read_u64(frame + cfg->cframe_frame);
-		/* 3.15+: a thread that runs no Python is at its sentinel frame */
-		if (cfg->tstate_base_frame != GB_PY_NONE && frame &&
-		    frame == read_u64(t->tstate + cfg->tstate_base_frame))
-			frame = 0;
-		if (frame)
-			return 0;
-	}
+	/* the woken thread's memory is the waker's: one process */
+	if (t && t->tstate && cfg && py_top_frame(cfg, t->tstate))
+		return 0;
 	stack = py_stack(tgid, 1, 0);
 	w = bpf_ringbuf_reserve(&rb, sizeof(*w), 0);
 	if (!w) {

@@ -420,7 +420,8 @@ struct gb_apierr {
 struct gb_py_config {
 	__u64 runtime;          /* address of _PyRuntime in the process */
 	__u32 version;          /* major * 100 + minor: 308 ... 315 */
-	__u32 interp_head;      /* offset of runtime->interpreters.head */
+	__u32 interp_head;      /* offset of runtime->interpreters.head: the newest
+				   interpreter, the main one last (interp_next) */
 	__u32 threads_head;     /* of interp->threads.head */
 	__u32 tstate_next;      /* of tstate->next */
 	__u32 tstate_thread_id; /* of tstate->thread_id (pthread_self(), = fsbase) */
@@ -451,7 +452,7 @@ struct gb_py_config {
 	__u32 tstate_base_frame; /* 3.15+: of tstate->base_frame, the sentinel frame
 				   at the bottom of every thread's stack (its top
 				   when the thread runs no Python); GB_PY_NONE before */
-	__u32 pad2;
+	__u32 interp_next;      /* of interp->next: the next older interpreter */
 };
 
 /* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.8 to 3.15 (test_pyruntime checks it): its

@@ -37,6 +37,7 @@ int main(void)
 {
 	printf("version %d\n", PY_MAJOR_VERSION * 100 + PY_MINOR_VERSION);
 	P("interp_head", offsetof(_PyRuntimeState, interpreters.head));
+	P("interp_next", offsetof(PyInterpreterState, next));
 #if PY_VERSION_HEX < 0x030B0000
 	P("threads_head", offsetof(PyInterpreterState, tstate_head));
 #else

@@ -4,7 +4,8 @@
 # through methods, generators, lambdas, a C callback, recursion, asyncio
 # coroutines (before and after a suspension), two
 # threads, and a stack deeper than the limit (truncated, flagged); walked
-# with may_goto and with bpf_loop; after an exec of another Python.
+# with may_goto and with bpf_loop; after an exec of another Python; in a
+# process that made a subinterpreter, recorded and attached with -p.
 . "$(dirname "$0")/lib.sh"
 test_description "Python stacks on CUDA calls, CPython 3.8 to 3.15"
 require_bpf
@@ -76,6 +77,33 @@ if ((${#pair[@]} >= 2)); then
 else
 	skip "fewer than two CPythons to exec one into the other" 2
 fi
+# a process that made a subinterpreter first: CPython lists interpreters
+# newest first, and the main one's threads are found all the same
+for py in $(cpythons 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15); do
+	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') with a subinterpreter"
+	if check "$name: record" "$GPUBPF" record --stack-depth 64 -o "$TMPD/i.json" -- \
+		"$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py" \
+		"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 300; then
+		tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/i.json" "$TMPD/truth.json" 64
+	fi
+done
+# the same attached with -p once it has: no thread was walked before, and
+# on 3.12 the main thread's idle state in the subinterpreter is met first
+for py in $(cpythons 3.12 3.15); do
+	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') with a subinterpreter, -p"
+	rm -f "$TMPD/igo"
+	"$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py" --wait-file "$TMPD/igo" \
+		"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/itruth.json" --deep 300 &
+	w=$!
+	at_exit "kill $w 2>/dev/null"
+	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+	"$GPUBPF" record --stack-depth 64 -p "$w" -o "$TMPD/pi.json" 2>"$TMPD/pi.err" &
+	g=$!
+	wait_for_cmd 20 grep -q "recording" "$TMPD/pi.err"
+	touch "$TMPD/igo"
+	wait "$w" "$g"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/pi.json" "$TMPD/itruth.json" 64
+done
 # a process started long before gpubpf, attached with -p: its stacks too
 "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 6 --wait-file "$TMPD/go" 2>/dev/null &
 w=$!

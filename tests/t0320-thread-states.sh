@@ -7,8 +7,8 @@
 # imports the trace; the report puts the GPU idle time each phase causes
 # (a kernel is launched after each) on the right state (tests/check_causes.py);
 # each GIL wait is linked to its holder's state by a flow, in JSON and
-# .pftrace (tests/check_gil_flows.py).
-# 200 threads, -p attach mid-run, --sample-hz 0 and
+# .pftrace (tests/check_gil_flows.py).  The same in a process that made a
+# subinterpreter first.  200 threads, -p attach mid-run, --sample-hz 0 and
 # --no-states work too.
 . "$(dirname "$0")/lib.sh"
 test_description "thread states and samples from the scheduler"
@@ -43,6 +43,14 @@ if check "phases: record" "$GPUBPF" record --quiet -o "$TMPD/s.json" -o "$TMPD/s
 	is "phases: the report puts those waits at those lines" \
 		"$(json_query "$TMPD/s.rep.json" 'sorted({(c["cause"], c["site"]) for c in d["processes"][0]["devices"][0]["idle"]["host_bound_causes"] if c["cause"] in ("io", "sleep") and c["ms"] > 100})')" \
 		"[[\"io\", \"blocking_read ($W:$rd)\"], [\"sleep\", \"sleeping ($W:$sl)\"]]"
+fi
+
+# the same phases in a process that made a subinterpreter first (CPython
+# lists interpreters newest first; 3.12+ keep a GIL in each): the main
+# interpreter's threads wait on its GIL, and their states say so
+if check "phases, with a subinterpreter: record" "$GPUBPF" record --quiet -o "$TMPD/i.json" -- \
+	"$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py" "$W" "$TMPD/itruth.json"; then
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/i.json" "$TMPD/itruth.json"
 fi
 
 # 3.8 to 3.10 keep no native thread id: their GIL holders are named by

@@ -5,7 +5,8 @@
 # 3.14+ gpubpf asks the interpreter to run its loading script at a safe
 # point (PEP 768), and the job gets full GPU timing; the job's output is
 # unchanged and nothing is left in its /tmp.  With the main thread in a
-# long C call, the thread running Python is asked.  Where the job disabled
+# long C call, the thread running Python is asked; in a job that made a
+# subinterpreter, the main interpreter's.  Where the job disabled
 # remote debugging, or runs an older CPython, GPU timing is off and the
 # reason says so.
 . "$(dirname "$0")/lib.sh"
@@ -87,6 +88,29 @@ if [[ -n $py ]]; then
 	wait "$w"
 	is "GIL: the job exited 0, its output its own" "$?:$(cat "$TMPD/gil/out" "$TMPD/gil/err")" \
 		"0:gil_job: done"
+else
+	skip "no CPython 3.14 or 3.15" 3
+fi
+
+# a job that made a subinterpreter first (CPython lists interpreters newest
+# first): the main interpreter's thread is asked, and runs the script
+if [[ -n $py ]]; then
+	mkdir -p "$TMPD/sub"
+	"$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py" "$job" "$SIMLIB/libcuda.so.1" \
+		"$TMPD/sub/ready" "$TMPD/sub/go" "$N" "$TMPD/sub/truth.json" \
+		>"$TMPD/sub/out" 2>"$TMPD/sub/err" &
+	w=$!
+	at_exit "kill $w 2>/dev/null"
+	wait_for_file "$TMPD/sub/ready" 30
+	"$GPUBPF" record -v -p "$w" -d 3s -o "$TMPD/sub/t.json" >"$TMPD/sub/rec.out" 2>&1 &
+	rec=$!
+	wait_for_cmd 30 grep -q -e libgpubpf_cupti -e "GPU timing off" "/proc/$w/maps" "$TMPD/sub/rec.out"
+	sleep 0.5       # the window opens at the library's next poll
+	finish sub
+	like "subinterpreter: CPython ran the loading script on the job's thread" \
+		"$(grep -e "loaded libgpubpf_cupti.so" -e "GPU timing off" "$TMPD/sub/rec.out")" \
+		"late attach: CPython ran gpubpf's script on thread $w, for [0-9.]+ ms"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" "$TMPD/sub/t.json" "$TMPD/sub/truth.json"
 else
 	skip "no CPython 3.14 or 3.15" 3
 fi

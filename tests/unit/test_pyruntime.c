@@ -82,7 +82,8 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 	struct py_code_layout l;
 	int n = header_offsets(py->include, o, 64), ok_all = 1;
 	struct { const char *key; long got; } f[] = {
-		{ "interp_head", c->interp_head }, { "threads_head", c->threads_head },
+		{ "interp_head", c->interp_head }, { "interp_next", c->interp_next },
+		{ "threads_head", c->threads_head },
 		{ "tstate_next", c->tstate_next }, { "tstate_thread_id", c->tstate_thread_id },
 		{ "tstate_frame", c->tstate_frame }, { "cframe_frame", c->cframe_frame },
 		{ "frame_code", c->frame_code }, { "frame_prev", c->frame_prev },
@@ -101,15 +102,15 @@ static void check_offsets(const struct pyinterp *py, pid_t pid, const struct gb_
 		return;
 	if (!ok(!pyruntime_code_layout(pid, c, &l), "%s: code layout", py->python))
 		return;
-	f[11].got = l.filename;
-	f[12].got = l.name;
-	f[13].got = l.qualname;
-	f[14].got = l.firstlineno;
-	f[15].got = l.linetable;
-	f[16].got = l.ascii_size;
-	f[17].got = l.compact_size;
-	f[18].got = l.bytes_size;
-	f[19].got = l.bytes_sval;
+	f[12].got = l.filename;
+	f[13].got = l.name;
+	f[14].got = l.qualname;
+	f[15].got = l.firstlineno;
+	f[16].got = l.linetable;
+	f[17].got = l.ascii_size;
+	f[18].got = l.compact_size;
+	f[19].got = l.bytes_size;
+	f[20].got = l.bytes_sval;
 	for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
 		long want = get(o, n, f[i].key);
 

@@ -40,7 +40,8 @@ struct py_table {
  * (3.8/3.9) lies where 3.10 has co_linetable.
  */
 #define PY_TABLE_FRAMEOBJ(v, lasti, gil_off, gc, gc_rt) { v, {		\
-		.interp_head = 32, .threads_head = 8, .tstate_next = 8,		\
+		.interp_head = 32, .interp_next = 0, .threads_head = 8,		\
+		.tstate_next = 8,						\
 		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,	\
 		.frame_code = 32, .frame_prev = 24, .frame_instr = lasti,	\
 		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64, \
@@ -57,7 +58,7 @@ static const struct py_table tables[] = {
 	PY_TABLE_FRAMEOBJ(309, 104, 352, 816, 0),
 	PY_TABLE_FRAMEOBJ(310, 96, 352, 816, 0),
 	{ 311, {
-		.interp_head = 40, .threads_head = 16, .tstate_next = 8,
+		.interp_head = 40, .interp_next = 0, .threads_head = 16, .tstate_next = 8,
 		.tstate_thread_id = 152, .tstate_frame = 56, .cframe_frame = 8,
 		.frame_code = 32, .frame_prev = 48, .frame_instr = 56,
 		.frame_owner = 69, .code_adaptive = 184, .code_ident = 136 + 8 - 64,
@@ -69,7 +70,7 @@ static const struct py_table tables[] = {
 		.ascii_size = 48, .compact_size = 72, .bytes_size = 16, .bytes_sval = 32,
 	} },
 	{ 312, {
-		.interp_head = 40, .threads_head = 72, .tstate_next = 8,
+		.interp_head = 40, .interp_next = 0, .threads_head = 72, .tstate_next = 8,
 		.tstate_thread_id = 136, .tstate_frame = 56, .cframe_frame = 0,
 		.frame_code = 0, .frame_prev = 8, .frame_instr = 56,
 		.frame_owner = 70, .code_adaptive = 192, .code_ident = 136 + 8 - 64,
@@ -209,7 +210,7 @@ struct dbg315 {
 /* The fields both DebugOffsets layouts give, as plain numbers. */
 struct dbg {
 	__u64 version, free_threaded;
-	__u64 interpreters_head, threads_head;
+	__u64 interpreters_head, interp_next, threads_head;
 	__u64 ts_size, ts_next, ts_current_frame, ts_thread_id;
 	__u64 fr_size, fr_previous, fr_executable, fr_instr_ptr, fr_owner;
 	__u64 co_size, co_filename, co_name, co_qualname, co_linetable,
@@ -401,7 +402,8 @@ static int minor_from_name(const char *path)
 		return -EINVAL;						\
 	*d = (struct dbg){						\
 		o.version, o.free_threaded,				\
-		o.runtime_state.interpreters_head, o.interpreter_state.threads_head, \
+		o.runtime_state.interpreters_head, o.interpreter_state.next, \
+		o.interpreter_state.threads_head,			\
 		o.thread_state.size, o.thread_state.next,		\
 		o.thread_state.current_frame, o.thread_state.thread_id,	\
 		o.interpreter_frame.size, o.interpreter_frame.previous,	\
@@ -447,7 +449,8 @@ static int read_dbg(int fd, __u64 runtime, unsigned minor, struct dbg *d)
 	    d->co_filename + 8 > d->co_size || d->co_qualname + 8 > d->co_size ||
 	    d->co_firstlineno + 4 > d->co_size || d->co_code_adaptive > d->co_size ||
 	    d->co_linetable + 8 < GB_PY_IDENT_LEN || d->str_ascii_size > 256 ||
-	    d->interpreters_head > 1 << 20 || d->threads_head > 1 << 20)
+	    d->interpreters_head > 1 << 20 || d->threads_head > 1 << 20 ||
+	    d->interp_next + 8 > d->interp_size)
 		return -EINVAL;
 	return 0;
 }
@@ -457,6 +460,7 @@ static void from_dbg(const struct dbg *d, unsigned minor, struct gb_py_config *c
 		     struct py_code_layout *code)
 {
 	cfg->interp_head = d->interpreters_head;
+	cfg->interp_next = d->interp_next;
 	cfg->threads_head = d->threads_head;
 	cfg->tstate_next = d->ts_next;
 	cfg->tstate_thread_id = d->ts_thread_id;
@@ -694,6 +698,24 @@ static int runs_python(int fd, const struct dbg *d, __u64 ts)
 	return d->ts_base_frame == N || f != ts + d->ts_base_frame;
 }
 
+/*
+ * The main interpreter: the oldest, last in the runtime's list (newest
+ * first); 0 if none can be read.
+ */
+static __u64 main_interp(int fd, const struct gb_py_config *cfg)
+{
+	__u64 interp = 0, next;
+
+	if (read_u64(fd, cfg->runtime + cfg->interp_head, &next))
+		return 0;
+	for (int i = 0; next && i < 4096; i++) {
+		interp = next;
+		if (read_u64(fd, interp + cfg->interp_next, &next))
+			return 0;
+	}
+	return next ? 0 : interp;
+}
+
 int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote *rx,
 		     char *why, size_t whylen)
 {
@@ -724,7 +746,9 @@ int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote
 		goto out;
 	}
 	err = -ESRCH;
-	if (read_u64(fd, cfg->runtime + d.interpreters_head, &interp) || !interp) {
+	/* the job's threads are the main interpreter's */
+	interp = main_interp(fd, cfg);
+	if (!interp) {
 		whyf(why, whylen, "no interpreter in the CPython runtime");
 		goto out;
 	}
@@ -800,12 +824,19 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 	fd = proc_mem_open(pid);
 	if (fd < 0)
 		return fd;
+	/* every interpreter's threads, newest first */
 	if (read_u64(fd, cfg->runtime + cfg->interp_head, &interp) || !interp ||
 	    read_u64(fd, interp + cfg->threads_head, &ts))
 		goto cleanup;
-	for (int i = 0; ts && i < 4096; i++) {
+	for (int i = 0; interp && i < 4096; i++) {
 		__u64 tid;
 
+		if (!ts) {
+			if (read_u64(fd, interp + cfg->interp_next, &interp) ||
+			    (interp && read_u64(fd, interp + cfg->threads_head, &ts)))
+				goto cleanup;
+			continue;
+		}
 		if (read_u64(fd, ts + cfg->tstate_thread_id, &tid))
 			goto cleanup;
 		if (tid == thread_id)
