@@ -92,8 +92,8 @@ done
 for py in $(cpythons 3.12 3.15); do
 	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') with a subinterpreter, -p"
 	rm -f "$TMPD/igo"
-	"$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py" --wait-file "$TMPD/igo" \
-		"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/itruth.json" --deep 300 &
+	"$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py" "$GPUBPF_ROOT/tests/py/wait_then.py" \
+		"$TMPD/igo" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/itruth.json" --deep 300 &
 	w=$!
 	at_exit "kill $w 2>/dev/null"
 	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"

@@ -268,6 +268,7 @@ int cmd_record(int argc, char **argv)
 	ret = start(&r);
 	if (!ret) {
 		r.collecting = 1;
+		record_wait_windows(&r);
 		if (o.mode != MODE_CMD)
 			fprintf(stderr, "gpubpf: recording%s; Ctrl-C to stop\n",
 				o.mode == MODE_ALL ? " every CUDA process" : "");

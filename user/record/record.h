@@ -185,6 +185,12 @@ int record_loop_init(struct record *r);
  */
 void record_loop(struct record *r);
 
+/*
+ * -p: read records until each target's injection library has opened its
+ * GPU window (or said why not), at most a second.
+ */
+void record_wait_windows(struct record *r);
+
 /* Continue every held process, stop holding new ones. */
 void record_unhold(struct record *r);
 

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <unistd.h>
 #include <sys/resource.h>
+#include "lib/proc.h"
 #include "model/model_part.h"
 #include "record/record.h"
 
@@ -17,6 +18,7 @@
 #define SCAN_NS 250000000ULL    /* how often to look for libcuda and exits */
 #define SCAN_ALL_NS 1000000000ULL
 #define GRACE_NS 150000000ULL   /* the injection library delivers every 50 ms */
+#define WINDOW_WAIT_NS 1000000000ULL /* for the -p targets' libraries to start collecting */
 #define PY_FAST_NS 3000000000ULL /* -- CMD: look for Python this long, closely */
 #define PY_FAST_POLL_MS 2
 /* records read but not decoded wait in memory, up to --memory and at least this */
@@ -90,6 +92,51 @@ void record_unhold(struct record *r)
 	/* a hook that ran just before the detach may still be submitting */
 	for (int i = 0; i < 3; i++)
 		probes_heartbeat(&r->probes), take(r, 5);
+}
+
+/*
+ * A -p target whose injection library (loaded at its start, or late) has
+ * our markers attached but has not yet said that it collects, nor why
+ * not; 0 if none.
+ */
+static pid_t window_pending(const struct record *r)
+{
+	for (int i = 0; i < r->ntargets; i++) {
+		const struct target *t = &r->targets[i];
+		const struct model_process *p;
+
+		if (!t->markers || t->gone || !proc_alive(t->pid))
+			continue;
+		p = model_find_process(&r->model, t->pid);
+		if (!p || (!p->gpu_window_ns && !p->gpu_error))
+			return t->pid;
+	}
+	return 0;
+}
+
+/*
+ * The injection library enables collection when its thread next sees our
+ * markers attached, one to two of its 50-ms periods after we attached
+ * them, and the driver (CUPTI, the simulator) never reports work launched
+ * before that.  So "recording" is said once each target's library has
+ * opened its GPU window (or said why not): every launch after that line
+ * has its GPU record.  Bounded, for a job stopped by a debugger or a
+ * signal, which is then named.
+ */
+void record_wait_windows(struct record *r)
+{
+	uint64_t until = now_ns(CLOCK_MONOTONIC) + WINDOW_WAIT_NS;
+	pid_t pid;
+
+	while ((pid = window_pending(r)) && !stop_signal && now_ns(CLOCK_MONOTONIC) < until) {
+		probes_heartbeat(&r->probes);
+		if (take(r, 10) < 0)
+			return;
+	}
+	if (pid && !stop_signal)
+		fprintf(stderr, "gpubpf: pid %d: its injection library has not started collecting in "
+			"%.1f s: its launches until it does have no GPU record (the trace's "
+			"gpu.window_open_us says when it did)\n", pid, WINDOW_WAIT_NS / 1e9);
 }
 
 static void on_unheld(void *ctx, uint32_t pid, uint64_t n)
