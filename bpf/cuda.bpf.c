@@ -207,12 +207,13 @@ struct py_thread {
 	struct gb_py_config cfg;
 	__u64 cfg_gen;
 	__u32 cfg_tgid;
-	__u32 pad;
+	__u32 ran_python;       /* tstate, when found, ran Python (else: a state kept idle) */
 	struct py_ident_slot idents[PY_IDENT_SLOTS];
 	__u64 low;              /* its last walk's lowest frame, near the top: frame_at()'s hint */
 	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
 	struct py_scratch own;
 	__u64 interp;           /* the interpreter whose thread list holds tstate */
+	__u64 searched;         /* py_threads_key() after its last search; 0: search again */
 };
 
 struct {
@@ -530,8 +531,9 @@ static __always_inline __u64 py_top_frame(const struct gb_py_config *cfg, __u64 
  * fsbase register on x86-64.  Cached per thread, with its interpreter, and
  * checked on every use: here, 0 if the cached one is not the thread's
  * (py_thread_find() then searches).  Also sets w->frame to its
- * tstate_frame field, read with the check in one copy where the two lie
- * close: each read of user memory costs more than the bytes it copies.
+ * tstate_frame field (0 at 3.15's sentinel frame: it runs no Python), read
+ * with the check in one copy where they lie close: each read of user
+ * memory costs more than the bytes it copies.
  */
 #define PY_TSTATE_NEAR 128      /* 3.11+'s span fits: read onto the stack */
 static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *task)
@@ -540,23 +542,36 @@ static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *t
 	struct py_scratch *s = w->s;
 	struct py_thread *t = w->t;
 	__u64 fsbase = task->thread.fsbase, ts = t->tstate, near[PY_TSTATE_NEAR / 8];
-	__u32 id = cfg->tstate_thread_id, top = cfg->tstate_frame;
-	__u32 lo = id < top ? id : top, span = (id < top ? top : id) - lo + 8;
+	__u32 id = cfg->tstate_thread_id, top = cfg->tstate_frame, base = cfg->tstate_base_frame;
+	__u32 lo = id < top ? id : top, hi = id < top ? top : id, span;
 
+	/* 3.15+: its sentinel frame, where a thread that runs no Python is */
+	if (base != GB_PY_NONE) {
+		lo = base < lo ? base : lo;
+		hi = base > hi ? base : hi;
+	}
+	span = hi - lo + 8;
 	/* onto the stack, where a read costs less than into a map (bench section 15) */
 	if (ts && span <= sizeof(near) && !bpf_probe_read_user(near, span, (void *)(ts + lo))) {
 		if (near[((id - lo) & (sizeof(near) - 8)) / 8] == fsbase) {
 			w->frame = near[((top - lo) & (sizeof(near) - 8)) / 8];
+			if (base != GB_PY_NONE && near[((base - lo) & (sizeof(near) - 8)) / 8] == w->frame)
+				w->frame = 0;
 			return ts;
 		}
 	} else if (ts && span > sizeof(near) && span <= sizeof(s->tstate) &&
 		   !bpf_probe_read_user(s->tstate, span, (void *)(ts + lo))) {
 		if (s->tstate[((id - lo) & (sizeof(s->tstate) - 8)) / 8] == fsbase) {
 			w->frame = s->tstate[((top - lo) & (sizeof(s->tstate) - 8)) / 8];
+			if (base != GB_PY_NONE &&
+			    s->tstate[((base - lo) & (sizeof(s->tstate) - 8)) / 8] == w->frame)
+				w->frame = 0;
 			return ts;
 		}
 	} else if (ts && read_u64(ts + id) == fsbase) {
 		w->frame = read_u64(ts + top);
+		if (base != GB_PY_NONE && read_u64(ts + base) == w->frame)
+			w->frame = 0;
 		return ts;
 	}
 	return 0;
@@ -571,6 +586,22 @@ static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *t
  * interpreter): one that runs Python is taken before one that does not.
  */
 #define PY_THREADS_SEARCHED 128 /* thread states, in all interpreters */
+/*
+ * A thread is searched for again only once the thread lists have changed
+ * since its last search: one that has no state (a C++ thread of a Python
+ * process: a driver's, a library's worker) would cost a search at each
+ * call and each blocking switch (~0.2 us a state: ~23 us among 100
+ * threads), and every state made goes first in its interpreter's list.  A
+ * state found running Python that runs none now is checked that way too: a
+ * C thread that calls Python (ctypes callbacks, PyGILState_Ensure) gets a
+ * new state for each call, where the last one's memory, freed, still reads
+ * as its own.
+ * Not in a thread's first PY_THREAD_YOUNG_NS: a new Python thread can be
+ * walked (sampled, or switched out) before it has put its id in the state
+ * its creator made for it, which changes no list.
+ */
+#define PY_THREAD_YOUNG_NS 100000000ULL
+#define PY_KEY_INTERPS 4        /* with more interpreters, always search */
 
 struct py_search {
 	const struct gb_py_config *cfg;
@@ -608,27 +639,55 @@ static long py_search_step(__u32 i, void *data)
 	return 0;
 }
 
-/* py_thread_state() when the thread's cached state is not its own: search. */
+/*
+ * What changes when a thread state is made for thread t: the first state
+ * of its interpreter's list, or where its interpreter is not known, that
+ * of each interpreter's, hashed; 0: unknown.
+ */
+static __always_inline __u64 py_threads_key(const struct gb_py_config *cfg,
+					    const struct py_thread *t)
+{
+	__u64 interp = read_u64(cfg->runtime + cfg->interp_head), key = interp;
+
+	if (t->interp)
+		return read_u64(t->interp + cfg->threads_head) ^ 1;     /* 0 is a list too */
+
+	for (int i = 0; i < PY_KEY_INTERPS && interp; i++) {
+		key = (key ^ read_u64(interp + cfg->threads_head)) * 0x100000001b3ULL;
+		interp = read_u64(interp + cfg->interp_next);
+	}
+	return interp ? 0 : key;
+}
+
+/*
+ * py_thread_state() when the thread's cached state is not its own, or runs
+ * no Python: search, if the lists changed since the last search.  The
+ * state found, else 0.
+ */
 static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *task)
 {
 	const struct gb_py_config *cfg = w->cfg;
 	struct py_thread *t = w->t;
-	struct py_search q = {
-		.cfg = cfg,
-		.fsbase = task->thread.fsbase,
-		.interp = read_u64(cfg->runtime + cfg->interp_head),
-	};
+	struct py_search q = { .cfg = cfg, .fsbase = task->thread.fsbase };
+	__u64 key = py_threads_key(cfg, t);
 
+	if (key && t->searched == key)
+		return 0;
+	q.interp = read_u64(cfg->runtime + cfg->interp_head);
 	q.ts = q.interp ? read_u64(q.interp + cfg->threads_head) : 0;
 	bpf_loop(PY_THREADS_SEARCHED, py_search_step, &q, 0);
+	t->ran_python = q.found != 0;
 	if (!q.found) {
 		q.found = q.idle;
 		q.found_interp = q.idle_interp;
 	}
+	t->tstate = q.found;
+	t->interp = q.found ? q.found_interp : 0;
+	/* ours cannot be made meanwhile: only this thread makes its own */
+	t->searched = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS ? 0 :
+		      py_threads_key(cfg, t);
 	if (!q.found)
 		return 0;
-	t->tstate = q.found;
-	t->interp = q.found_interp;
 	w->frame = read_u64(q.found + cfg->tstate_frame);
 	return q.found;
 }
@@ -873,6 +932,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	__u64 *sent, gen;
 	__u32 n;
 	__u8 one = 1;
+	int searched;
 
 	w.t = bpf_task_storage_get(&py_threads, task, NULL, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!w.t)
@@ -899,10 +959,30 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	}
 	w.cfg = cfg;
 	w.s = s = slot == PY_OWN_SLOT ? &w.t->own : bpf_map_lookup_elem(&py_scratch, &slot);
-	if (!s || (!py_thread_state(&w, task) && !py_thread_find(&w, task)))
+	if (!s)
 		return 0;
-	if (cfg->cframe_frame != GB_PY_NONE && w.frame)
-		w.frame = read_u64(w.frame + cfg->cframe_frame);
+	/*
+	 * Spelled so, inline and through w.cfg: clang then keeps more of the
+	 * walk's loop below in registers (11 stack accesses a frame against
+	 * 14 as a function of its own, or through cfg: llvm-objdump -d
+	 * build/cuda.bpf.o), ~2-3% of the entry program at depth 30.
+	 */
+	searched = !py_thread_state(&w, task);
+	if (searched && !py_thread_find(&w, task))
+		return 0;
+	if (w.cfg->cframe_frame != GB_PY_NONE && w.frame)
+		w.frame = read_u64(w.frame + w.cfg->cframe_frame);
+	/*
+	 * The cached state, which ran Python, runs none now: a newer one, if
+	 * any (not for a state kept idle, as PyTorch's autograd threads keep
+	 * theirs: that would cost each of their calls a read).
+	 */
+	if (!w.frame && !searched && w.t->ran_python) {
+		if (!py_thread_find(&w, task))
+			return 0;
+		if (w.cfg->cframe_frame != GB_PY_NONE && w.frame)
+			w.frame = read_u64(w.frame + w.cfg->cframe_frame);
+	}
 	w.depth = cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth : GB_PY_MAX_DEPTH;
 	s->win_base = 0;        /* the window is per walk: memory changes between calls */
 	s->win_last = 0;

@@ -49,6 +49,7 @@ struct task_struct {
 	struct signal_struct *signal;
 	struct files_struct *files;
 	unsigned int ptrace;    /* nonzero: traced by a debugger (gdb, strace) */
+	__u64 start_time;       /* when it started, CLOCK_MONOTONIC ns */
 } __attribute__((preserve_access_index));
 
 /*

@@ -10,7 +10,8 @@
 # prints such a site, counts the workers' launches for the Python thread in
 # its iteration anatomy (forward: its own 2 kernels, backward: the workers'
 # 5), `gpubpf report FILE` prints what record printed, and Perfetto imports
-# the JSON and .pftrace traces.
+# the JSON and .pftrace traces.  A C thread that calls Python back, with a
+# new thread state each time, has each call's own stack.
 . "$(dirname "$0")/lib.sh"
 test_description "attributed stacks: worker threads without Python"
 require_bpf
@@ -72,5 +73,20 @@ for py in "${pythons[@]}"; do
 		"$(json_query "$TMPD/rep.json" '[round(x["host_ms_min"]) for x in d["processes"][0]["iterations"]["phases"] if x["site"] == "main ('"$W"':'"$pause"')"] or [-1]' | tr -d '[]')" -ge 9
 	perfetto_ok "$TMPD/w.json"
 	perfetto_ok "$TMPD/w.pftrace"
+done
+# a C thread that calls Python back (tests/py/callbacks.py), a new thread
+# state for each call: each call's sync carries the callback's own line,
+# walked, not attributed (a state's memory, freed, still reads as the
+# thread's own, and was taken for it; a thread without one is searched
+# for again only once the thread lists change)
+CB=$GPUBPF_ROOT/tests/py/callbacks.py
+cbline=$(grep -n "# CALLBACK'S CALL" "$CB" | cut -d: -f1)
+for py in "${pythons[@]}"; do
+	v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+	check "$v: callbacks: record" "$GPUBPF" record --quiet -o "$TMPD/c.json" -- \
+		"$py" "$CB" "$TMPD/libworkpool.so" 20 || continue
+	is "$v: callbacks: each of the C thread's 20 syncs has the callback's line, walked" \
+		"$(json_query "$TMPD/c.json" "[exec('$names', globals()), sorted({(e['args'].get('stack', [None])[0], e['args'].get('stack_attributed')) for e in ev if e.get('cat') == 'cuda_api' and names.get(e['tid']) == 'wp_cb'}, key=str) + [len([e for e in ev if e.get('cat') == 'cuda_api' and names.get(e['tid']) == 'wp_cb'])]][1]")" \
+		"[[\"callback ($CB:$cbline)\", null], 20]"
 done
 done_testing

@@ -16,6 +16,12 @@
  *	                   and wakes the caller
  *	wp_lone(n)         a thread "wp_lone" that nobody wakes launches n
  *	                   "attr_lone" kernels 1 ms apart; returns when it ended
+ *	wp_callbacks(f, n) a thread "wp_cb", once 200 ms old (past the age at
+ *	                   which BPF notes that a thread has no Python state),
+ *	                   calls the Python function f n times, 2 ms apart
+ *	                   (ctypes makes it a thread state for each call and
+ *	                   deletes it after: the thread runs no Python between);
+ *	                   returns when it ended
  *	wp_stop()          end both workers
  */
 #define _GNU_SOURCE
@@ -32,6 +38,7 @@ static CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, un
 static CUresult (*sync)(CUstream);
 static CUfunction fn_a, fn_b, fn_lone, fn_fwd;
 static uint32_t dur_us = 20;
+static int cb_n;                /* wp_callbacks()'s calls */
 
 /* One hand-over: work posted under mu, taken by the worker, done signalled back. */
 struct queue {
@@ -206,6 +213,30 @@ int wp_lone(int n)
 	pthread_t t;
 
 	if (pthread_create(&t, NULL, lone, (void *)(intptr_t)n))
+		return -1;
+	return pthread_join(t, NULL) ? -1 : 0;
+}
+
+static void *calls_back(void *arg)
+{
+	struct timespec old = { 0, 200000000 }, gap = { 0, 2000000 };
+	void (*f)(int) = arg;
+
+	pthread_setname_np(pthread_self(), "wp_cb");
+	nanosleep(&old, NULL);
+	for (int i = 0; i < cb_n; i++) {
+		f(i);
+		nanosleep(&gap, NULL);
+	}
+	return NULL;
+}
+
+int wp_callbacks(void (*f)(int), int n)
+{
+	pthread_t t;
+
+	cb_n = n;
+	if (pthread_create(&t, NULL, calls_back, (void *)f))
 		return -1;
 	return pthread_join(t, NULL) ? -1 : 0;
 }
