@@ -647,11 +647,11 @@ static long py_search_step(__u32 i, void *data)
 static __always_inline __u64 py_threads_key(const struct gb_py_config *cfg,
 					    const struct py_thread *t)
 {
-	__u64 interp = read_u64(cfg->runtime + cfg->interp_head), key = interp;
+	__u64 interp, key;
 
 	if (t->interp)
 		return read_u64(t->interp + cfg->threads_head) ^ 1;     /* 0 is a list too */
-
+	key = interp = read_u64(cfg->runtime + cfg->interp_head);
 	for (int i = 0; i < PY_KEY_INTERPS && interp; i++) {
 		key = (key ^ read_u64(interp + cfg->threads_head)) * 0x100000001b3ULL;
 		interp = read_u64(interp + cfg->interp_next);
