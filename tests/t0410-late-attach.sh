@@ -113,14 +113,14 @@ is "refused: the target ran on untouched" "$?:$(tail -n 1 "$TMPD/s.out")" \
 	"42:done seccomp iterations=yes unexpected=0 signals=0"
 # 6. "recording" is said once the library collects: a job that starts
 # launching at that line has every kernel, whether the library is loaded
-# late or was loaded at the job's start and waited, dormant (before, its
+# late (-p, -a) or was loaded at the job's start and waited, dormant (before, its
 # window opened 50-100 ms after the line, and such a job lost its kernels
 # one time in three)
-for how in late dormant; do
+for how in late dormant all; do
 	got=
 	for i in 1 2 3 4; do
 		rm -f "$TMPD/go"
-		if [[ $how == late ]]; then
+		if [[ $how != dormant ]]; then
 			"$PY" "$GPUBPF_ROOT/tests/py/wait_then.py" "$TMPD/go" \
 				"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/wt.json" --deep 10 &
 		else
@@ -129,16 +129,22 @@ for how in late dormant; do
 		fi
 		w=$!
 		at_exit "kill $w 2>/dev/null"
-		if [[ $how == late ]]; then
+		if [[ $how != dormant ]]; then
 			wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 		else
 			wait_for_cmd 20 grep -q libgpubpf_cupti "/proc/$w/maps"
 		fi
-		"$GPUBPF" record -q -p "$w" -o "$TMPD/w.json" 2>"$TMPD/w.err" &
+		if [[ $how == all ]]; then
+			"$GPUBPF" record -q -a -o "$TMPD/w.json" 2>"$TMPD/w.err" &
+		else
+			"$GPUBPF" record -q -p "$w" -o "$TMPD/w.json" 2>"$TMPD/w.err" &
+		fi
 		g=$!
 		wait_for_cmd 20 grep -q "recording" "$TMPD/w.err"
 		touch "$TMPD/go"
-		wait "$w" "$g"
+		wait "$w"
+		[[ $how == all ]] && kill -INT "$g"
+		wait "$g"
 		got+="$(json_query "$TMPD/w.json" 'len([e for e in ev if e.get("cat") == "kernel"])')/"
 		got+="$(json_query "$TMPD/wt.json" 'len([c for c in d if c["name"] == "cuLaunchKernel"])') "
 	done

@@ -186,8 +186,9 @@ int record_loop_init(struct record *r);
 void record_loop(struct record *r);
 
 /*
- * -p: read records until each target's injection library has opened its
- * GPU window (or said why not), at most a second.
+ * Read records until the injection library of each -p target, and of each
+ * process it was loaded into late, has opened its GPU window (or said why
+ * not), at most a second.
  */
 void record_wait_windows(struct record *r);
 

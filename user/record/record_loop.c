@@ -94,23 +94,28 @@ void record_unhold(struct record *r)
 		probes_heartbeat(&r->probes), take(r, 5);
 }
 
+/* pid's injection library has not yet said that it collects, nor why not. */
+static int window_unopened(const struct record *r, pid_t pid)
+{
+	const struct model_process *p = model_find_process(&r->model, pid);
+
+	return proc_alive(pid) && (!p || (!p->gpu_window_ns && !p->gpu_error));
+}
+
 /*
  * A -p target whose injection library (loaded at its start, or late) has
- * our markers attached but has not yet said that it collects, nor why
- * not; 0 if none.
+ * our markers attached, or a process the library was loaded into late
+ * (-p, -a), whose library has not opened its GPU window; 0 if none.
  */
 static pid_t window_pending(const struct record *r)
 {
-	for (int i = 0; i < r->ntargets; i++) {
-		const struct target *t = &r->targets[i];
-		const struct model_process *p;
-
-		if (!t->markers || t->gone || !proc_alive(t->pid))
-			continue;
-		p = model_find_process(&r->model, t->pid);
-		if (!p || (!p->gpu_window_ns && !p->gpu_error))
-			return t->pid;
-	}
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].markers && !r->targets[i].gone &&
+		    window_unopened(r, r->targets[i].pid))
+			return r->targets[i].pid;
+	for (size_t i = 0; i < r->nlate; i++)
+		if (!r->late[i].ret && window_unopened(r, r->late[i].pid))
+			return r->late[i].pid;
 	return 0;
 }
 
@@ -118,7 +123,7 @@ static pid_t window_pending(const struct record *r)
  * The injection library enables collection when its thread next sees our
  * markers attached, one to two of its 50-ms periods after we attached
  * them, and the driver (CUPTI, the simulator) never reports work launched
- * before that.  So "recording" is said once each target's library has
+ * before that.  So "recording" is said once each such library has
  * opened its GPU window (or said why not): every launch after that line
  * has its GPU record.  Bounded, for a job stopped by a debugger or a
  * signal, which is then named.
