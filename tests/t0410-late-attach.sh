@@ -7,7 +7,8 @@
 # recording finds the library and does not inject again; the jobs' own
 # output and exit status are unchanged.  Then -a, --no-inject, and a
 # refused injection (a seccomp filter) that says why; and jobs that start
-# launching as gpubpf says "recording" have every kernel.
+# launching as gpubpf says "recording" have every kernel; a stopped job's
+# library that cannot start collecting is named.
 . "$(dirname "$0")/lib.sh"
 test_description "late attach: GPU timing for jobs started without the injection library"
 require_bpf
@@ -151,6 +152,22 @@ for how in late dormant all; do
 	is "$how: jobs that launch from \"recording\" on: kernels/launches" "$got" \
 		"$(json_query "$TMPD/wt.json" '" ".join(["%d/%d" % (n, n) for n in [len([c for c in d if c["name"] == "cuLaunchKernel"])] * 4])') "
 done
+# 7. a job stopped (SIGSTOP, a debugger) whose library cannot open its
+# window: after a second, one line says so, and the recording goes on
+rm -f "$TMPD/go"
+CUDA_INJECTION64_PATH=$SIMINJ "$PY" "$GPUBPF_ROOT/tests/py/wait_then.py" --init \
+	"$TMPD/go" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/wt.json" --deep 10 &
+w=$!
+at_exit "kill -CONT $w 2>/dev/null; kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libgpubpf_cupti "/proc/$w/maps"
+kill -STOP "$w"
+check "stopped job: record -p" "$GPUBPF" record -q -p "$w" -d 200ms -o "$TMPD/st.json"
+like "stopped job: one line names it" "$(grep 'has not started' "$TMPD/.check.out")" \
+	"^gpubpf: pid $w: its injection library has not started collecting in 1.0 s: its launches until it does have no GPU record \\(the trace's gpu.window_open_us says when it did\\)$"
+kill -CONT "$w"
+touch "$TMPD/go"
+wait "$w"
+is "stopped job: it ran on, exit 0" "$?" 0
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/a.json"
 perfetto_ok "$TMPD/e.json"
