@@ -18,7 +18,7 @@
 #define SCAN_NS 250000000ULL    /* how often to look for libcuda and exits */
 #define SCAN_ALL_NS 1000000000ULL
 #define GRACE_NS 150000000ULL   /* the injection library delivers every 50 ms */
-#define WINDOW_WAIT_NS 1000000000ULL /* for the -p targets' libraries to start collecting */
+#define WINDOW_WAIT_NS 1000000000ULL /* for injection libraries to start collecting */
 #define PY_FAST_NS 3000000000ULL /* -- CMD: look for Python this long, closely */
 #define PY_FAST_POLL_MS 2
 /* records read but not decoded wait in memory, up to --memory and at least this */
