@@ -15,7 +15,11 @@
 #   C is recorded twice with `record -p` (late attach, then re-attach).
 # For B and C, per round, the time per step over A's in the same round;
 # medians after the last detach against before the first attach (which
-# cancels what a loop's place in the round is worth): within 2%.  Also
+# cancels what a loop's place in the round is worth): within 2%.  On the
+# H200 machine of 2026-12-04 that bound was below the method's spread: two
+# dry runs (T0975_DRY=1, nothing attached) moved B or C by up to 5.6%, and
+# B, which leaves nothing behind, moved by -3.9 to +7.8% (BENCHMARKS.md).
+# Also
 # reported: C's threads before and after (CUPTI's own threads must be gone
 # once it is finalized), the BPF run time per call of the probes on the
 # real libcuda (kernel.bpf_stats_enabled, with bpftool), and how the
@@ -34,6 +38,11 @@ threads() { for t in /proc/"$1"/task/*; do cat "$t/comm"; done 2>/dev/null | sor
 # recorded with --no-device and C with GPU timing (late attach), both at
 # once, 5 s each, and again 2 s after (C's re-attach); then 12 s of rounds
 # after, from 2 s after the last detach; then the loops stop.
+# T0975_DRY=1: the same timeline with nothing attached (each recording a
+# 5-s sleep), which shows how far the comparison moves on its own
+rec=$GPUBPF
+[[ ${T0975_DRY:-0} = 1 ]] && rec=dry_record && diag "dry run: nothing is attached"
+dry_record() { sleep 5; }
 declare -A pid
 declare -A next=([A]=B [B]=C [C]=A)
 rm -f "$out/stop" "$out"/turn.?
@@ -56,9 +65,9 @@ command -v bpftool >/dev/null || diag "no bpftool: no BPF run times"
 ta=$(now)
 for i in 1 2; do
 	diag "C's threads before attach $i: $(threads "${pid[C]}")"
-	"$GPUBPF" record --no-device -p "${pid[B]}" -d 5s -q -o "$out/B.$i.json" >"$out/B.rec$i.txt" 2>&1 &
+	"$rec" record --no-device -p "${pid[B]}" -d 5s -q -o "$out/B.$i.json" >"$out/B.rec$i.txt" 2>&1 &
 	gb=$!
-	"$GPUBPF" record -p "${pid[C]}" -d 5s -q -o "$out/C.$i.json" >"$out/C.rec$i.txt" 2>&1 &
+	"$rec" record -p "${pid[C]}" -d 5s -q -o "$out/C.$i.json" >"$out/C.rec$i.txt" 2>&1 &
 	gc=$!
 	: >"$out/stats$i"
 	while kill -0 "$gb" 2>/dev/null || kill -0 "$gc" 2>/dev/null; do
@@ -110,6 +119,7 @@ for name in ("B", "C"):
              "ok" if abs(rel) <= 0.02 else "NOT within 2%"))
 PY
 diag <"$out/detach.txt"
+[[ $rec = dry_record ]] && done_testing
 for n in B C; do
 	ok "$n: speed after detaching within 2% of before, against the control" \
 		grep -q "^$n: .*: ok$" "$out/detach.txt"
