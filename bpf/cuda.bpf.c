@@ -975,8 +975,13 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	/*
 	 * The cached state, which ran Python, runs none now: a newer one, if
 	 * any (not for a state kept idle, as PyTorch's autograd threads keep
-	 * theirs: that would cost each of their calls a read).
+	 * theirs: that would cost each of their calls a read).  A state found
+	 * idle that runs Python now has run it: a C thread's state is found
+	 * idle when it is walked between its making and its first frame, as
+	 * when it waits for the GIL.
 	 */
+	if (w.frame && !w.t->ran_python)
+		w.t->ran_python = 1;
 	if (!w.frame && !searched && w.t->ran_python) {
 		if (!py_thread_find(&w, task))
 			return 0;

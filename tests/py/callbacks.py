@@ -1,14 +1,18 @@
 """Python called back from a thread of C code, which then calls the driver.
 
-usage: callbacks.py LIBWORKPOOL N
+usage: callbacks.py LIBWORKPOOL N [contend]
 
 tests/py/workpool.c's wp_callbacks() starts a C thread ("wp_cb") that, once
 200 ms old, calls callback() N times, 2 ms apart; ctypes gives the thread a
 Python thread state for each call and deletes it after.  Each call makes
 one cuCtxSynchronize, whose stack is callback's line.
+contend: meanwhile a Python thread spins, holding the GIL for 10 ms at a
+time, so that each call's new state waits for the GIL, made but running no
+Python yet, and is walked there (the thread blocks).
 """
 import ctypes
 import sys
+import threading
 
 lib = ctypes.CDLL("libcuda.so.1")
 
@@ -17,12 +21,23 @@ def callback(i):
     lib.cuCtxSynchronize()  # CALLBACK'S CALL
 
 
+def spin(done):
+    while not done:
+        pass
+
+
 def main():
     lib.cuInit(0)
     pool = ctypes.CDLL(sys.argv[1])
     n = int(sys.argv[2])
     cb = ctypes.CFUNCTYPE(None, ctypes.c_int)(callback)
-    if pool.wp_callbacks(cb, n):
+    done = []
+    if sys.argv[3:] == ["contend"]:
+        sys.setswitchinterval(0.01)
+        threading.Thread(target=spin, args=(done,)).start()
+    rc = pool.wp_callbacks(cb, n)
+    done.append(1)
+    if rc:
         sys.exit("callbacks: cannot start the thread")
 
 
