@@ -702,6 +702,18 @@ int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cf
 	return set_pid_bits(p, pid, GB_PID_PYTHON);
 }
 
+void probes_forget_python(struct probes *p, pid_t pid)
+{
+	uint32_t key = pid;
+
+	if (pid <= 0 || (uint32_t)pid >= GB_PID_LIMIT)
+		return;
+	__atomic_fetch_and(&p->skel->bss->pid_bits[GB_PID_WORD(pid)],
+			   ~((uint32_t)GB_PID_PYTHON << GB_PID_SHIFT(pid)), __ATOMIC_SEQ_CST);
+	bpf_map__delete_elem(p->skel->maps.py_procs, &key, sizeof(key), 0);
+	__atomic_fetch_add(&p->skel->bss->py_procs_gen, 1, __ATOMIC_RELEASE);
+}
+
 int probes_ringbuf_fds(struct probes *p, int fds[PROBES_RINGS])
 {
 	fds[0] = bpf_map__fd(p->skel->maps.rb);

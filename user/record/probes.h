@@ -131,6 +131,8 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max);
  * their pthread_self()).
  */
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
+/* Stop walking pid's Python stacks (it runs a new program). */
+void probes_forget_python(struct probes *p, pid_t pid);
 /*
  * The ring buffers' map fds, into fds; their number.  The first takes
  * every record but the GPU batches, which go to the second.

@@ -60,9 +60,12 @@ int pystacks_try(struct record *r, pid_t pid)
 		return 1;
 	}
 	cfg.depth = r->o->stack_depth;
-	if (collector_set_python(&r->coll, pid, &cfg) || probes_set_python(&r->probes, pid, &cfg))
+	if (collector_set_python(&r->coll, pid, &cfg) || probes_set_python(&r->probes, pid, &cfg)) {
 		fprintf(stderr, "gpubpf: pid %d: no Python stacks: out of memory\n", pid);
-	else if (r->o->verbose)
+		return 1;
+	}
+	t->found = 1;
+	if (r->o->verbose)
 		fprintf(stderr, "gpubpf: pid %d runs CPython %u.%u: walking its stacks\n", pid,
 			cfg.version / 100, cfg.version % 100);
 	return 1;
@@ -78,6 +81,7 @@ int pystacks_tried(struct record *r, pid_t pid)
 
 void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)
 {
+	int found = 0;
 	size_t i;
 
 	for (i = 0; i < r->npy && r->py[i].pid != pid; i++)
@@ -85,8 +89,10 @@ void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)
 	/* looked for since: what was found (or not) is the new program's */
 	if (i < r->npy && r->py[i].last >= ts)
 		return;
-	if (i < r->npy)
+	if (i < r->npy) {
+		found = r->py[i].found;
 		r->py[i] = r->py[--r->npy];
+	}
 	/*
 	 * BPF holds it at its new program's libcuda (hold_exec), for it to be
 	 * looked for before its first call, where the hook that holds is
@@ -97,11 +103,28 @@ void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)
 	if (r->o->stacks && !r->holding)
 		r->holding = !probes_hold_maps(&r->probes);
 	collector_forget_python(&r->coll, pid);
-	if (r->o->verbose)
-		fprintf(stderr, "gpubpf: pid %d runs a new program: looking for its Python\n", pid);
-	/* else -p: the targets' poll tries it; -a, -- CMD: its next call, or the next scan */
 	if (r->last_pid == pid)
 		r->last_pid = 0;
+	if (!found) {
+		if (r->o->verbose)
+			fprintf(stderr, "gpubpf: pid %d runs a new program: looking for its Python\n",
+				pid);
+		/* -p: the targets' poll tries it; -a, -- CMD: its next call, or the next scan */
+		return;
+	}
+	/*
+	 * Its Python was found, and it may have been the new program's: the
+	 * exec's record comes after the new program is mapped, and a look
+	 * then finds it (~1 run in 5 of a chroot's python under load).  The
+	 * walks of the new program, with that layout, have sent stacks since,
+	 * each once: they are decoded if it is found again now, before any of
+	 * its records is read.  Not found: nothing is walked until it is.
+	 */
+	probes_forget_python(&r->probes, pid);
+	if (r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d ran Python and runs a new program: looking for its "
+			"Python now\n", pid);
+	pystacks_try(r, pid);
 }
 
 void pystacks_autograd(struct record *r, pid_t pid)

@@ -52,6 +52,7 @@ struct late {
 struct py_try {
 	pid_t pid;
 	int done;
+	int found;              /* its Python was found, its stacks walked */
 	int autograd;           /* its libtorch was looked for */
 	uint64_t first;
 	uint64_t last;          /* when it was last looked for (CLOCK_MONOTONIC) */
