@@ -214,6 +214,7 @@ struct py_thread {
 	struct py_scratch own;
 	__u64 interp;           /* the interpreter whose thread list holds tstate */
 	__u64 searched;         /* py_threads_key() after its last search; 0: search again */
+	__u64 searched_part;    /* after its last search cut short (PY_THREADS_SEARCHED) */
 };
 
 struct {
@@ -585,7 +586,16 @@ static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *t
  * _xxsubinterpreters.create() leaves its caller one in the new
  * interpreter): one that runs Python is taken before one that does not.
  */
-#define PY_THREADS_SEARCHED 128 /* thread states, in all interpreters */
+/*
+ * Thread states searched, in all interpreters: by a walk in the scheduler
+ * (which holds the CPU's run queue) or for a sample, 128 (~25 us); by a
+ * walk at a call, in the calling thread's own time, 4096.  A process's
+ * first thread lies last: attached to with -p once it runs 300 threads, its
+ * calls had no stacks.  A search cut short by the first bound is made again
+ * at the thread's next call, but not at its next switch or sample.
+ */
+#define PY_THREADS_SEARCHED 128
+#define PY_THREADS_SEARCHED_CALL 4096
 /*
  * A thread is searched for again only once the thread lists have changed
  * since its last search: one that has no state (a C++ thread of a Python
@@ -664,18 +674,18 @@ static __always_inline __u64 py_threads_key(const struct gb_py_config *cfg,
  * no Python: search, if the lists changed since the last search.  The
  * state found, else 0.
  */
-static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *task)
+static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *task, int at_call)
 {
 	const struct gb_py_config *cfg = w->cfg;
 	struct py_thread *t = w->t;
 	struct py_search q = { .cfg = cfg, .fsbase = task->thread.fsbase };
 	__u64 key = py_threads_key(cfg, t);
 
-	if (key && t->searched == key)
+	if (key && (t->searched == key || (!at_call && t->searched_part == key)))
 		return 0;
 	q.interp = read_u64(cfg->runtime + cfg->interp_head);
 	q.ts = q.interp ? read_u64(q.interp + cfg->threads_head) : 0;
-	bpf_loop(PY_THREADS_SEARCHED, py_search_step, &q, 0);
+	bpf_loop(at_call ? PY_THREADS_SEARCHED_CALL : PY_THREADS_SEARCHED, py_search_step, &q, 0);
 	t->ran_python = q.found != 0;
 	if (!q.found) {
 		q.found = q.idle;
@@ -684,8 +694,12 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	t->tstate = q.found;
 	t->interp = q.found ? q.found_interp : 0;
 	/* ours cannot be made meanwhile: only this thread makes its own */
-	t->searched = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS ? 0 :
-		      py_threads_key(cfg, t);
+	key = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS ? 0 :
+	      py_threads_key(cfg, t);
+	if (q.found || !q.interp || at_call)
+		t->searched = key;
+	else
+		t->searched_part = key;
 	if (!q.found)
 		return 0;
 	w->frame = read_u64(q.found + cfg->tstate_frame);
@@ -968,7 +982,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	 * build/cuda.bpf.o), ~2-3% of the entry program at depth 30.
 	 */
 	searched = !py_thread_state(&w, task);
-	if (searched && !py_thread_find(&w, task))
+	if (searched && !py_thread_find(&w, task, slot == PY_OWN_SLOT))
 		return 0;
 	if (w.cfg->cframe_frame != GB_PY_NONE && w.frame)
 		w.frame = read_u64(w.frame + w.cfg->cframe_frame);
@@ -983,7 +997,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	if (w.frame && !w.t->ran_python)
 		w.t->ran_python = 1;
 	if (!w.frame && !searched && w.t->ran_python) {
-		if (!py_thread_find(&w, task))
+		if (!py_thread_find(&w, task, slot == PY_OWN_SLOT))
 			return 0;
 		if (w.cfg->cframe_frame != GB_PY_NONE && w.frame)
 			w.frame = read_u64(w.frame + w.cfg->cframe_frame);

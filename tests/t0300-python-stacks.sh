@@ -5,7 +5,8 @@
 # coroutines (before and after a suspension), two
 # threads, and a stack deeper than the limit (truncated, flagged); walked
 # with may_goto and with bpf_loop; after an exec of another Python; in a
-# process that made a subinterpreter, recorded and attached with -p.
+# process that made a subinterpreter, recorded and attached with -p; in
+# one that runs 300 threads, attached with -p.
 . "$(dirname "$0")/lib.sh"
 test_description "Python stacks on CUDA calls, CPython 3.8 to 3.15"
 require_bpf
@@ -103,6 +104,25 @@ for py in $(cpythons 3.12 3.15); do
 	touch "$TMPD/igo"
 	wait "$w" "$g"
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/pi.json" "$TMPD/itruth.json" 64
+done
+# attached with -p to a process that runs 300 Python threads: its main
+# thread's state, last of the list, is found at its first call (a walk in
+# the scheduler searches 128 states, one at a call 4096; before, 128 for
+# both, and the main thread's calls had no stacks)
+for py in $(cpythons 3.9 3.11 3.12 3.13); do
+	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') with 300 threads, -p"
+	rm -f "$TMPD/tgo"
+	"$py" "$GPUBPF_ROOT/tests/py/threads_first.py" 300 "$GPUBPF_ROOT/tests/py/wait_then.py" \
+		"$TMPD/tgo" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/ttruth.json" --deep 300 &
+	w=$!
+	at_exit "kill $w 2>/dev/null"
+	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+	"$GPUBPF" record --stack-depth 64 -p "$w" -o "$TMPD/pt.json" 2>"$TMPD/pt.err" &
+	g=$!
+	wait_for_cmd 20 grep -q "recording" "$TMPD/pt.err"
+	touch "$TMPD/tgo"
+	wait "$w" "$g"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/pt.json" "$TMPD/ttruth.json" 64
 done
 # a process started long before gpubpf, attached with -p: its stacks too
 "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 6 --wait-file "$TMPD/go" 2>/dev/null &
