@@ -592,7 +592,9 @@ static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *t
  * walk at a call, in the calling thread's own time, 4096.  A process's
  * first thread lies last: attached to with -p once it runs 300 threads, its
  * calls had no stacks.  A search cut short by the first bound is made again
- * at the thread's next call, but not at its next switch or sample.
+ * at the thread's next call, but not at its next switch or sample.  A
+ * young thread (PY_THREAD_YOUNG_NS), searched for at each walk, searches
+ * 128 at its calls too: its own state, if any, is new, near the head.
  */
 #define PY_THREADS_SEARCHED 128
 #define PY_THREADS_SEARCHED_CALL 4096
@@ -680,12 +682,14 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	struct py_thread *t = w->t;
 	struct py_search q = { .cfg = cfg, .fsbase = task->thread.fsbase };
 	__u64 key = py_threads_key(cfg, t);
+	int young = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS;
+	int all = at_call && !young;
 
-	if (key && (t->searched == key || (!at_call && t->searched_part == key)))
+	if (key && (t->searched == key || (!all && t->searched_part == key)))
 		return 0;
 	q.interp = read_u64(cfg->runtime + cfg->interp_head);
 	q.ts = q.interp ? read_u64(q.interp + cfg->threads_head) : 0;
-	bpf_loop(at_call ? PY_THREADS_SEARCHED_CALL : PY_THREADS_SEARCHED, py_search_step, &q, 0);
+	bpf_loop(all ? PY_THREADS_SEARCHED_CALL : PY_THREADS_SEARCHED, py_search_step, &q, 0);
 	t->ran_python = q.found != 0;
 	if (!q.found) {
 		q.found = q.idle;
@@ -694,9 +698,8 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	t->tstate = q.found;
 	t->interp = q.found ? q.found_interp : 0;
 	/* ours cannot be made meanwhile: only this thread makes its own */
-	key = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS ? 0 :
-	      py_threads_key(cfg, t);
-	if (q.found || !q.interp || at_call)
+	key = young ? 0 : py_threads_key(cfg, t);
+	if (q.found || !q.interp || all)
 		t->searched = key;
 	else
 		t->searched_part = key;
