@@ -1592,18 +1592,35 @@ int BPF_PROG(gb_exec, struct task_struct *task)
 	return 0;
 }
 
-/* A thread of a traced process exits: its name, for user space (struct gb_exit). */
+/*
+ * A thread of a traced process exits: its name, for user space (struct
+ * gb_exit).  The last one: what is known of the process by its pid is
+ * forgotten (its pid may be the next process's, after pid_max, 32768 on
+ * small machines, processes), but for its exec hold, which is forgotten as
+ * its first thread exits.
+ */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(gb_exit, struct task_struct *task)
 {
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct gb_exit *e;
+	int ended;
 
 	if (!traced(tgid))
 		return 0;
 	if (hold_exec && (__u32)pid_tgid == tgid)       /* the process ends */
 		bpf_map_delete_elem(&execed, &tgid);
+	/* do_exit() counts the thread out before this tracepoint */
+	ended = !BPF_CORE_READ(task, signal, live.counter);
+	if (ended && tgid < GB_PID_LIMIT) {
+		if (pid_flags(tgid) & GB_PID_PYTHON) {
+			bpf_map_delete_elem(&py_procs, &tgid);
+			__sync_fetch_and_add(&py_procs_gen, 1);
+		}
+		__sync_fetch_and_and(&pid_bits[pid_word(tgid)],
+				     ~((GB_PID_TRACED | GB_PID_PYTHON) << GB_PID_SHIFT(tgid)));
+	}
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
 		count_drop(tgid);
@@ -1612,7 +1629,7 @@ int BPF_PROG(gb_exit, struct task_struct *task)
 	e->type = GB_REC_EXIT;
 	e->pid = tgid;
 	e->tid = (__u32)pid_tgid;
-	e->pad = 0;
+	e->ended = ended;
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, wake_flags(sizeof(*e), 1));
 	return 0;

@@ -193,7 +193,7 @@ struct gb_exit {
 	__u32 type;             /* GB_REC_EXIT */
 	__u32 pid;              /* tgid */
 	__u32 tid;
-	__u32 pad;
+	__u32 ended;            /* the process's last thread: its pid is free for another */
 	char comm[GB_COMM_LEN]; /* the thread's name */
 };
 

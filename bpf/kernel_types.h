@@ -27,8 +27,13 @@ struct pid {
 #define GB_PIDTYPE_PGID 2       /* enum pid_type */
 #define GB_PIDTYPE_SID 3
 
+typedef struct {
+	int counter;
+} atomic_t;
+
 struct signal_struct {
 	struct pid *pids[4];
+	atomic_t live;          /* threads not yet exiting: 0 once the last one is */
 } __attribute__((preserve_access_index));
 
 struct file;

@@ -6,7 +6,8 @@
 # threads, and a stack deeper than the limit (truncated, flagged); walked
 # with may_goto and with bpf_loop; after an exec of another Python; in a
 # process that made a subinterpreter, recorded and attached with -p; in
-# one that runs 300 threads, attached with -p.
+# one that runs 300 threads, attached with -p; in a fork given an ended
+# process's pid.
 . "$(dirname "$0")/lib.sh"
 test_description "Python stacks on CUDA calls, CPython 3.8 to 3.15"
 require_bpf
@@ -77,6 +78,29 @@ if ((${#pair[@]} >= 2)); then
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/px.json" "$TMPD/ptruth.json" 64
 else
 	skip "fewer than two CPythons to exec one into the other" 2
+fi
+# a process that ended, then a fork given its pid (not an exec: nothing
+# says the pid runs a new program) that runs another CPython: its Python
+# is looked for anew, and its stacks walked with its own layout (before,
+# the ended process's was kept, and none of the fork's calls had a stack)
+mapfile -t pair < <(cpythons 3.12 3.11 3.13 3.10)
+if ((${#pair[@]} >= 2)); then
+	name="$("${pair[1]}" -c 'import sys; print("%d.%d" % sys.version_info[:2])') at an ended $("${pair[0]}" -c 'import sys; print("%d.%d" % sys.version_info[:2])')'s pid"
+	first='import ctypes, os; l = ctypes.CDLL("libcuda.so.1"); l.cuInit(0); l.cuCtxSynchronize(); print(os.getpid())'
+	line=$(grep -n "# THE CHILD'S CALL" "$GPUBPF_ROOT/tests/py/fork_at_pid.py" | cut -d: -f1)
+	for try in 1 2 3; do
+		rc=0
+		"$GPUBPF" record -q -o "$TMPD/f.json" -- bash -c 'p=$("$1" -c "$2") && exec "$3" "$4" "$p" 20' \
+			sh "${pair[0]}" "$first" "${pair[1]}" "$GPUBPF_ROOT/tests/py/fork_at_pid.py" \
+			2>"$TMPD/f.err" || rc=$?
+		((rc == 3)) || break    # another process took the pid first
+	done
+	is "$name: recorded" "$rc" 0
+	is "$name: each of the fork's 20 syncs has its own line" "$(json_query "$TMPD/f.json" \
+		'sorted({str(e["args"].get("stack", [None])[0]) for e in ev if e.get("name") == "cuCtxSynchronize"}) + [len([e for e in ev if e.get("name") == "cuCtxSynchronize"])]')" \
+		"[\"<module> (<string>:1)\", \"child ($GPUBPF_ROOT/tests/py/fork_at_pid.py:$line)\", 21]"
+else
+	skip "fewer than two CPythons for a fork at an ended process's pid" 2
 fi
 # a process that made a subinterpreter first: CPython lists interpreters
 # newest first, and the main one's threads are found all the same

@@ -190,6 +190,8 @@ int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_c
 		return -ENOMEM;
 	for (size_t i = 0; i < c->npy; i++)
 		if (c->py[i].pid == pid) {
+			/* another process of that pid, or a new program: its code is new */
+			pysym_forget(c->pysym, pid);
 			c->py[i].cfg = *cfg;
 			return 0;
 		}

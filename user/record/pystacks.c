@@ -127,6 +127,17 @@ void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)
 	pystacks_try(r, pid);
 }
 
+void pystacks_ended(struct record *r, pid_t pid)
+{
+	for (size_t i = 0; i < r->npy; i++)
+		if (r->py[i].pid == pid) {
+			r->py[i] = r->py[--r->npy];
+			break;
+		}
+	if (r->last_pid == pid)
+		r->last_pid = 0;
+}
+
 void pystacks_autograd(struct record *r, pid_t pid)
 {
 	pid_t who = r->o->mode == MODE_PIDS ? pid : -1;

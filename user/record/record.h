@@ -167,6 +167,8 @@ int pystacks_try(struct record *r, pid_t pid);
 int pystacks_tried(struct record *r, pid_t pid);
 /* pid runs a new program since ts (GB_REC_EXEC): look for its interpreter anew. */
 void pystacks_exec(struct record *r, pid_t pid, uint64_t ts);
+/* Process pid ended: a later process of that pid is looked for anew. */
+void pystacks_ended(struct record *r, pid_t pid);
 
 /*
  * With --autograd, pid maps libcuda now: probe PyTorch's autograd engine

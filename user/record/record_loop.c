@@ -48,6 +48,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		pystacks_exec(r, e->pid, e->ts);
 		return 0;
 	}
+	/* the collector names the thread; its pid is free for another process */
+	if (size >= sizeof(struct gb_exit) && *(const uint32_t *)data == GB_REC_EXIT &&
+	    ((const struct gb_exit *)data)->ended)
+		pystacks_ended(r, ((const struct gb_exit *)data)->pid);
 	/* -a, -- CMD: a process not held at its libcuda (a shell job, or one
 	 * running before us): look for its Python at its first call */
 	if (size >= sizeof(struct gb_call) && *(const uint32_t *)data == GB_REC_CALL &&
