@@ -112,41 +112,35 @@ for py in $(cpythons 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15); do
 		tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/i.json" "$TMPD/truth.json" 64
 	fi
 done
-# the same attached with -p once it has: no thread was walked before, and
-# on 3.12 the main thread's idle state in the subinterpreter is met first
-for py in $(cpythons 3.12 3.15); do
-	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') with a subinterpreter, -p"
-	rm -f "$TMPD/igo"
-	"$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py" "$GPUBPF_ROOT/tests/py/wait_then.py" \
-		"$TMPD/igo" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/itruth.json" --deep 300 &
+# attached_stacks TAG WRAPPER...: stackwork.py, run by WRAPPER... through
+# wait_then.py, recorded with -p from its first call; its stacks checked
+attached_stacks() {
+	local tag=$1 w g
+	shift
+	rm -f "$TMPD/${tag}go"
+	"$@" "$GPUBPF_ROOT/tests/py/wait_then.py" "$TMPD/${tag}go" \
+		"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/${tag}truth.json" --deep 300 &
 	w=$!
 	at_exit "kill $w 2>/dev/null"
 	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
-	"$GPUBPF" record --stack-depth 64 -p "$w" -o "$TMPD/pi.json" 2>"$TMPD/pi.err" &
+	"$GPUBPF" record --stack-depth 64 -p "$w" -o "$TMPD/p$tag.json" 2>"$TMPD/p$tag.err" &
 	g=$!
-	wait_for_cmd 20 grep -q "recording" "$TMPD/pi.err"
-	touch "$TMPD/igo"
+	wait_for_cmd 20 grep -q "recording" "$TMPD/p$tag.err"
+	touch "$TMPD/${tag}go"
 	wait "$w" "$g"
-	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/pi.json" "$TMPD/itruth.json" 64
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/p$tag.json" "$TMPD/${tag}truth.json" 64
+}
+# the same attached with -p once it has: no thread was walked before, and
+# on 3.12 the main thread's idle state in the subinterpreter is met first
+for py in $(cpythons 3.12 3.15); do
+	attached_stacks i "$py" "$GPUBPF_ROOT/tests/py/subinterp_first.py"
 done
 # attached with -p to a process that runs 300 Python threads: its main
 # thread's state, last of the list, is found at its first call (a walk in
 # the scheduler searches 128 states, one at a call 4096; before, 128 for
 # both, and the main thread's calls had no stacks)
 for py in $(cpythons 3.9 3.11 3.12 3.13); do
-	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') with 300 threads, -p"
-	rm -f "$TMPD/tgo"
-	"$py" "$GPUBPF_ROOT/tests/py/threads_first.py" 300 "$GPUBPF_ROOT/tests/py/wait_then.py" \
-		"$TMPD/tgo" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/ttruth.json" --deep 300 &
-	w=$!
-	at_exit "kill $w 2>/dev/null"
-	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
-	"$GPUBPF" record --stack-depth 64 -p "$w" -o "$TMPD/pt.json" 2>"$TMPD/pt.err" &
-	g=$!
-	wait_for_cmd 20 grep -q "recording" "$TMPD/pt.err"
-	touch "$TMPD/tgo"
-	wait "$w" "$g"
-	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/pt.json" "$TMPD/ttruth.json" 64
+	attached_stacks t "$py" "$GPUBPF_ROOT/tests/py/threads_first.py" 300
 done
 # a process started long before gpubpf, attached with -p: its stacks too
 "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 6 --wait-file "$TMPD/go" 2>/dev/null &
