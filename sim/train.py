@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
 """train.py - a deterministic training-loop-shaped CUDA workload (ctypes only).
 
-It drives the CUDA driver API directly, like a framework would, so gpubpf can
-be tested against it: with build/sim/libcuda.so.1 (the simulated driver) it
-behaves like a small GPU-bound training job; with NVIDIA's stub libcuda
-(every call returns 34, CUDA_ERROR_STUB_LIBRARY) run it with --expect-fail.
+It drives the CUDA driver API through simcuda (sim/site-packages/simcuda.py),
+its stand-in for a framework's binding, so gpubpf can be tested against it:
+with build/sim/libcuda.so.1 (the simulated driver) it behaves like a small
+GPU-bound training job; with NVIDIA's stub libcuda (every call returns 34,
+CUDA_ERROR_STUB_LIBRARY) run it with --expect-fail.
 
     LD_LIBRARY_PATH=build/sim python3 sim/train.py --steps 10 --truth t.json
 
@@ -55,7 +56,6 @@ from __future__ import print_function
 
 import argparse
 import ctypes
-import json
 import os
 import queue
 import struct
@@ -65,285 +65,10 @@ import threading
 import time
 import warnings
 
-c_u32 = ctypes.c_uint32
-c_u64 = ctypes.c_uint64
-c_size = ctypes.c_size_t
-c_ptr = ctypes.c_void_p
-c_int = ctypes.c_int
-c_uint = ctypes.c_uint
-
-# ------------------------------------------------------------------ clocks
-
-
-if hasattr(time, "monotonic_ns"):
-    def now_ns():
-        return time.monotonic_ns()
-else:  # Python 3.6
-    def now_ns():
-        return int(time.monotonic() * 1e9)
-
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def gettid():
-    """Kernel thread id of the calling thread."""
-    if hasattr(threading, "get_native_id"):
-        return threading.get_native_id()
-    return _libc.syscall(186)  # SYS_gettid on x86-64
-
-
-# ------------------------------------------------------------------ driver
-
-
-class CUlaunchConfig(ctypes.Structure):
-    _fields_ = [("gridDimX", c_uint), ("gridDimY", c_uint), ("gridDimZ", c_uint),
-                ("blockDimX", c_uint), ("blockDimY", c_uint), ("blockDimZ", c_uint),
-                ("sharedMemBytes", c_uint), ("hStream", c_ptr),
-                ("attrs", c_ptr), ("numAttrs", c_uint)]
-
-
-# Prototypes of every entry point used: name -> argtypes (restype is int).
-PROTOS = {
-    "cuInit": [c_uint],
-    "cuDriverGetVersion": [ctypes.POINTER(c_int)],
-    "cuDeviceGet": [ctypes.POINTER(c_int), c_int],
-    "cuDevicePrimaryCtxRetain": [ctypes.POINTER(c_ptr), c_int],
-    "cuCtxSetCurrent": [c_ptr],
-    "cuModuleLoadData": [ctypes.POINTER(c_ptr), c_ptr],
-    "cuModuleGetFunction": [ctypes.POINTER(c_ptr), c_ptr, ctypes.c_char_p],
-    "cuStreamCreate": [ctypes.POINTER(c_ptr), c_uint],
-    "cuStreamDestroy_v2": [c_ptr],
-    "cuEventCreate": [ctypes.POINTER(c_ptr), c_uint],
-    "cuEventDestroy_v2": [c_ptr],
-    "cuEventRecord": [c_ptr, c_ptr],
-    "cuEventSynchronize": [c_ptr],
-    "cuEventElapsedTime": [ctypes.POINTER(ctypes.c_float), c_ptr, c_ptr],
-    "cuStreamWaitEvent": [c_ptr, c_ptr, c_uint],
-    "cuStreamSynchronize": [c_ptr],
-    "cuCtxSynchronize": [],
-    "cuLaunchKernel": [c_ptr] + [c_uint] * 7 + [c_ptr, c_ptr, c_ptr],
-    "cuLaunchKernel_ptsz": [c_ptr] + [c_uint] * 7 + [c_ptr, c_ptr, c_ptr],
-    "cuLaunchKernelEx": [ctypes.POINTER(CUlaunchConfig), c_ptr, c_ptr, c_ptr],
-    "cuMemAlloc_v2": [ctypes.POINTER(c_u64), c_size],
-    "cuMemFree_v2": [c_u64],
-    "cuMemAllocAsync": [ctypes.POINTER(c_u64), c_size, c_ptr],
-    "cuMemFreeAsync": [c_u64, c_ptr],
-    "cuMemAllocHost_v2": [ctypes.POINTER(c_ptr), c_size],
-    "cuMemFreeHost": [c_ptr],
-    "cuMemcpyHtoD_v2": [c_u64, c_ptr, c_size],
-    "cuMemcpyHtoDAsync_v2": [c_u64, c_ptr, c_size, c_ptr],
-    "cuMemcpyDtoH_v2": [c_ptr, c_u64, c_size],
-    "cuMemsetD32Async": [c_u64, c_uint, c_size, c_ptr],
-}
-
-
-class CudaError(RuntimeError):
-    pass
-
-
-class Driver(object):
-    """The driver library plus the ground-truth log of every call made."""
-
-    def __init__(self, path, expect_fail):
-        self.lib = self._load(path)
-        self.expect_fail = expect_fail
-        self.calls = []
-        self.lock = threading.Lock()
-        self.fns = {}
-        for name, argtypes in PROTOS.items():
-            fn = getattr(self.lib, name)
-            fn.argtypes = argtypes
-            fn.restype = c_int
-            self.fns[name] = fn
-
-    @staticmethod
-    def _load(path):
-        if path:
-            return ctypes.CDLL(path)
-        try:
-            return ctypes.CDLL("libcuda.so.1")
-        except OSError:
-            return ctypes.CDLL("libcuda.so")  # NVIDIA's stub has no .so.1
-
-    def call(self, name, cargs, args):
-        """Call entry point name; log it; raise on failure unless expected."""
-        fn = self.fns[name]
-        t0 = now_ns()
-        ret = fn(*cargs)
-        t1 = now_ns()
-        rec = {"name": name, "pid": os.getpid(), "tid": gettid(),
-               "t0_ns": t0, "t1_ns": t1, "ret": ret, "args": args}
-        with self.lock:
-            self.calls.append(rec)
-        if ret != 0 and not self.expect_fail:
-            raise CudaError("%s failed: CUresult %d (args %r)" % (name, ret, args))
-        return ret
-
-    # -- set-up -------------------------------------------------------------
-
-    def init(self):
-        self.call("cuInit", (0,), {"flags": 0})
-        ver = c_int(0)
-        self.call("cuDriverGetVersion", (ctypes.byref(ver),), {})
-        dev = c_int(0)
-        self.call("cuDeviceGet", (ctypes.byref(dev), 0), {"ordinal": 0})
-        ctx = c_ptr()
-        a = {"device": 0}
-        self.call("cuDevicePrimaryCtxRetain", (ctypes.byref(ctx), dev), a)
-        a["ctx"] = ctx.value or 0
-        self.call("cuCtxSetCurrent", (ctx,), {"ctx": ctx.value or 0})
-
-    def load_module(self):
-        mod = c_ptr()
-        image = ctypes.create_string_buffer(b"\x7fELF simulated cubin", 64)
-        a = {}
-        self.call("cuModuleLoadData", (ctypes.byref(mod), image), a)
-        a["module"] = mod.value or 0
-        return mod.value or 0
-
-    def get_function(self, module, name):
-        f = c_ptr()
-        a = {"kernel": name, "module": module}
-        self.call("cuModuleGetFunction", (ctypes.byref(f), module, name.encode()), a)
-        a["func"] = f.value or 0
-        return f.value or 0
-
-    def stream_create(self):
-        s = c_ptr()
-        a = {"flags": 0}
-        self.call("cuStreamCreate", (ctypes.byref(s), 0), a)
-        a["stream"] = s.value or 0
-        return s.value or 0
-
-    def stream_destroy(self, s):
-        self.call("cuStreamDestroy_v2", (s,), {"stream": s})
-
-    def event_create(self):
-        e = c_ptr()
-        a = {"flags": 0}
-        self.call("cuEventCreate", (ctypes.byref(e), 0), a)
-        a["event"] = e.value or 0
-        return e.value or 0
-
-    def event_destroy(self, e):
-        self.call("cuEventDestroy_v2", (e,), {"event": e})
-
-    # -- work ---------------------------------------------------------------
-
-    def launch(self, kernel, duration_us, grid=(1, 1, 1), block=(128, 1, 1),
-               shared_mem=0, stream=0, ptsz=False, args=()):
-        """args: 64-bit values passed after the duration, for a kernel whose
-        name declares them ("name(u32,ptr,...)", see cuFuncGetParamInfo)."""
-        dur = c_u32(duration_us)
-        vals = [c_u64(v) for v in args]
-        params = (c_ptr * (1 + len(vals)))(ctypes.cast(ctypes.byref(dur), c_ptr),
-                                           *[ctypes.cast(ctypes.byref(v), c_ptr) for v in vals])
-        name = "cuLaunchKernel_ptsz" if ptsz else "cuLaunchKernel"
-        a = {"kernel": kernel.name, "func": kernel.handle, "grid": list(grid),
-             "block": list(block), "shared_mem": shared_mem, "stream": stream,
-             "duration_us": duration_us}
-        self.call(name, (kernel.handle,) + tuple(grid) + tuple(block) +
-                  (shared_mem, stream, params, None), a)
-
-    def launch_ex(self, kernel, duration_us, grid, block, shared_mem=0, stream=0):
-        dur = c_u32(duration_us)
-        params = (c_ptr * 1)(ctypes.cast(ctypes.byref(dur), c_ptr))
-        cfg = CUlaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2],
-                             shared_mem, stream, None, 0)
-        a = {"kernel": kernel.name, "func": kernel.handle, "grid": list(grid),
-             "block": list(block), "shared_mem": shared_mem, "stream": stream,
-             "duration_us": duration_us}
-        self.call("cuLaunchKernelEx", (ctypes.byref(cfg), kernel.handle, params, None), a)
-
-    def mem_alloc(self, nbytes):
-        p = c_u64(0)
-        a = {"bytes": nbytes}
-        self.call("cuMemAlloc_v2", (ctypes.byref(p), nbytes), a)
-        a["ptr"] = p.value
-        return p.value
-
-    def mem_free(self, ptr):
-        self.call("cuMemFree_v2", (ptr,), {"ptr": ptr})
-
-    def mem_alloc_async(self, nbytes, stream=0):
-        p = c_u64(0)
-        a = {"bytes": nbytes, "stream": stream}
-        self.call("cuMemAllocAsync", (ctypes.byref(p), nbytes, stream), a)
-        a["ptr"] = p.value
-        return p.value
-
-    def mem_free_async(self, ptr, stream=0):
-        self.call("cuMemFreeAsync", (ptr, stream), {"ptr": ptr, "stream": stream})
-
-    def mem_alloc_host(self, nbytes):
-        p = c_ptr()
-        a = {"bytes": nbytes}
-        self.call("cuMemAllocHost_v2", (ctypes.byref(p), nbytes), a)
-        a["ptr"] = p.value or 0
-        return p.value or 0
-
-    def mem_free_host(self, ptr):
-        self.call("cuMemFreeHost", (ptr,), {"ptr": ptr})
-
-    def memcpy_htod(self, dst, src, nbytes):
-        self.call("cuMemcpyHtoD_v2", (dst, src, nbytes),
-                  {"bytes": nbytes, "kind": "HtoD", "dst": dst, "src": src})
-
-    def memcpy_htod_async(self, dst, src, nbytes, stream):
-        self.call("cuMemcpyHtoDAsync_v2", (dst, src, nbytes, stream),
-                  {"bytes": nbytes, "kind": "HtoD", "dst": dst, "src": src,
-                   "stream": stream})
-
-    def memcpy_dtoh(self, dst, src, nbytes):
-        self.call("cuMemcpyDtoH_v2", (dst, src, nbytes),
-                  {"bytes": nbytes, "kind": "DtoH", "dst": dst, "src": src})
-
-    def memset_d32_async(self, ptr, value, count, stream=0):
-        self.call("cuMemsetD32Async", (ptr, value, count, stream),
-                  {"bytes": 4 * count, "ptr": ptr, "value": value, "stream": stream})
-
-    def event_record(self, event, stream):
-        self.call("cuEventRecord", (event, stream), {"event": event, "stream": stream})
-
-    def stream_wait_event(self, stream, event):
-        self.call("cuStreamWaitEvent", (stream, event, 0),
-                  {"stream": stream, "event": event, "flags": 0})
-
-    def event_synchronize(self, event):
-        self.call("cuEventSynchronize", (event,), {"event": event})
-
-    def event_elapsed_ms(self, start, end):
-        ms = ctypes.c_float(0.0)
-        a = {"start": start, "end": end}
-        self.call("cuEventElapsedTime", (ctypes.byref(ms), start, end), a)
-        a["ms"] = ms.value
-        return ms.value
-
-    def stream_synchronize(self, stream):
-        self.call("cuStreamSynchronize", (stream,), {"stream": stream})
-
-    def ctx_synchronize(self):
-        self.call("cuCtxSynchronize", (), {})
-
-    def write_truth(self, path):
-        path = path.replace("{pid}", str(os.getpid()))
-        with self.lock:
-            calls = list(self.calls)
-        tmp = path + ".tmp"
-        with open(tmp, "w") as f:
-            json.dump(calls, f, indent=0)
-        os.rename(tmp, path)
-
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "site-packages"))
+from simcuda import CudaError, Driver, Kernel, gettid, now_ns  # noqa: E402,F401 (train.X for the tests)
 
 # ------------------------------------------------------------------ model
-
-
-class Kernel(object):
-    """A named device function (one cuModuleGetFunction per name)."""
-
-    def __init__(self, drv, module, name):
-        self.name = name
-        self.handle = drv.get_function(module, name)
 
 
 class Kernels(object):
@@ -462,7 +187,7 @@ class SGD(object):
 def loss_item(drv, model, expected):
     """`.item()`: a synchronous 4-byte DtoH copy of the loss (a host sync)."""
     out = ctypes.c_float(0.0)
-    drv.memcpy_dtoh(ctypes.addressof(out), model.loss_buf, 4)
+    drv.memcpy_dtoh(ctypes.addressof(out), model.loss_buf, 4)  # ITEM_LINE: the .item() sync
     if not drv.expect_fail and abs(out.value - expected) > 1e-6:
         raise CudaError("loss read back %r, expected %r" % (out.value, expected))
     return out.value

@@ -24,5 +24,15 @@ is "the trace has kernels on stream tracks" "$(json_query "$trace" \
 check "report --format json" "$GPUBPF" report --format json -o "$TMPD/r.json" "$trace"
 is "the report finds the demo's 30 steps (29 between them)" \
 	"$(json_query "$TMPD/r.json" '[p["iterations"]["steps"] for p in d["processes"]]')" '[29]'
+# the job calls the driver through its binding (sim/site-packages), as a
+# script calls it through torch: the costliest sync is the loop's .item()
+# line, 6 in the loop and one at the end, not a line of the binding
+item_line=$(grep -n '# ITEM_LINE' "$GPUBPF_ROOT/sim/train.py" | cut -d: -f1)
+is "the costliest sync hotspot is loss_item's copy, at its line" "$(json_query "$TMPD/r.json" \
+	'[[h["function"], h["site"], h["call"], h["count"]] for h in d["processes"][0]["sync_hotspots"][:1]]')" \
+	"[[\"loss_item\", \"$GPUBPF_ROOT/sim/train.py:$item_line\", \"cuMemcpyDtoH_v2\", 7]]"
+like "the text names it too" "$(cat "$TMPD/out")" \
+	"sync hotspots .*
+ +7 +[0-9.]+ +[0-9.]+  loss_item \\($GPUBPF_ROOT/sim/train.py:$item_line\\)  \\[cuMemcpyDtoH_v2\\]"
 perfetto_ok "$trace"
 done_testing

@@ -10,12 +10,9 @@ require_bpf
 require_sim
 export LD_LIBRARY_PATH="$SIMLIB"
 wl="$GPUBPF_ROOT/tests/py/findings_workload.py"
-# the driver wrapper as a framework: library code, so the sites are the workload's lines
-mkdir -p "$TMPD/site-packages"
-cp "$GPUBPF_ROOT/sim/train.py" "$TMPD/site-packages/"
 
 check "record the loop" "$GPUBPF" record --quiet -o "$TMPD/w.json" -- \
-	"$PY" "$wl" --lib-dir "$TMPD/site-packages"
+	"$PY" "$wl"
 check "report --format json" "$GPUBPF" report --format json -o "$TMPD/r.json" "$TMPD/w.json"
 "$GPUBPF" report "$TMPD/w.json" >"$TMPD/r.txt"
 like "text: the findings open the process's report" "$(sed -n 3,4p "$TMPD/r.txt")" \

@@ -15,16 +15,13 @@ export LD_LIBRARY_PATH="$SIMLIB"
 unset CUDA_INJECTION64_PATH GPUBPF_INJECTION_LIB
 wl="$GPUBPF_ROOT/tests/py/repeat_workload.py"
 repeat_line=$(grep -n '# REPEAT_LINE$' "$wl" | cut -d: -f1)
-# the driver wrapper as a framework: library code, so the sites are the workload's lines
-mkdir -p "$TMPD/site-packages"
-cp "$GPUBPF_ROOT/sim/train.py" "$TMPD/site-packages/"
 cp "$GPUBPF_ROOT/build/libgpubpf_cupti.so" "$TMPD/"
 
 check "record (simulated driver's hooks)" "$GPUBPF" record --quiet -o "$TMPD/s.json" -- \
-	"$PY" "$wl" --lib-dir "$TMPD/site-packages"
+	"$PY" "$wl"
 GPUBPF_CUPTI_LIB="$SIMLIB/libcupti_sim.so" check "record (CUPTI backend)" "$GPUBPF" record \
 	--quiet --cupti-lib "$TMPD/libgpubpf_cupti.so" -o "$TMPD/c.json" -- \
-	"$PY" "$wl" --lib-dir "$TMPD/site-packages"
+	"$PY" "$wl"
 
 # per kernel name and grid, the argument hashes: how many distinct, how many launches
 hashes='sorted({(e["name"], e["args"]["grid"][0]): [len({x["args"].get("args_hash") for x in ev if x.get("cat") == "kernel" and x["name"] == e["name"] and x["args"]["grid"] == e["args"]["grid"]}), len([x for x in ev if x.get("cat") == "kernel" and x["name"] == e["name"] and x["args"]["grid"] == e["args"]["grid"]])] for e in ev if e.get("cat") == "kernel"}.items())'

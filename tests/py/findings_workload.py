@@ -1,12 +1,11 @@
 #!/usr/bin/env python3
 """A training loop with known problems, for `gpubpf report`'s findings (simulated driver).
 
-    LD_LIBRARY_PATH=build/sim python3 tests/py/findings_workload.py --lib-dir DIR
+    LD_LIBRARY_PATH=build/sim python3 tests/py/findings_workload.py
 
-Imports sim/train.py's Driver from DIR (t0520 copies it under a
-site-packages folder, so that its frames are library code, as a
-framework's are, and each launch's innermost user frame is a line of this
-file).  All on the default stream; each of --steps iterations of main()'s
+Drives the driver through sim/site-packages/simcuda.py, the simulated
+job's binding: its frames are library code, as a framework's are, so each
+launch's innermost user frame is a line of this file.  All on the default stream; each of --steps iterations of main()'s
 loop:
   load_batch  a slow collate: 20 ms of host time, then normalize (300 us)
   forward     3 x fwd (1500 us)
@@ -27,10 +26,13 @@ the loop's postprocess line, TAIL_LINE (2 ms a step, 5 steps).
 """
 import argparse
 import ctypes
-import importlib
 import os
 import sys
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim",
+                                "site-packages"))
+import simcuda  # noqa: E402
 
 NCCL = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
 
@@ -71,15 +73,12 @@ def postprocess(drv, k):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--lib-dir", required=True, help="the folder holding train.py")
     p.add_argument("--steps", type=int, default=6)
     o = p.parse_args()
-    sys.path.insert(0, o.lib_dir)
-    train = importlib.import_module("train")
-    drv = train.Driver(None, False)
+    drv = simcuda.Driver(None, False)
     drv.init()
     mod = drv.load_module()
-    k = {n: train.Kernel(drv, mod, n) for n in ("normalize", "fwd", "bwd", NCCL, "sgd", "reshape")}
+    k = {n: simcuda.Kernel(drv, mod, n) for n in ("normalize", "fwd", "bwd", NCCL, "sgd", "reshape")}
     buf = drv.mem_alloc(256)
     drv.ctx_synchronize()
     for _ in range(o.steps):

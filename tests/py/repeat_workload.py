@@ -2,10 +2,11 @@
 """A training loop that recomputes one kernel on the same inputs every step,
 for `gpubpf report`'s repeated_work finding (simulated driver).
 
-    LD_LIBRARY_PATH=build/sim python3 tests/py/repeat_workload.py --lib-dir DIR
+    LD_LIBRARY_PATH=build/sim python3 tests/py/repeat_workload.py
 
-Imports sim/train.py's Driver from DIR (as findings_workload.py does, so
-each launch's innermost user frame is a line of this file).  Its kernels
+Drives the driver through sim/site-packages/simcuda.py (as
+findings_workload.py does, so each launch's innermost user frame is a
+line of this file).  Its kernels
 declare their parameters in their names ("name(u32,ptr,...)"), so the
 simulated driver describes them (cuFuncGetParamInfo) and gpubpf hashes
 each launch's arguments.  Each of --steps iterations of main()'s loop:
@@ -24,8 +25,12 @@ One repeated_work finding: softmax at REPEAT_LINE, (steps - 1) x 500 us
 """
 import argparse
 import ctypes
-import importlib
+import os
 import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sim",
+                                "site-packages"))
+import simcuda  # noqa: E402
 
 LOGITS, LABELS = 0x7f0000100000, 0x7f0000200000
 WEIGHTS = [0x7f0000300000 + 0x10000 * i for i in range(3)]
@@ -70,19 +75,16 @@ def log(drv, k):
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument("--lib-dir", required=True, help="the folder holding train.py")
     p.add_argument("--steps", type=int, default=6)
     o = p.parse_args()
-    sys.path.insert(0, o.lib_dir)
-    train = importlib.import_module("train")
-    drv = train.Driver(None, False)
+    drv = simcuda.Driver(None, False)
     drv.init()
     mod = drv.load_module()
-    k = {"linear": train.Kernel(drv, mod, "linear(u32,ptr,ptr)"),
-         "softmax": train.Kernel(drv, mod, "softmax(u32,ptr,ptr)"),
+    k = {"linear": simcuda.Kernel(drv, mod, "linear(u32,ptr,ptr)"),
+         "softmax": simcuda.Kernel(drv, mod, "softmax(u32,ptr,ptr)"),
          "softmax_lib": LibraryKernel(drv, "softmax(u32,ptr,ptr)"),
-         "sgd": train.Kernel(drv, mod, "sgd(u32,ptr)"),
-         "norm": train.Kernel(drv, mod, "norm")}
+         "sgd": simcuda.Kernel(drv, mod, "sgd(u32,ptr)"),
+         "norm": simcuda.Kernel(drv, mod, "norm")}
     for _ in range(o.steps):
         forward(drv, k)
         loss(drv, k)
