@@ -98,6 +98,22 @@ is "shortsync: the hotspot's GPU idle is the sync's 11 us" "$(json_query "$TMPD/
 is "shortsync: the host-bound finding at the late launch's line comes first" "$(json_query "$TMPD/ss.rep.json" \
 	'[(f["kind"], f["site"], round(f["cost_ms"], 6)) for f in d["processes"][0]["findings"]]')" \
 	'[["host_bound", "step (/home/u/s.py:7)", 3.99], ["sync", "step (/home/u/s.py:5)", 0.011]]'
+# a job installed in dist-packages and run with -m: no frame is user code,
+# so each stack's innermost frame that is not frozen is its site, where it
+# was unknown (gen_report_trace.py installed)
+"$PY" "$gen" installed "$TMPD/in.json" || bail_out "cannot generate the installed trace"
+check "report the installed trace" "$GPUBPF" report --format json -o "$TMPD/in.rep.json" "$TMPD/in.json"
+PKG=/usr/local/lib/python3.11/dist-packages
+is "installed: the sync hotspot at the package's line" "$(json_query "$TMPD/in.rep.json" \
+	'[(h["site"], h["function"], h["call"], round(h["gpu_idle_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
+	"[[\"$PKG/trainpkg/loop.py:30\", \"train_loop\", \"cuStreamSynchronize\", 0.011]]"
+is "installed: the late launch's finding at its innermost frame, torch's" "$(json_query "$TMPD/in.rep.json" \
+	'[(f["kind"], f["site"], round(f["cost_ms"], 6)) for f in d["processes"][0]["findings"]]')" \
+	"[[\"host_bound\", \"Linear.forward ($PKG/torch/nn/modules/linear.py:116)\", 3.99], [\"sync\", \"train_loop ($PKG/trainpkg/loop.py:30)\", 0.011]]"
+"$GPUBPF" report "$TMPD/in.json" >"$TMPD/in.txt"
+like "installed: the text names the line, not an unknown stack" "$(cat "$TMPD/in.txt")" \
+	"  1 +0.011 +0.011  train_loop \\($PKG/trainpkg/loop.py:30\\)  \\[cuStreamSynchronize\\]"
+
 # one line making two kinds of blocking call: a hotspot for each, named
 # by its call (gen_report_trace.py mixedsync)
 "$PY" "$gen" mixedsync "$TMPD/ms.json" || bail_out "cannot generate the mixedsync trace"

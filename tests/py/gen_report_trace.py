@@ -461,6 +461,30 @@ def mixed_sync():
     return ev
 
 
+def installed():
+    """pid 800: short_sync's schedule, from a job installed in dist-packages
+    and run with -m (python -m trainpkg): no frame of its stacks is user
+    code.  The sync (90-101) at train_loop (PKG/loop.py:30); k1 launched at
+    0 from the same line, k2 at 4101 from torch's Linear.forward
+    (TORCH/nn/modules/linear.py:116) under train_loop (PKG/loop.py:28).
+    Each stack's innermost frame that is not frozen is its site."""
+    p = 800
+    pkg = "/usr/local/lib/python3.11/dist-packages/trainpkg"
+    torch = "/usr/local/lib/python3.11/dist-packages/torch"
+    outer = ["main (%s/__main__.py:5)" % pkg, "_run_code (<frozen runpy>:88)",
+             "_run_module_as_main (<frozen runpy>:198)"]
+    st = ["train_loop (%s/loop.py:30)" % pkg] + outer
+    lst = ["Linear.forward (%s/nn/modules/linear.py:116)" % torch,
+           "Module._call_impl (%s/nn/modules/module.py:1520)" % torch,
+           "train_loop (%s/loop.py:28)" % pkg] + outer
+    return [meta(p, "installed"),
+            api(p, "cuLaunchKernel", 0, kernel="k1", correlation=1, stack=st),
+            gpu(p, "kernel", "k1", 0, 100, 7, 1),
+            api(p, "cuStreamSynchronize", 90, 11, stream="0x0", ret=0, stack=st),
+            api(p, "cuLaunchKernel", 4101, kernel="k2", correlation=2, stack=lst),
+            gpu(p, "kernel", "k2", 4105, 100, 7, 2)]
+
+
 def long_gap():
     """pid 600, device 0, stream 7: 20 kernels of 10 us, kernel i launched at
     100 i (i < 10) or 100 i + 50000 (a 50 ms pause before the 11th, launched
@@ -509,6 +533,8 @@ if __name__ == "__main__":
         write(sys.argv[2], short_sync())
     elif sys.argv[1] == "mixedsync":
         write(sys.argv[2], mixed_sync())
+    elif sys.argv[1] == "installed":
+        write(sys.argv[2], installed())
     elif sys.argv[1] == "longgap":
         write(sys.argv[2], long_gap())
     else:

@@ -85,17 +85,25 @@ static uint32_t str_id(struct rt_table *t, const struct model *m, uint32_t id)
 	return t->ids[id] - 1;
 }
 
+/* The file of frame f ("qualname (file:line)", or a bare file). */
+static const char *frame_file(const char *f, size_t len)
+{
+	for (size_t i = len; i-- > 0;)
+		if (f[i] == '(')
+			return f + i + 1;
+	return f;
+}
+
+static bool frame_is_frozen(const char *f, size_t len)
+{
+	return !strncmp(frame_file(f, len), "<frozen", 7);
+}
+
 bool rt_frame_is_library(const char *f, size_t len)
 {
-	const char *open = NULL, *file;
+	const char *file = frame_file(f, len);
 
-	for (size_t i = len; i-- > 0;)
-		if (f[i] == '(') {
-			open = f + i;
-			break;
-		}
-	file = open ? open + 1 : f;
-	if (!strncmp(file, "<frozen", 7))
+	if (frame_is_frozen(f, len))
 		return true;
 	/* site-packages, dist-packages and the standard library all live
 	 * under .../lib/pythonX.Y/ (or .../lib64/...) */
@@ -106,12 +114,16 @@ bool rt_frame_is_library(const char *f, size_t len)
 
 /*
  * The table's stack of model stack (index + 1 in m->stacks), made once:
- * its user frames outermost first, the innermost its site.  Index + 1
+ * its user frames outermost first, the innermost its site.  A stack all
+ * of library code (a job installed in site-packages and run with -m, a
+ * library's own thread) has its frames taken as they are, `<frozen ...>`
+ * ones left out: its innermost is the best site there is.  Index + 1
  * into t->stacks, 0 on allocation failure (see intern()).
  */
 static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t stack)
 {
 	const struct model_stack *st = &m->stacks[stack - 1];
+	bool all = true;        /* no user frame: every frame but frozen ones */
 	struct rt_stack *ts;
 
 	if (array_grow_zeroed(&t->stkmap, &t->nstkmap, stack + 1))
@@ -124,11 +136,16 @@ static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t 
 		goto nomem;
 	ts = &t->stacks[t->nstk];
 	*ts = (struct rt_stack){ .first = t->nframes };
+	for (uint32_t i = 0; i < st->n && all; i++) {
+		const char *f = strtab_get(&m->strs, m->frames[st->first + i]);
+
+		all = !*f || rt_frame_is_library(f, strlen(f));
+	}
 	for (uint32_t i = st->n; i-- > 0;) {   /* m's frames are innermost first */
 		uint32_t id = m->frames[st->first + i];
 		const char *f = strtab_get(&m->strs, id);
 
-		if (*f && !rt_frame_is_library(f, strlen(f))) {
+		if (*f && (all ? !frame_is_frozen(f, strlen(f)) : !rt_frame_is_library(f, strlen(f)))) {
 			t->callees[t->nframes] = i ? str_id(t, m, m->frames[st->first + i - 1]) : 0;
 			t->frames[t->nframes++] = ts->site = str_id(t, m, id);
 		}
