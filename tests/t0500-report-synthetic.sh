@@ -127,6 +127,17 @@ like "mixedsync: each sync finding names its own call" "$(json_query "$TMPD/ms.r
 	'" | ".join(f["detail"].split(", time")[0] for f in d["processes"][0]["findings"] if f["kind"] == "sync")')" \
 	"^2 x cuMemcpyDtoH_v2 blocked the host 0.050 ms \\| 1 x cuStreamSynchronize blocked the host 0.010 ms$"
 
+# kernels 2 ms apart wait for the host's work between launches, not for the
+# launches: no launch-bound stream, a host_bound finding (gen_report_trace.py loader)
+"$PY" "$gen" loader "$TMPD/ld.json" || bail_out "cannot generate the loader trace"
+check "report the loader trace" "$GPUBPF" report --format json -o "$TMPD/ld.rep.json" "$TMPD/ld.json"
+is "loader: its stream, late in every gap, is not launch-bound (gaps over 1 ms)" "$(json_query "$TMPD/ld.rep.json" \
+	'[(s["stream"], s["kernels"], s["median_gap_us"], s["late_launch_fraction"], s["launch_bound"]) for s in d["processes"][0]["streams"]]')" \
+	'[[3, 10, 2000, 1, false]]'
+is "loader: its gaps are a host_bound finding at the launch line" "$(json_query "$TMPD/ld.rep.json" \
+	'[(f["kind"], f["site"], round(f["cost_ms"], 6), f["count"]) for f in d["processes"][0]["findings"]]')" \
+	'[["host_bound", "load (/home/u/d.py:4)", 17.955, 9]]'
+
 # on a launch-bound stream, a gap over 10 ms is no launch overhead: its own
 # host_bound finding (gen_report_trace.py longgap)
 "$PY" "$gen" longgap "$TMPD/lg.json" || bail_out "cannot generate the longgap trace"

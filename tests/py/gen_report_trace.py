@@ -485,6 +485,21 @@ def installed():
             gpu(p, "kernel", "k2", 4105, 100, 7, 2)]
 
 
+def loader():
+    """pid 900, device 0, stream 3: a data loader's stream: 10 kernels of
+    100 us, kernel i launched at 2100 i from load (/home/u/d.py:4) and run
+    5 us after its launch.  Its kernels are 2000 us apart, more than a
+    launch costs: not launch-bound, though each next launch comes late.
+    Host-bound: 9 gaps of 1995 us, a host_bound finding at the line."""
+    p = 900
+    ev = [meta(p, "loader")]
+    for i in range(10):
+        ev.append(api(p, "cuLaunchKernel", 2100 * i, kernel="k", correlation=i + 1,
+                      stack=["load (/home/u/d.py:4)", "<module> (/home/u/d.py:9)"]))
+        ev.append(gpu(p, "kernel", "k", 2100 * i + 5, 100, 3, i + 1))
+    return ev
+
+
 def long_gap():
     """pid 600, device 0, stream 7: 20 kernels of 10 us, kernel i launched at
     100 i (i < 10) or 100 i + 50000 (a 50 ms pause before the 11th, launched
@@ -535,6 +550,8 @@ if __name__ == "__main__":
         write(sys.argv[2], mixed_sync())
     elif sys.argv[1] == "installed":
         write(sys.argv[2], installed())
+    elif sys.argv[1] == "loader":
+        write(sys.argv[2], loader())
     elif sys.argv[1] == "longgap":
         write(sys.argv[2], long_gap())
     else:

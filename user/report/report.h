@@ -88,6 +88,14 @@ struct rep_comm {
  */
 #define REP_LONG_GAP_NS 10000000        /* 10 ms */
 
+/*
+ * A stream whose kernels are more than this apart (median) waits for the
+ * host's work between its launches (a data loader's stream, one kernel a
+ * batch), not for the launches: it is not launch-bound, and its gaps go
+ * to host_bound findings.  A launch costs the host microseconds.
+ */
+#define REP_LAUNCH_GAP_NS 1000000       /* 1 ms */
+
 struct rep_late {
 	uint32_t site, device, stream;
 	uint8_t long_gap;       /* its gaps are each over REP_LONG_GAP_NS */

@@ -9,13 +9,15 @@
  *                  GPU: cost its sync-bound idle time
  *  serialised_comm NCCL kernels running with no compute kernel on their
  *                  device: cost the exposed time; site their launch's
- *  launch_bound    a launch-bound stream: cost the host-bound idle time
- *                  that ended with a kernel of that stream, in gaps of
- *                  up to REP_LONG_GAP_NS each; site the launch site that
- *                  ended most of it
+ *  launch_bound    a launch-bound stream (report_gpu.c: its kernels at
+ *                  most REP_LAUNCH_GAP_NS apart, median): cost the
+ *                  host-bound idle time that ended with a kernel of that
+ *                  stream, in gaps of up to REP_LONG_GAP_NS each; site
+ *                  the launch site that ended most of it
  *  host_bound      the rest of the host-bound idle time (longer gaps on a
  *                  launch-bound stream: a startup, a data load, are not
- *                  the launches' overhead), by the site of the launch that
+ *                  the launches' overhead; the gaps of streams whose
+ *                  kernels lie further apart), by the site of the launch that
  *                  ended each gap; its detail names what the launching
  *                  thread was doing most of it (report_cause.c)
  *  wasted_work     a phase of the loop body (report_phase.c) after the

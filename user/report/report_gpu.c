@@ -312,7 +312,7 @@ static int stream_stats(const struct rt_table *t, const struct hashmap *cm, stru
 		s->host_per_launch_ns = (last_l->ts - first_l->ts) / (nl - 1);
 	}
 	s->launch_bound = n >= 8 && s->median_gap_ns > s->median_kernel_ns &&
-			  s->late_fraction >= 0.5;
+			  s->median_gap_ns <= REP_LAUNCH_GAP_NS && s->late_fraction >= 0.5;
 	free(durs);
 	free(gaps);
 	return 0;
