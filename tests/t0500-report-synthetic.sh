@@ -190,6 +190,17 @@ is "repeats: the same finding from the .pftrace" "$(json_query "$TMPD/rpp.rep.js
 like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .*the loop is train \\(/home/u/t.py\\).*
     Model.forward +0.160 \[0.160-0.160\] +0.250 \[0.250-0.250\] +4  /home/u/t.py:12"
 
+# PyTorch 2's frames between a loop line and the code it runs: each phase is
+# named by the first frame that does more than pass the call on, and
+# zero_grad() after the step is the optimizer's own work (gen_report_trace.py torchloop)
+"$PY" "$gen" torchloop "$TMPD/tl.json" || bail_out "cannot generate the torchloop trace"
+check "report the torchloop trace" "$GPUBPF" report --format json -o "$TMPD/tl.rep.json" "$TMPD/tl.json"
+is "torchloop: phases named past Module._call_impl and decorators' wrappers" "$(json_query "$TMPD/tl.rep.json" \
+	'(lambda i: (i["steps"], [x["phase"] for x in i["phases"]]))(d["processes"][0]["iterations"])')" \
+	'[9, ["Net.forward", "CrossEntropyLoss.forward", "Tensor.backward", "SGD.step", "Optimizer.zero_grad", "outside any phase"]]'
+is "torchloop: no wasted work (zero_grad after the step is the optimizer's)" "$(json_query "$TMPD/tl.rep.json" \
+	'[f["site"] for f in d["processes"][0]["findings"] if f["kind"] == "wasted_work"]')" '[]'
+
 # the same loop with thread states and CPU samples: the time the thread ran
 # between calls goes to the lines its samples were taken on, the time it
 # waited to the line it blocked in, a data loading line that makes no call

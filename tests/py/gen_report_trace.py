@@ -172,6 +172,52 @@ def loop():
     return ev
 
 
+def torch_loop():
+    """pid 310, a loop in train() (/home/u/t.py), 10 iterations 1000 us
+    apart, its calls under the library frames PyTorch 2's put between a
+    line and the code it runs (torch in TORCH).  At offsets (us) in each:
+      line 21 out = model(x): Module._wrapped_call_impl, Module._call_impl,
+              then Net.forward (/home/u/net.py:10): gemm at 0 (GPU 40)
+      line 22 loss = criterion(out, y): the same two, then
+              CrossEntropyLoss.forward and cross_entropy (torch's): xent at 100
+      line 23 loss.backward(): Tensor.backward, backward: gemm_bwd at 200
+      line 24 opt.step(): Optimizer.profile_hook_step.<locals>.wrapper,
+              _use_grad_for_differentiable.<locals>._use_grad, then SGD.step
+              (TORCH/optim/sgd.py): sgd at 300
+      line 25 opt.zero_grad(): _disable_dynamo.<locals>.inner, then
+              Optimizer.zero_grad: zero at 400 (GPU work after the step,
+              the optimizer's own)
+    Each phase is named by the first frame under its line that does more
+    than pass the call on; no wasted work."""
+    p = 310
+    torch = "/usr/lib/python3/dist-packages/torch"
+    ev = [meta(p, "torchloop")]
+    wrapped = ["Module._wrapped_call_impl (%s/nn/modules/module.py:1736)" % torch,
+               "Module._call_impl (%s/nn/modules/module.py:1747)" % torch]
+    lines = (
+        (21, "gemm", wrapped + ["Net.forward (/home/u/net.py:10)"]),
+        (22, "xent", wrapped + ["CrossEntropyLoss.forward (%s/nn/modules/loss.py:1293)" % torch,
+                                "cross_entropy (%s/nn/functional.py:3479)" % torch]),
+        (23, "gemm_bwd", ["Tensor.backward (%s/_tensor.py:581)" % torch,
+                          "backward (%s/autograd/__init__.py:347)" % torch]),
+        (24, "sgd", ["Optimizer.profile_hook_step.<locals>.wrapper (%s/optim/optimizer.py:487)" % torch,
+                     "_use_grad_for_differentiable.<locals>._use_grad (%s/optim/optimizer.py:91)" % torch,
+                     "SGD.step (%s/optim/sgd.py:125)" % torch]),
+        (25, "zero", ["_disable_dynamo.<locals>.inner (%s/_compile.py:32)" % torch,
+                      "Optimizer.zero_grad (%s/optim/optimizer.py:955)" % torch]))
+    corr = 0
+    for i in range(10):
+        t = 10000.0 + 1000 * i
+        for k, (line, kernel, under) in enumerate(lines):
+            corr += 1
+            stack = list(reversed(under)) + ["train (/home/u/t.py:%d)" % line,
+                                             "<module> (/home/u/t.py:90)"]
+            ev.append(api(p, "cuLaunchKernel", t + 100 * k, 10, kernel=kernel, correlation=corr,
+                          stack=stack))
+            ev.append(gpu(p, "kernel", kernel, t + 100 * k + 10, 40, 7, corr))
+    return ev
+
+
 def repeats():
     """pid 320, a loop in train() (/home/u/t.py), 10 iterations 1000 us
     apart (so 9 steps, each starting at the normalize launch), kernels with
@@ -550,6 +596,8 @@ if __name__ == "__main__":
         write(sys.argv[2], mixed_sync())
     elif sys.argv[1] == "installed":
         write(sys.argv[2], installed())
+    elif sys.argv[1] == "torchloop":
+        write(sys.argv[2], torch_loop())
     elif sys.argv[1] == "loader":
         write(sys.argv[2], loader())
     elif sys.argv[1] == "longgap":

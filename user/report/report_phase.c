@@ -9,8 +9,9 @@
  * still under the frames above) run under, until the first such function
  * whose line differs between calls: its lines are the statements of the
  * loop body, and each is a phase (named by the function called on it,
- * the frame under it, library code or not).  When the steps found from it
- * do not hold (report_iter.c: they must cover half the launches), the
+ * library code or not: the line's callee in rt_table, past frames that
+ * only pass the call on).  When the steps found from it do not hold
+ * (report_iter.c: they must cover half the launches), the
  * search goes on inwards from its commonest line: a run() whose set-up
  * and tear-down lines surround the one line calling train_step() has its
  * loop in train_step().  A call under the loop frame belongs to the phase

@@ -113,6 +113,52 @@ bool rt_frame_is_library(const char *f, size_t len)
 }
 
 /*
+ * Does library frame f only pass the call on to the frame under it?  A
+ * closure (a decorator's wrapper: torch.optim's hooks around step(),
+ * torch's _disable_dynamo around zero_grad()) or a private or __call__
+ * method (torch's Module._call_impl and _wrapped_call_impl).
+ */
+static bool frame_passes_on(const char *f, size_t len)
+{
+	const char *file = frame_file(f, len), *end, *last;
+
+	if (file == f || !rt_frame_is_library(f, len))
+		return false;
+	for (end = file - 1; end > f && end[-1] == ' '; end--)  /* file - 1: its '(' */
+		;
+	if (memmem(f, end - f, "<locals>", 8))
+		return true;
+	for (last = end; last > f && last[-1] != '.'; last--)
+		;
+	if (end - last == 8 && !memcmp(last, "__call__", 8))
+		return true;
+	/* private, but not a dunder (__next__ of a loader's iterator names it) */
+	return last < end && *last == '_' &&
+	       !(end - last > 4 && last[1] == '_' && end[-1] == '_' && end[-2] == '_');
+}
+
+/*
+ * What frame i of model stack st (innermost 0) calls, by name: the frame
+ * under it, or past the frames under it that only pass the call on, the
+ * first that does not (the model's forward under Module._call_impl; the
+ * first under it where all do).  0 for the innermost frame.
+ */
+static uint32_t callee_of(struct rt_table *t, const struct model *m,
+			  const struct model_stack *st, uint32_t i)
+{
+	const char *f;
+
+	if (!i)
+		return 0;
+	for (uint32_t j = i; j-- > 0;) {
+		f = strtab_get(&m->strs, m->frames[st->first + j]);
+		if (!frame_passes_on(f, strlen(f)))
+			return str_id(t, m, m->frames[st->first + j]);
+	}
+	return str_id(t, m, m->frames[st->first + i - 1]);
+}
+
+/*
  * The table's stack of model stack (index + 1 in m->stacks), made once:
  * its user frames outermost first, the innermost its site.  A stack all
  * of library code (a job installed in site-packages and run with -m, a
@@ -146,7 +192,7 @@ static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t 
 		const char *f = strtab_get(&m->strs, id);
 
 		if (*f && (all ? !frame_is_frozen(f, strlen(f)) : !rt_frame_is_library(f, strlen(f)))) {
-			t->callees[t->nframes] = i ? str_id(t, m, m->frames[st->first + i - 1]) : 0;
+			t->callees[t->nframes] = callee_of(t, m, st, i);
 			t->frames[t->nframes++] = ts->site = str_id(t, m, id);
 		}
 	}

@@ -79,8 +79,9 @@ struct rt_mem {
  * A Python stack, kept once however many calls share it: its innermost
  * user frame (the call's site) and its user frames, outermost first, in
  * rt_table.frames[first .. first + n); rt_table.callees[first + k] is the
- * frame that frames[first + k] was calling (library code or not), 0 for
- * the innermost frame of the stack.
+ * frame that frames[first + k] was calling (library code or not; past
+ * library frames that only pass the call on, such as Module._call_impl and
+ * decorators' wrappers), 0 for the innermost frame of the stack.
  */
 struct rt_stack {
 	uint32_t site;          /* "qualname (file:line)", 0 no user frame */
