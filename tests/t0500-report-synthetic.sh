@@ -201,6 +201,16 @@ is "torchloop: phases named past Module._call_impl and decorators' wrappers" "$(
 is "torchloop: no wasted work (zero_grad after the step is the optimizer's)" "$(json_query "$TMPD/tl.rep.json" \
 	'[f["site"] for f in d["processes"][0]["findings"] if f["kind"] == "wasted_work"]')" '[]'
 
+# a loop that library code runs under one line of user code (transformers'
+# Trainer): found among all frames (gen_report_trace.py trainer)
+"$PY" "$gen" trainer "$TMPD/tr.json" || bail_out "cannot generate the trainer trace"
+check "report the trainer trace" "$GPUBPF" report --format json -o "$TMPD/tr.rep.json" "$TMPD/tr.json"
+is "trainer: the loop in the library, its steps and phases" "$(json_query "$TMPD/tr.rep.json" \
+	'(lambda i: (i["source"], i["loop_function"].split(" (")[0], i["steps"], [(x["phase"], x["site"].split(":")[-1]) for x in i["phases"][:-1]]))(d["processes"][0]["iterations"])')" \
+	'["python_stack", "Trainer._inner_training_loop", 9, [["Trainer.training_step", "2555)"], ["Accelerator.clip_grad_norm_", "2600)"], ["AcceleratedOptimizer.step", "2620)"], ["Module.zero_grad", "2640)"]]]'
+is "trainer: no wasted work (zero_grad after the step)" "$(json_query "$TMPD/tr.rep.json" \
+	'[f["site"] for f in d["processes"][0]["findings"] if f["kind"] == "wasted_work"]')" '[]'
+
 # the same loop with thread states and CPU samples: the time the thread ran
 # between calls goes to the lines its samples were taken on, the time it
 # waited to the line it blocked in, a data loading line that makes no call

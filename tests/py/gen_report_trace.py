@@ -218,6 +218,47 @@ def torch_loop():
     return ev
 
 
+def trainer_loop():
+    """pid 330, a loop that library code runs: one line of user code,
+    main (/home/u/ft.py:25), calls Trainer.train (TF, transformers'),
+    whose _inner_training_loop makes 10 iterations 1000 us apart.  At
+    offsets (us) in each, its lines:
+      2555 Trainer.training_step: gemm at 0 (GPU 40)
+      2600 Accelerator.clip_grad_norm_: norm at 100
+      2620 AcceleratedOptimizer.step (accelerate's), under it torch's
+           hooks and AdamW.step: adamw at 200
+      2640 Module.zero_grad: zero at 300
+    No loop among the user frames: the loop is _inner_training_loop's,
+    9 steps, its phases by what each line calls; no wasted work."""
+    p = 330
+    tf = "/usr/lib/python3/dist-packages/transformers/trainer.py"
+    torch = "/usr/lib/python3/dist-packages/torch"
+    ev = [meta(p, "trainer")]
+    lines = (
+        (2555, "gemm", ["Trainer.training_step (%s:3700)" % tf]),
+        (2600, "norm", ["Accelerator.clip_grad_norm_ (/usr/lib/python3/dist-packages/accelerate/"
+                        "accelerator.py:2300)"]),
+        (2620, "adamw", ["AcceleratedOptimizer.step (/usr/lib/python3/dist-packages/accelerate/"
+                         "optimizer.py:170)",
+                         "Optimizer.profile_hook_step.<locals>.wrapper (%s/optim/optimizer.py:487)"
+                         % torch,
+                         "AdamW.step (%s/optim/adamw.py:200)" % torch]),
+        (2640, "zero", ["Module.zero_grad (%s/nn/modules/module.py:2600)" % torch]))
+    corr = 0
+    for i in range(10):
+        t = 10000.0 + 1000 * i
+        for k, (line, kernel, under) in enumerate(lines):
+            corr += 1
+            stack = list(reversed(under)) + ["Trainer._inner_training_loop (%s:%d)" % (tf, line),
+                                             "Trainer.train (%s:2240)" % tf,
+                                             "main (/home/u/ft.py:25)",
+                                             "<module> (/home/u/ft.py:30)"]
+            ev.append(api(p, "cuLaunchKernel", t + 100 * k, 10, kernel=kernel, correlation=corr,
+                          stack=stack))
+            ev.append(gpu(p, "kernel", kernel, t + 100 * k + 10, 40, 7, corr))
+    return ev
+
+
 def repeats():
     """pid 320, a loop in train() (/home/u/t.py), 10 iterations 1000 us
     apart (so 9 steps, each starting at the normalize launch), kernels with
@@ -596,6 +637,8 @@ if __name__ == "__main__":
         write(sys.argv[2], mixed_sync())
     elif sys.argv[1] == "installed":
         write(sys.argv[2], installed())
+    elif sys.argv[1] == "trainer":
+        write(sys.argv[2], trainer_loop())
     elif sys.argv[1] == "torchloop":
         write(sys.argv[2], torch_loop())
     elif sys.argv[1] == "loader":

@@ -270,7 +270,9 @@ struct loop_stack;
 struct rep_loop {
 	struct loop_stack *w;   /* the thread's stacks, those under the candidate marked */
 	size_t nw;
-	uint32_t depth;         /* of the loop frame among the user frames, outermost 0 */
+	bool all;               /* the frames searched: all but frozen ones (rt_stack.afirst),
+				   once the user frames held no loop; else the user frames */
+	uint32_t depth;         /* of the loop frame among those frames, outermost 0 */
 	uint32_t frame;         /* the loop frame, at one of its lines; 0 none yet */
 	uint32_t stack;         /* a stack under it (the frames above it) */
 	struct rep_phase *phases;       /* site and name only */

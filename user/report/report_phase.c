@@ -48,15 +48,29 @@
 
 #define LOOP_SHARE 0.8
 
-/* The user frame at depth (outermost 0) of stack id (index + 1), 0 if none. */
-static uint32_t frame_at(const struct rt_table *t, uint32_t stack, uint32_t depth)
+/*
+ * The index in t->frames of the frame at depth (outermost 0) of stack id
+ * (index + 1) among its user frames, or all its frames: UINT32_MAX none.
+ */
+static uint32_t frame_index(const struct rt_table *t, bool all, uint32_t stack, uint32_t depth)
 {
 	const struct rt_stack *s;
 
 	if (!stack)
-		return 0;
+		return UINT32_MAX;
 	s = &t->stacks[stack - 1];
-	return depth < s->n ? t->frames[s->first + depth] : 0;
+	if (all)
+		return depth < s->an ? s->afirst + depth : UINT32_MAX;
+	return depth < s->n ? s->first + depth : UINT32_MAX;
+}
+
+/* The frame at depth of stack id among the frames lp searches, 0 if none. */
+static uint32_t frame_at(const struct rt_table *t, const struct rep_loop *lp, uint32_t stack,
+			 uint32_t depth)
+{
+	uint32_t k = frame_index(t, lp->all, stack, depth);
+
+	return k == UINT32_MAX ? 0 : t->frames[k];
 }
 
 /* Do frames a and b ("qualname (file:line)") run the same function? */
@@ -123,16 +137,18 @@ static uint64_t function_hash(const struct rt_table *t, uint32_t frame)
  * The commonest function at depth among the stacks in, as one of its
  * frames, with its calls in *count; 0 none, UINT32_MAX no memory.
  */
-static uint32_t commonest(const struct rt_table *t, const struct loop_stack *w, size_t n,
-			  uint32_t depth, uint64_t *count)
+static uint32_t commonest(const struct rt_table *t, const struct rep_loop *lp, uint32_t depth,
+			  uint64_t *count)
 {
+	const struct loop_stack *w = lp->w;
+	size_t n = lp->nw;
 	struct hashmap m;
 	uint32_t best = 0;
 
 	*count = 0;
 	hashmap_init(&m);
 	for (size_t i = 0; i < n; i++) {
-		uint32_t f = frame_at(t, w[i].stack, depth);
+		uint32_t f = frame_at(t, lp, w[i].stack, depth);
 		struct hashmap_slot *s;
 
 		if (!w[i].in || !f)
@@ -168,7 +184,7 @@ static uint64_t keep_frame(const struct rt_table *t, struct rep_loop *lp, uint32
 	for (size_t i = 0; i < lp->nw; i++) {
 		struct loop_stack *x = &lp->w[i];
 
-		x->in = x->in && frame_at(t, x->stack, depth) == f;
+		x->in = x->in && frame_at(t, lp, x->stack, depth) == f;
 		total += x->in ? x->count : 0;
 	}
 	return total;
@@ -187,7 +203,7 @@ static uint32_t commonest_line(const struct rt_table *t, const struct rep_loop *
 
 	hashmap_init(&m);
 	for (size_t i = 0; i < lp->nw; i++) {
-		uint32_t f = frame_at(t, lp->w[i].stack, depth);
+		uint32_t f = frame_at(t, lp, lp->w[i].stack, depth);
 		struct hashmap_slot *s;
 
 		if (!lp->w[i].in || !f)
@@ -207,7 +223,8 @@ static uint32_t commonest_line(const struct rt_table *t, const struct rep_loop *
 	return best;
 }
 
-int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
+/* report_loop_next() among the frames lp->all says. */
+static int next_candidate(const struct rt_table *t, struct rep_loop *lp)
 {
 	uint64_t total = 0;
 	uint32_t depth = 0;
@@ -228,7 +245,7 @@ int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
 	}
 	for (; total; depth++) {
 		uint64_t count;
-		uint32_t f = commonest(t, lp->w, lp->nw, depth, &count);
+		uint32_t f = commonest(t, lp, depth, &count);
 		bool varies = false;
 
 		if (f == UINT32_MAX)
@@ -238,7 +255,7 @@ int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
 		total = 0;
 		for (size_t i = 0; i < lp->nw; i++) {
 			struct loop_stack *x = &lp->w[i];
-			uint32_t g = frame_at(t, x->stack, depth);
+			uint32_t g = frame_at(t, lp, x->stack, depth);
 
 			x->in = x->in && same_function(t, g, f);
 			if (x->in) {
@@ -256,15 +273,33 @@ int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
 	return 0;
 }
 
+/*
+ * Among the user frames first; once none is left there, among all frames
+ * but frozen ones: a loop that library code runs (transformers' Trainer,
+ * under one line of user code), or code installed as a library.
+ */
+int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
+{
+	int r = next_candidate(t, lp);
+
+	if (r || lp->all)
+		return r;
+	lp->all = true;
+	lp->frame = 0;
+	for (size_t i = 0; i < lp->nw; i++)
+		lp->w[i].in = true;
+	return next_candidate(t, lp);
+}
+
 /* The phase of e as report_loop_phase() says, for a stack not seen yet. */
 static uint32_t stack_phase(const struct rt_table *t, struct rep_loop *lp, uint32_t stack)
 {
-	uint32_t f = frame_at(t, stack, lp->depth), k;
+	uint32_t f = frame_at(t, lp, stack, lp->depth), k;
 
 	if (!same_function(t, f, lp->frame))
 		return 0;
 	for (uint32_t d = 0; d < lp->depth; d++)
-		if (frame_at(t, stack, d) != frame_at(t, lp->stack, d))
+		if (frame_at(t, lp, stack, d) != frame_at(t, lp, lp->stack, d))
 			return 0;
 	for (k = 0; k < lp->nphases && lp->phases[k].site != f; k++)
 		;
@@ -272,7 +307,7 @@ static uint32_t stack_phase(const struct rt_table *t, struct rep_loop *lp, uint3
 		if (array_grow(&lp->phases, &lp->cap, k + 1))
 			return UINT32_MAX;
 		lp->phases[lp->nphases++] = (struct rep_phase){
-			.site = f, .name = t->callees[t->stacks[stack - 1].first + lp->depth] };
+			.site = f, .name = t->callees[frame_index(t, lp->all, stack, lp->depth)] };
 	}
 	return k + 1;
 }

@@ -159,17 +159,38 @@ static uint32_t callee_of(struct rt_table *t, const struct model *m,
 }
 
 /*
+ * Frames of model stack st into t->frames, outermost first, with their
+ * callees: those of user code (user), else all but `<frozen ...>` ones.
+ * The number added.
+ */
+static uint32_t add_frames(struct rt_table *t, const struct model *m,
+			   const struct model_stack *st, bool user)
+{
+	size_t first = t->nframes;
+
+	for (uint32_t i = st->n; i-- > 0;) {   /* m's frames are innermost first */
+		uint32_t id = m->frames[st->first + i];
+		const char *f = strtab_get(&m->strs, id);
+
+		if (*f && (user ? !rt_frame_is_library(f, strlen(f)) : !frame_is_frozen(f, strlen(f)))) {
+			t->callees[t->nframes] = callee_of(t, m, st, i);
+			t->frames[t->nframes++] = str_id(t, m, id);
+		}
+	}
+	return t->nframes - first;
+}
+
+/*
  * The table's stack of model stack (index + 1 in m->stacks), made once:
- * its user frames outermost first, the innermost its site.  A stack all
- * of library code (a job installed in site-packages and run with -m, a
- * library's own thread) has its frames taken as they are, `<frozen ...>`
- * ones left out: its innermost is the best site there is.  Index + 1
- * into t->stacks, 0 on allocation failure (see intern()).
+ * its user frames outermost first, the innermost its site, and all its
+ * frames but frozen ones (rt_stack).  A stack all of library code (a job
+ * installed in site-packages and run with -m, a library's own thread)
+ * has those as its user frames too: its innermost is the best site there
+ * is.  Index + 1 into t->stacks, 0 on allocation failure (see intern()).
  */
 static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t stack)
 {
 	const struct model_stack *st = &m->stacks[stack - 1];
-	bool all = true;        /* no user frame: every frame but frozen ones */
 	struct rt_stack *ts;
 
 	if (array_grow_zeroed(&t->stkmap, &t->nstkmap, stack + 1))
@@ -177,26 +198,22 @@ static uint32_t table_stack(struct rt_table *t, const struct model *m, uint32_t 
 	if (t->stkmap[stack])
 		return t->stkmap[stack];
 	if (array_grow(&t->stacks, &t->capstk, t->nstk + 1) ||
-	    array_grow(&t->frames, &t->capframes, t->nframes + st->n) ||
-	    array_grow(&t->callees, &t->capcallees, t->nframes + st->n))
+	    array_grow(&t->frames, &t->capframes, t->nframes + 2 * st->n) ||
+	    array_grow(&t->callees, &t->capcallees, t->nframes + 2 * st->n))
 		goto nomem;
 	ts = &t->stacks[t->nstk];
 	*ts = (struct rt_stack){ .first = t->nframes };
-	for (uint32_t i = 0; i < st->n && all; i++) {
-		const char *f = strtab_get(&m->strs, m->frames[st->first + i]);
-
-		all = !*f || rt_frame_is_library(f, strlen(f));
+	ts->n = add_frames(t, m, st, true);
+	ts->afirst = t->nframes;
+	ts->an = add_frames(t, m, st, false);
+	if (!ts->n) {                           /* no user frame: all of them */
+		ts->n = ts->an;
+	} else if (ts->an == ts->n) {           /* no library frame: one list */
+		t->nframes = ts->afirst;
+		ts->afirst = ts->first;
 	}
-	for (uint32_t i = st->n; i-- > 0;) {   /* m's frames are innermost first */
-		uint32_t id = m->frames[st->first + i];
-		const char *f = strtab_get(&m->strs, id);
-
-		if (*f && (all ? !frame_is_frozen(f, strlen(f)) : !rt_frame_is_library(f, strlen(f)))) {
-			t->callees[t->nframes] = callee_of(t, m, st, i);
-			t->frames[t->nframes++] = ts->site = str_id(t, m, id);
-		}
-	}
-	ts->n = t->nframes - ts->first;
+	if (ts->n)
+		ts->site = t->frames[ts->first + ts->n - 1];
 	t->stkmap[stack] = ++t->nstk;
 	return t->stkmap[stack];
 nomem:

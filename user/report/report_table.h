@@ -78,14 +78,18 @@ struct rt_mem {
 /*
  * A Python stack, kept once however many calls share it: its innermost
  * user frame (the call's site) and its user frames, outermost first, in
- * rt_table.frames[first .. first + n); rt_table.callees[first + k] is the
- * frame that frames[first + k] was calling (library code or not; past
- * library frames that only pass the call on, such as Module._call_impl and
- * decorators' wrappers), 0 for the innermost frame of the stack.
+ * rt_table.frames[first .. first + n) (a stack without any: all its frames
+ * but frozen ones); all its frames but frozen ones in [afirst .. afirst +
+ * an), for a loop that library code runs (report_phase.c).
+ * rt_table.callees[k] is the frame that frames[k] was calling (library
+ * code or not; past library frames that only pass the call on, such as
+ * Module._call_impl and decorators' wrappers), 0 for the innermost frame
+ * of the stack.
  */
 struct rt_stack {
-	uint32_t site;          /* "qualname (file:line)", 0 no user frame */
+	uint32_t site;          /* "qualname (file:line)", 0 no frame */
 	uint32_t first, n;
+	uint32_t afirst, an;
 };
 
 /*
