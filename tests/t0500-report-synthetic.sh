@@ -207,7 +207,7 @@ is "torchloop: no wasted work (zero_grad after the step is the optimizer's)" "$(
 check "report the trainer trace" "$GPUBPF" report --format json -o "$TMPD/tr.rep.json" "$TMPD/tr.json"
 is "trainer: the loop in the library, its steps and phases" "$(json_query "$TMPD/tr.rep.json" \
 	'(lambda i: (i["source"], i["loop_function"].split(" (")[0], i["steps"], [(x["phase"], x["site"].split(":")[-1]) for x in i["phases"][:-1]]))(d["processes"][0]["iterations"])')" \
-	'["python_stack", "Trainer._inner_training_loop", 9, [["Trainer.training_step", "2555)"], ["Accelerator.clip_grad_norm_", "2600)"], ["AcceleratedOptimizer.step", "2620)"], ["Module.zero_grad", "2640)"]]]'
+	'["python_stack", "Trainer._inner_training_loop", 9, [["Trainer._prepare_inputs", "2550)"], ["Trainer.training_step", "2555)"], ["Accelerator.clip_grad_norm_", "2600)"], ["AcceleratedOptimizer.step", "2620)"], ["Module.zero_grad", "2640)"]]]'
 is "trainer: no wasted work (zero_grad after the step)" "$(json_query "$TMPD/tr.rep.json" \
 	'[f["site"] for f in d["processes"][0]["findings"] if f["kind"] == "wasted_work"]')" '[]'
 

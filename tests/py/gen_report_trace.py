@@ -223,11 +223,14 @@ def trainer_loop():
     main (/home/u/ft.py:25), calls Trainer.train (TF, transformers'),
     whose _inner_training_loop makes 10 iterations 1000 us apart.  At
     offsets (us) in each, its lines:
-      2555 Trainer.training_step: gemm at 0 (GPU 40)
-      2600 Accelerator.clip_grad_norm_: norm at 100
+      2550 Trainer._prepare_inputs, _prepare_input, BatchEncoding.to: prep
+           at 0 (GPU 40; a private method doing work of its own names
+           its phase)
+      2555 Trainer.training_step: gemm at 100
+      2600 Accelerator.clip_grad_norm_: norm at 200
       2620 AcceleratedOptimizer.step (accelerate's), under it torch's
-           hooks and AdamW.step: adamw at 200
-      2640 Module.zero_grad: zero at 300
+           hooks and AdamW.step: adamw at 300
+      2640 Module.zero_grad: zero at 400
     No loop among the user frames: the loop is _inner_training_loop's,
     9 steps, its phases by what each line calls; no wasted work."""
     p = 330
@@ -235,6 +238,10 @@ def trainer_loop():
     torch = "/usr/lib/python3/dist-packages/torch"
     ev = [meta(p, "trainer")]
     lines = (
+        (2550, "prep", ["Trainer._prepare_inputs (%s:3500)" % tf,
+                        "Trainer._prepare_input (%s:3480)" % tf,
+                        "BatchEncoding.to (/usr/lib/python3/dist-packages/transformers/"
+                        "tokenization_utils_base.py:800)"]),
         (2555, "gemm", ["Trainer.training_step (%s:3700)" % tf]),
         (2600, "norm", ["Accelerator.clip_grad_norm_ (/usr/lib/python3/dist-packages/accelerate/"
                         "accelerator.py:2300)"]),

@@ -115,26 +115,21 @@ bool rt_frame_is_library(const char *f, size_t len)
 /*
  * Does library frame f only pass the call on to the frame under it?  A
  * closure (a decorator's wrapper: torch.optim's hooks around step(),
- * torch's _disable_dynamo around zero_grad()) or a private or __call__
- * method (torch's Module._call_impl and _wrapped_call_impl).
+ * torch's _disable_dynamo around zero_grad()), a __call__ method, or
+ * torch's Module._call_impl and _wrapped_call_impl.  Other private
+ * methods do work of their own (transformers' Trainer._maybe_log_save_evaluate).
  */
 static bool frame_passes_on(const char *f, size_t len)
 {
-	const char *file = frame_file(f, len), *end, *last;
+	const char *file = frame_file(f, len), *end;
 
 	if (file == f || !rt_frame_is_library(f, len))
 		return false;
 	for (end = file - 1; end > f && end[-1] == ' '; end--)  /* file - 1: its '(' */
 		;
-	if (memmem(f, end - f, "<locals>", 8))
-		return true;
-	for (last = end; last > f && last[-1] != '.'; last--)
-		;
-	if (end - last == 8 && !memcmp(last, "__call__", 8))
-		return true;
-	/* private, but not a dunder (__next__ of a loader's iterator names it) */
-	return last < end && *last == '_' &&
-	       !(end - last > 4 && last[1] == '_' && end[-1] == '_' && end[-2] == '_');
+	return memmem(f, end - f, "<locals>", 8) ||
+	       (end - f >= 9 && !memcmp(end - 9, ".__call__", 9)) ||
+	       (end - f >= 10 && !memcmp(end - 10, "_call_impl", 10));
 }
 
 /*
