@@ -3,9 +3,10 @@
 # bench section 7 (bench/prologue_bench.sh) on the push stub with small
 # knobs: gpubpf recorded every call (the script says so otherwise), the
 # row has a figure in each of its columns, the program that makes only
-# the launch's helper calls (empty_uprobe -c) costs more per call than the
-# empty probe, and the block replaces the old one in BENCHMARKS.md (here a
-# copy), nothing else.
+# the launch's helper calls (empty_uprobe -c) and the empty probe were both
+# measured, and the block replaces the old one in BENCHMARKS.md (here a
+# copy), nothing else.  The two are not compared: where a trap costs 7 us,
+# one repetition cannot order them ~250 ns apart (make bench's medians do).
 . "$(dirname "$0")/lib.sh"
 test_description "bench section 7 (cost per call by entry shape) writes its table"
 require_root
@@ -24,8 +25,8 @@ is "one row, for the push stub" "$(grep -c '^| push |' "$md")" 1
 is "its ten columns" "$(awk -F'|' '{ print NF - 2 }' <<<"$row")" 10
 is "gpubpf recorded every call" "$(grep -c 'lost or miscounted' "$md")" 0
 # fields: 5 the empty uprobe, 10 the launch's calls alone (ns per call)
-ok "the launch's calls alone cost more than the empty uprobe" \
-	awk -F'|' '{ exit !($10 + 0 > $5 + 0 && $5 + 0 > 0) }' <<<"$row"
+ok "the launch's calls alone and the empty uprobe measured" \
+	awk -F'|' '{ exit !($10 + 0 > 0 && $5 + 0 > 0) }' <<<"$row"
 is "outside the block the file is as it was" \
 	"$(sed '/^<!-- prologue-bench:begin/,/^<!-- prologue-bench:end/d' "$md")" "$(printf '# copy\n\n\ntail')"
 done_testing
