@@ -133,10 +133,10 @@ static bool frame_passes_on(const char *f, size_t len)
 }
 
 /*
- * What frame i of model stack st (innermost 0) calls, by name: the frame
- * under it, or past the frames under it that only pass the call on, the
- * first that does not (the model's forward under Module._call_impl; the
- * first under it where all do).  0 for the innermost frame.
+ * What frame i of model stack st (innermost 0) calls, by name: the first
+ * frame under it that does more than pass the call on (the model's
+ * forward under Module._call_impl), else the one right under it.  0 for
+ * the innermost frame.
  */
 static uint32_t callee_of(struct rt_table *t, const struct model *m,
 			  const struct model_stack *st, uint32_t i)
