@@ -172,6 +172,24 @@ def loop():
     return ev
 
 
+def line_loop(p, lines, frame, outer):
+    """10 iterations 1000 us apart of pid p's loop: each line (line, kernel,
+    the frames under it, outermost first) of lines, the k-th, launches its
+    kernel at 100 k us (10 us, GPU 40 us 10 us later, stream 7), its stack
+    those frames under frame % line under outer (innermost first)."""
+    ev = []
+    corr = 0
+    for i in range(10):
+        t = 10000.0 + 1000 * i
+        for k, (line, kernel, under) in enumerate(lines):
+            corr += 1
+            stack = list(reversed(under)) + [frame % line] + outer
+            ev.append(api(p, "cuLaunchKernel", t + 100 * k, 10, kernel=kernel, correlation=corr,
+                          stack=stack))
+            ev.append(gpu(p, "kernel", kernel, t + 100 * k + 10, 40, 7, corr))
+    return ev
+
+
 def torch_loop():
     """pid 310, a loop in train() (/home/u/t.py), 10 iterations 1000 us
     apart, its calls under the library frames PyTorch 2's put between a
@@ -205,17 +223,7 @@ def torch_loop():
                      "SGD.step (%s/optim/sgd.py:125)" % torch]),
         (25, "zero", ["_disable_dynamo.<locals>.inner (%s/_compile.py:32)" % torch,
                       "Optimizer.zero_grad (%s/optim/optimizer.py:955)" % torch]))
-    corr = 0
-    for i in range(10):
-        t = 10000.0 + 1000 * i
-        for k, (line, kernel, under) in enumerate(lines):
-            corr += 1
-            stack = list(reversed(under)) + ["train (/home/u/t.py:%d)" % line,
-                                             "<module> (/home/u/t.py:90)"]
-            ev.append(api(p, "cuLaunchKernel", t + 100 * k, 10, kernel=kernel, correlation=corr,
-                          stack=stack))
-            ev.append(gpu(p, "kernel", kernel, t + 100 * k + 10, 40, 7, corr))
-    return ev
+    return ev + line_loop(p, lines, "train (/home/u/t.py:%d)", ["<module> (/home/u/t.py:90)"])
 
 
 def trainer_loop():
@@ -251,19 +259,9 @@ def trainer_loop():
                          % torch,
                          "AdamW.step (%s/optim/adamw.py:200)" % torch]),
         (2640, "zero", ["Module.zero_grad (%s/nn/modules/module.py:2600)" % torch]))
-    corr = 0
-    for i in range(10):
-        t = 10000.0 + 1000 * i
-        for k, (line, kernel, under) in enumerate(lines):
-            corr += 1
-            stack = list(reversed(under)) + ["Trainer._inner_training_loop (%s:%d)" % (tf, line),
-                                             "Trainer.train (%s:2240)" % tf,
-                                             "main (/home/u/ft.py:25)",
-                                             "<module> (/home/u/ft.py:30)"]
-            ev.append(api(p, "cuLaunchKernel", t + 100 * k, 10, kernel=kernel, correlation=corr,
-                          stack=stack))
-            ev.append(gpu(p, "kernel", kernel, t + 100 * k + 10, 40, 7, corr))
-    return ev
+    return ev + line_loop(p, lines, "Trainer._inner_training_loop (" + tf + ":%d)",
+                          ["Trainer.train (%s:2240)" % tf, "main (/home/u/ft.py:25)",
+                           "<module> (/home/u/ft.py:30)"])
 
 
 def repeats():
