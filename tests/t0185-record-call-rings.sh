@@ -42,9 +42,12 @@ per_thread_order() {
 
 # three threads on two CPUs or more, together at most 600,000 launches a
 # second: on a VM whose traps are cheap, as fast as they go is 3-4 million,
-# past what the reader copies out (BENCHMARKS.md section 3)
+# past what the reader copies out (BENCHMARKS.md section 3).  The rings are
+# sized for a stall of the reader: three threads spinning on two CPUs, a
+# clean-clone run lost 1.3% at the default size (2 MiB of calls' rings,
+# ~25 ms at this rate); 64M gives them 2 MiB a CPU and 4 MiB shared
 N=60000
-"$GPUBPF" record -q --no-device --no-states --sample-hz 0 --stack none --libcuda "$LIB" \
+"$GPUBPF" record -q --no-device --no-states --sample-hz 0 --stack none --libcuda "$LIB" --buffer-size 64M \
 	-o "$TMPD/threads.json" -- "$BENCH/callcost" -l "$LIB" -f launch -n $N -t 3 -r 600000 \
 	>"$TMPD/threads.out" 2>"$TMPD/threads.err"
 is "3 threads: record exits 0" "$?" 0
