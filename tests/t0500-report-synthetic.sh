@@ -207,9 +207,23 @@ is "torchloop: no wasted work (zero_grad after the step is the optimizer's)" "$(
 check "report the trainer trace" "$GPUBPF" report --format json -o "$TMPD/tr.rep.json" "$TMPD/tr.json"
 is "trainer: the loop in the library, its steps and phases" "$(json_query "$TMPD/tr.rep.json" \
 	'(lambda i: (i["source"], i["loop_function"].split(" (")[0], i["steps"], [(x["phase"], x["site"].split(":")[-1]) for x in i["phases"][:-1]]))(d["processes"][0]["iterations"])')" \
-	'["python_stack", "Trainer._inner_training_loop", 9, [["Trainer._prepare_inputs", "2550)"], ["Trainer.training_step", "2555)"], ["Accelerator.clip_grad_norm_", "2600)"], ["AcceleratedOptimizer.step", "2620)"], ["Module.zero_grad", "2640)"]]]'
+	'["python_stack", "Trainer._inner_training_loop", 9, [["Trainer._prepare_inputs", "2550)"], ["Trainer.training_step", "2555)"], ["Accelerator.clip_grad_norm_", "2600)"], ["AcceleratedOptimizer.step", "2620)"], ["Module.zero_grad", "2640)"], ["Trainer._maybe_log_save_evaluate", "2660)"]]]'
 is "trainer: no wasted work (zero_grad after the step)" "$(json_query "$TMPD/tr.rep.json" \
 	'[f["site"] for f in d["processes"][0]["findings"] if f["kind"] == "wasted_work"]')" '[]'
+# in the library's loop, a call's site is its innermost frame unless a
+# user frame lies under the loop's line; outside it, its user frame
+is "trainer: the sync hotspots at the library's line in the loop, and main's copy at its own" \
+	"$(json_query "$TMPD/tr.rep.json" '[(h["function"], h["site"].split("/")[-1], h["call"], h["count"])
+ for h in d["processes"][0]["sync_hotspots"]]')" \
+	'[["Trainer._maybe_log_save_evaluate", "trainer.py:3100", "cuMemcpyDtoH_v2", 10], ["main", "ft.py:20", "cuMemcpyHtoD_v2", 1]]'
+is "trainer: host-bound time at each launch's line: the library's, or the user's compute_loss under the loop" \
+	"$(json_query "$TMPD/tr.rep.json" '[c["site"].split(" (")[0] + " " + c["site"].split("/")[-1]
+ for c in d["processes"][0]["devices"][0]["idle"]["host_bound_causes"]]')" \
+	'["BatchEncoding.to tokenization_utils_base.py:800)", "MyTrainer.compute_loss ft.py:12)", "Accelerator.clip_grad_norm_ accelerator.py:2300)", "AdamW.step adamw.py:200)", "Module.zero_grad module.py:2600)"]'
+is "trainer: the launch-bound finding and the steps' first launch at BatchEncoding.to" \
+	"$(json_query "$TMPD/tr.rep.json" '([[f["kind"], f["site"].split(" (")[0]] for f in d["processes"][0]["findings"]] +
+ [d["processes"][0]["iterations"]["anchor_site"].split("/")[-1]])')" \
+	'[["launch_bound", "BatchEncoding.to"], "tokenization_utils_base.py:800"]'
 
 # the same loop with thread states and CPU samples: the time the thread ran
 # between calls goes to the lines its samples were taken on, the time it

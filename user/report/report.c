@@ -51,7 +51,7 @@ bool report_split_frame(const char *f, const char **qual, size_t *qlen, const ch
 	return true;
 }
 
-int report_analyze(const struct rt_table *t, struct report *r)
+int report_analyze(struct rt_table *t, struct report *r)
 {
 	int ret;
 
@@ -70,7 +70,8 @@ int report_analyze(const struct rt_table *t, struct report *r)
 			break;
 		}
 	r->any_stacks = t->nstacks > 0;
-	if ((ret = report_gpu(t, r)) || (ret = report_top(t, r)) || (ret = report_iter(t, r)) ||
+	/* the steps first: a loop that library code runs sets the sites (report_loop_resite()) */
+	if ((ret = report_iter(t, r)) || (ret = report_gpu(t, r)) || (ret = report_top(t, r)) ||
 	    (ret = report_repeats(t, r)) || (ret = report_autograd(t, r)) ||
 	    (ret = report_memory(t, r)))
 		return ret;

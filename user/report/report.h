@@ -6,7 +6,9 @@
  * streamed through the importer; the analyses (report_gpu.c with
  * report_cause.c, report_top.c, report_iter.c with report_phase.c,
  * report_repeat.c, report_autograd.c, report_memory.c; report.c runs
- * them) read the table, report_findings.c ranks what they found, and all
+ * them) read the table (report_iter.c first: where library code runs the
+ * loop, it sets the sites of the stacks in it, report_loop_resite()),
+ * report_findings.c ranks what they found, and all
  * of them fill a struct report, which report_out.c prints as text or JSON
  * and report_svg.c draws.  Data flows one way: model -> table -> results
  * -> output; cmd_report.c ties them together.
@@ -174,7 +176,7 @@ struct rep_iter {
 	size_t nphases;
 	uint32_t tid;           /* the launching thread */
 	uint32_t anchor;        /* kernel name id that starts each step */
-	uint32_t anchor_site;
+	const struct rt_event *anchor_call;     /* its launch: rt_site() is the steps' site */
 	uint64_t steps;
 	int64_t *starts;        /* steps + 1 anchor launch times: step k is
 				   [starts[k], starts[k + 1]) */
@@ -225,13 +227,13 @@ struct report {
 	bool any_gpu, any_stacks;
 };
 
-int report_analyze(const struct rt_table *t, struct report *r);
+int report_analyze(struct rt_table *t, struct report *r);
 void report_release(struct report *r);
 
 /* analyses, each filling its part of every rep_proc */
+int report_iter(struct rt_table *t, struct report *r);         /* iter; first: it may set sites */
 int report_gpu(const struct rt_table *t, struct report *r);   /* devs, hot, streams, comm, late */
 int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
-int report_iter(const struct rt_table *t, struct report *r);     /* iter */
 int report_repeats(const struct rt_table *t, struct report *r);  /* repeats, from iter */
 int report_autograd(const struct rt_table *t, struct report *r); /* nodes */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
@@ -287,6 +289,15 @@ int report_loop_next(const struct rt_table *t, struct rep_loop *lp);
 /* The phase of host call e: 0 outside any phase, k + 1 lp->phases[k]; UINT32_MAX no memory. */
 uint32_t report_loop_phase(const struct rt_table *t, struct rep_loop *lp, const struct rt_event *e);
 void report_loop_release(struct rep_loop *lp);
+/*
+ * Inside a loop that library code runs (lp->all: transformers' Trainer
+ * under one line of user code) that line is every call's site, and says
+ * nothing.  Each stack in the loop with no user frame under the loop frame
+ * takes its innermost frame as its site instead (rt_stack.site): the
+ * library line that synced, launched or ran.  Stacks alike in several
+ * processes are one table stack, and change alike.
+ */
+void report_loop_resite(struct rt_table *t, const struct rep_loop *lp);
 /* it->phases from the nsteps steps of thread it->tid starting at st[0..nsteps]
  * (st[nsteps]: the end of the last); 0 or -ENOMEM. */
 int report_anatomy(const struct rt_table *t, uint32_t proc, struct rep_loop *lp,

@@ -5,7 +5,7 @@
  * over the same interval, from its state spans (rt_table.states).  Time
  * in a wait goes to that wait at the line the thread blocked in (the
  * wait's Python stack), else at the launch's site; time running goes to
- * the innermost user frames of the thread's CPU samples in it, evenly
+ * the sites of the thread's CPU samples' stacks in it, evenly
  * (each sample an equal share), as "gc" for samples taken in the garbage
  * collector, or to the launch's site without samples; time with no state
  * recorded is "other".  The parts sum to the gap
@@ -111,7 +111,7 @@ static int running(const struct rt_table *t, struct rep_device *d, struct rep_la
 		return cause_add(d, x, MS_RUNNING, rt_site(t, l), ns);
 	for (size_t k = 0; k < n; k++) {
 		uint64_t upto = (unsigned __int128)ns * (k + 1) / n;
-		uint32_t site = t->samples[i + k].site;
+		uint32_t site = rt_stack_site(t, t->samples[i + k].stack, false);
 
 		if (cause_add(d, x, t->samples[i + k].gc ? REP_CAUSE_GC : MS_RUNNING,
 			      site ? site : rt_site(t, l), upto - done))
@@ -131,6 +131,7 @@ int report_causes_add(const struct rt_table *t, struct rep_device *d, struct rep
 		const struct rt_state *s = &t->states[i];
 		int64_t x0 = s->ts > at ? s->ts : at;
 		int64_t x1 = s->ts + s->dur < b ? s->ts + s->dur : b;
+		uint32_t in = rt_stack_site(t, s->stack, false);       /* a wait's line */
 
 		if (s->pid != pid || s->tid != l->tid || s->ts >= b)
 			break;
@@ -138,8 +139,7 @@ int report_causes_add(const struct rt_table *t, struct rep_device *d, struct rep
 			continue;
 		if (cause_add(d, x, MS_OTHER_WAIT, site, x0 - at) ||
 		    (s->state == MS_RUNNING ? running(t, d, x, l, pid, x0, x1)
-					    : cause_add(d, x, s->state, s->site ? s->site : site,
-							x1 - x0)))
+					    : cause_add(d, x, s->state, in ? in : site, x1 - x0)))
 			return -ENOMEM;
 		at = x1;
 	}

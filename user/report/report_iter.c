@@ -352,7 +352,7 @@ static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *i
 	if (!a)
 		a = &t->ev[q->ix[first]];
 	it->anchor = a->aux ? a->aux : a->name;
-	it->anchor_site = rt_site(t, a);
+	it->anchor_call = a;
 	if (!loop)
 		return 0;
 	it->loop = lp->frame;
@@ -362,9 +362,10 @@ static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *i
 /*
  * The steps of process proc: from the first candidate loop frame whose
  * steps hold half its main thread's launches or more, else from its
- * launch sequence.
+ * launch sequence.  A loop that library code runs gives the stacks in it
+ * their sites (report_loop_resite()).
  */
-static int proc_steps(const struct rt_table *t, uint32_t proc, struct rep_iter *it,
+static int proc_steps(struct rt_table *t, uint32_t proc, struct rep_iter *it,
 		      struct seqs *q)
 {
 	uint32_t tid = main_thread(t, proc);
@@ -382,6 +383,8 @@ static int proc_steps(const struct rt_table *t, uint32_t proc, struct rep_iter *
 	if (ret >= 0 && !it->found) {
 		*it = (struct rep_iter){ .tid = tid };
 		ret = proc_iter(t, proc, it, &lp, false, q);
+	} else if (ret >= 0) {
+		report_loop_resite(t, &lp);
 	}
 	report_loop_release(&lp);
 	if (ret >= 0 && it->found) {
@@ -393,7 +396,7 @@ static int proc_steps(const struct rt_table *t, uint32_t proc, struct rep_iter *
 	return ret;
 }
 
-int report_iter(const struct rt_table *t, struct report *r)
+int report_iter(struct rt_table *t, struct report *r)
 {
 	struct seqs q = { 0 };
 	int ret = -ENOMEM;

@@ -57,7 +57,8 @@ int report_mem_track(const struct rt_table *t, uint32_t proc, uint32_t device,
 		const struct rt_mem *m = &t->mem[ix[i]];
 
 		if (m->op == RTM_ALLOC)
-			ret = mem_tracker_alloc(mt, m->key, m->bytes, m->ts, m->site, m->name);
+			ret = mem_tracker_alloc(mt, m->key, m->bytes, m->ts,
+						rt_stack_site(t, m->stack, m->attributed), m->name);
 		else
 			mem_tracker_free(mt, m->key, m->ts);
 	}

@@ -123,12 +123,18 @@ static const char *loop_name(const struct rt_table *t, uint32_t frame, char *buf
 static void text_anatomy(const struct rt_table *t, const struct rep_iter *it, FILE *f)
 {
 	char name[512], file[512], func[512];
+	int w = 28;             /* the phase column: its longest name */
 
 	if (!it->nphases)
 		return;
+	for (size_t k = 0; k < it->nphases; k++) {
+		int n = strlen(phase_name(t, &it->phases[k], name, sizeof(name)));
+
+		w = n > w ? n : w;
+	}
 	fprintf(f, "  iteration anatomy (per step: median [min-max] ms; the loop is %s):\n",
 		loop_name(t, it->loop, func, sizeof(func)));
-	fprintf(f, "    %-28s %-24s %-24s %9s  %s\n", "phase", "GPU ms", "host ms", "launches",
+	fprintf(f, "    %-*s %-24s %-24s %9s  %s\n", w, "phase", "GPU ms", "host ms", "launches",
 		"loop line");
 	for (size_t k = 0; k < it->nphases; k++) {
 		const struct rep_phase *x = &it->phases[k];
@@ -139,8 +145,8 @@ static void text_anatomy(const struct rt_table *t, const struct rep_iter *it, FI
 		snprintf(h, sizeof(h), "%.3f [%.3f-%.3f]", ms(x->host_ns[0]), ms(x->host_ns[1]),
 			 ms(x->host_ns[2]));
 		frame_parts(t, x->site, file, sizeof(file), func, sizeof(func));
-		fprintf(f, "    %-28s %-24s %-24s %9" PRIu64 "  %s\n",
-			phase_name(t, x, name, sizeof(name)), g, h, x->launches[0],
+		fprintf(f, "    %-*s %-24s %-24s %9" PRIu64 "  %s\n",
+			w, phase_name(t, x, name, sizeof(name)), g, h, x->launches[0],
 			x->site ? file : "-");
 	}
 }
@@ -182,7 +188,7 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 		text_causes(t, v, f);
 	}
 	if (rp->nhot) {
-		fprintf(f, "  sync hotspots (blocking syncs by innermost user Python frame and call, costliest first):\n");
+		fprintf(f, "  sync hotspots (blocking syncs by the Python line that made them and call, costliest first):\n");
 		fprintf(f, "    %7s %12s %12s  %s\n", "count", "blocked ms", "GPU idle ms", "site");
 		for (size_t k = 0; k < rp->nhot && k < TEXT_TOP; k++) {
 			const struct rep_hotspot *h = &rp->hot[k];
@@ -224,6 +230,7 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 	}
 	if (rp->iter.found) {
 		const struct rep_iter *it = &rp->iter;
+		uint32_t from = rt_site(t, it->anchor_call);
 
 		fprintf(f, "  iterations: %" PRIu64 " steps, %.3f ms mean (median %.3f, min %.3f, max %.3f, "
 			"sd %.3f), %" PRIu64 " launches per step on thread %u; from the %s, each step "
@@ -231,9 +238,8 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 			it->min_ns / 1e6, it->max_ns / 1e6, it->stddev_ns / 1e6, it->kernels_per_step,
 			it->tid, it->from_stacks ? "Python stacks" : "kernel launch sequence",
 			rt_str(t, it->anchor));
-		if (it->anchor_site)
-			fprintf(f, " from %s%s", rt_str(t, it->anchor_site),
-				attributed(it->anchor_site));
+		if (from)
+			fprintf(f, " from %s%s", rt_str(t, from), attributed(from));
 		fprintf(f, "\n");
 		text_anatomy(t, it, f);
 	} else if (rp->ngpu || rp->napi) {
@@ -561,7 +567,7 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		const struct rep_iter *it = &rp->iter;
 
 		jw_kv_str(jw, "anchor_kernel", rt_str(t, it->anchor));
-		ksite(jw, t, it->anchor_site, "anchor_site", "anchor_function");
+		ksite(jw, t, rt_site(t, it->anchor_call), "anchor_site", "anchor_function");
 		jw_kv_uint(jw, "steps", it->steps);
 		jw_kv_uint(jw, "kernels_per_step", it->kernels_per_step);
 		jw_key(jw, "step_ms");

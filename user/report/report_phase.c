@@ -291,16 +291,45 @@ int report_loop_next(const struct rt_table *t, struct rep_loop *lp)
 	return next_candidate(t, lp);
 }
 
+/* Does stack id stack run under the loop frame (the frames above it those of lp->stack)? */
+static bool in_loop(const struct rt_table *t, const struct rep_loop *lp, uint32_t stack)
+{
+	if (!same_function(t, frame_at(t, lp, stack, lp->depth), lp->frame))
+		return false;
+	for (uint32_t d = 0; d < lp->depth; d++)
+		if (frame_at(t, lp, stack, d) != frame_at(t, lp, lp->stack, d))
+			return false;
+	return true;
+}
+
+void report_loop_resite(struct rt_table *t, const struct rep_loop *lp)
+{
+	if (!lp->all || !lp->frame)
+		return;
+	for (uint32_t k = 1; k <= t->nstk; k++) {
+		struct rt_stack *s = &t->stacks[k - 1];
+		uint32_t d = lp->depth + 1;
+
+		if (!in_loop(t, lp, k))
+			continue;
+		for (; d < s->an; d++) {
+			const char *f = rt_str(t, t->frames[s->afirst + d]);
+
+			if (!rt_frame_is_library(f, strlen(f)))
+				break;
+		}
+		if (d == s->an)
+			s->site = t->frames[s->afirst + s->an - 1];
+	}
+}
+
 /* The phase of e as report_loop_phase() says, for a stack not seen yet. */
 static uint32_t stack_phase(const struct rt_table *t, struct rep_loop *lp, uint32_t stack)
 {
 	uint32_t f = frame_at(t, lp, stack, lp->depth), k;
 
-	if (!same_function(t, f, lp->frame))
+	if (!in_loop(t, lp, stack))
 		return 0;
-	for (uint32_t d = 0; d < lp->depth; d++)
-		if (frame_at(t, lp, stack, d) != frame_at(t, lp, lp->stack, d))
-			return 0;
 	for (k = 0; k < lp->nphases && lp->phases[k].site != f; k++)
 		;
 	if (k == lp->nphases) {

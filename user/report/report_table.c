@@ -339,7 +339,8 @@ static int add_mem_call(struct rt_table *t, const struct model_event *ev,
 	else
 		mm->key = ev->fields & MF_PTR ? ev->ptr : 0;
 	mm->bytes = ev->fields & MF_BYTES ? ev->bytes : 0;
-	mm->site = rt_site(t, r);
+	mm->stack = r->stack;
+	mm->attributed = !!(r->flags & RTF_ATTRIBUTED);
 	mm->name = r->name;
 	mm->proc = r->proc;
 	return 0;
@@ -552,7 +553,8 @@ static int mem_records_sites(struct rt_table *t)
 				hi = mid;
 		}
 		if (lo < n && t->ev[ix[lo]].proc == m->proc && t->ev[ix[lo]].corr == m->corr) {
-			m->site = rt_site(t, &t->ev[ix[lo]]);
+			m->stack = t->ev[ix[lo]].stack;
+			m->attributed = !!(t->ev[ix[lo]].flags & RTF_ATTRIBUTED);
 			m->name = t->ev[ix[lo]].name;
 		}
 	}
@@ -601,7 +603,7 @@ static int cmp_sample(const void *a, const void *b)
 	return (x->ts > y->ts) - (x->ts < y->ts);
 }
 
-/* m's thread states (already by pid, tid, ts) and samples, with their sites. */
+/* m's thread states (already by pid, tid, ts) and samples. */
 static int copy_states(struct rt_table *t, const struct model *m)
 {
 	t->states = calloc(m->nstates + 1, sizeof(*t->states));
@@ -614,8 +616,7 @@ static int copy_states(struct rt_table *t, const struct model *m)
 
 		t->states[t->nstates++] = (struct rt_state){ .ts = s->ts, .dur = s->dur, .pid = s->pid,
 							     .tid = s->tid, .state = s->state,
-							     .stack = k,
-							     .site = k ? t->stacks[k - 1].site : 0 };
+							     .stack = k };
 	}
 	for (size_t i = 0; i < m->nsamples; i++) {
 		const struct model_sample *s = &m->samples[i];
@@ -623,7 +624,6 @@ static int copy_states(struct rt_table *t, const struct model *m)
 
 		t->samples[t->nsamples++] = (struct rt_sample){ .ts = s->ts, .pid = s->pid,
 								.tid = s->tid, .stack = k,
-								.site = k ? t->stacks[k - 1].site : 0,
 								.gc = s->flags & MODEL_SAMPLE_GC };
 	}
 	if (t->nsamples)

@@ -67,17 +67,22 @@ struct rt_mem {
 	int64_t ts;
 	uint64_t key;           /* address, or VMM handle | RT_MEM_HANDLE */
 	uint64_t bytes;
-	uint32_t site, name, proc;
+	uint32_t stack;         /* the call's (a record's: the call with its
+				   correlation id): table stack id, 0 none */
+	uint32_t name, proc;
 	uint32_t corr;          /* records: correlation id, 0 none */
 	uint16_t device;        /* records only */
 	uint8_t op;
 	uint8_t gpu;            /* a CUPTI memory record, not a call */
+	uint8_t attributed;     /* the call's stack is attributed (RTF_ATTRIBUTED) */
 };
 #define RT_MEM_HANDLE (1ULL << 63)
 
 /*
- * A Python stack, kept once however many calls share it: its innermost
- * user frame (the call's site) and its user frames, outermost first, in
+ * A Python stack, kept once however many calls share it: its site (the
+ * innermost user frame; inside a loop that library code runs, with no
+ * user frame under the loop, the innermost frame: report_loop_resite())
+ * and its user frames, outermost first, in
  * rt_table.frames[first .. first + n) (a stack without any: all its frames
  * but frozen ones); all its frames but frozen ones in [afirst .. afirst +
  * an), for a loop that library code runs (report_phase.c).
@@ -111,15 +116,13 @@ struct rt_state {
 	uint32_t pid, tid;
 	uint32_t state;         /* enum model_state */
 	uint32_t stack;         /* a wait's: the table stack id it blocked in, 0 none */
-	uint32_t site;          /* its innermost user frame (table string id), 0 none */
 };
 
-/* A CPU sample: its thread, its stack and the innermost user frame of it. */
+/* A CPU sample: its thread and its stack. */
 struct rt_sample {
 	int64_t ts;
 	uint32_t pid, tid;
 	uint32_t stack;         /* table stack id (index + 1), 0 none */
-	uint32_t site;          /* table string id, 0 no user frame */
 	bool gc;                /* in the garbage collector (MODEL_SAMPLE_GC) */
 };
 
@@ -193,13 +196,19 @@ static inline const char *rt_str(const struct rt_table *t, uint32_t id)
 	return strtab_get(&t->strs, id & ~RT_SITE_ATTRIBUTED);
 }
 
-/* The innermost user frame of host call e, 0 unknown; RT_SITE_ATTRIBUTED set when
- * its stack is attributed. */
+/* The site of table stack id stack (rt_stack), 0 none; RT_SITE_ATTRIBUTED set when
+ * attributed. */
+static inline uint32_t rt_stack_site(const struct rt_table *t, uint32_t stack, bool attributed)
+{
+	uint32_t site = stack ? t->stacks[stack - 1].site : 0;
+
+	return site && attributed ? site | RT_SITE_ATTRIBUTED : site;
+}
+
+/* The site of host call e (rt_stack_site()), 0 unknown. */
 static inline uint32_t rt_site(const struct rt_table *t, const struct rt_event *e)
 {
-	uint32_t site = e->stack ? t->stacks[e->stack - 1].site : 0;
-
-	return site && (e->flags & RTF_ATTRIBUTED) ? site | RT_SITE_ATTRIBUTED : site;
+	return rt_stack_site(t, e->stack, e->flags & RTF_ATTRIBUTED);
 }
 
 static inline bool rt_site_attributed(uint32_t site)
