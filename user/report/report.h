@@ -293,9 +293,11 @@ void report_loop_release(struct rep_loop *lp);
  * Inside a loop that library code runs (lp->all: transformers' Trainer
  * under one line of user code) that line is every call's site, and says
  * nothing.  Each stack in the loop with no user frame under the loop frame
- * takes its innermost frame as its site instead (rt_stack.site): the
- * library line that synced, launched or ran.  Stacks alike in several
- * processes are one table stack, and change alike.
+ * takes another site (rt_stack.site): its innermost frame in the package
+ * that runs the loop (the Trainer's line that led to the call: past
+ * bindings such as the simulated driver's), else its innermost frame (the
+ * optimizer's line in torch, under accelerate's wrapper).  Stacks alike
+ * in several processes are one table stack, and change alike.
  */
 void report_loop_resite(struct rt_table *t, const struct rep_loop *lp);
 /* it->phases from the nsteps steps of thread it->tid starting at st[0..nsteps]

@@ -302,24 +302,41 @@ static bool in_loop(const struct rt_table *t, const struct rep_loop *lp, uint32_
 	return true;
 }
 
+/* Do frames a and b lie in the same library package (rt_frame_package())? */
+static bool same_package(const struct rt_table *t, uint32_t a, uint32_t b)
+{
+	const char *x = rt_str(t, a), *y = rt_str(t, b), *px, *py;
+	size_t nx, ny;
+
+	px = rt_frame_package(x, strlen(x), &nx);
+	py = rt_frame_package(y, strlen(y), &ny);
+	return px && py && nx == ny && !memcmp(px, py, nx);
+}
+
 void report_loop_resite(struct rt_table *t, const struct rep_loop *lp)
 {
-	if (!lp->all || !lp->frame)
+	const char *loop = rt_str(t, lp->frame);
+
+	if (!lp->all || !lp->frame || !rt_frame_is_library(loop, strlen(loop)))
 		return;
 	for (uint32_t k = 1; k <= t->nstk; k++) {
 		struct rt_stack *s = &t->stacks[k - 1];
-		uint32_t d = lp->depth + 1;
+		uint32_t d, own = 0;
 
-		if (!in_loop(t, lp, k))
+		if (!in_loop(t, lp, k) || !s->an)
 			continue;
-		for (; d < s->an; d++) {
-			const char *f = rt_str(t, t->frames[s->afirst + d]);
+		/* the frames under the loop frame, innermost first */
+		for (d = s->an; d-- > lp->depth + 1;) {
+			uint32_t f = t->frames[s->afirst + d];
+			const char *x = rt_str(t, f);
 
-			if (!rt_frame_is_library(f, strlen(f)))
+			if (!rt_frame_is_library(x, strlen(x)))
 				break;
+			if (!own && same_package(t, f, lp->frame))
+				own = f;
 		}
-		if (d == s->an)
-			s->site = t->frames[s->afirst + s->an - 1];
+		if (d == lp->depth)     /* no user frame under it */
+			s->site = own ? own : t->frames[s->afirst + s->an - 1];
 	}
 }
 

@@ -112,6 +112,29 @@ bool rt_frame_is_library(const char *f, size_t len)
 	       memmem(file, len - (file - f), "/lib64/python", 13);
 }
 
+const char *rt_frame_package(const char *f, size_t len, size_t *n)
+{
+	const char *file = frame_file(f, len), *end = f + len, *p, *q;
+
+	if (frame_is_frozen(f, len))
+		return NULL;
+	if ((p = memmem(file, end - file, "-packages/", 10))) {
+		p += 10;
+	} else if ((p = memmem(file, end - file, "/lib/python", 11)) ||
+		   (p = memmem(file, end - file, "/lib64/python", 13))) {
+		p = memchr(p + 1, '/', end - p - 1);    /* past "/lib/pythonX.Y" */
+		p = p ? memchr(p + 1, '/', end - p - 1) : NULL;
+		if (!p++)
+			return NULL;
+	} else {
+		return NULL;
+	}
+	for (q = p; q < end && *q != '/' && *q != ':'; q++)
+		;
+	*n = q - p;
+	return p;
+}
+
 /*
  * Does library frame f only pass the call on to the frame under it?  A
  * closure (a decorator's wrapper: torch.optim's hooks around step(),

@@ -234,5 +234,10 @@ static inline uint32_t rt_served(const struct rt_table *t, const struct rt_event
 /* Is the frame "qualname (file:line)" library code (site/dist-packages,
  * the standard library, <frozen ...>)? */
 bool rt_frame_is_library(const char *frame, size_t len);
+/* The package of library frame f: the first name in its file's path under
+ * site-packages, dist-packages or the standard library ("transformers",
+ * "torch", "asyncio", "threading.py"), *n bytes; NULL for user code and
+ * <frozen ...>. */
+const char *rt_frame_package(const char *frame, size_t len, size_t *n);
 
 #endif
