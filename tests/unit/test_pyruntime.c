@@ -6,13 +6,17 @@
  * offsets equal to offsetof on its own headers (scripts/py-offsets.sh),
  * and walking its main thread's frames with them, then symbolising them,
  * gives exactly the stack the process wrote (names, files, lines).  Plus:
- * a process without Python, and an unsupported version.
+ * a process without Python, an unsupported version, and a libpython
+ * caught while the loader maps it.
  */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mman.h>
 
 #include "sym/pyruntime.h"
 #include "sym/pysym.h"
@@ -231,6 +235,77 @@ static void test_old(const struct pyinterp *py)
 	py_kill(pid);
 }
 
+/*
+ * The interpreter's libpython (a shared build's) mapped in this process
+ * as the loader maps it: its whole span from the file, read-only, then
+ * its writable segment over that, then (last) its bss.  Between the last
+ * two, a _PyRuntime in the bss (3.8's and 3.9's, zero-initialised) reads
+ * as the file's bytes: still being loaded, to be looked for again, not a
+ * runtime gpubpf cannot read.  One in the writable segment's file part
+ * (3.10+, initialised) is there already.
+ */
+static void test_mid_load(const struct pyinterp *py)
+{
+	char lib[600], why[256];
+	Elf64_Ehdr eh;
+	Elf64_Phdr ph[64];
+	const Elf64_Phdr *w = NULL;
+	struct gb_py_config cfg;
+	uint64_t span = 0, wstart, wfile, wend, at;
+	int fd, mid, err;
+	char *base;
+
+	snprintf(lib, sizeof(lib), "%.*s/../lib/libpython%u.%u.so.1.0",
+		 (int)(strrchr(py->python, '/') - py->python), py->python,
+		 py->version / 100, py->version % 100);
+	fd = open(lib, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		diag("%s: no %s (a static build): not loaded by the loader", py->python, lib);
+		return;
+	}
+	if (pread(fd, &eh, sizeof(eh), 0) != sizeof(eh) || eh.e_phnum > 64 ||
+	    pread(fd, ph, eh.e_phnum * sizeof(*ph), eh.e_phoff) != (ssize_t)(eh.e_phnum * sizeof(*ph))) {
+		ok(0, "%s: its program headers", lib);
+		close(fd);
+		return;
+	}
+	for (int i = 0; i < eh.e_phnum; i++) {
+		if (ph[i].p_type != PT_LOAD)
+			continue;
+		if (ph[i].p_vaddr + ph[i].p_memsz > span)
+			span = ph[i].p_vaddr + ph[i].p_memsz;
+		if (ph[i].p_flags & PF_W)
+			w = &ph[i];
+	}
+	span = (span + 4095) & ~4095ULL;
+	base = w ? mmap(NULL, span, PROT_READ, MAP_PRIVATE, fd, 0) : MAP_FAILED;
+	if (!ok(base != MAP_FAILED, "%s: mapped from its file", lib)) {
+		close(fd);
+		return;
+	}
+	wstart = w->p_vaddr & ~4095ULL;
+	wfile = (w->p_vaddr + w->p_filesz + 4095) & ~4095ULL;
+	wend = (w->p_vaddr + w->p_memsz + 4095) & ~4095ULL;
+	ok(mmap(base + wstart, wfile - wstart, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd,
+		w->p_offset & ~4095ULL) != MAP_FAILED, "%s: its writable segment over it", lib);
+	mid = pyruntime_find(getpid(), &cfg, why, sizeof(why));
+	if (wend > wfile)
+		ok(mmap(base + wfile, wend - wfile, PROT_READ | PROT_WRITE,
+			MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS, -1, 0) != MAP_FAILED,
+		   "%s: then its bss", lib);
+	err = pyruntime_find(getpid(), &cfg, why, sizeof(why));
+	is_int(err, 0, "%s: once mapped, its runtime is found (%s)", lib, why);
+	if (!err) {
+		at = cfg.runtime - (uint64_t)base;
+		is_int(cfg.version, py->version, "%s: its version", lib);
+		is_int(mid, at >= w->p_vaddr + w->p_filesz ? -EAGAIN : 0,
+		       "%s: before its bss is mapped: %s", lib, at >= w->p_vaddr + w->p_filesz ?
+		       "a runtime in the bss is still being loaded" : "a runtime in the data is found");
+	}
+	munmap(base, span);
+	close(fd);
+}
+
 int main(void)
 {
 	struct pyinterp py[32];
@@ -244,6 +319,7 @@ int main(void)
 	for (int i = 0; i < n; i++) {
 		if (py[i].version >= 308) {
 			test_interp(&py[i]);
+			test_mid_load(&py[i]);
 			tested++;
 		} else if (py[i].version >= 306 && old < 2) {
 			test_old(&py[i]);

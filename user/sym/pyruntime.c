@@ -285,6 +285,35 @@ static int add_candidate(const struct proc_map *m, void *arg)
 	return 0;
 }
 
+struct addr_look {
+	__u64 addr;
+	int writable;
+};
+
+static int addr_in(const struct proc_map *m, void *arg)
+{
+	struct addr_look *a = arg;
+
+	if (a->addr < m->start || a->addr >= m->end)
+		return 0;
+	a->writable = m->perms[1] == 'w';
+	return 1;
+}
+
+/*
+ * Is addr in a writable mapping of pid?  The loader maps a library's whole
+ * span from its file first, then its segments over it, its bss last: a
+ * variable in the bss (3.8's to 3.12's _PyRuntime in a libpython) reads
+ * as the file's bytes until then.  1 yes, 0 no (not yet), -errno.
+ */
+static int addr_writable(pid_t pid, __u64 addr)
+{
+	struct addr_look a = { .addr = addr };
+	int err = proc_maps_each(pid, addr_in, &a);
+
+	return err < 0 ? err : a.writable;
+}
+
 /*
  * The candidates: the executable and libpython*, each with the start of
  * its mapping at offset 0.  Other objects (torch's hundreds of .so) are
@@ -605,6 +634,16 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	}
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->runtime = bias + vals[SYM_RUNTIME];
+	err = addr_writable(pid, cfg->runtime);
+	if (err < 0) {
+		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-err));
+		goto cleanup;
+	}
+	if (!err) {
+		whyf(why, whylen, "%s is still being loaded", file);
+		err = -EAGAIN;
+		goto cleanup;
+	}
 	if (vals[SYM_VERSION]) {
 		__u32 hex;
 
