@@ -315,15 +315,18 @@ static bool same_package(const struct rt_table *t, uint32_t a, uint32_t b)
 
 void report_loop_resite(struct rt_table *t, const struct rep_loop *lp)
 {
-	const char *loop = rt_str(t, lp->frame);
+	const char *loop;
 
-	if (!lp->all || !lp->frame || !rt_frame_is_library(loop, strlen(loop)))
+	if (!lp->all || !lp->frame)
+		return;
+	loop = rt_str(t, lp->frame);
+	if (!rt_frame_is_library(loop, strlen(loop)))
 		return;
 	for (uint32_t k = 1; k <= t->nstk; k++) {
 		struct rt_stack *s = &t->stacks[k - 1];
 		uint32_t d, own = 0;
 
-		if (!in_loop(t, lp, k) || !s->an)
+		if (!in_loop(t, lp, k))         /* in it: s->an > lp->depth */
 			continue;
 		/* the frames under the loop frame, innermost first */
 		for (d = s->an; d-- > lp->depth + 1;) {
