@@ -46,12 +46,15 @@ record_twice() {
 # 1. a Python job (train.py), and a reference run of it never attached
 "${train[@]}" --steps 900 --no-thread >"$TMPD/ref.out" 2>&1 &
 ref=$!
-"${train[@]}" --steps 900 --no-thread >"$TMPD/py.out" 2>&1 &
+# held once its steps are done, for record_twice's last checks of the
+# running job where both recordings take longer than its steps
+"${train[@]}" --steps 900 --no-thread --hold-file "$TMPD/py.hold" >"$TMPD/py.out" 2>&1 &
 w=$!
 at_exit "kill $w $ref 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 sleep 0.3
 record_twice py "$w"
+touch "$TMPD/py.hold"
 wait "$w"
 is "py: the job exited 0" "$?" 0
 wait "$ref"
@@ -59,12 +62,13 @@ is "py: its output is that of a run never attached" "$(job_summary "$TMPD/py.out
 	"$(job_summary "$TMPD/ref.out")"
 
 # 2. a C job
-"$TESTBIN/cudaloop" "$SIMLIB/libcuda.so.1" 1000 >"$TMPD/c.out" 2>&1 &
+"$TESTBIN/cudaloop" "$SIMLIB/libcuda.so.1" 1000 "$TMPD/c.hold" >"$TMPD/c.out" 2>&1 &
 w=$!
 at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 sleep 0.3
 record_twice c "$w"
+touch "$TMPD/c.hold"
 wait "$w"
 is "c: the job exited 0" "$?" 0
 is "c: its output is unchanged" "$(cat "$TMPD/c.out")" "cudaloop: steps=1000 kernels=3000 errors=0"

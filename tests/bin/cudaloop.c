@@ -3,18 +3,20 @@
  * cudaloop: a plain C CUDA job for late-attach tests, started without
  * CUDA_INJECTION64_PATH and recorded with `gpubpf record -p`.
  *
- *	cudaloop LIBPATH STEPS
+ *	cudaloop LIBPATH STEPS [HOLDFILE]
  *
  * Each step launches 3 kernels ("step_a", "step_b" on the default stream,
  * "step_c" on a created stream, 50 us each), synchronises both streams and
  * sleeps 5 ms.  Prints "cudaloop: steps=N kernels=K errors=E" at the end
- * (the same for every run) and exits 0 when no call failed.
+ * (the same for every run) and exits 0 when no call failed; with HOLDFILE,
+ * once the steps are done it waits for HOLDFILE to exist before printing.
  */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
+#include <unistd.h>
 
 typedef int CUresult;
 typedef void *CUfunction, *CUstream, *CUmodule;
@@ -32,7 +34,7 @@ int main(int argc, char **argv)
 	CUstream s;
 	long steps, kernels = 0, errors = 0;
 
-	if (argc != 3)
+	if (argc != 3 && argc != 4)
 		return 2;
 	steps = strtol(argv[2], NULL, 10);
 	h = dlopen(argv[1], RTLD_NOW | RTLD_LOCAL);
@@ -56,6 +58,11 @@ int main(int argc, char **argv)
 			errors += launch(f[k], 1, 1, 1, 32, 1, 1, 0, k == 2 ? s : NULL, params, NULL) != 0;
 		errors += sync(NULL) != 0;
 		errors += sync(s) != 0;
+		nanosleep(&ts, NULL);
+	}
+	while (argc == 4 && access(argv[3], F_OK)) {
+		struct timespec ts = { 0, 10000000 };
+
 		nanosleep(&ts, NULL);
 	}
 	printf("cudaloop: steps=%ld kernels=%ld errors=%ld\n", steps, kernels, errors);
