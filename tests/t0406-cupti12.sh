@@ -84,8 +84,10 @@ sys.argv = sys.argv[2:]
 runpy.run_path(sys.argv[0], run_name="__main__")'
 "${train[@]}" --steps 600 --no-thread >"$TMPD/lref.out" 2>&1 &
 ref=$!
+# held once its steps are done, until its maps are checked
 SIMCUDA_DRIVER_VERSION=12080 CUDA_HOME=/nonexistent "$PY" -c "$job" "$sp/pkg/libz.so.1" \
-	"${train[@]:1}" --steps 600 --no-thread >"$TMPD/late.out" 2>"$TMPD/late.err" &
+	"${train[@]:1}" --steps 600 --no-thread --hold-file "$TMPD/late.hold" \
+	>"$TMPD/late.out" 2>"$TMPD/late.err" &
 w=$!
 at_exit "kill $w $ref 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
@@ -105,6 +107,7 @@ is "late: the job's wheel copy of CUPTI 12 is the one loaded" \
 is "late: loaded by the first recording, found by the second" "$(json_query "$TMPD/l1.json" \
 	"list(d['gpubpf']['gpu']['late_attach'])"):$(json_query "$TMPD/l2.json" \
 	"d['gpubpf']['gpu']['late_attach']")" "[\"$w\"]:{}"
+touch "$TMPD/late.hold"
 wait "$w"
 is "late: the job exited 0, nothing of gpubpf's in its output" \
 	"$?:$(cat "$TMPD/late.out" "$TMPD/late.err" | grep -c gpubpf)" "0:0"
