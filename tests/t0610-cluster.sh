@@ -173,11 +173,12 @@ record_checks() {
 	is "$how: the three windows line up (starts within 2.5 s, each covers most of the 2 s)" \
 		"$("$PY" -c 'import json,sys; s=json.loads(sys.argv[1]); a=[x[0] for x in s]; print(max(a)-min(a) < 2.5e6 and all(x[1]-x[0] > 1.2e6 for x in s))' "$spans")" True
 	# the nodes waited for the agreed instant (launch + 3 s), no sooner; each
-	# window opens once its gpubpf has attached (above)
+	# window opens once its gpubpf has attached (above): 10.5 s after launch
+	# beside three CPU hogs, so the upper bound is 15 s
 	starts=$(json_query "$M" "[round((min(float(e['ts']) for e in ev if e.get('cat') == 'cuda_api' and e['pid'] // 10**7 == h) * 1000 + d['gpubpf'].get('ts_base_ns', 0) + d['gpubpf']['realtime_offset_ns'] - $t0) / 1e9, 3) for h in range(3)]")
 	diag "$how: first call recorded per host, seconds after launch: $starts"
-	is "$how: every window starts at the agreed instant, not before (3-10 s after launch)" \
-		"$("$PY" -c 'import json, sys; print([3.0 - 0.01 <= s <= 10.0 for s in json.loads(sys.argv[1])])' "$starts")" \
+	is "$how: every window starts at the agreed instant, not before (3-15 s after launch)" \
+		"$("$PY" -c 'import json, sys; print([3.0 - 0.01 <= s <= 15.0 for s in json.loads(sys.argv[1])])' "$starts")" \
 		'[True, True, True]'
 }
 
