@@ -131,12 +131,13 @@ int report_causes_add(const struct rt_table *t, struct rep_device *d, struct rep
 		const struct rt_state *s = &t->states[i];
 		int64_t x0 = s->ts > at ? s->ts : at;
 		int64_t x1 = s->ts + s->dur < b ? s->ts + s->dur : b;
-		uint32_t in = rt_stack_site(t, s->stack, false);       /* a wait's line */
+		uint32_t in;
 
 		if (s->pid != pid || s->tid != l->tid || s->ts >= b)
 			break;
 		if (x1 <= x0)
 			continue;
+		in = rt_stack_site(t, s->stack, false);         /* a wait's line */
 		if (cause_add(d, x, MS_OTHER_WAIT, site, x0 - at) ||
 		    (s->state == MS_RUNNING ? running(t, d, x, l, pid, x0, x1)
 					    : cause_add(d, x, s->state, in ? in : site, x1 - x0)))

@@ -303,7 +303,7 @@ static int addr_in(const struct proc_map *m, void *arg)
 /*
  * Is addr in a writable mapping of pid?  The loader maps a library's whole
  * span from its file first, then its segments over it, its bss last: a
- * variable in the bss (3.8's to 3.12's _PyRuntime in a libpython) reads
+ * variable in the bss (3.8's and 3.9's _PyRuntime in a libpython) reads
  * as the file's bytes until then.  1 yes, 0 no (not yet), -errno.
  */
 static int addr_writable(pid_t pid, __u64 addr)
