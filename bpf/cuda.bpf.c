@@ -1496,6 +1496,7 @@ int BPF_USDT(gb_gpu_batch, const void *buf, __u64 len, __u64 nrecs)
 	g->pid = tgid;
 	g->tid = (__u32)pid_tgid;
 	g->len = len;
+	g->ts = bpf_ktime_get_ns();
 	if (bpf_probe_read_user(g->data, len & (GB_GPU_BATCH_MAX * 2 - 1) & ~0ULL, buf) ||
 	    bpf_ringbuf_output(&gpu_rb, g, offsetof(struct gb_gpu, data) + (len & (GB_GPU_BATCH_MAX * 2 - 1)),
 			       ring_wake_flags(&gpu_rb, gpu_wake_shift,
@@ -1630,6 +1631,7 @@ int BPF_PROG(gb_exit, struct task_struct *task)
 	e->pid = tgid;
 	e->tid = (__u32)pid_tgid;
 	e->ended = ended;
+	e->ts = bpf_ktime_get_ns();
 	bpf_get_current_comm(e->comm, sizeof(e->comm));
 	bpf_ringbuf_submit(e, wake_flags(sizeof(*e), 1));
 	return 0;

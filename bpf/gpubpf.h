@@ -194,6 +194,7 @@ struct gb_exit {
 	__u32 pid;              /* tgid */
 	__u32 tid;
 	__u32 ended;            /* the process's last thread: its pid is free for another */
+	__u64 ts;               /* CLOCK_MONOTONIC ns */
 	char comm[GB_COMM_LEN]; /* the thread's name */
 };
 
@@ -333,6 +334,7 @@ struct gb_gpu {
 	__u32 pid;
 	__u32 tid;
 	__u32 len;
+	__u64 ts;               /* sent: CLOCK_MONOTONIC ns, while its process lives */
 	__u8 data[GB_GPU_BATCH_MAX];
 };
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Compare a gpubpf trace with the ground truth a workload recorded.
 
-usage: check_trace.py TRACE TRUTH PROBED_LIST [--pid PID] [--sim-syncs]
+usage: check_trace.py TRACE TRUTH PROBED_LIST [--pid PID [--trace-pid TPID]] [--sim-syncs]
 
 TRUTH is either tests/bin/cudacalls' format ({"pid","tid","calls":[...]})
 or sim/train.py's (a list of calls, each with "pid" and "tid").
-PROBED_LIST is the output of `gpubpf list`.
+PROBED_LIST is the output of `gpubpf list`.  --trace-pid: the trace has
+process PID's calls under TPID (a later process given an ended one's pid).
 
 Prints TAP lines (no plan: the caller counts them with the rest of its
 test) and exits 1 if any check failed.  Checks, per process:
@@ -151,6 +152,11 @@ def main():
         i = args.index("--pid")
         pid = int(args[i + 1])
         del args[i:i + 2]
+    trace_pid = pid
+    if "--trace-pid" in args:
+        i = args.index("--trace-pid")
+        trace_pid = int(args[i + 1])
+        del args[i:i + 2]
     trace_path, truth_path, probed_path = args
     trace = json.load(open(trace_path))
     global TS_BASE_NS
@@ -162,7 +168,7 @@ def main():
     pids = sorted({c["pid"] for c in truth}) if pid is None else [pid]
     for p in pids:
         tcalls = [c for c in truth if c["pid"] == p and c["name"] in probed]
-        evs = [e for e in events if e["pid"] == p]
+        evs = [e for e in events if e["pid"] == (trace_pid if p == pid else p)]
         want = collections.Counter(c["name"] for c in tcalls)
         got = collections.Counter(e["name"] for e in evs)
         diff = {n: (got.get(n, 0), want.get(n, 0)) for n in set(want) | set(got)

@@ -1,15 +1,16 @@
 """Fork a child that gets a given pid, that of a process that has ended.
 
 usage: fork_at_pid.py PID N
+       fork_at_pid.py PID -- CMD [ARG...]
 
-Loads libcuda.so.1, waits 0.5 s (a tracer reads what it is told at least
+Loads libcuda.so.1 (first form), waits 0.5 s (a tracer reads what it is told at least
 every 100 ms: that PID's process ended), sets the kernel's last pid
 (/proc/sys/kernel/ns_last_pid: root) to PID - 1 and forks.  The child, if it
 got PID, calls cuInit, waits 0.3 s (a tracer then looks for its Python),
 then calls cuCtxSynchronize N times, 10 ms apart, from one line, and exits
 0; if it got another pid, it exits 3 at once.  The parent exits as the child
 did.  A fork, not an exec: nothing tells a tracer that this pid runs a new
-program.
+program.  The second form: the child that got PID runs CMD in its place.
 """
 import ctypes
 import os
@@ -26,8 +27,8 @@ def child(lib, n):
 
 
 def main():
-    pid, n = int(sys.argv[1]), int(sys.argv[2])
-    lib = ctypes.CDLL("libcuda.so.1")
+    pid, cmd = int(sys.argv[1]), sys.argv[3:] if sys.argv[2] == "--" else None
+    lib = None if cmd else ctypes.CDLL("libcuda.so.1")
     time.sleep(0.5)
     with open("/proc/sys/kernel/ns_last_pid", "w") as f:
         f.write(str(pid - 1))
@@ -35,7 +36,9 @@ def main():
     if c == 0:
         if os.getpid() != pid:
             os._exit(3)
-        child(lib, n)
+        if cmd:
+            os.execvp(cmd[0], cmd)
+        child(lib, int(sys.argv[2]))
         os._exit(0)
     _, status = os.waitpid(c, 0)
     sys.exit(os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode")

@@ -9,12 +9,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include "record/collector.h"
 #include "model/cuda_calls.h"
 #include "gpubpf.h"
 #include "model/model.h"
+#include "gpu_activity.h"
 #include "tap.h"
 
 /* pids above PID_MAX_LIMIT (4M): no /proc entry can name them */
@@ -803,6 +805,108 @@ static void test_states(void)
 	model_release(&m);
 }
 
+
+static const struct model_event *find_kind(const struct model *m, enum model_kind kind)
+{
+	for (size_t i = 0; i < m->nev; i++)
+		if (m->ev[i].kind == kind)
+			return &m->ev[i];
+	return NULL;
+}
+
+static int exit_rec(struct collector *c, uint32_t pid, uint64_t ts, int ended, const char *comm)
+{
+	struct gb_exit e = { .type = GB_REC_EXIT, .pid = pid, .tid = pid, .ended = ended, .ts = ts };
+
+	memcpy(e.comm, comm, strnlen(comm, GB_COMM_LEN));
+	return collector_record(c, &e, sizeof(e));
+}
+
+/*
+ * A pid given to another process once its process ended (model.h,
+ * MODEL_PID_AGAIN): the later process's records take the next key by
+ * their time, whatever order they come in; a kernel name, timeless, is
+ * the latest process's; the ended process's last switch, just after its
+ * exit, is its own; stacks come under the pid.
+ */
+static void test_pid_again(void)
+{
+	/* a pid below PID_MAX_LIMIT, as pids given again are, that no process has */
+	uint32_t P3 = 4194000, P3_2;
+	struct gb_call r = call("cuLaunchKernel", 1000, 0, 0);
+	struct gb_name na, nb;
+	struct gb_state last;
+	struct gb_gpu late = { .type = GB_REC_GPU };
+	struct ga_kernel k = { .start = 3000000, .end = 3500000 };
+	uint32_t frame = 1;
+	const struct model_event *ev;
+	const struct model_process *p;
+	char want[64];
+	struct model m;
+	struct collector c;
+
+	while (!kill(P3, 0) || errno != ESRCH)
+		P3--;
+	P3_2 = P3 + MODEL_PID_AGAIN;
+	na = name_rec(P3, 0x50, "kernA");
+	nb = name_rec(P3, 0x50, "kernB");
+	last = (struct gb_state){ .type = GB_REC_STATE, .pid = P3, .tid = P3 };
+	model_init(&m);
+	collector_init(&c, &m);
+	r.pid = r.tid = P3;
+	collector_record(&c, &r, sizeof(r));
+	collector_record(&c, &na, sizeof(na));
+	model_add_stack(&m, P3, 77, 0, 1, &frame, &frame);
+	last.state = GB_ST_RUNNING;
+	last.ts = 4900000;
+	collector_record(&c, &last, sizeof(last));
+	ok(thread(&m, P3, P3) && thread(&m, P3, P3)->open_state, "the first runs from 4.9 ms");
+	exit_rec(&c, P3 + 1, 2000000, 0, "worker");     /* a pid that made no call ends */
+	is_int(exit_rec(&c, P3, 5000000, 1, "jobA"), 0, "the first process ends at 5 ms");
+	is_int(collector_pid(&c, P3), P3_2, "the pid's next process is P3 + 2^22");
+	is_int(collector_pid(&c, P3 + 1), P3 + 1, "a process without events ending changes nothing");
+	/* the next process's launch, then the first's last GPU batch, sent at 4 ms */
+	r.ts_entry = 5000000 + 2000000;
+	collector_record(&c, &r, sizeof(r));
+	late.pid = late.tid = P3;
+	late.len = sizeof(k);
+	late.ts = 4000000;
+	k.h = (struct ga_hdr){ .type = GA_KERNEL, .size = sizeof(k), .correlation = 1 };
+	memcpy(late.data, &k, sizeof(k));
+	is_int(collector_record(&c, &late, offsetof(struct gb_gpu, data) + sizeof(k)), 0,
+	       "the first's late GPU batch");
+	ev = find_kind(&m, EV_KERNEL);
+	is_int(ev ? ev->pid : 0, P3, "... is the first process's");
+	last.state = GB_ST_EXIT;
+	last.ts = 5000000 + 500000;
+	is_int(collector_record(&c, &last, sizeof(last)), 0, "its last switch, 0.5 ms after its exit");
+	ok(!thread(&m, P3, P3)->open_state, "... ends its running");
+	ok(m.nev == 3 && m.ev[0].pid == P3 && m.ev[1].pid == P3_2,
+	   "the launches: one of each process");
+	collector_record(&c, &nb, sizeof(nb));
+	is_str(strtab_get(&m.strs, model_kernel_name(&m, P3, 0x50)), "kernA",
+	       "the first's kernel name stays");
+	is_str(strtab_get(&m.strs, model_kernel_name(&m, P3_2, 0x50)), "kernB",
+	       "a name after the end is the next process's");
+	ok(model_find_stack(&m, P3_2, 77) == model_find_stack(&m, P3, 77) &&
+	   model_find_stack(&m, P3, 77), "the next process's stack 77 is the pid's");
+	ok(!model_find_stack(&m, P3_2, 78), "... and no other");
+	/* the second ends, a third starts */
+	exit_rec(&c, P3, 9000000, 1, "jobB");
+	r.ts_entry = 12000000;
+	collector_record(&c, &r, sizeof(r));
+	is_int(m.ev[m.nev - 1].pid, P3 + 2 * MODEL_PID_AGAIN, "a third process: P3 + 2 * 2^22");
+	p = process(&m, P3);
+	is_str(p && p->name ? strtab_get(&m.strs, p->name) : NULL, "jobA", "the first named as it was");
+	p = process(&m, P3_2);
+	snprintf(want, sizeof(want), "jobB (pid %u #2)", P3);
+	is_str(p && p->name ? strtab_get(&m.strs, p->name) : NULL, want,
+	       "the second's name says whose pid it has");
+	is_int(collector_pid(&c, P3), P3 + 2 * MODEL_PID_AGAIN, "the latest is the third");
+	collector_release(&c);
+	model_release(&m);
+}
+
 int main(void)
 {
 	test_launch();
@@ -817,5 +921,6 @@ int main(void)
 	test_record_errors();
 	test_naming();
 	test_states();
+	test_pid_again();
 	return done_testing();
 }

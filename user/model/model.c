@@ -96,7 +96,8 @@ static const struct model_stack *find_stack(const struct model *m, uint32_t pid,
 		if (st->pid == pid && st->id == id && st->native == !!native)
 			return st;
 	}
-	return NULL;
+	/* a later process at an ended one's pid: stacks come under the pid */
+	return pid != model_real_pid(pid) ? find_stack(m, model_real_pid(pid), id, native) : NULL;
 }
 
 const struct model_stack *model_find_stack(const struct model *m, uint32_t pid, uint64_t id)

@@ -148,6 +148,24 @@ struct model_thread {
 	uint32_t open_state;    /* index + 1 of its open span in m->states, 0 none */
 };
 
+/*
+ * A process given a pid that an earlier process of the same recording had
+ * (the kernel hands pids out again after pid_max more, 32768 on small
+ * machines) is another process: the n-th such is kept, and written, as
+ * pid + n * MODEL_PID_AGAIN, above every real pid (at most 2^22), and
+ * named "comm (pid P #n+1)".  Its GPU work links only to its own calls
+ * (correlation ids restart at 1 in each process), its threads, memory and
+ * kernel names are its own.  Stacks come under the pid (sent once per
+ * pid and id, with their content in the id): a process's stack is found
+ * under its pid when not under its key.
+ */
+#define MODEL_PID_AGAIN (1u << 22)
+
+static inline uint32_t model_real_pid(uint32_t pid)
+{
+	return pid & (MODEL_PID_AGAIN - 1);
+}
+
 struct model_process {
 	uint32_t pid;
 	uint32_t name;          /* strtab id */

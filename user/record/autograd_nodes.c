@@ -113,7 +113,7 @@ static int class_of(struct autograd_nodes *a, struct model *m, uint32_t pid, uin
 		return 0;
 	}
 	*id = 0;
-	if (autograd_class_name(pid, vtable, name, sizeof(name)))
+	if (autograd_class_name(model_real_pid(pid), vtable, name, sizeof(name)))
 		a->unnamed++;
 	else if (!(*id = strtab_intern(&m->strs, name)))
 		return -ENOMEM;

@@ -49,6 +49,8 @@ void collector_release(struct collector *c)
 	nsym_free(c->nsym);
 	free(c->py);
 	hashmap_release(&c->seen);
+	hashmap_release(&c->ends);
+	free(c->again);
 	free(c->call_size);
 	autograd_nodes_release(&c->ag);
 	memset(c, 0, sizeof(*c));
@@ -275,28 +277,72 @@ static int on_native(struct collector *c, const struct gb_native *st, size_t siz
 	return model_add_native_stack(c->m, st->pid, st->id, st->n, frames);
 }
 
-/* Add tid to the threads seen; 1 if it was new, 0 if known, -ENOMEM. */
-static int first_sighting(struct collector *c, uint32_t tid)
+/*
+ * A process has a pid that ended processes of this recording had: how
+ * many ended before ts.  A process that ended, and its threads, leave
+ * records for a while after the instant its last thread exits (that
+ * thread's last switch); the kernel gives its pid to no one before it
+ * is reaped, and a new program needs far more than PID_AGAIN_NS to make
+ * a call.
+ */
+#define PID_AGAIN_NS 1000000ull
+
+static uint32_t pid_key(const struct collector *c, uint32_t pid, uint64_t ts)
 {
+	uint32_t n = 0;
+
+	if (!c->ends.n || pid >= MODEL_PID_AGAIN)
+		return pid;
+	for (const struct hashmap_slot *s = hashmap_find(&c->ends, pid); s;
+	     s = hashmap_find_next(&c->ends, s))
+		n += s->val + PID_AGAIN_NS < ts;
+	return n < UINT32_MAX / MODEL_PID_AGAIN ? pid + n * MODEL_PID_AGAIN : pid;
+}
+
+uint32_t collector_pid(const struct collector *c, uint32_t pid)
+{
+	return pid_key(c, pid, UINT64_MAX);
+}
+
+/* The pid of a process pid_key() named; other pids as they are. */
+static uint32_t real_pid(const struct collector *c, uint32_t pid)
+{
+	uint32_t real = model_real_pid(pid), n = 0;
+
+	if (pid == real)
+		return pid;
+	for (const struct hashmap_slot *s = hashmap_find(&c->ends, real); s;
+	     s = hashmap_find_next(&c->ends, s))
+		n++;
+	return n >= pid / MODEL_PID_AGAIN ? real : pid;
+}
+
+/* Add (pid, tid) to the threads seen; 1 if it was new, 0 if known, -ENOMEM. */
+static int first_sighting(struct collector *c, uint32_t pid, uint32_t tid)
+{
+	uint64_t key = (uint64_t)pid << 32 | tid;
 	int added;
 
-	if (hashmap_find(&c->seen, tid))
+	if (hashmap_find(&c->seen, key))
 		return 0;
-	return hashmap_put(&c->seen, tid, &added) ? added : -ENOMEM;
+	return hashmap_put(&c->seen, key, &added) ? added : -ENOMEM;
 }
 
 /*
- * Name a thread, and its process, from comm (NULL: read both from /proc).
- * A thread keeps the first name it gets; a process is named by its main
- * thread.
+ * Name a thread, and its process, from comm (NULL: read both from /proc,
+ * which shows only the latest process of a pid).  A thread keeps the
+ * first name it gets; a process is named by its main thread, and a later
+ * process of an ended one's pid says so.
  */
 static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const char *comm)
 {
-	char buf[64], pname[64];
+	uint32_t real = real_pid(c, pid);
+	int live = collector_pid(c, real) == pid;
+	char buf[64], pname[64], again[96];
 	struct model_thread *t;
 	struct model_process *p;
 
-	if (!comm && !proc_comm(pid, tid, buf, sizeof(buf)))
+	if (!comm && live && !proc_comm(real, tid, buf, sizeof(buf)))
 		comm = buf;
 	t = model_thread(c->m, pid, tid, NULL);
 	if (!t)
@@ -306,20 +352,36 @@ static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const ch
 	p = model_process(c->m, pid, NULL);
 	if (!p)
 		return -ENOMEM;
-	if (!p->name && pid == tid && comm)
-		p = model_process(c->m, pid, comm);
-	else if (!p->name && !proc_comm(pid, 0, pname, sizeof(pname)))
-		p = model_process(c->m, pid, pname);
-	return p ? 0 : -ENOMEM;
+	if (p->name)
+		return 0;
+	if (real == tid && comm)
+		snprintf(pname, sizeof(pname), "%s", comm);
+	else if (!live || proc_comm(real, 0, pname, sizeof(pname)))
+		return 0;
+	if (pid != real) {
+		snprintf(again, sizeof(again), "%s (pid %u #%u)", pname, real,
+			 pid / MODEL_PID_AGAIN + 1);
+		return model_process(c->m, pid, again) ? 0 : -ENOMEM;
+	}
+	return model_process(c->m, pid, pname) ? 0 : -ENOMEM;
 }
 
-/* A traced thread exits: name it if it was gone before it could be. */
+/*
+ * A traced thread exits: name it if it was gone before it could be.  The
+ * last one of a process that had events: a later process given its pid
+ * is another.
+ */
 static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 {
 	char comm[GB_COMM_LEN + 1];
 
 	/* a process the model knows made calls or ran GPU work: not a helper the job ran */
-	if (!hashmap_find(&c->seen, e->tid) || !model_find_process(c->m, e->pid))
+	if (!model_find_process(c->m, e->pid))
+		return 0;
+	if (e->ended && real_pid(c, e->pid) < MODEL_PID_AGAIN &&
+	    hashmap_add(&c->ends, real_pid(c, e->pid), e->ts))
+		return -ENOMEM;
+	if (!hashmap_find(&c->seen, (uint64_t)e->pid << 32 | e->tid))
 		return 0;
 	memcpy(comm, e->comm, GB_COMM_LEN);
 	comm[GB_COMM_LEN] = 0;
@@ -363,7 +425,7 @@ static int on_state(struct collector *c, const struct gb_state *s)
 		return ret;
 	c->states++;
 	/* named later: a state may come before the thread's exec */
-	ret = first_sighting(c, s->tid);
+	ret = first_sighting(c, s->pid, s->tid);
 	return ret < 0 ? ret : 0;
 }
 
@@ -378,12 +440,13 @@ static int on_sample(struct collector *c, const struct gb_sample *s)
 	if (ret)
 		return ret;
 	c->samples++;
-	ret = first_sighting(c, s->tid);
+	ret = first_sighting(c, s->pid, s->tid);
 	return ret < 0 ? ret : 0;
 }
 
-int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts)
+int collector_seed_states(struct collector *c, uint32_t real, uint64_t ts)
 {
+	uint32_t pid = pid_key(c, real, ts);
 	const struct model_thread *t;
 	enum model_state st;
 	pid_t *tids = NULL;
@@ -391,12 +454,12 @@ int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts)
 	char state;
 	long nr;
 
-	n = proc_list_threads(pid, &tids);
+	n = proc_list_threads(real, &tids);
 	if (n < 0)
 		return n;
 	for (int i = 0; i < n && !ret; i++) {
 		t = model_find_thread(c->m, pid, tids[i]);
-		if ((t && t->open_state) || proc_thread_wait(pid, tids[i], &state, &nr))
+		if ((t && t->open_state) || proc_thread_wait(real, tids[i], &state, &nr))
 			continue;
 		if (state == 'R')
 			st = MS_RUNNING;        /* or runnable: its next switch says */
@@ -404,7 +467,7 @@ int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts)
 			st = nr < 0 ? MS_OTHER_WAIT : model_state_of_syscall(nr);
 		ret = model_thread_state(c->m, pid, tids[i], ts, st,
 					 st == MS_RUNNING || nr > INT16_MAX ? -1 : nr, 0);
-		if (!ret && (ret = first_sighting(c, tids[i])) > 0)
+		if (!ret && (ret = first_sighting(c, pid, tids[i])) > 0)
 			ret = name_thread(c, pid, tids[i], NULL);
 	}
 	free(tids);
@@ -455,7 +518,7 @@ static int on_call(struct collector *c, const struct gb_call *r)
 	    (kname = model_kernel_name(c->m, r->pid, ev->handle)))
 		model_set_kernel_name(c->m, r->pid, ev->func, strtab_get(&c->m->strs, kname));
 	c->calls++;
-	ret = first_sighting(c, r->tid);
+	ret = first_sighting(c, r->pid, r->tid);
 	return ret > 0 ? name_thread(c, r->pid, r->tid, NULL) : ret;
 }
 
@@ -644,9 +707,64 @@ static int on_gpu_batch(struct collector *c, const struct gb_gpu *g, size_t size
 	return off == len ? 0 : -EINVAL;
 }
 
+/*
+ * Where each kind of record has its process id and its time (0: none);
+ * pid 0: records whose pid stays real (stacks) or that the recorder takes.
+ */
+static const struct {
+	uint16_t pid, ts;
+} rec_at[] = {
+	[GB_REC_CALL] = { offsetof(struct gb_call, pid), offsetof(struct gb_call, ts_entry) },
+	[GB_REC_NAME] = { offsetof(struct gb_name, pid), 0 },
+	[GB_REC_GPU] = { offsetof(struct gb_gpu, pid), offsetof(struct gb_gpu, ts) },
+	[GB_REC_CORR] = { offsetof(struct gb_corr, pid), offsetof(struct gb_corr, ts) },
+	[GB_REC_APIERR] = { offsetof(struct gb_apierr, pid), offsetof(struct gb_apierr, ts) },
+	[GB_REC_EXIT] = { offsetof(struct gb_exit, pid), offsetof(struct gb_exit, ts) },
+	[GB_REC_STATE] = { offsetof(struct gb_state, pid), offsetof(struct gb_state, ts) },
+	[GB_REC_SAMPLE] = { offsetof(struct gb_sample, pid), offsetof(struct gb_sample, ts) },
+	[GB_REC_WAKE] = { offsetof(struct gb_wake, pid), offsetof(struct gb_wake, ts) },
+	[GB_REC_NODE] = { offsetof(struct gb_node, pid), offsetof(struct gb_node, ts) },
+};
+
+/*
+ * A record of a later process at an ended one's pid: a copy, in
+ * c->again, with that process's key for a pid (pid_key, model.h); NULL
+ * when out of memory.  Others as they are.  A kernel name has no time:
+ * it comes in the shared ring, in order with the exit records, so it is
+ * the latest process's.  A later process's record read before the one
+ * that said its pid ended (the reader stalled across both, and read the
+ * per-CPU call rings first) is taken for the earlier process's.
+ */
+static const void *rekey(struct collector *c, uint32_t type, const void *data, size_t size)
+{
+	uint64_t ts = UINT64_MAX;
+	uint32_t pid, key;
+
+	if (type >= sizeof(rec_at) / sizeof(rec_at[0]) || !rec_at[type].pid ||
+	    size < rec_at[type].pid + sizeof(pid) || size < rec_at[type].ts + sizeof(ts))
+		return data;
+	memcpy(&pid, (const char *)data + rec_at[type].pid, sizeof(pid));
+	if (rec_at[type].ts)
+		memcpy(&ts, (const char *)data + rec_at[type].ts, sizeof(ts));
+	key = pid_key(c, pid, ts);
+	if (key == pid)
+		return data;
+	if (size > c->again_cap) {
+		void *p = realloc(c->again, size);
+
+		if (!p)
+			return NULL;
+		c->again = p;
+		c->again_cap = size;
+	}
+	memcpy(c->again, data, size);
+	memcpy((char *)c->again + rec_at[type].pid, &key, sizeof(key));
+	return c->again;
+}
+
 int collector_record(struct collector *c, const void *data, size_t size)
 {
-	const struct gb_name *n = data;
+	const struct gb_name *n;
 	char name[GB_NAME_LEN + 1];
 	uint32_t type;
 	int ret = -EINVAL;
@@ -656,11 +774,14 @@ int collector_record(struct collector *c, const void *data, size_t size)
 		return -EINVAL;
 	}
 	memcpy(&type, data, sizeof(type));
+	if (c->ends.n && !(data = rekey(c, type, data, size)))
+		return -ENOMEM;
 	switch (type) {
 	case GB_REC_CALL:
 		ret = on_call_record(c, data, size);
 		break;
 	case GB_REC_NAME:
+		n = data;
 		if (size < sizeof(*n))
 			break;
 		memcpy(name, n->name, GB_NAME_LEN);

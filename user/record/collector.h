@@ -30,7 +30,11 @@ struct collector {
 	uint64_t gpu_untimed;   /* of which skipped: CUPTI gave them no timestamps */
 	uint64_t bad;           /* malformed or unknown records */
 	uint16_t *call_size;    /* per call id, the bytes its records hold (gb_call_size) */
-	struct hashmap seen;    /* tids already named */
+	struct hashmap seen;    /* pid << 32 | tid of threads already named */
+	struct hashmap ends;    /* pid -> when a process that had it, and events, ended:
+				   one entry each (model.h, MODEL_PID_AGAIN) */
+	void *again;            /* a record of a later process at an ended one's pid */
+	size_t again_cap;
 	struct pysym *pysym;    /* resolves Python frames as stacks arrive */
 	struct collector_py *py;
 	size_t npy;
@@ -48,6 +52,9 @@ struct collector {
 int collector_set_python(struct collector *c, uint32_t pid, const struct gb_py_config *cfg);
 /* pid runs a new program (exec): forget its interpreter's layout and code objects. */
 void collector_forget_python(struct collector *c, uint32_t pid);
+
+/* The model's pid of the latest process given pid (model.h, MODEL_PID_AGAIN). */
+uint32_t collector_pid(const struct collector *c, uint32_t pid);
 
 void collector_init(struct collector *c, struct model *m);
 void collector_release(struct collector *c);

@@ -74,7 +74,7 @@ static int on_record(void *ctx, void *data, size_t size)
 static void add_drops(void *ctx, uint32_t pid, uint64_t n)
 {
 	struct record *r = ctx;
-	struct model_process *p = model_process(&r->model, pid, NULL);
+	struct model_process *p = model_process(&r->model, collector_pid(&r->coll, pid), NULL);
 
 	if (p)
 		p->dropped = n;
@@ -101,7 +101,7 @@ void record_unhold(struct record *r)
 /* pid's injection library has not yet said that it collects, nor why not. */
 static int window_unopened(const struct record *r, pid_t pid)
 {
-	const struct model_process *p = model_find_process(&r->model, pid);
+	const struct model_process *p = model_find_process(&r->model, collector_pid(&r->coll, pid));
 
 	return proc_alive(pid) && (!p || (!p->gpu_window_ns && !p->gpu_error));
 }

@@ -68,8 +68,19 @@ static void report_queue(struct record *r)
 			"(of %zu MiB)\n", q->queued_max / 1048576.0, q->cap >> 20);
 }
 
+/* A model pid as people read it: the pid, and which of its processes (model.h). */
+static const char *pid_str(uint32_t pid, char *buf, size_t len)
+{
+	if (pid < MODEL_PID_AGAIN)
+		snprintf(buf, len, "%u", pid);
+	else
+		snprintf(buf, len, "%u #%u", model_real_pid(pid), pid / MODEL_PID_AGAIN + 1);
+	return buf;
+}
+
 void record_summary(struct record *r)
 {
+	char pid[32];
 	uint64_t gpu_dropped = 0;
 	char missed[64] = "", hints[2048] = "";
 	int nmissed = 0;
@@ -77,7 +88,8 @@ void record_summary(struct record *r)
 	/* the traced command printed its own; a -p or -a target's stderr is elsewhere */
 	for (size_t i = 0; i < r->model.nprocs && r->o->mode != MODE_CMD; i++)
 		if (r->model.procs[i].gpu_error && !targets_late_failed(r, r->model.procs[i].pid))
-			fprintf(stderr, "gpubpf: pid %u: GPU timing off: %s\n", r->model.procs[i].pid,
+			fprintf(stderr, "gpubpf: pid %s: GPU timing off: %s\n",
+				pid_str(r->model.procs[i].pid, pid, sizeof(pid)),
 				strtab_get(&r->model.strs, r->model.procs[i].gpu_error));
 	if (r->model.clock_repaired && r->o->verbose)
 		fprintf(stderr, "gpubpf: %llu GPU records moved later by up to %.3f us, so that "
@@ -105,8 +117,8 @@ void record_summary(struct record *r)
 	fprintf(stderr, "\n%s", hints);
 	for (size_t i = 0; i < r->model.nprocs; i++)
 		if (r->model.procs[i].missed)
-			fprintf(stderr, "gpubpf: pid %u: calls may be missing: %s\n",
-				r->model.procs[i].pid,
+			fprintf(stderr, "gpubpf: pid %s: calls may be missing: %s\n",
+				pid_str(r->model.procs[i].pid, pid, sizeof(pid)),
 				strtab_get(&r->model.strs, r->model.procs[i].missed));
 	if (gpu_dropped)
 		fprintf(stderr, "gpubpf: of the dropped, %llu GPU records were lost in the traced "

@@ -62,7 +62,7 @@ static int attach_markers(struct record *r, const char *path, pid_t pid)
 
 void targets_mark_missed(struct record *r, pid_t pid, const char *why)
 {
-	struct model_process *p = model_process(&r->model, pid, NULL);
+	struct model_process *p = model_process(&r->model, collector_pid(&r->coll, pid), NULL);
 
 	if (p && !p->missed)
 		p->missed = strtab_intern(&r->model.strs, why);
@@ -109,7 +109,7 @@ static int late_attach(struct record *r, pid_t pid)
 			snprintf(l->why + n, sizeof(l->why) - n, "; %s", why2);
 		}
 	}
-	p = model_process(&r->model, pid, NULL);
+	p = model_process(&r->model, collector_pid(&r->coll, pid), NULL);
 	if (l->ret) {
 		fprintf(stderr, "gpubpf: pid %d: GPU timing off: %s; recording host calls only\n",
 			pid, l->why);
