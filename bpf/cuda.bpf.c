@@ -1595,7 +1595,8 @@ int BPF_PROG(gb_exec, struct task_struct *task)
 
 /*
  * A thread of a traced process exits: its name, for user space (struct
- * gb_exit).  The last one: what is known of the process by its pid is
+ * gb_exit), also sent for threads of untraced processes once every thread
+ * of theirs counted out.  The last one of a traced process: what is known of the process by its pid is
  * forgotten (its pid may be the next process's, after pid_max, 32768 on
  * small machines, processes), but for its exec hold, which is forgotten as
  * its first thread exits.
@@ -1606,15 +1607,19 @@ int BPF_PROG(gb_exit, struct task_struct *task)
 	__u64 pid_tgid = bpf_get_current_pid_tgid();
 	__u32 tgid = pid_tgid >> 32;
 	struct gb_exit *e;
-	int ended;
+	int ended, was_traced = traced(tgid);
 
-	if (!traced(tgid))
+	/* do_exit() counts the thread out before this tracepoint: a thread
+	 * that gets here after the one that counted out last and forgot the
+	 * process is the same process's (its pid is not free before all
+	 * its threads are gone): user space keeps what it knows of a pid's
+	 * process, exits of processes it never saw are dropped there */
+	ended = !BPF_CORE_READ(task, signal, live.counter);
+	if (!was_traced && !ended)
 		return 0;
 	if (hold_exec && (__u32)pid_tgid == tgid)       /* the process ends */
 		bpf_map_delete_elem(&execed, &tgid);
-	/* do_exit() counts the thread out before this tracepoint */
-	ended = !BPF_CORE_READ(task, signal, live.counter);
-	if (ended && tgid < GB_PID_LIMIT) {
+	if (ended && was_traced && tgid < GB_PID_LIMIT) {
 		if (pid_flags(tgid) & GB_PID_PYTHON) {
 			bpf_map_delete_elem(&py_procs, &tgid);
 			__sync_fetch_and_add(&py_procs_gen, 1);
@@ -1624,7 +1629,8 @@ int BPF_PROG(gb_exit, struct task_struct *task)
 	}
 	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
 	if (!e) {
-		count_drop(tgid);
+		if (was_traced)
+			count_drop(tgid);
 		return 0;
 	}
 	e->type = GB_REC_EXIT;

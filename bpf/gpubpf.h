@@ -186,8 +186,9 @@ static inline __u32 gb_call_size(__u64 ck)
 /*
  * A thread's name is constant per thread, so calls do not carry it: user
  * space reads it from /proc when it first sees the thread, and from this
- * record, sent as any thread of a traced process exits, when the thread
- * was gone before it could.
+ * record, sent as any thread of a traced process exits (and of any
+ * process once all its threads counted out: one may get there after the
+ * last one forgot its process), when the thread was gone before it could.
  */
 struct gb_exit {
 	__u32 type;             /* GB_REC_EXIT */

@@ -11,8 +11,10 @@ require_sim
 require_file "$GPUBPF_ROOT/build/bench/gpuwork"
 
 export LD_LIBRARY_PATH="$SIMLIB"
+# through a shell that runs helpers first: processes without events
 check "record writes both files in one go" \
 	"$GPUBPF" record -q -o "$TMPD/run.json" -o "$TMPD/run.pftrace" -- \
+	sh -c 'sleep 0.2; ls / >/dev/null; exec "$0" "$@"' \
 	"$PY" "$GPUBPF_ROOT/sim/train.py" --steps 8 --sync-every 4
 like "the .pftrace is a protobuf Trace (field 1, length-delimited)" \
 	"$(head -c1 "$TMPD/run.pftrace" | od -An -tx1)" "0a"
@@ -25,7 +27,7 @@ check "a graph launch of 5 kernels, replayed 4 times, to .pftrace" \
 	"$GPUBPF_ROOT/build/bench/gpuwork" -l "$SIMLIB/libcuda.so.1" -m graph -k 5 -r 4
 
 if ! tp=$(trace_processor); then
-	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 11
+	skip "Perfetto's trace_processor_shell not found (set TRACE_PROCESSOR)" 12
 	done_testing
 	exit
 fi
@@ -37,6 +39,9 @@ perfetto_ok "$TMPD/graph.pftrace"  # a flow from each graph launch to each of it
 per_cat="select category, count(*) from slice where category != 'gpubpf' group by 1 order by 1"
 is "the same slices per category in .json and .pftrace" \
 	"$(q "$TMPD/run.pftrace" "$per_cat")" "$(q "$TMPD/run.json" "$per_cat")"
+procs="select pid from process where pid > 0 order by 1"
+is "the same processes in .json and .pftrace: not the job's helpers, as empty ones" \
+	"$(q "$TMPD/run.pftrace" "$procs")" "$(q "$TMPD/run.json" "$procs")"
 is "GPU slices on named GPU tracks under their process" \
 	"$(q "$TMPD/run.pftrace" "select count(*) from slice s left join process_track t
 		on s.track_id = t.id left join process p using (upid)

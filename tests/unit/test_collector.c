@@ -864,6 +864,8 @@ static void test_pid_again(void)
 	exit_rec(&c, P3 + 1, 2000000, 0, "worker");     /* a pid that made no call ends */
 	is_int(exit_rec(&c, P3, 5000000, 1, "jobA"), 0, "the first process ends at 5 ms");
 	is_int(collector_pid(&c, P3), P3_2, "the pid's next process is P3 + 2^22");
+	exit_rec(&c, P3, 5000000 + 100, 1, "jobA");
+	is_int(collector_pid(&c, P3), P3_2, "another thread seeing the last go ends nothing more");
 	is_int(collector_pid(&c, P3 + 1), P3 + 1, "a process without events ending changes nothing");
 	/* the next process's launch, then the first's last GPU batch, sent at 4 ms */
 	r.ts_entry = 5000000 + 2000000;

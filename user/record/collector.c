@@ -304,17 +304,23 @@ uint32_t collector_pid(const struct collector *c, uint32_t pid)
 	return pid_key(c, pid, UINT64_MAX);
 }
 
+/* The processes of pid that ended */
+static uint32_t nends(const struct collector *c, uint32_t pid)
+{
+	uint32_t n = 0;
+
+	for (const struct hashmap_slot *s = hashmap_find(&c->ends, pid); s;
+	     s = hashmap_find_next(&c->ends, s))
+		n++;
+	return n;
+}
+
 /* The pid of a process pid_key() named; other pids as they are. */
 static uint32_t real_pid(const struct collector *c, uint32_t pid)
 {
-	uint32_t real = model_real_pid(pid), n = 0;
+	uint32_t real = model_real_pid(pid);
 
-	if (pid == real)
-		return pid;
-	for (const struct hashmap_slot *s = hashmap_find(&c->ends, real); s;
-	     s = hashmap_find_next(&c->ends, s))
-		n++;
-	return n >= pid / MODEL_PID_AGAIN ? real : pid;
+	return pid == real || nends(c, real) >= pid / MODEL_PID_AGAIN ? real : pid;
 }
 
 /* Add (pid, tid) to the threads seen; 1 if it was new, 0 if known, -ENOMEM. */
@@ -378,7 +384,9 @@ static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 	/* a process the model knows made calls or ran GPU work: not a helper the job ran */
 	if (!model_find_process(c->m, e->pid))
 		return 0;
+	/* once: threads exiting at once may each see the last go */
 	if (e->ended && real_pid(c, e->pid) < MODEL_PID_AGAIN &&
+	    nends(c, real_pid(c, e->pid)) == e->pid / MODEL_PID_AGAIN &&
 	    hashmap_add(&c->ends, real_pid(c, e->pid), e->ts))
 		return -ENOMEM;
 	if (!hashmap_find(&c->seen, (uint64_t)e->pid << 32 | e->tid))

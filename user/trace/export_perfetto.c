@@ -260,8 +260,11 @@ static int tracks_finish(struct pf *w, struct track_set *s)
 
 	for (size_t i = 0; i < m->nprocs && !ret; i++)
 		ret = add_track(s, m->procs[i].pid, PROCESS_TID, 0, 0, 0);
+	/* not threads the scheduler alone saw, in processes without events
+	 * (a job's helpers): Perfetto would list each as a process */
 	for (size_t i = 0; i < m->nthreads && !ret; i++)
-		ret = add_track(s, m->threads[i].pid, m->threads[i].tid, 0, 0, 0);
+		if (m->threads[i].name || model_find_process(m, m->threads[i].pid))
+			ret = add_track(s, m->threads[i].pid, m->threads[i].tid, 0, 0, 0);
 	if (ret)
 		return ret;
 	compact_tracks(s);
@@ -273,8 +276,10 @@ static int tracks_finish(struct pf *w, struct track_set *s)
 	for (size_t i = 0; i < m->nthreads; i++) {
 		const struct model_thread *t = &m->threads[i];
 		uint64_t states = track_uuid(w, t->pid, TS_STATE_TID_BASE + t->tid);
+		uint64_t own = track_uuid(w, t->pid, t->tid);
 
-		find_track(w, t->pid, t->tid)->name = t->name;
+		if (own)
+			w->tracks[own - 1].name = t->name;
 		if (states)
 			w->tracks[states - 1].name = t->name;
 	}
