@@ -1596,10 +1596,10 @@ int BPF_PROG(gb_exec, struct task_struct *task)
 /*
  * A thread of a traced process exits: its name, for user space (struct
  * gb_exit), also sent for threads of untraced processes once every thread
- * of theirs counted out.  The last one of a traced process: what is known of the process by its pid is
- * forgotten (its pid may be the next process's, after pid_max, 32768 on
- * small machines, processes), but for its exec hold, which is forgotten as
- * its first thread exits.
+ * of theirs counted out.  The last one of a traced process: what is known
+ * of the process by its pid is forgotten (its pid may be the next
+ * process's, after pid_max, 32768 on small machines, processes), but for
+ * its exec hold, which is forgotten as its first thread exits.
  */
 SEC("tp_btf/sched_process_exit")
 int BPF_PROG(gb_exit, struct task_struct *task)

@@ -166,6 +166,12 @@ static inline uint32_t model_real_pid(uint32_t pid)
 	return pid & (MODEL_PID_AGAIN - 1);
 }
 
+/* Which process of its real pid: 1 for the first, the n in "#n" */
+static inline uint32_t model_pid_nth(uint32_t pid)
+{
+	return pid / MODEL_PID_AGAIN + 1;
+}
+
 struct model_process {
 	uint32_t pid;
 	uint32_t name;          /* strtab id */

@@ -320,7 +320,7 @@ static uint32_t real_pid(const struct collector *c, uint32_t pid)
 {
 	uint32_t real = model_real_pid(pid);
 
-	return pid == real || nends(c, real) >= pid / MODEL_PID_AGAIN ? real : pid;
+	return pid == real || nends(c, real) >= model_pid_nth(pid) - 1 ? real : pid;
 }
 
 /* Add (pid, tid) to the threads seen; 1 if it was new, 0 if known, -ENOMEM. */
@@ -365,8 +365,7 @@ static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const ch
 	else if (!live || proc_comm(real, 0, pname, sizeof(pname)))
 		return 0;
 	if (pid != real) {
-		snprintf(again, sizeof(again), "%s (pid %u #%u)", pname, real,
-			 pid / MODEL_PID_AGAIN + 1);
+		snprintf(again, sizeof(again), "%s (pid %u #%u)", pname, real, model_pid_nth(pid));
 		return model_process(c->m, pid, again) ? 0 : -ENOMEM;
 	}
 	return model_process(c->m, pid, pname) ? 0 : -ENOMEM;
@@ -379,15 +378,15 @@ static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const ch
  */
 static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 {
+	uint32_t real = real_pid(c, e->pid);
 	char comm[GB_COMM_LEN + 1];
 
 	/* a process the model knows made calls or ran GPU work: not a helper the job ran */
 	if (!model_find_process(c->m, e->pid))
 		return 0;
 	/* once: threads exiting at once may each see the last go */
-	if (e->ended && real_pid(c, e->pid) < MODEL_PID_AGAIN &&
-	    nends(c, real_pid(c, e->pid)) == e->pid / MODEL_PID_AGAIN &&
-	    hashmap_add(&c->ends, real_pid(c, e->pid), e->ts))
+	if (e->ended && real < MODEL_PID_AGAIN && nends(c, real) == model_pid_nth(e->pid) - 1 &&
+	    hashmap_add(&c->ends, real, e->ts))
 		return -ENOMEM;
 	if (!hashmap_find(&c->seen, (uint64_t)e->pid << 32 | e->tid))
 		return 0;

@@ -74,7 +74,7 @@ static const char *pid_str(uint32_t pid, char *buf, size_t len)
 	if (pid < MODEL_PID_AGAIN)
 		snprintf(buf, len, "%u", pid);
 	else
-		snprintf(buf, len, "%u #%u", model_real_pid(pid), pid / MODEL_PID_AGAIN + 1);
+		snprintf(buf, len, "%u #%u", model_real_pid(pid), model_pid_nth(pid));
 	return buf;
 }
 
