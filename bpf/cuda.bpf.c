@@ -240,9 +240,9 @@ struct {
 } py_scratch SEC(".maps");
 
 /*
- * CPython 3.8-3.10's thread states name their thread by pthread_self() only
+ * CPython 3.6-3.10's thread states name their thread by pthread_self() only
  * (thread_id, the fsbase on x86-64), not by tid: the tid of each thread of
- * a 3.8-3.10 process by its fsbase, as the scheduler and the sampler see them
+ * a 3.6-3.10 process by its fsbase, as the scheduler and the sampler see them
  * run, so that a GIL wait can name its holder.
  */
 struct fsbase_key {
@@ -258,7 +258,7 @@ struct {
 	__type(value, __u32);           /* tid */
 } py_fsbase SEC(".maps");
 
-/* set by user space once a traced process needs py_fsbase (runs 3.8-3.10) */
+/* set by user space once a traced process needs py_fsbase (runs 3.6-3.10) */
 __u8 py_fsbase_on;
 
 /* Native stacks: the stacks sent, and the one being captured. */
@@ -713,7 +713,7 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
  * Fields of the frame at byte at of the window, at an offset from the
  * layout.  Frames and their pointer fields are 8-byte aligned, so the
  * masks bound the index without a branch and the loads are whole words
- * (a 3.8-3.10 f_lasti, an int, may sit at 4 mod 8: frame_u32).
+ * (a 3.6-3.10 f_lasti, an int, may sit at 4 mod 8: frame_u32).
  */
 static __always_inline __u64 frame_u64(const struct py_scratch *s, __u32 at, __u32 off)
 {
@@ -733,8 +733,8 @@ static __always_inline __u8 frame_u8(const struct py_scratch *s, __u32 at, __u32
 /*
  * Bring the frame at addr into the window; its position there, or -1.
  * need: the bytes of a frame the layout reaches into, which stay inside
- * the frame (3.11+: sizeof(_PyInterpreterFrame) is 80; 3.8-3.10: the
- * PyFrameObject up to f_lasti).  3.11+, frames one after the other on the
+ * the frame (3.11+: sizeof(_PyInterpreterFrame) is 80; 3.6-3.10: the
+ * PyFrameObject's first 128 bytes, f_lasti among them, of 350 and more).  3.11+, frames one after the other on the
  * thread's data stack: read from s->win_low, where the thread's last walk
  * found its lowest frame, up to the frame's end: the frames that walk
  * found below this one, in one read even where they lie across pages (the
@@ -744,14 +744,14 @@ static __always_inline __u8 frame_u8(const struct py_scratch *s, __u32 at, __u32
  * frame's page, memory the frame's own pages are part of (a read for each
  * page the frames lie on: 3.3 KiB of frames, 30 of ~110 bytes, lie across
  * two pages four times in five); if that fails, for a frame above the
- * window, or for 3.8-3.10's separately allocated frames, read just the
+ * window, or for 3.6-3.10's separately allocated frames, read just the
  * frame.
  * s->win_last: the last position at which a whole frame is in the window.
  * A global function, checked once by the verifier: inlined into the walk's
  * loop, each of its paths was checked again in each state of the loop.
  */
 #define PY_NEED_311 80
-#define PY_NEED_310 112      /* f_lasti: 3.10 at 96, 3.8/3.9 at 104 */
+#define PY_NEED_310 128      /* f_lasti: 3.10 at 96, 3.7-3.9 at 104, 3.6 at 120 */
 /*
  * How far below the top frame the last frame recorded may lie and still be
  * taken for one of the same data stack (chunks of 16 KiB and more): the
@@ -883,7 +883,7 @@ static __always_inline int py_walk_frame(struct py_walk *w)
 			return 0;
 		instr = (frame_u64(s, at, cfg->frame_instr) - code - cfg->code_adaptive) / 2;
 	} else {
-		instr = frame_u32(s, at, cfg->frame_instr);     /* 3.8-3.10: f_lasti, an int */
+		instr = frame_u32(s, at, cfg->frame_instr);     /* 3.6-3.10: f_lasti, an int */
 	}
 	w->last = frame;
 	f = &s->st.frames[n & (GB_PY_MAX_DEPTH - 1)];
@@ -1842,7 +1842,7 @@ static __always_inline __u64 gil_addr(const struct gb_py_config *cfg, const stru
 /*
  * The GIL's holder when the current thread, self, blocks on a futex at
  * uaddr in its process's GIL: the holder's tid, or 0 when the interpreter
- * does not say (3.8-3.10 keep no native thread id), or names self (the
+ * does not say (3.6-3.10 keep no native thread id), or names self (the
  * thread that took the GIL has not yet recorded itself as its last
  * holder); -1 when uaddr is not the GIL.
  */
@@ -1861,7 +1861,7 @@ static __always_inline long gil_holder(__u32 tgid, __u32 self, __u64 uaddr)
 	if (holder && cfg->tstate_native_tid != GB_PY_NONE) {
 		bpf_probe_read_user(&tid, sizeof(tid), (void *)(holder + cfg->tstate_native_tid));
 	} else if (holder) {
-		/* 3.8-3.10: the holder's pthread_self(), to its tid */
+		/* 3.6-3.10: the holder's pthread_self(), to its tid */
 		struct fsbase_key key = { .tgid = tgid };
 		__u32 *t;
 
@@ -1874,7 +1874,7 @@ static __always_inline long gil_holder(__u32 tgid, __u32 self, __u64 uaddr)
 
 /*
  * Thread task of Python process tgid runs: remember its tid by its fsbase
- * where the interpreter names threads by that only (3.8-3.10; py_fsbase).
+ * where the interpreter names threads by that only (3.6-3.10; py_fsbase).
  */
 static __always_inline void note_fsbase(struct task_struct *task, __u32 tgid)
 {

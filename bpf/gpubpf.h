@@ -421,19 +421,20 @@ struct gb_apierr {
 #define GB_PY_IDENT_LEN 64      /* bytes of the code object folded into its token */
 
 struct gb_py_config {
-	__u64 runtime;          /* address of _PyRuntime in the process */
-	__u32 version;          /* major * 100 + minor: 308 ... 315 */
+	__u64 runtime;          /* address of _PyRuntime in the process (3.6:
+				   of interp_head, which it has instead) */
+	__u32 version;          /* major * 100 + minor: 306 ... 315 */
 	__u32 interp_head;      /* offset of runtime->interpreters.head: the newest
 				   interpreter, the main one last (interp_next) */
 	__u32 threads_head;     /* of interp->threads.head */
 	__u32 tstate_next;      /* of tstate->next */
 	__u32 tstate_thread_id; /* of tstate->thread_id (pthread_self(), = fsbase) */
-	__u32 tstate_frame;     /* 3.8-3.10 tstate->frame, 3.11/3.12 tstate->cframe,
+	__u32 tstate_frame;     /* 3.6-3.10 tstate->frame, 3.11/3.12 tstate->cframe,
 				   3.13+ tstate->current_frame */
 	__u32 cframe_frame;     /* 3.11/3.12: cframe->current_frame; GB_PY_NONE else */
 	__u32 frame_code;       /* f_code / f_executable */
 	__u32 frame_prev;       /* f_back / previous */
-	__u32 frame_instr;      /* 3.8-3.10 f_lasti (an int: bytes, in 3.10 code
+	__u32 frame_instr;      /* 3.6-3.10 f_lasti (an int: bytes, in 3.10 code
 				   units); 3.11+ a pointer: prev_instr / instr_ptr */
 	__u32 frame_owner;      /* 3.11+ owner (char); GB_PY_NONE before */
 	__u32 code_adaptive;    /* co_code_adaptive (3.11+): instr = (ptr - code - this) / 2 */
@@ -442,23 +443,24 @@ struct gb_py_config {
 	__u32 depth;            /* frames to walk, <= GB_PY_MAX_DEPTH */
 	__u8 exec_tag_mask;     /* 3.14+: low bits of f_executable that are tags */
 	__u8 gil_in_interp;     /* gil is an offset in the interpreter (3.12+), not
-				   in the runtime (3.8-3.11) */
-	__u8 gc_in_runtime;     /* gc_collecting is an offset in the runtime (3.8),
-				   not in the interpreter */
+				   in the runtime (3.7-3.11) */
+	__u8 gc_in_runtime;     /* gc_collecting is an offset in the runtime (3.7,
+				   3.8), not in the interpreter */
 	__u8 pad;
-	__u32 gil;              /* offset of the _gil_runtime_state; 0: unknown */
+	__u32 gil;              /* offset of the _gil_runtime_state; 0: unknown
+				   (3.6: static variables, not a struct) */
 	__u32 gil_holder;       /* of its last_holder (a PyThreadState *) */
 	__u32 tstate_native_tid; /* of tstate->native_thread_id; GB_PY_NONE before 3.11 */
-	__u32 gc_collecting;    /* of interp->gc.collecting (3.8: runtime->gc.collecting;
-				   an int, set while the collector runs);
-				   GB_PY_NONE: unknown */
+	__u32 gc_collecting;    /* of interp->gc.collecting (3.7, 3.8:
+				   runtime->gc.collecting; an int, set while the
+				   collector runs); GB_PY_NONE: unknown (3.6) */
 	__u32 tstate_base_frame; /* 3.15+: of tstate->base_frame, the sentinel frame
 				   at the bottom of every thread's stack (its top
 				   when the thread runs no Python); GB_PY_NONE before */
 	__u32 interp_next;      /* of interp->next: the next older interpreter */
 };
 
-/* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.8 to 3.15 (test_pyruntime checks it): its
+/* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.7 to 3.15 (test_pyruntime checks it): its
    futex words (cond, mutex, switch_cond, switch_mutex) lie inside it */
 #define GB_PY_GIL_SIZE 208
 
@@ -467,7 +469,7 @@ struct gb_py_frame {
 	__u64 code;
 	__u32 ident;            /* gb_py_ident() of the code object's bytes */
 	__u32 instr;            /* offset of the current instruction, in code units
-				   (3.8/3.9: in bytes, f_lasti) */
+				   (3.6-3.9: in bytes, f_lasti) */
 };
 
 struct gb_pystack {

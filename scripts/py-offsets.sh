@@ -26,8 +26,10 @@ cat > "$tmp/off.c" <<'C'
 #if PY_VERSION_HEX >= 0x03090000
 #include "internal/pycore_runtime.h"
 #include "internal/pycore_interp.h"
-#else
+#elif PY_VERSION_HEX >= 0x03080000
 #include "internal/pycore_pystate.h"        /* 3.8: _PyRuntimeState */
+#elif PY_VERSION_HEX >= 0x03070000
+#include "internal/pystate.h"               /* 3.7: _PyRuntimeState */
 #endif
 #if PY_VERSION_HEX < 0x030B0000
 #include "frameobject.h"
@@ -36,7 +38,12 @@ cat > "$tmp/off.c" <<'C'
 int main(void)
 {
 	printf("version %d\n", PY_MAJOR_VERSION * 100 + PY_MINOR_VERSION);
+#if PY_VERSION_HEX >= 0x03070000
 	P("interp_head", offsetof(_PyRuntimeState, interpreters.head));
+#else
+	/* 3.6: no runtime struct; its interp_head is a variable of its own */
+	P("interp_head", 0);
+#endif
 	P("interp_next", offsetof(PyInterpreterState, next));
 #if PY_VERSION_HEX < 0x030B0000
 	P("threads_head", offsetof(PyInterpreterState, tstate_head));
@@ -48,19 +55,23 @@ int main(void)
 #if PY_VERSION_HEX >= 0x030B0000
 	P("tstate_native_tid", offsetof(PyThreadState, native_thread_id));
 #endif
-#if PY_VERSION_HEX < 0x030C0000
+#if PY_VERSION_HEX < 0x03070000
+	/* 3.6: the GIL's and the collector's state are static variables */
+#elif PY_VERSION_HEX < 0x030C0000
 	P("gil", offsetof(_PyRuntimeState, ceval.gil));
 #else
 	P("gil", offsetof(PyInterpreterState, _gil));
 #endif
 #if PY_VERSION_HEX >= 0x03090000
 	P("gc_collecting", offsetof(PyInterpreterState, gc.collecting));
-#else
-	/* 3.8 keeps its collector's state in the runtime, not the interpreter */
+#elif PY_VERSION_HEX >= 0x03070000
+	/* 3.7 and 3.8 keep their collector's state in the runtime, not the interpreter */
 	P("gc_collecting", offsetof(_PyRuntimeState, gc.collecting));
 #endif
+#if PY_VERSION_HEX >= 0x03070000
 	P("gil_size", sizeof(struct _gil_runtime_state));
 	P("gil_holder", offsetof(struct _gil_runtime_state, last_holder));
+#endif
 #if PY_VERSION_HEX < 0x030B0000
 	P("tstate_frame", offsetof(PyThreadState, frame));
 	P("frame_code", offsetof(PyFrameObject, f_code));

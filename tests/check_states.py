@@ -9,7 +9,7 @@ track) must be mostly the right one; GIL waits name the hog thread as
 holder; samples taken in pure Python land in busy_loop; each thread's
 state slices tile its time (no gap, no overlap).  With --holder-only,
 of the phases only the holders of the GIL waits are checked (CPython
-3.8 to 3.10: their sleep is a select, and their GIL hands over
+3.7 to 3.10: their sleep is a select, and their GIL hands over
 differently).  Tolerances are generous: the machines are small and
 shared.
 """

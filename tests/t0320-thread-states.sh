@@ -2,7 +2,7 @@
 # Thread states and CPU samples: a thread that runs pure Python, waits for
 # the GIL held by a busy thread, blocks reading a pipe, sleeps, and shares
 # its CPU with a busy process spends most of each phase in the right state
-# (tests/check_states.py), its GIL waits name the holder (on 3.8 to 3.10 too), its samples land
+# (tests/check_states.py), its GIL waits name the holder (on 3.7 to 3.10 too), its samples land
 # in the busy function, each thread's states tile its time, and Perfetto
 # imports the trace; the report puts the GPU idle time each phase causes
 # (a kernel is launched after each) on the right state (tests/check_causes.py);
@@ -53,7 +53,7 @@ if check "phases, with a subinterpreter: record" "$GPUBPF" record --quiet -o "$T
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/i.json" "$TMPD/itruth.json"
 fi
 
-# 3.8 to 3.10 keep no native thread id: their GIL holders are named by
+# 3.7 to 3.10 keep no native thread id: their GIL holders are named by
 # their pthread_self(), which BPF maps to tids as the threads run
 while read -r old; do
 	v=$("$old" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
@@ -63,7 +63,7 @@ while read -r old; do
 	cmp_ok "CPython $v: GIL waits are seen" "$(cut -d. -f1 "$TMPD/gil")" -gt 50000
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_states.py" "$TMPD/o.json" "$TMPD/otruth.json" --holder-only
 	gil_flows_ok "$TMPD/o.json" "$TMPD/o.pftrace"
-done < <(cpythons 3.8 3.9 3.10)
+done < <(cpythons 3.7 3.8 3.9 3.10)
 
 # many threads, each with its own state track
 if check "200 threads: record" "$GPUBPF" record --quiet -o "$TMPD/m.json" -- "$py" "$W" --threads 200 --run-s 1.5; then

@@ -2,7 +2,7 @@
 # Attributed stacks: worker threads that run no Python (tests/py/workpool.c,
 # loaded by tests/py/workers.py through ctypes) launch kernels for a Python
 # thread that hands them the work through a condition variable and waits.
-# On every CPython 3.8 to 3.15 here, each launch and sync of the worker it
+# On every CPython 3.6 to 3.15 here, each launch and sync of the worker it
 # wakes carries the exact line of the hand-over, marked attributed and
 # naming the Python thread; a second worker, woken by the first, inherits
 # it; a worker that nobody wakes gets no stack; the Python thread's own
@@ -19,8 +19,8 @@ require_sim
 require_cmd cc
 export LD_LIBRARY_PATH="$SIMLIB"
 W="$GPUBPF_ROOT/tests/py/workers.py"
-mapfile -t pythons < <(cpythons 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15)
-((${#pythons[@]})) || skip_all "no CPython 3.8+ found"
+mapfile -t pythons < <(cpythons 3.6 3.7 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15)
+((${#pythons[@]})) || skip_all "no CPython 3.6+ found"
 check "the worker library builds" cc -O2 -shared -fPIC -o "$TMPD/libworkpool.so" \
 	"$GPUBPF_ROOT/tests/py/workpool.c" -lpthread -ldl || bail_out "no libworkpool.so"
 line=$(grep -n '# HAND-OVER' "$W" | cut -d: -f1)

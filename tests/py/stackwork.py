@@ -151,7 +151,10 @@ def main():
     (lambda: launch())()
     list(map(via_map, [1, 2]))
     recurse(5)
-    asyncio.run(aouter())
+    if hasattr(asyncio, "run"):
+        asyncio.run(aouter())
+    else:                                   # 3.6
+        asyncio.new_event_loop().run_until_complete(aouter())
     for n in (30, 2, 30):
         wide(n)
     t = threading.Thread(target=worker, name="second")

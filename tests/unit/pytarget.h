@@ -22,15 +22,15 @@
 struct pyinterp {
 	char python[512];       /* the interpreter */
 	char include[512];      /* its headers (Python.h), for py-offsets.sh */
-	unsigned version;       /* 308 ... */
+	unsigned version;       /* 306 ... 315 (207: Python 2.7) */
 };
 
 /*
- * The interpreters 3.8+ of pyenv ($PYENV_ROOT or ~/.pyenv, /root/.pyenv),
+ * The interpreters 3.6+ of pyenv ($PYENV_ROOT or ~/.pyenv, /root/.pyenv),
  * Debian's /usr/bin/python3.11 (static, non-PIE) and Debian unstable's
  * 3.14 and 3.15 (non-PIE, run chrooted: tests/sid-python3.X, from the
- * repository's root); older ones too when with_old (for the "not supported" tests).
- * Returns how many were found.
+ * repository's root); pyenv's Python 2 too when with_old (for the "not
+ * supported" tests).  Returns how many were found.
  */
 static __attribute__((unused)) int py_interps(struct pyinterp *v, int max, int with_old)
 {
@@ -43,28 +43,33 @@ static __attribute__((unused)) int py_interps(struct pyinterp *v, int max, int w
 		roots[1] = home;
 	}
 	for (int r = 0; r < 3 && !n; r++) {
-		glob_t g;
+		for (int major = 3; major >= (with_old ? 2 : 3); major--) {
+			glob_t g;
 
-		if (!roots[r])
-			continue;
-		snprintf(pat, sizeof(pat), "%s/versions/3.*/bin/python3", roots[r]);
-		if (glob(pat, 0, NULL, &g))
-			continue;
-		for (size_t i = 0; i < g.gl_pathc && n < max; i++) {
-			const char *ver = strstr(g.gl_pathv[i], "/versions/3.") + 10;
-			int minor = atoi(ver + 2);
-			char *slash;
-
-			if ((minor < 8 && !with_old) || strchr(ver, 't') < strchr(ver, '/'))
+			if (!roots[r])
 				continue;
-			snprintf(v[n].python, sizeof(v[n].python), "%s", g.gl_pathv[i]);
-			snprintf(v[n].include, sizeof(v[n].include), "%s", g.gl_pathv[i]);
-			slash = strstr(v[n].include, "/bin/python3");
-			snprintf(slash, sizeof(v[n].include) - (slash - v[n].include),
-				 "/include/python3.%d", minor);
-			v[n++].version = 300 + minor;
+			snprintf(pat, sizeof(pat), "%s/versions/%d.*/bin/python%d", roots[r],
+				 major, major);
+			if (glob(pat, 0, NULL, &g))
+				continue;
+			for (size_t i = 0; i < g.gl_pathc && n < max; i++) {
+				const char *ver = strstr(g.gl_pathv[i], "/versions/") + 10;
+				int minor = atoi(ver + 2);
+				char *slash;
+
+				if ((major == 3 && minor < 6) || strchr(ver, 't') < strchr(ver, '/'))
+					continue;
+				snprintf(v[n].python, sizeof(v[n].python), "%s", g.gl_pathv[i]);
+				snprintf(v[n].include, sizeof(v[n].include), "%s", g.gl_pathv[i]);
+				slash = strstr(v[n].include, "/bin/python");
+				/* 3.6 and 3.7 name theirs after their ABI flags: python3.7m */
+				snprintf(slash, sizeof(v[n].include) - (slash - v[n].include),
+					 "/include/python%d.%d%s", major, minor,
+					 major == 3 && minor < 8 ? "m" : "");
+				v[n++].version = major * 100 + minor;
+			}
+			globfree(&g);
 		}
-		globfree(&g);
 	}
 	if (n < max && !access("/usr/bin/python3.11", X_OK) &&
 	    !access("/usr/include/python3.11/Python.h", R_OK)) {

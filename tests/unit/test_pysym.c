@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Unit tests for user/sym/pysym.c: line tables of real code objects from every
- * installed CPython 3.8+ (tests/py/linetab.py prints each table and the
+ * installed CPython 3.6+ (tests/py/linetab.py prints each table and the
  * line CPython gives each code unit), decoded by pysym_line, unit by unit;
  * malformed tables; and, on a live process, the identity check (a token
  * that does not match never yields a name), the cache, and a process that
@@ -82,7 +82,7 @@ static void test_tables(const struct pyinterp *py)
 
 static void test_malformed(void)
 {
-	/* 3.8/3.9 co_lnotab: byte offsets; +1 at 0, +2 -3 at 6, +254 at 262 in two pairs */
+	/* 3.6-3.9 co_lnotab: byte offsets; +1 at 0, +2 -3 at 6, +254 at 262 in two pairs */
 	const uint8_t t309[] = { 0, 1, 6, 2, 0, 0xfd, 255, 0, 1, 127, 0, 127 };
 	const uint8_t t310[] = { 6, 1, 4, 0x80, 2, 2 };          /* 0-5 +1, 6-9 none, 10-11 +2 */
 	const uint8_t t311[] = { 0xf0, 0x02, 0x01 };             /* long form +1, truncated */
@@ -290,7 +290,7 @@ int main(void)
 	for (int i = 0; i < n; i++)
 		test_live(&py[i]);
 	if (!n)
-		diag("no CPython 3.8+ installed: line tables from real code not tested");
+		diag("no CPython 3.6+ installed: line tables from real code not tested");
 	{
 		char cmd[700];
 

@@ -127,7 +127,7 @@ int probes_trace_pid(struct probes *p, pid_t pid);
 int probes_traced_pids(struct probes *p, pid_t *pids, int max);
 /*
  * Walk pid's Python stacks at every probed call, with layout cfg (one
- * without native thread ids, 3.8-3.10, turns on the BPF map of threads by
+ * without native thread ids, 3.6-3.10, turns on the BPF map of threads by
  * their pthread_self()).
  */
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);

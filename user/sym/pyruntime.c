@@ -3,10 +3,12 @@
  * Finding a process's CPython runtime and its layout; see pyruntime.h.
  *
  * The runtime is the _PyRuntime object of the executable (a static
- * libpython, maybe non-PIE) or of libpython3.X.so.  Layouts: offsetof
- * tables for 3.8 to 3.12 (checked against each version's headers
- * by scripts/py-offsets.sh and tests/unit/test_pyruntime.c); 3.13 to 3.15
- * publish their offsets in the _Py_DebugOffsets that starts _PyRuntime.
+ * libpython, maybe non-PIE) or of libpython3.X.so; 3.6, which has none,
+ * stands its interp_head variable in for it (interp_head offset 0).
+ * Layouts: offsetof tables for 3.6 to 3.12 (checked against each
+ * version's headers by scripts/py-offsets.sh and tests/unit/
+ * test_pyruntime.c); 3.13 to 3.15 publish their offsets in the
+ * _Py_DebugOffsets that starts _PyRuntime.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,30 +35,37 @@ struct py_table {
 };
 
 /*
- * offsetof on each version's headers: scripts/py-offsets.sh.  3.8 to 3.10
- * share a layout but for f_lasti (a byte offset before 3.10, code units
- * in 3.10) and where the GIL and the collector's flag are (3.8 keeps its
- * collector in the runtime, not in the interpreter); their co_lnotab
- * (3.8/3.9) lies where 3.10 has co_linetable.
+ * offsetof on each version's headers: scripts/py-offsets.sh.  3.6 to 3.10
+ * share a layout of frame objects but for where interpreters.head, the
+ * thread id and f_lasti are (f_lasti: a byte offset before 3.10, code
+ * units in 3.10), where the GIL and the collector's flag are (3.7 and 3.8
+ * keep their collector in the runtime, not in the interpreter; 3.6 keeps
+ * both in static variables: unknown), and the code object's fields (3.8
+ * added co_posonlyargcount before them: posonly 8); co_lnotab (3.6 to
+ * 3.9) lies where 3.10 has co_linetable.
  */
-#define PY_TABLE_FRAMEOBJ(v, lasti, gil_off, gc, gc_rt) { v, {		\
-		.interp_head = 32, .interp_next = 0, .threads_head = 8,		\
+#define PY_TABLE_FRAMEOBJ(v, head, tid, lasti, gil_off, gc, gc_rt, posonly) { v, { \
+		.interp_head = head, .interp_next = 0, .threads_head = 8,	\
 		.tstate_next = 8,						\
-		.tstate_thread_id = 176, .tstate_frame = 24, .cframe_frame = N,	\
+		.tstate_thread_id = tid, .tstate_frame = 24, .cframe_frame = N,	\
 		.frame_code = 32, .frame_prev = 24, .frame_instr = lasti,	\
-		.frame_owner = N, .code_adaptive = N, .code_ident = 120 + 8 - 64, \
-		.gil = gil_off, .gil_holder = 8, .tstate_native_tid = N,	\
+		.frame_owner = N, .code_adaptive = N,				\
+		.code_ident = 112 + (posonly) + 8 - 64,				\
+		.gil = gil_off, .gil_holder = (gil_off) ? 8 : 0, .tstate_native_tid = N, \
 		.gc_collecting = gc, .gc_in_runtime = gc_rt, .tstate_base_frame = N, \
 	}, {									\
-		.filename = 104, .name = 112, .qualname = N, .firstlineno = 40,	\
-		.linetable = 120, .str_length = 16, .str_state = 32,		\
+		.filename = 96 + (posonly), .name = 104 + (posonly), .qualname = N, \
+		.firstlineno = 36 + (posonly) / 2, .linetable = 112 + (posonly), \
+		.str_length = 16, .str_state = 32,				\
 		.ascii_size = 48, .compact_size = 72, .bytes_size = 16, .bytes_sval = 32, \
 	} }
 
 static const struct py_table tables[] = {
-	PY_TABLE_FRAMEOBJ(308, 104, 1152, 544, 1),
-	PY_TABLE_FRAMEOBJ(309, 104, 352, 816, 0),
-	PY_TABLE_FRAMEOBJ(310, 96, 352, 816, 0),
+	PY_TABLE_FRAMEOBJ(306, 0, 152, 120, 0, N, 0, 0),
+	PY_TABLE_FRAMEOBJ(307, 24, 176, 104, 1264, 632, 1, 0),
+	PY_TABLE_FRAMEOBJ(308, 32, 176, 104, 1152, 544, 1, 8),
+	PY_TABLE_FRAMEOBJ(309, 32, 176, 104, 352, 816, 0, 8),
+	PY_TABLE_FRAMEOBJ(310, 32, 176, 96, 352, 816, 0, 8),
 	{ 311, {
 		.interp_head = 40, .interp_next = 0, .threads_head = 16, .tstate_next = 8,
 		.tstate_thread_id = 152, .tstate_frame = 56, .cframe_frame = 8,
@@ -334,11 +343,20 @@ static int list_candidates(pid_t pid, struct cand *c, int max)
 	return err < 0 ? err : cs.n;
 }
 
-enum { SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_309, SYM_308, SYM_N };
+enum {
+	SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_309, SYM_308, SYM_307, SYM_306,
+	SYM_HEAD_FN, SYM_N
+};
 static const char *const sym_names[SYM_N] = {
 	"_PyRuntime", "Py_Version",
-	/* new in 3.10, 3.9 and 3.8: the version where there is no Py_Version (3.11+) */
-	"PyIter_Send", "PyFrame_GetBack", "PyCode_NewWithPosOnlyArgs",
+	/*
+	 * new in 3.10, 3.9, 3.8, 3.7 and 3.6: the version where there is no
+	 * Py_Version (3.11+)
+	 */
+	"PyIter_Send", "PyFrame_GetBack", "PyCode_NewWithPosOnlyArgs", "PyContext_New",
+	"PyOS_FSPath",
+	/* returns interp_head, where there is no _PyRuntime (3.6) */
+	"PyInterpreterState_Head",
 };
 
 /*
@@ -404,8 +422,11 @@ cleanup:
 	return err;
 }
 
-/* "3.9" out of ".../libpython3.9.so.1.0" or ".../python3.9": minor, or -1. */
-static int minor_from_name(const char *path)
+/*
+ * 309 out of ".../libpython3.9.so.1.0" or ".../python3.9", 207 out of
+ * ".../python2.7": major * 100 + minor, or -1.
+ */
+static int version_from_name(const char *path)
 {
 	const char *base = strrchr(path, '/');
 	const char *p;
@@ -413,9 +434,40 @@ static int minor_from_name(const char *path)
 
 	base = base ? base + 1 : path;
 	p = strstr(base, "python");
-	if (!p || sscanf(p, "python%d.%d", &major, &minor) != 2 || major != 3)
+	if (!p || sscanf(p, "python%d.%d", &major, &minor) != 2 || major < 2 || major > 3 ||
+	    minor < 0 || minor > 99)
 		return -1;
-	return minor;
+	return major * 100 + minor;
+}
+
+/*
+ * 3.6: the address of interp_head, the variable PyInterpreterState_Head()
+ * returns (at fn in pid), from its code: a load into %rax,
+ * %rip-relative ("mov disp32(%rip),%rax") or absolute in a non-PIE
+ * executable ("mov disp32,%rax"), within its first bytes (a frame
+ * pointer's push and mov may come first).  0 if its code is not that.
+ */
+static __u64 interp_head_of(int fd, __u64 fn)
+{
+	__u8 b[24];
+
+	if (proc_mem_read(fd, fn, b, sizeof(b)))
+		return 0;
+	for (unsigned i = 0; i + 8 <= sizeof(b); i++) {
+		__s32 d;
+
+		if (b[i] != 0x48 || b[i + 1] != 0x8b)
+			continue;
+		if (b[i + 2] == 0x05) {
+			memcpy(&d, b + i + 3, 4);
+			return fn + i + 7 + (__s64)d;
+		}
+		if (b[i + 2] == 0x04 && b[i + 3] == 0x25) {
+			memcpy(&d, b + i + 4, 4);
+			return (__u64)(__s64)d;
+		}
+	}
+	return 0;
 }
 
 /*
@@ -601,7 +653,8 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		goto cleanup;
 	}
 	for (int i = 0; i < n; i++) {
-		if (elf_lookup(c[i].open, vals, &vaddr0) || !vals[SYM_RUNTIME])
+		if (elf_lookup(c[i].open, vals, &vaddr0) ||
+		    (!vals[SYM_RUNTIME] && !vals[SYM_HEAD_FN]))
 			continue;
 		/* still being mapped (a process just started): its data is not there yet */
 		if (!c[i].data) {
@@ -613,18 +666,8 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		bias = c[i].start - vaddr0;
 		break;
 	}
-	if (!file) {
-		/* 3.6 and older have no _PyRuntime: known by name only */
-		for (int i = 0; i < n; i++) {
-			minor = minor_from_name(c[i].path);
-			if (minor >= 0 && minor < 8) {
-				whyf(why, whylen, "CPython 3.%d is not supported (3.8 to 3.15)", minor);
-				err = -ENOTSUP;
-				break;
-			}
-		}
+	if (!file)
 		goto cleanup;
-	}
 
 	fd = proc_mem_open(pid);
 	if (fd < 0) {
@@ -633,7 +676,49 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		goto cleanup;
 	}
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->runtime = bias + vals[SYM_RUNTIME];
+	err = -ENOTSUP;
+	if (vals[SYM_VERSION]) {
+		__u32 hex;
+
+		if (proc_mem_read(fd, bias + vals[SYM_VERSION], &hex, sizeof(hex))) {
+			whyf(why, whylen, "cannot read Py_Version of pid %d", pid);
+			goto cleanup;
+		}
+		if (hex >> 24 != 3) {
+			whyf(why, whylen, "unexpected Py_Version %#x", hex);
+			goto cleanup;
+		}
+		minor = (hex >> 16) & 0xff;
+	} else if (vals[SYM_RUNTIME] && (vals[SYM_310] || vals[SYM_309] || vals[SYM_308] ||
+					 vals[SYM_307])) {
+		minor = vals[SYM_310] ? 10 : vals[SYM_309] ? 9 : vals[SYM_308] ? 8 : 7;
+	} else if (!vals[SYM_RUNTIME] && vals[SYM_306]) {
+		minor = 6;
+	} else {
+		/* older than 3.6 (2.7 too): named after its file where it can be */
+		int v = version_from_name(file);
+
+		if (v >= 0)
+			whyf(why, whylen, "CPython %d.%d is not supported (3.6 to 3.15)",
+			     v / 100, v % 100);
+		else
+			whyf(why, whylen, "CPython older than 3.6 is not supported (3.6 to 3.15)");
+		goto cleanup;
+	}
+	if (minor < 6 || minor > 15) {
+		whyf(why, whylen, "CPython 3.%d is not supported (3.6 to 3.15)", minor);
+		goto cleanup;
+	}
+	if (vals[SYM_RUNTIME]) {
+		cfg->runtime = bias + vals[SYM_RUNTIME];
+	} else {
+		cfg->runtime = interp_head_of(fd, bias + vals[SYM_HEAD_FN]);
+		if (!cfg->runtime) {
+			whyf(why, whylen, "CPython 3.6's interpreter list is not where its "
+			     "PyInterpreterState_Head() reads it");
+			goto cleanup;
+		}
+	}
 	err = addr_writable(pid, cfg->runtime);
 	if (err < 0) {
 		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-err));
@@ -642,35 +727,6 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	if (!err) {
 		whyf(why, whylen, "%s is still being loaded", file);
 		err = -EAGAIN;
-		goto cleanup;
-	}
-	if (vals[SYM_VERSION]) {
-		__u32 hex;
-
-		if (proc_mem_read(fd, bias + vals[SYM_VERSION], &hex, sizeof(hex))) {
-			whyf(why, whylen, "cannot read Py_Version of pid %d", pid);
-			err = -ENOTSUP;
-			goto cleanup;
-		}
-		if (hex >> 24 != 3) {
-			whyf(why, whylen, "unexpected Py_Version %#x", hex);
-			err = -ENOTSUP;
-			goto cleanup;
-		}
-		minor = (hex >> 16) & 0xff;
-	} else if (vals[SYM_310] || vals[SYM_309] || vals[SYM_308]) {
-		minor = vals[SYM_310] ? 10 : vals[SYM_309] ? 9 : 8;
-	} else {
-		minor = minor_from_name(file);
-		if (minor < 0 || minor >= 8) {
-			whyf(why, whylen, "CPython older than 3.8 is not supported (3.8 to 3.15)");
-			err = -ENOTSUP;
-			goto cleanup;
-		}
-	}
-	if (minor < 8 || minor > 15) {
-		whyf(why, whylen, "CPython 3.%d is not supported (3.8 to 3.15)", minor);
-		err = -ENOTSUP;
 		goto cleanup;
 	}
 	cfg->version = 300 + minor;

@@ -12,9 +12,10 @@
 
 /*
  * Find the mapping of pid that defines _PyRuntime (the executable or
- * libpython3.X.so), the interpreter's version and its layout, and fill
- * cfg (cfg->depth is left for the caller).  Layouts: tables for 3.8 to
- * 3.12; _Py_DebugOffsets for 3.13 to 3.15.
+ * libpython3.X.so; 3.6: interp_head, for want of one), the interpreter's
+ * version and its layout, and fill cfg (cfg->depth is left for the
+ * caller).  Layouts: tables for 3.6 to 3.12; _Py_DebugOffsets for 3.13
+ * to 3.15.
  * Returns 0; -ENOENT if the process runs no CPython (not an error: say
  * nothing); -ENOTSUP for a CPython gpubpf cannot walk (unknown version,
  * free-threaded build, unreadable runtime), with a one-line reason in why;
@@ -25,7 +26,7 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 /*
  * Where a code object's fields are (for pysym), and how str and bytes
  * objects are laid out, in the process whose layout is cfg: a table for
- * 3.8 to 3.12, the process's _Py_DebugOffsets for 3.13+ (read from its
+ * 3.6 to 3.12, the process's _Py_DebugOffsets for 3.13+ (read from its
  * memory).  qualname is GB_PY_NONE before 3.11 (no co_qualname there).
  */
 struct py_code_layout {

@@ -166,7 +166,7 @@ static const char *intern(struct pysym *s, const char *str)
 /* Line tables -------------------------------------------------------------- */
 
 /*
- * 3.8/3.9 co_lnotab: (byte-offset delta, signed line delta) pairs, each
+ * 3.6-3.9 co_lnotab: (byte-offset delta, signed line delta) pairs, each
  * pair's line starting at its offset: the line of the last offset at or
  * before addr.
  */

@@ -37,11 +37,11 @@ void pysym_forget(struct pysym *s, pid_t pid);
 /*
  * The line of the instruction at instr (as gb_py_frame.instr: code units,
  * bytes before 3.10; negative: the frame has not started, its first line)
- * in a code object's line table: 308/309, co_lnotab (byte-offset/line-
+ * in a code object's line table: 306 to 309, co_lnotab (byte-offset/line-
  * delta pairs); 310, co_linetable (the same, PEP 626); 311+, the location
  * table (Objects/locations.md).  Returns the line, or -1 when the
  * instruction has no line.  instr means what CPython's frame.f_lineno
- * computes from: 3.8 to 3.10 f_lasti, 3.11/3.12 prev_instr, 3.13+
+ * computes from: 3.6 to 3.10 f_lasti, 3.11/3.12 prev_instr, 3.13+
  * instr_ptr, each relative to the first code unit.
  */
 int pysym_line(unsigned version, const uint8_t *tab, size_t len, int firstlineno,
