@@ -115,9 +115,9 @@ done
 # attached_stacks TAG WRAPPER...: stackwork.py, run by WRAPPER... through
 # wait_then.py, recorded with -p from its first call; its stacks checked
 attached_stacks() {
-	local tag=$1 w g
+	local tag=$1 w g rc=0
 	shift
-	rm -f "$TMPD/${tag}go"
+	rm -f "$TMPD/${tag}go" "$TMPD/p$tag.json"
 	"$@" "$GPUBPF_ROOT/tests/py/wait_then.py" "$TMPD/${tag}go" \
 		"$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/${tag}truth.json" --deep 300 &
 	w=$!
@@ -127,7 +127,10 @@ attached_stacks() {
 	g=$!
 	wait_for_cmd 20 grep -q "recording" "$TMPD/p$tag.err"
 	touch "$TMPD/${tag}go"
-	wait "$w" "$g"
+	wait "$w"
+	wait "$g" || rc=$?
+	is "-p, $("$1" -c 'import sys; print("%d.%d" % sys.version_info[:2])') $(basename "$2"): recorded" "$rc" 0 ||
+		diag <"$TMPD/p$tag.err"
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/p$tag.json" "$TMPD/${tag}truth.json" 64
 }
 # the same attached with -p once it has: no thread was walked before, and
