@@ -23,6 +23,9 @@ import signal
 import sys
 import time
 
+# 3.6 has no perf_counter_ns()
+clock_ns = getattr(time, "perf_counter_ns", lambda: int(time.perf_counter() * 1e9))
+
 AP = argparse.ArgumentParser(usage=__doc__)
 AP.add_argument("depth", type=int)
 AP.add_argument("calls", type=int)
@@ -53,10 +56,10 @@ def bottom():
         for j in range(len(FNS)):
             i = (j + r) % len(FNS)
             fn = FNS[i]
-            t0 = time.perf_counter_ns()
+            t0 = clock_ns()
             for _ in range(CALLS):
                 fn(*ARGS)
-            row[i] = (time.perf_counter_ns() - t0) / CALLS
+            row[i] = (clock_ns() - t0) / CALLS
         rows.append(row)
     return rows
 
@@ -93,10 +96,10 @@ if DEPTH == 1:                      # bottom()'s rounds, in <module> itself
         for j in range(len(FNS)):
             i = (j + r) % len(FNS)
             fn = FNS[i]
-            t0 = time.perf_counter_ns()
+            t0 = clock_ns()
             for _ in range(CALLS):
                 fn(*ARGS)
-            ROW[i] = (time.perf_counter_ns() - t0) / CALLS
+            ROW[i] = (clock_ns() - t0) / CALLS
         ROWS.append(ROW)
 elif A.pad:                         # <module>, padded, down * (DEPTH - 1), bottom
     ROWS = padded(DEPTH)
