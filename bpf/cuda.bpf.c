@@ -258,7 +258,7 @@ struct {
 	__type(value, __u32);           /* tid */
 } py_fsbase SEC(".maps");
 
-/* set by user space once a traced process needs py_fsbase (runs 3.6-3.10) */
+/* set by user space once a traced process needs py_fsbase (runs 3.7-3.10) */
 __u8 py_fsbase_on;
 
 /* Native stacks: the stacks sent, and the one being captured. */

@@ -696,8 +696,11 @@ int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cf
 		return -errno;
 	/* the threads' copies of the entry are stale from here on */
 	__atomic_fetch_add(&p->skel->bss->py_procs_gen, 1, __ATOMIC_RELEASE);
-	/* its threads named by pthread_self() only (3.6-3.10): map those to tids */
-	if (cfg->tstate_native_tid == GB_PY_NONE)
+	/*
+	 * its threads named by pthread_self() only (3.7-3.10): map those to
+	 * tids, for its GIL waits' holders (none where its GIL is unknown: 3.6)
+	 */
+	if (cfg->tstate_native_tid == GB_PY_NONE && cfg->gil)
 		__atomic_store_n(&p->skel->bss->py_fsbase_on, 1, __ATOMIC_RELAXED);
 	return set_pid_bits(p, pid, GB_PID_PYTHON);
 }

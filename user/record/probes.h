@@ -127,8 +127,8 @@ int probes_trace_pid(struct probes *p, pid_t pid);
 int probes_traced_pids(struct probes *p, pid_t *pids, int max);
 /*
  * Walk pid's Python stacks at every probed call, with layout cfg (one
- * without native thread ids, 3.6-3.10, turns on the BPF map of threads by
- * their pthread_self()).
+ * without native thread ids whose GIL is known, 3.7-3.10, turns on the BPF
+ * map of threads by their pthread_self()).
  */
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
 /* Stop walking pid's Python stacks (it runs a new program). */
