@@ -1676,8 +1676,9 @@ static __always_inline int shell_job(__u32 tgid)
 }
 
 /*
- * When the recorder last polled the ring buffer (CLOCK_MONOTONIC ns, set by
- * user space through the skeleton's mapping before each poll).  A process
+ * When the recorder was last seen running (CLOCK_MONOTONIC ns, set by user
+ * space through the skeleton's mapping: by its collector before each poll
+ * and by its reader thread at each wake, at least every 100 ms).  A process
  * is stopped at its libcuda mapping only while the recorder is seen alive,
  * so a recorder that is itself stopped (Ctrl-Z) or hung stops nobody.
  */

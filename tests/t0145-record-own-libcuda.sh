@@ -119,7 +119,22 @@ kill -CONT "$g"
 wait "$g"
 is "the recorder went on and exited 0" "$?" 0
 like "it says the calls of that process may be missing, and why" "$(cat "$TMPD/away.err")" \
-	"calls may be missing: gpubpf had not read its events for over a second"
+	"calls may be missing: gpubpf had not run for over a second"
+
+# 7b. a recorder whose collector is busy for a while (a slow setup, a
+# backlog) but runs on still holds the process that maps libcuda: its
+# reader thread says it is alive (a CI run once lost the chrooted
+# command's first calls, below, as if the recorder were stopped): the
+# command maps libcuda 1.2 s after its start, while the collector is away
+# from the ring for 2.5 s
+GPUBPF_TEST_BUSY_MS=2500 "$GPUBPF" record -q --no-device -o "$TMPD/busy.json" -- \
+	sh -c 'sleep 1.2; exec "$@"' sh "$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" \
+	"$TMPD/busy-truth.json" >/dev/null 2>"$TMPD/busy.err"
+is "a collector busy for 2.5 s: record exits 0" "$?" 0
+is "it held the process: cuInit is in the trace" "$(json_query "$TMPD/busy.json" \
+	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
+is "and no call may be missing" "$(json_query "$TMPD/busy.json" \
+	'd["gpubpf"]["calls_may_be_missing"]')" "{}"
 
 # 8. a system booted without tracefs mounted (as a GPU VM image here was):
 # gpubpf mounts it, and holds the command as before (a private mount

@@ -130,6 +130,7 @@ static int open_probes(struct record *r)
 /* -- CMD: let the command run, now that its libcuda will be probed. */
 static int start_cmd(struct record *r)
 {
+	const char *busy = getenv("GPUBPF_TEST_BUSY_MS");
 	int e = spawn_go(&r->child);
 
 	if (e < 0)
@@ -138,6 +139,9 @@ static int start_cmd(struct record *r)
 		fprintf(stderr, "gpubpf: cannot run '%s': %s\n", r->o->cmd[0], strerror(e));
 		return 127;
 	}
+	/* tests: a collector held up before its first poll (a slow setup, a backlog) */
+	if (busy && *busy)
+		usleep(atoi(busy) * 1000u);
 	if (!r->nlibs && !r->holding)
 		fprintf(stderr, "gpubpf: no libcuda.so.1 found yet and this kernel cannot "
 			"hold the command when it loads one: its first calls may be missed "

@@ -100,8 +100,9 @@ int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *
 /* 1 if the library file at path is attached for pid (or for all). */
 int probes_attached(struct probes *p, const char *path, pid_t pid);
 /*
- * Say the recorder is alive (before each poll of the ring buffer): the
- * hold stops a process only while this was said within the last second.
+ * Say the recorder is alive (before each poll of the ring buffer, and
+ * from the reader thread): the hold stops a process only while this was
+ * said within the last second.  Safe from any thread.
  */
 void probes_heartbeat(struct probes *p);
 /*

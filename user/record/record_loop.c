@@ -159,13 +159,25 @@ int record_nsignals(void)
 	return nsignals;
 }
 
+/*
+ * The reader thread says the recorder is alive too, at least every 100
+ * ms, whatever holds up this thread (its setup, a part written out, a
+ * backlog): a process mapping libcuda is then let go unheld only when
+ * the whole recorder was stopped or starved of the CPU for a second.
+ */
+static void reader_alive(void *probes)
+{
+	probes_heartbeat(probes);
+}
+
 int record_loop_init(struct record *r)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	int fds[PROBES_RINGS], n = probes_ringbuf_fds(&r->probes, fds);
 	struct cpu_rings cr = probes_crings(&r->probes);
 	int ret = ring_reader_init(&r->reader, fds, n, &cr,
-				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES);
+				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES,
+				   reader_alive, &r->probes);
 
 	if (ret)
 		return ret;

@@ -86,6 +86,8 @@ static void *reader_main(void *arg)
 	(void)setpriority(PRIO_PROCESS, gettid(), RECORD_NICE);
 	while (!stop && err >= 0) {
 		woken = epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS) > 0;
+		if (rr->alive)
+			rr->alive(rr->alive_ctx);
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
 		err = read_small(rr);
 		if (err >= 0 && rr->rest)
@@ -98,7 +100,8 @@ static void *reader_main(void *arg)
 }
 
 int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n,
-		     const struct cpu_rings *crings, size_t cap)
+		     const struct cpu_rings *crings, size_t cap,
+		     void (*alive)(void *ctx), void *ctx)
 {
 	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
 	sigset_t all, old;
@@ -108,6 +111,8 @@ int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n,
 	rr->epoll_fd = rr->stop_fd = -1;
 	if (crings)
 		rr->crings = *crings;
+	rr->alive = alive;
+	rr->alive_ctx = ctx;
 	ret = rec_queue_init(&rr->q, cap);
 	if (ret)
 		return ret;

@@ -7,7 +7,8 @@
  * records wait in memory, not in the kernel's ring, which would refuse
  * them once full.
  *
- *	ring_reader_init(&rr, fds, n, cap)      the thread starts reading
+ *	ring_reader_init(&rr, fds, n, crings, cap, alive, ctx)
+ *						the thread starts reading
  *	ring_reader_take(&rr, ms, fn, ctx)      records, in the order read
  *	ring_reader_stop(&rr)                   a last read; the thread ends
  *	ring_reader_release(&rr)
@@ -41,6 +42,8 @@ struct ring_reader {
 	int epoll_fd;           /* the rings' wakeups (edge-triggered) and stop_fd */
 	int stop_fd;            /* an eventfd: wakes the thread to stop */
 	pthread_t thread;
+	void (*alive)(void *ctx);       /* called at each wake of the thread, or NULL */
+	void *alive_ctx;
 	int started;
 	int stopping;           /* atomic: read a last time and end */
 	int error;              /* -errno the thread ended on, read after it ended */
@@ -52,10 +55,13 @@ struct ring_reader {
  * (more than 0): each ring's records in their order, the rings' between
  * them in the order read.  The per-CPU rings and the first ring are read
  * again between every 256 KiB read from the others, so that a burst there
- * does not leave them to fill.  0 or -errno, the reader released.
+ * does not leave them to fill.  alive (NULL: none) is called with ctx
+ * each time the thread wakes, at least every 100 ms while the process
+ * runs, from that thread.  0 or -errno, the reader released.
  */
 int ring_reader_init(struct ring_reader *rr, const int *ring_fds, int n,
-		     const struct cpu_rings *crings, size_t cap);
+		     const struct cpu_rings *crings, size_t cap,
+		     void (*alive)(void *ctx), void *ctx);
 
 /*
  * Hand the records waiting, oldest first, to fn (libbpf's ring_buffer
