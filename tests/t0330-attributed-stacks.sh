@@ -92,7 +92,8 @@ for py in "${pythons[@]}"; do
 			"$py" "$CB" "$TMPD/libworkpool.so" 20 ${mode/plain/} || continue
 		is "$v: callbacks ($mode): each of the C thread's 20 syncs has the callback's line, walked" \
 			"$(json_query "$TMPD/c.json" "[exec('$names', globals()), sorted({(e['args'].get('stack', [None])[0], e['args'].get('stack_attributed')) for e in ev if e.get('cat') == 'cuda_api' and names.get(e['tid']) == 'wp_cb'}, key=str) + [len([e for e in ev if e.get('cat') == 'cuda_api' and names.get(e['tid']) == 'wp_cb'])]][1]")" \
-			"[[\"callback ($CB:$cbline)\", null], 20]"
+			"[[\"callback ($CB:$cbline)\", null], 20]" ||
+			json_query "$TMPD/c.json" "[exec('$names', globals()), '\\n'.join('%d us: %s, %s%s' % (e['ts'] - c[0]['ts'], e['name'], e['args'].get('stack', ['no stack'])[0], ' (attributed)' if e['args'].get('stack_attributed') else '') for c in [sorted([e for e in ev if e.get('cat') == 'cuda_api' and names.get(e['tid']) == 'wp_cb'], key=lambda e: e['ts'])] for e in c) + '\\ndropped %s, calls may be missing: %s' % (d['gpubpf']['dropped_total'], d['gpubpf']['calls_may_be_missing'])][1]" | diag
 	done
 done
 done_testing
