@@ -1678,9 +1678,10 @@ static __always_inline int shell_job(__u32 tgid)
 /*
  * When the recorder was last seen running (CLOCK_MONOTONIC ns, set by user
  * space through the skeleton's mapping: by its collector before each poll
- * and by its reader thread at each wake, at least every 100 ms).  A process
- * is stopped at its libcuda mapping only while the recorder is seen alive,
- * so a recorder that is itself stopped (Ctrl-Z) or hung stops nobody.
+ * and by its reader thread at each wake, at least every 100 ms, while the
+ * collector shows life).  A process is stopped at its libcuda mapping only
+ * while the recorder is seen alive, so a recorder that is itself stopped
+ * (Ctrl-Z) or hung stops nobody.
  */
 #define RECORDER_ALIVE_NS 1000000000ULL
 __u64 recorder_alive_ns;

@@ -370,8 +370,8 @@ enum gb_held {
 	GB_SHELL_JOB = 2,       /* not stopped: a job of an interactive shell */
 	GB_PTRACED = 3,         /* not stopped: under a debugger, which would see the stop */
 	GB_RECORDER_AWAY = 4,   /* not stopped: the recorder had not run for a second
-				   (stopped, or starved of the CPU), so nobody would
-				   let the process go */
+				   (stopped, or starved of the CPU) or its collector
+				   seemed hung, so nobody would let the process go */
 };
 
 struct gb_map {

@@ -119,7 +119,7 @@ kill -CONT "$g"
 wait "$g"
 is "the recorder went on and exited 0" "$?" 0
 like "it says the calls of that process may be missing, and why" "$(cat "$TMPD/away.err")" \
-	"calls may be missing: gpubpf had not run for over a second"
+	"calls may be missing: gpubpf was not running \\(stopped, or starved of the CPU\\)"
 
 # 7b. a recorder whose collector is busy for a while (a slow setup, a
 # backlog) but runs on still holds the process that maps libcuda: its
@@ -135,6 +135,14 @@ is "it held the process: cuInit is in the trace" "$(json_query "$TMPD/busy.json"
 	'len([e for e in ev if e.get("name") == "cuInit"])')" 1
 is "and no call may be missing" "$(json_query "$TMPD/busy.json" \
 	'd["gpubpf"]["calls_may_be_missing"]')" "{}"
+# 7c. a collector with no sign of life for 5 s seems hung: a process that
+# maps libcuda later runs on unheld (at 6.5 s, the collector away for 8 s)
+GPUBPF_TEST_BUSY_MS=8000 "$GPUBPF" record -q --no-device -o "$TMPD/hung.json" -- \
+	sh -c 'sleep 6.5; exec "$@"' sh "$TESTBIN/cudacalls" "$SIMLIB/libcuda.so.1" \
+	"$TMPD/hung-truth.json" >/dev/null 2>"$TMPD/hung.err"
+is "a collector away for 8 s: record exits 0" "$?" 0
+like "the process ran on unheld, its calls may be missing, and why" "$(cat "$TMPD/hung.err")" \
+	"calls may be missing: gpubpf was not running \\(stopped, or starved of the CPU\\) or its collector seemed hung"
 
 # 8. a system booted without tracefs mounted (as a GPU VM image here was):
 # gpubpf mounts it, and holds the command as before (a private mount

@@ -21,6 +21,7 @@
 #define WINDOW_WAIT_NS 1000000000ULL /* for injection libraries to start collecting */
 #define PY_FAST_NS 3000000000ULL /* -- CMD: look for Python this long, closely */
 #define PY_FAST_POLL_MS 2
+#define COLLECTOR_HUNG_NS 5000000000ULL /* no sign of life so long: the hold ends */
 /* records read but not decoded wait in memory, up to --memory and at least this */
 #define READER_MIN_BYTES (16ULL << 20)
 
@@ -86,6 +87,32 @@ static int take(struct record *r, int ms)
 	return ring_reader_take(&r->reader, ms, on_record, r);
 }
 
+/*
+ * Say the collector is alive (before each poll): the hold stops a process
+ * that maps libcuda only while someone will let it go (probes_heartbeat()).
+ */
+static void record_alive(struct record *r)
+{
+	__atomic_store_n(&r->alive_ns, now_ns(CLOCK_MONOTONIC), __ATOMIC_RELAXED);
+	probes_heartbeat(&r->probes);
+}
+
+/*
+ * The reader thread says so too, at least every 100 ms, while the
+ * collector has shown life within COLLECTOR_HUNG_NS, whatever holds it
+ * up meanwhile (its setup, a part written out, a backlog): a process
+ * mapping libcuda is then let go unheld only when the whole recorder was
+ * stopped or starved of the CPU for a second, or its collector seems hung.
+ */
+static void reader_alive(void *ctx)
+{
+	struct record *r = ctx;
+
+	if (now_ns(CLOCK_MONOTONIC) - __atomic_load_n(&r->alive_ns, __ATOMIC_RELAXED) <
+	    COLLECTOR_HUNG_NS)
+		probes_heartbeat(&r->probes);
+}
+
 /* Their records may still be in the ring buffer. */
 void record_unhold(struct record *r)
 {
@@ -95,7 +122,7 @@ void record_unhold(struct record *r)
 	r->holding = 0;
 	/* a hook that ran just before the detach may still be submitting */
 	for (int i = 0; i < 3; i++)
-		probes_heartbeat(&r->probes), take(r, 5);
+		record_alive(r), take(r, 5);
 }
 
 /* pid's injection library has not yet said that it collects, nor why not. */
@@ -138,7 +165,7 @@ void record_wait_windows(struct record *r)
 	pid_t pid;
 
 	while ((pid = window_pending(r)) && !stop_signal && now_ns(CLOCK_MONOTONIC) < until) {
-		probes_heartbeat(&r->probes);
+		record_alive(r);
 		if (take(r, 10) < 0)
 			return;
 	}
@@ -159,26 +186,17 @@ int record_nsignals(void)
 	return nsignals;
 }
 
-/*
- * The reader thread says the recorder is alive too, at least every 100
- * ms, whatever holds up this thread (its setup, a part written out, a
- * backlog): a process mapping libcuda is then let go unheld only when
- * the whole recorder was stopped or starved of the CPU for a second.
- */
-static void reader_alive(void *probes)
-{
-	probes_heartbeat(probes);
-}
-
 int record_loop_init(struct record *r)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
 	int fds[PROBES_RINGS], n = probes_ringbuf_fds(&r->probes, fds);
 	struct cpu_rings cr = probes_crings(&r->probes);
-	int ret = ring_reader_init(&r->reader, fds, n, &cr,
-				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES,
-				   reader_alive, &r->probes);
+	int ret;
 
+	record_alive(r);        /* its setup, from now, counts as life */
+	ret = ring_reader_init(&r->reader, fds, n, &cr,
+				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES,
+				   reader_alive, r);
 	if (ret)
 		return ret;
 	sigaction(SIGINT, &sa, NULL);
@@ -235,7 +253,7 @@ void record_loop(struct record *r)
 		 */
 		if (py_fast)
 			py_fast = !pystacks_try(r, r->child.pid) && now_ns(CLOCK_MONOTONIC) - start < PY_FAST_NS;
-		probes_heartbeat(&r->probes);
+		record_alive(r);
 		e = take(r, py_fast ? PY_FAST_POLL_MS : r->waiting ? WAIT_POLL_MS : POLL_MS);
 		if (e == -ENOMEM)
 			fprintf(stderr, "\ngpubpf: out of memory: the recording stops here\n");
@@ -273,7 +291,7 @@ void record_loop(struct record *r)
 		uint64_t until = now_ns(CLOCK_MONOTONIC) + GRACE_NS;
 
 		while (now_ns(CLOCK_MONOTONIC) < until && take(r, 20) >= 0)
-			probes_heartbeat(&r->probes);
+			record_alive(r);
 	}
 	record_unhold(r);
 	/* the reader's last read, then whatever it holds */

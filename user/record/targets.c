@@ -362,9 +362,9 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 		targets_mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
 				    "not stop: its libcuda was probed only after it was loaded");
 	else if (n != 0 && m->held == GB_RECORDER_AWAY)
-		targets_mark_missed(r, m->pid, "gpubpf had not run for over a second (stopped, or "
-				    "starved of the CPU), so it did not stop the process: its libcuda "
-				    "was probed only after it was loaded");
+		targets_mark_missed(r, m->pid, "gpubpf was not running (stopped, or starved of the "
+				    "CPU) or its collector seemed hung, so it did not stop the process: "
+				    "its libcuda was probed only after it was loaded");
 	else if (n != 0 && m->held == GB_PTRACED)
 		targets_mark_missed(r, m->pid, "it runs under a debugger, which would see a stop: its "
 				    "libcuda was probed only after it was loaded");
