@@ -672,6 +672,24 @@ static __always_inline __u64 py_threads_key(const struct gb_py_config *cfg,
 }
 
 /*
+ * 1 when the first state of an interpreter's thread list has no thread id
+ * yet: 3.12+ lists a new state before it sets its thread's id, so a search
+ * then may have missed the thread's own, whose id will change no list.
+ */
+static __always_inline int py_head_unbound(const struct gb_py_config *cfg)
+{
+	__u64 interp = read_u64(cfg->runtime + cfg->interp_head), head;
+
+	for (int i = 0; i < PY_KEY_INTERPS && interp; i++) {
+		head = read_u64(interp + cfg->threads_head);
+		if (head && !read_u64(head + cfg->tstate_thread_id))
+			return 1;
+		interp = read_u64(interp + cfg->interp_next);
+	}
+	return 0;
+}
+
+/*
  * py_thread_state() when the thread's cached state is not its own, or runs
  * no Python: search, if the lists changed since the last search.  The
  * state found, else 0.
@@ -697,8 +715,14 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	}
 	t->tstate = q.found;
 	t->interp = q.found ? q.found_interp : 0;
-	/* ours cannot be made meanwhile: only this thread makes its own */
+	/*
+	 * Ours cannot be made meanwhile: only this thread makes its own; but
+	 * one listed without its id yet may be ours (py_head_unbound()), its
+	 * thread walked (sampled, blocked) between the two: search again.
+	 */
 	key = young ? 0 : py_threads_key(cfg, t);
+	if (key && !q.found && py_head_unbound(cfg))
+		key = 0;
 	if (q.found || !q.interp || all)
 		t->searched = key;
 	else

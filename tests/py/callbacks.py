@@ -1,6 +1,6 @@
 """Python called back from a thread of C code, which then calls the driver.
 
-usage: callbacks.py LIBWORKPOOL N [contend]
+usage: callbacks.py LIBWORKPOOL N [contend|unbound]
 
 tests/py/workpool.c's wp_callbacks() starts a C thread ("wp_cb") that, once
 200 ms old, calls callback() N times, 2 ms apart; ctypes gives the thread a
@@ -9,6 +9,10 @@ one cuCtxSynchronize, whose stack is callback's line.
 contend: meanwhile a Python thread spins, holding the GIL for 10 ms at a
 time, so that each call's new state waits for the GIL, made but running no
 Python yet, and is walked there (the thread blocks).
+unbound: tests/py/workpool.c's wp_unbound() instead, whose thread makes
+each state as CPython 3.12+ does, in the thread list before it has the
+thread's id, and is walked between the two; it calls made(); exits 77 where
+the interpreter does not export what that takes (only 3.12 does).
 """
 import ctypes
 import sys
@@ -19,6 +23,10 @@ lib = ctypes.CDLL("libcuda.so.1")
 
 def callback(i):
     lib.cuCtxSynchronize()  # CALLBACK'S CALL
+
+
+def made():
+    lib.cuCtxSynchronize()  # MADE'S CALL
 
 
 def spin(done):
@@ -32,6 +40,14 @@ def main():
     n = int(sys.argv[2])
     cb = ctypes.CFUNCTYPE(None, ctypes.c_int)(callback)
     done = []
+    if sys.argv[3:] == ["unbound"]:
+        pool.wp_unbound.argtypes = [ctypes.py_object, ctypes.c_int]
+        rc = pool.wp_unbound(made, n)
+        if rc == -2:
+            sys.exit(77)
+        if rc:
+            sys.exit("callbacks: cannot start the thread")
+        return
     if sys.argv[3:] == ["contend"]:
         sys.setswitchinterval(0.01)
         threading.Thread(target=spin, args=(done,)).start()

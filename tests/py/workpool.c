@@ -22,6 +22,13 @@
  *	                   (ctypes makes it a thread state for each call and
  *	                   deletes it after: the thread runs no Python between);
  *	                   returns when it ended
+ *	wp_unbound(o, n)   as wp_callbacks, but a thread "wp_ub" makes each
+ *	                   call's state itself as CPython 3.12+ makes one:
+ *	                   put in the thread list first, its thread's id set
+ *	                   after (_PyThreadState_New, then _PyThreadState_Bind,
+ *	                   which only 3.12 exports), blocking 5 ms between the
+ *	                   two (where its stack is walked), and calls the
+ *	                   Python callable o; -2 where those are not exported
  *	wp_stop()          end both workers
  */
 #define _GNU_SOURCE
@@ -237,6 +244,61 @@ int wp_callbacks(void (*f)(int), int n)
 
 	cb_n = n;
 	if (pthread_create(&t, NULL, calls_back, (void *)f))
+		return -1;
+	return pthread_join(t, NULL) ? -1 : 0;
+}
+
+struct unbound {
+	void *(*state_new)(void *interp), (*bind)(void *ts), *(*main_interp)(void);
+	void (*restore)(void *ts), (*clear)(void *ts), (*delete_current)(void);
+	void *(*call)(void *callable, void *args), (*decref)(void *obj);
+	void *callable;
+	int n;
+};
+
+static void *unbound_calls(void *arg)
+{
+	struct timespec old = { 0, 200000000 }, made = { 0, 5000000 }, gap = { 0, 2000000 };
+	struct unbound *u = arg;
+
+	pthread_setname_np(pthread_self(), "wp_ub");
+	nanosleep(&old, NULL);
+	for (int i = 0; i < u->n; i++) {
+		void *ts = u->state_new(u->main_interp()), *ret;
+
+		nanosleep(&made, NULL);
+		u->bind(ts);
+		u->restore(ts);
+		ret = u->call(u->callable, NULL);
+		if (ret)
+			u->decref(ret);
+		u->clear(ts);
+		u->delete_current();
+		nanosleep(&gap, NULL);
+	}
+	return NULL;
+}
+
+int wp_unbound(void *callable, int n)
+{
+	struct unbound u = {
+		.state_new = (void *(*)(void *))dlsym(RTLD_DEFAULT, "_PyThreadState_New"),
+		.bind = (void (*)(void *))dlsym(RTLD_DEFAULT, "_PyThreadState_Bind"),
+		.main_interp = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Main"),
+		.restore = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyEval_RestoreThread"),
+		.clear = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyThreadState_Clear"),
+		.delete_current = (void (*)(void))dlsym(RTLD_DEFAULT, "PyThreadState_DeleteCurrent"),
+		.call = (void *(*)(void *, void *))dlsym(RTLD_DEFAULT, "PyObject_CallObject"),
+		.decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef"),
+		.callable = callable,
+		.n = n,
+	};
+	pthread_t t;
+
+	if (!u.state_new || !u.bind || !u.main_interp || !u.restore || !u.clear ||
+	    !u.delete_current || !u.call || !u.decref)
+		return -2;
+	if (pthread_create(&t, NULL, unbound_calls, &u))
 		return -1;
 	return pthread_join(t, NULL) ? -1 : 0;
 }
