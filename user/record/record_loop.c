@@ -195,8 +195,8 @@ int record_loop_init(struct record *r)
 
 	record_alive(r);        /* its setup, from now, counts as life */
 	ret = ring_reader_init(&r->reader, fds, n, &cr,
-				   r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES,
-				   reader_alive, r);
+			       r->o->memory > READER_MIN_BYTES ? r->o->memory : READER_MIN_BYTES,
+			       reader_alive, r);
 	if (ret)
 		return ret;
 	sigaction(SIGINT, &sa, NULL);
