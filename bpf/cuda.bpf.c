@@ -654,39 +654,27 @@ static long py_search_step(__u32 i, void *data)
 /*
  * What changes when a thread state is made for thread t: the first state
  * of its interpreter's list, or where its interpreter is not known, that
- * of each interpreter's, hashed; 0: unknown.
+ * of each interpreter's, hashed; 0: unknown.  unbound: also unknown while
+ * a list's first state has no thread id yet (3.12+ lists a new state
+ * before it sets its thread's id: a search then may have missed the
+ * thread's own, whose id will change no list).
  */
 static __always_inline __u64 py_threads_key(const struct gb_py_config *cfg,
-					    const struct py_thread *t)
+					    const struct py_thread *t, int unbound)
 {
-	__u64 interp, key;
+	__u64 interp, key, head;
 
 	if (t->interp)
 		return read_u64(t->interp + cfg->threads_head) ^ 1;     /* 0 is a list too */
 	key = interp = read_u64(cfg->runtime + cfg->interp_head);
 	for (int i = 0; i < PY_KEY_INTERPS && interp; i++) {
-		key = (key ^ read_u64(interp + cfg->threads_head)) * 0x100000001b3ULL;
+		head = read_u64(interp + cfg->threads_head);
+		if (unbound && head && !read_u64(head + cfg->tstate_thread_id))
+			return 0;
+		key = (key ^ head) * 0x100000001b3ULL;
 		interp = read_u64(interp + cfg->interp_next);
 	}
 	return interp ? 0 : key;
-}
-
-/*
- * 1 when the first state of an interpreter's thread list has no thread id
- * yet: 3.12+ lists a new state before it sets its thread's id, so a search
- * then may have missed the thread's own, whose id will change no list.
- */
-static __always_inline int py_head_unbound(const struct gb_py_config *cfg)
-{
-	__u64 interp = read_u64(cfg->runtime + cfg->interp_head), head;
-
-	for (int i = 0; i < PY_KEY_INTERPS && interp; i++) {
-		head = read_u64(interp + cfg->threads_head);
-		if (head && !read_u64(head + cfg->tstate_thread_id))
-			return 1;
-		interp = read_u64(interp + cfg->interp_next);
-	}
-	return 0;
 }
 
 /*
@@ -699,7 +687,7 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	const struct gb_py_config *cfg = w->cfg;
 	struct py_thread *t = w->t;
 	struct py_search q = { .cfg = cfg, .fsbase = task->thread.fsbase };
-	__u64 key = py_threads_key(cfg, t);
+	__u64 key = py_threads_key(cfg, t, 0);
 	int young = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS;
 	int all = at_call && !young;
 
@@ -717,12 +705,10 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	t->interp = q.found ? q.found_interp : 0;
 	/*
 	 * Ours cannot be made meanwhile: only this thread makes its own; but
-	 * one listed without its id yet may be ours (py_head_unbound()), its
-	 * thread walked (sampled, blocked) between the two: search again.
+	 * one listed without its id yet may be ours, its thread walked
+	 * (sampled, blocked) between the two: then search again.
 	 */
-	key = young ? 0 : py_threads_key(cfg, t);
-	if (key && !q.found && py_head_unbound(cfg))
-		key = 0;
+	key = young ? 0 : py_threads_key(cfg, t, !q.found);
 	if (q.found || !q.interp || all)
 		t->searched = key;
 	else
