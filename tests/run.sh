@@ -11,7 +11,9 @@
 # With patterns, only tests whose name contains one of them run.  Each
 # test's output goes to build/test-logs/NAME.log.  A test file that exits
 # non-zero, times out, or whose plan does not match the results it printed
-# counts as one more failure.  The last line is "N passed, M failed, K
+# counts as one more failure.  A failing file's "not ok" lines are printed,
+# each with up to 40 of the diagnostic lines after it, then its log's last
+# 20 lines.  The last line is "N passed, M failed, K
 # skipped"; the exit status is 0 iff nothing failed.
 #
 # Environment: GPUBPF_TEST_TIMEOUT (seconds per test, default 300); a
@@ -43,12 +45,18 @@ run_one() {
 	local name=$1 to=$2 log="$logdir/$1.log" rc=0
 	shift 2
 	local nok=0 nfail=0 nskip=0 nrun=0 plan='' plan_skip='' why=() line
-	local failing=()
+	local failing=() ndiag=-1
 
 	timeout -k 10 "$to" "$@" >"$log" 2>&1 </dev/null || rc=$?
 
 	while IFS= read -r line || [[ -n "$line" ]]; do
 		line=${line%$'\r'}
+		# a failure's diagnostics: the comment lines right after it
+		if ((ndiag >= 0)) && [[ "$line" == '#'* ]]; then
+			((ndiag++ < 40)) && failing+=("  $line")
+			continue
+		fi
+		ndiag=-1
 		if [[ "$line" =~ ^1\.\.([0-9]+)(.*)$ ]]; then
 			plan=${BASH_REMATCH[1]}
 			if [[ "${BASH_REMATCH[2]}" =~ \#[[:space:]]*[Ss][Kk][Ii][Pp][[:space:]]*(.*)$ ]]; then
@@ -61,6 +69,7 @@ run_one() {
 			else
 				nfail=$((nfail + 1))
 				failing+=("$line")
+				ndiag=0
 			fi
 		elif [[ "$line" =~ ^ok([[:space:]]|$) ]]; then
 			nrun=$((nrun + 1))
