@@ -389,6 +389,14 @@ wait_for_cmd() {
 	"$@" >/dev/null 2>&1
 }
 
+# wait_recording ERRFILE: wait (up to 20 s) until a background record -p or
+# -a, its stderr in ERRFILE, says it records; not fooled by an earlier line
+# that only mentions recording ("GPU timing off: ...; recording host calls
+# only", printed before the probes of its other targets are attached).
+wait_recording() {
+	wait_for_cmd 20 grep -q '^gpubpf: recording.*; Ctrl-C to stop$' "$1"
+}
+
 # tap_from CMD ARGS...: run a checker that prints unnumbered TAP lines
 # ("ok - desc", "not ok - desc", "# diagnostics") and count each one as a
 # test of this script.  Fails when a line failed, when the checker printed

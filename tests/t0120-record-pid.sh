@@ -25,7 +25,7 @@ w1=$!
 wait_for_cmd 20 grep -q libcuda "/proc/$w1/maps"
 "$GPUBPF" record -p "$w1" -d 60s -o "$TMPD/p1.json" 2>"$TMPD/g1.err" &
 g1=$!
-wait_for_cmd 20 grep -q "recording" "$TMPD/g1.err"
+wait_recording "$TMPD/g1.err"
 t_go=$(monotonic_ns)
 touch "$TMPD/go1"
 wait "$w1"
@@ -67,7 +67,7 @@ cmp_ok "it stopped after about 700 ms (took $elapsed_ms ms)" "$elapsed_ms" -lt 8
 cmp_ok "events were captured" "$(json_query "$TMPD/p3.json" 'd["gpubpf"]["events"]')" -gt 0
 "$GPUBPF" record -p "$w3" -o "$TMPD/p4.json" 2>"$TMPD/g4.err" &
 g4=$!
-wait_for_cmd 20 grep -q "recording" "$TMPD/g4.err"
+wait_recording "$TMPD/g4.err"
 sleep 0.5
 kill -INT "$g4"
 wait "$g4"

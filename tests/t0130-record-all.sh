@@ -15,7 +15,7 @@ wa=$!
 wait_for_cmd 20 grep -q libcuda "/proc/$wa/maps"
 "$GPUBPF" record -a -o "$TMPD/all.json" 2>"$TMPD/g.err" &
 g=$!
-wait_for_cmd 20 grep -q "recording" "$TMPD/g.err"
+wait_recording "$TMPD/g.err"
 "${train[@]}" --truth "$TMPD/b.json" 2>/dev/null &
 wb=$!
 touch "$TMPD/go"

@@ -16,7 +16,7 @@ wait_for_cmd 20 grep -q libcuda "/proc/$wa/maps"
 "$GPUBPF" record -q -a -o "$TMPD/all.json" 2>"$TMPD/g.err" &
 g=$!
 at_exit "kill $g 2>/dev/null"
-wait_for_cmd 20 grep -q "recording" "$TMPD/g.err"
+wait_recording "$TMPD/g.err"
 # one started during the recording: stacks through methods, generators,
 # threads..., compared with the workload's own
 check "a Python workload started during the recording runs" \

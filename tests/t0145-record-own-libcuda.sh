@@ -48,7 +48,7 @@ at_exit "kill $late 2>/dev/null"
 "$GPUBPF" record -q --no-device -p "$late" -o "$TMPD/late.json" 2>"$TMPD/late.err" &
 g=$!
 at_exit "kill $g 2>/dev/null"
-wait_for_cmd 20 grep -q "recording" "$TMPD/late.err"
+wait_recording "$TMPD/late.err"
 touch "$TMPD/go"
 wait "$late"
 wait "$g"
@@ -190,7 +190,7 @@ if unshare -m true 2>/dev/null; then
 	"$GPUBPF" record -q --no-device -p "$cp" -o "$TMPD/cp.json" 2>"$TMPD/cp.err" &
 	g=$!
 	at_exit "kill $g 2>/dev/null"
-	wait_for_cmd 20 grep -q "recording" "$TMPD/cp.err"
+	wait_recording "$TMPD/cp.err"
 	touch "$TMPD/cgo"
 	wait "$cp"
 	wait "$g"

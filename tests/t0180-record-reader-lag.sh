@@ -48,7 +48,7 @@ held_run() {
 		-o "$TMPD/$name.json" "$@" \
 		>/dev/null 2>"$TMPD/$name.err" &
 	g=$!
-	wait_for_cmd 20 grep -q "recording" "$TMPD/$name.err"
+	wait_recording "$TMPD/$name.err"
 	"$HOLD" "$g" "$TMPD/$name.go" >"$TMPD/$name.hold" 2>&1 &
 	h=$!
 	wait_for_cmd 20 grep -q held "$TMPD/$name.hold"

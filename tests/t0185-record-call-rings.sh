@@ -69,7 +69,7 @@ pid=$(cat "$TMPD/ready")
 "$GPUBPF" record -q --no-device --no-states --sample-hz 0 --stack none --libcuda "$LIB" -p "$pid" \
 	-o "$TMPD/stop.json" >/dev/null 2>"$TMPD/stop.err" &
 g=$!
-wait_for_cmd 20 grep -q "recording" "$TMPD/stop.err"
+wait_recording "$TMPD/stop.err"
 kill -STOP "$g"
 kill -USR1 "$pid"
 wait_for_file "$TMPD/ready.done" 120

@@ -70,11 +70,12 @@ if ((${#pair[@]} >= 2)); then
 	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 	"$GPUBPF" record -v --stack-depth 64 -p "$w" -o "$TMPD/px.json" 2>"$TMPD/px.err" &
 	g=$!
-	wait_for_cmd 20 grep -q "recording" "$TMPD/px.err"
+	wait_recording "$TMPD/px.err"
 	touch "$TMPD/xgo"
 	wait "$w" "$g"
 	like "-p, $name: held at the new program's libcuda" \
-		"$(grep -c "pid $w loaded .*held until probed" "$TMPD/px.err")" "^[1-9]"
+		"$(grep -c "pid $w loaded .*held until probed" "$TMPD/px.err")" "^[1-9]" ||
+		diag <"$TMPD/px.err"
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/px.json" "$TMPD/ptruth.json" 64
 else
 	skip "fewer than two CPythons to exec one into the other" 2
@@ -125,7 +126,7 @@ attached_stacks() {
 	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 	"$GPUBPF" record --stack-depth 64 -p "$w" -o "$TMPD/p$tag.json" 2>"$TMPD/p$tag.err" &
 	g=$!
-	wait_for_cmd 20 grep -q "recording" "$TMPD/p$tag.err"
+	wait_recording "$TMPD/p$tag.err"
 	touch "$TMPD/${tag}go"
 	wait "$w"
 	wait "$g" || rc=$?
@@ -152,7 +153,7 @@ at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 "$GPUBPF" record --quiet -p "$w" -o "$TMPD/p.json" 2>"$TMPD/p.err" &
 g=$!
-wait_for_cmd 20 grep -q "recording" "$TMPD/p.err"
+wait_recording "$TMPD/p.err"
 touch "$TMPD/go"
 wait "$w" "$g"
 is "-p: every launch of the training loop carries its stack" "$(json_query "$TMPD/p.json" \

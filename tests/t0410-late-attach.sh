@@ -145,7 +145,7 @@ for how in late dormant all; do
 			"$GPUBPF" record -q -p "$w" -o "$TMPD/w.json" 2>"$TMPD/w.err" &
 		fi
 		g=$!
-		wait_for_cmd 20 grep -q "recording" "$TMPD/w.err"
+		wait_recording "$TMPD/w.err"
 		touch "$TMPD/go"
 		wait "$w"
 		[[ $how == all ]] && kill -INT "$g"

@@ -82,7 +82,7 @@ wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
 wait_for_cmd 20 grep -q libtorch_cpu "/proc/$w/maps"
 "$GPUBPF" record --autograd -p "$w" -d 60s -o "$TMPD/p.json" 2>"$TMPD/g.err" &
 g=$!
-wait_for_cmd 20 grep -q "recording" "$TMPD/g.err"
+wait_recording "$TMPD/g.err"
 touch "$TMPD/go"
 wait "$w"
 is "the workload ran to its end" "$?" 0
