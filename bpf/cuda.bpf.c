@@ -32,6 +32,7 @@ const volatile __u8 crings_on = 0;      /* entry-only calls go to cpu_rings */
 const volatile __u64 cring_mask = 0;    /* a CPU ring's data bytes - 1 (a power of two) */
 const volatile __u32 cring_wake_shift = 14; /* kick the reader each 1 << this unread bytes */
 const volatile __u8 may_goto_on = 0;    /* the kernel knows may_goto (Linux 6.9; py_stack_walk()) */
+const volatile __u8 test_nested_search = 0; /* tests: a sample's search amid each call's walk */
 
 /*
  * Two rings, both resized by the loader.  rb takes every record but the
@@ -207,7 +208,7 @@ struct py_thread {
 	struct gb_py_config cfg;
 	__u64 cfg_gen;
 	__u32 cfg_tgid;
-	__u32 ran_python;       /* tstate, when found, ran Python (else: a state kept idle) */
+	__u32 pad;
 	struct py_ident_slot idents[PY_IDENT_SLOTS];
 	__u64 low;              /* its last walk's lowest frame, near the top: frame_at()'s hint */
 	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
@@ -503,6 +504,7 @@ struct py_walk {
 	__u64 frame;            /* the next frame to read, 0 at the bottom */
 	__u64 last;             /* the last frame recorded */
 	__u64 hash;
+	__u64 tried;            /* the thread's cached state, as py_thread_state() read it */
 	__u32 n;                /* frames recorded */
 	__u32 depth;            /* frames wanted */
 };
@@ -546,6 +548,7 @@ static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *t
 	__u32 id = cfg->tstate_thread_id, top = cfg->tstate_frame, base = cfg->tstate_base_frame;
 	__u32 lo = id < top ? id : top, hi = id < top ? top : id, span;
 
+	w->tried = ts;
 	/* 3.15+: its sentinel frame, where a thread that runs no Python is */
 	if (base != GB_PY_NONE) {
 		lo = base < lo ? base : lo;
@@ -604,10 +607,10 @@ static __noinline __u64 py_thread_state(struct py_walk *w, struct task_struct *t
  * process: a driver's, a library's worker) would cost a search at each
  * call and each blocking switch (~0.2 us a state: ~23 us among 100
  * threads), and every state made goes first in its interpreter's list.  A
- * state found running Python that runs none now is checked that way too: a
- * C thread that calls Python (ctypes callbacks, PyGILState_Ensure) gets a
- * new state for each call, where the last one's memory, freed, still reads
- * as its own.
+ * state found that runs no Python now is checked that way too, whether it
+ * ran Python or was found idle: a C thread that calls Python (ctypes
+ * callbacks, PyGILState_Ensure) gets a new state for each call, where the
+ * last one's memory, freed, still reads as its own.
  * Not in a thread's first PY_THREAD_YOUNG_NS: a new Python thread can be
  * walked (sampled, or switched out) before it has put its id in the state
  * its creator made for it, which changes no list.
@@ -680,7 +683,11 @@ static __always_inline __u64 py_threads_key(const struct gb_py_config *cfg,
 /*
  * py_thread_state() when the thread's cached state is not its own, or runs
  * no Python: search, if the lists changed since the last search.  The
- * state found, else 0.
+ * state found, else 0.  That last search may be a sample's, made amid this
+ * walk (a CPU-clock tick is an interrupt, which a uprobe's program does
+ * not keep out), which found the thread's state after this walk read the
+ * cached one: then the lists unchanged say nothing of the state this walk
+ * tried, and it searches too (before: that call had no stack).
  */
 static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *task, int at_call)
 {
@@ -688,15 +695,18 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	struct py_thread *t = w->t;
 	struct py_search q = { .cfg = cfg, .fsbase = task->thread.fsbase };
 	__u64 key = py_threads_key(cfg, t, 0);
-	int young = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS;
-	int all = at_call && !young;
+	int young, all;
 
-	if (key && (t->searched == key || (!all && t->searched_part == key)))
+	/* the common case first, without the clock (a helper call) */
+	if (key && t->tstate == w->tried && t->searched == key)
+		return 0;
+	young = bpf_ktime_get_ns() - task->start_time < PY_THREAD_YOUNG_NS;
+	all = at_call && !young;
+	if (key && t->tstate == w->tried && !all && t->searched_part == key)
 		return 0;
 	q.interp = read_u64(cfg->runtime + cfg->interp_head);
 	q.ts = q.interp ? read_u64(q.interp + cfg->threads_head) : 0;
 	bpf_loop(all ? PY_THREADS_SEARCHED_CALL : PY_THREADS_SEARCHED, py_search_step, &q, 0);
-	t->ran_python = q.found != 0;
 	if (!q.found) {
 		q.found = q.idle;
 		q.found_interp = q.idle_interp;
@@ -995,21 +1005,22 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	 * build/cuda.bpf.o), ~2-3% of the entry program at depth 30.
 	 */
 	searched = !py_thread_state(&w, task);
+	/* tests: a sample's search lands here, as a CPU-clock tick can */
+	if (test_nested_search && searched && slot == PY_OWN_SLOT)
+		py_thread_find(&w, task, 0);
 	if (searched && !py_thread_find(&w, task, slot == PY_OWN_SLOT))
 		return 0;
 	if (w.cfg->cframe_frame != GB_PY_NONE && w.frame)
 		w.frame = read_u64(w.frame + w.cfg->cframe_frame);
 	/*
-	 * The cached state, which ran Python, runs none now: a newer one, if
-	 * any (not for a state kept idle, as PyTorch's autograd threads keep
-	 * theirs: that would cost each of their calls a read).  A state found
-	 * idle that runs Python now has run it: a C thread's state is found
-	 * idle when it is walked between its making and its first frame, as
-	 * when it waits for the GIL.
+	 * The cached state runs no Python now: a newer one, if the lists
+	 * changed since the last search.  That costs a thread that keeps an
+	 * idle state (PyTorch's autograd threads) a read a call, as it costs
+	 * a thread with no state: a state found idle may since have been
+	 * deleted, its memory still reading as the thread's, and the thread
+	 * now run Python in a new one.
 	 */
-	if (w.frame && !w.t->ran_python)
-		w.t->ran_python = 1;
-	if (!w.frame && !searched && w.t->ran_python) {
+	if (!w.frame && !searched) {
 		if (!py_thread_find(&w, task, slot == PY_OWN_SLOT))
 			return 0;
 		if (w.cfg->cframe_frame != GB_PY_NONE && w.frame)

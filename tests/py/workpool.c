@@ -29,6 +29,13 @@
  *	                   which only 3.12 exports), blocking 5 ms between the
  *	                   two (where its stack is walked), and calls the
  *	                   Python callable o; -2 where those are not exported
+ *	wp_freed(o, n)     as wp_callbacks, but a thread "wp_fr" holds a state
+ *	                   that runs no Python for 5 ms first (where its stack
+ *	                   is walked and that state found), then makes the
+ *	                   call's state, deletes the idle one and calls the
+ *	                   Python callable o in the new one: the idle state's
+ *	                   memory, freed, still reads as the thread's state
+ *	                   running no Python
  *	wp_stop()          end both workers
  */
 #define _GNU_SOURCE
@@ -299,6 +306,63 @@ int wp_unbound(void *callable, int n)
 	    !u.delete_current || !u.call || !u.decref)
 		return -2;
 	if (pthread_create(&t, NULL, unbound_calls, &u))
+		return -1;
+	return pthread_join(t, NULL) ? -1 : 0;
+}
+
+struct freed {
+	void *(*state_new)(void *interp), *(*interp)(void), (*restore)(void *ts);
+	void (*clear)(void *ts), (*delete)(void *ts), (*delete_current)(void);
+	void *(*call)(void *callable, void *args), (*decref)(void *obj);
+	void *callable;
+	int n;
+};
+
+static void *freed_calls(void *arg)
+{
+	struct timespec old = { 0, 200000000 }, idle = { 0, 5000000 }, gap = { 0, 2000000 };
+	struct freed *u = arg;
+
+	pthread_setname_np(pthread_self(), "wp_fr");
+	nanosleep(&old, NULL);
+	for (int i = 0; i < u->n; i++) {
+		void *was = u->state_new(u->interp()), *ts, *ret;
+
+		nanosleep(&idle, NULL);
+		ts = u->state_new(u->interp());
+		u->restore(ts);
+		u->clear(was);
+		u->delete(was);
+		ret = u->call(u->callable, NULL);
+		if (ret)
+			u->decref(ret);
+		u->clear(ts);
+		u->delete_current();
+		nanosleep(&gap, NULL);
+	}
+	return NULL;
+}
+
+int wp_freed(void *callable, int n)
+{
+	struct freed u = {
+		.state_new = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyThreadState_New"),
+		.interp = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyInterpreterState_Head"),
+		.restore = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyEval_RestoreThread"),
+		.clear = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyThreadState_Clear"),
+		.delete = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyThreadState_Delete"),
+		.delete_current = (void (*)(void))dlsym(RTLD_DEFAULT, "PyThreadState_DeleteCurrent"),
+		.call = (void *(*)(void *, void *))dlsym(RTLD_DEFAULT, "PyObject_CallObject"),
+		.decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef"),
+		.callable = callable,
+		.n = n,
+	};
+	pthread_t t;
+
+	if (!u.state_new || !u.interp || !u.restore || !u.clear || !u.delete ||
+	    !u.delete_current || !u.call || !u.decref)
+		return -2;
+	if (pthread_create(&t, NULL, freed_calls, &u))
 		return -1;
 	return pthread_join(t, NULL) ? -1 : 0;
 }

@@ -120,6 +120,9 @@ static int open_probes(struct record *r)
 	po.no_hold = getenv("GPUBPF_TEST_NO_HOLD") && *getenv("GPUBPF_TEST_NO_HOLD");
 	/* tests: walk Python stacks as on a kernel without may_goto */
 	po.no_may_goto = getenv("GPUBPF_TEST_NO_MAY_GOTO") && *getenv("GPUBPF_TEST_NO_MAY_GOTO");
+	/* tests: a sample's search amid a call's walk, as a CPU-clock tick can land */
+	po.test_nested_search = getenv("GPUBPF_TEST_NESTED_SEARCH") &&
+				*getenv("GPUBPF_TEST_NESTED_SEARCH");
 	if (probes_open(&r->probes, &po, err, sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
 		return -EINVAL;

@@ -171,6 +171,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		p->skel->rodata->hold_each = !!o->hold_each;
 		p->skel->rodata->hold_exec = !!o->hold_exec;
 		p->skel->rodata->may_goto_on = may_goto;
+		p->skel->rodata->test_nested_search = !!o->test_nested_search;
 		if (o->ringbuf_bytes) {
 			uint64_t gpu = pow2_at_least(o->ringbuf_bytes);
 			uint64_t host = gpu / PROBES_HOST_RING_PART > PROBES_HOST_RING_MIN ?

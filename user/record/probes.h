@@ -30,6 +30,8 @@ struct probes_opts {
 	int no_hold;            /* do not load the mmap hook (as on a kernel without it) */
 	int no_may_goto;        /* walk Python stacks with bpf_loop (as on a kernel
 				   without may_goto, before Linux 6.9) */
+	int test_nested_search; /* tests: a sample's search amid each call's walk
+				   that finds its cached state not its own */
 	int hold_each;          /* hold every process that maps libcuda, once (see
 				   probes_hold_maps), not only for a new library */
 	int hold_exec;          /* hold a traced process that runs a new program
