@@ -261,9 +261,9 @@ int targets_setup_pids(struct record *r)
 			if (!r->o->libcuda && attach_lib(r, path, t->pid) < 0)
 				return -EINVAL;
 			if (r->o->device && !target_markers(r, t) && !targets_late_failed(r, t->pid))
-											  fprintf(stderr, "gpubpf: pid %d: GPU timing needs %s loaded at start: "
-											  "run the job with CUDA_INJECTION64_PATH=%s; recording host "
-											  "calls only\n", t->pid, INJECTION_LIB, r->o->injlib);
+				fprintf(stderr, "gpubpf: pid %d: GPU timing needs %s loaded at start: "
+					"run the job with CUDA_INJECTION64_PATH=%s; recording host "
+					"calls only\n", t->pid, INJECTION_LIB, r->o->injlib);
 			if (!r->o->libcuda)
 				continue;
 		}
