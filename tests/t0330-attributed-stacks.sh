@@ -103,7 +103,7 @@ for py in "${pythons[@]}"; do
 			"$py" "$CB" "$TMPD/libworkpool.so" 20 ${mode/plain/} || continue
 		is "$v: callbacks ($mode): each of the C thread's 20 syncs has the callback's line, walked" \
 			"$(stacks_of "$TMPD/c.json" wp_cb)" "[[\"callback ($CB:$cbline)\", null], 20]" ||
-			calls_of "$TMPD/c.json" wp_cb
+			{ calls_of "$TMPD/c.json" wp_cb; diag <"$TMPD/.check.out"; }
 	done
 done
 # a sample's search that lands amid a call's walk (a CPU-clock tick is an
@@ -120,7 +120,7 @@ for py in "${pythons[@]}"; do
 		"$py" "$CB" "$TMPD/libworkpool.so" 20 || continue
 	is "$v: callbacks, a sample's search amid each walk: each of the 20 syncs has the callback's line, walked" \
 		"$(stacks_of "$TMPD/n.json" wp_cb)" "[[\"callback ($CB:$cbline)\", null], 20]" ||
-		calls_of "$TMPD/n.json" wp_cb
+		{ calls_of "$TMPD/n.json" wp_cb; diag <"$TMPD/.check.out"; }
 done
 # a state put in its interpreter's thread list before it has its thread's
 # id, as 3.12+ makes every state (PyGILState_Ensure's, a new thread's): a
@@ -146,7 +146,7 @@ for py in "${pythons[@]}"; do
 	is "$v: unbound states: record" "$rc" 0 || diag <"$TMPD/u.err"
 	is "$v: unbound states: each of the thread's 20 syncs has its own line, walked" \
 		"$(stacks_of "$TMPD/u.json" wp_ub)" "[[\"made ($CB:$mline)\", null], 20]" ||
-		calls_of "$TMPD/u.json" wp_ub
+		{ calls_of "$TMPD/u.json" wp_ub; diag <"$TMPD/u.err"; }
 done
 # a thread walked while it holds a state that runs no Python (found idle),
 # which then deletes it and runs Python in a new state elsewhere: the
@@ -167,6 +167,6 @@ for py in "${pythons[@]}"; do
 	is "$v: a state found idle, then freed: record" "$rc" 0 || diag <"$TMPD/f.err"
 	is "$v: a state found idle, then freed: each of the thread's 20 syncs has its own line, walked" \
 		"$(stacks_of "$TMPD/f.json" wp_fr)" "[[\"made ($CB:$mline)\", null], 20]" ||
-		calls_of "$TMPD/f.json" wp_fr
+		{ calls_of "$TMPD/f.json" wp_fr; diag <"$TMPD/f.err"; }
 done
 done_testing
