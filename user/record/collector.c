@@ -236,8 +236,14 @@ static int on_pystack(struct collector *c, const struct gb_pystack *st, size_t s
 	if (!cfg)
 		return -EINVAL;
 	for (uint32_t i = 0; i < st->depth; i++) {
-		if (pysym_resolve(c->pysym, st->pid, cfg, &st->frames[i], &fi))
-			*(st->sampled ? &c->py_unresolved_sampled : &c->py_unresolved) += 1;
+		int err = pysym_resolve(c->pysym, st->pid, cfg, &st->frames[i], &fi);
+
+		if (err && st->sampled) {
+			c->py_unresolved_sampled++;
+		} else if (err) {
+			c->py_unresolved++;
+			c->py_stale += err == -ESTALE;
+		}
 		snprintf(buf, sizeof(buf), "%s (%s:%d)", fi.qualname, fi.filename, fi.line);
 		frames[i] = strtab_intern(&c->m->strs, buf);
 		snprintf(buf, sizeof(buf), "%s (%s)", fi.qualname, fi.filename);

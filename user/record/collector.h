@@ -39,6 +39,9 @@ struct collector {
 	struct collector_py *py;
 	size_t npy;
 	uint64_t py_unresolved; /* frames that could not be named */
+	uint64_t py_stale;      /* of those, whose code object had changed (the
+				   others': their process had exited, or its
+				   memory could not be read) */
 	uint64_t py_unresolved_sampled; /* of stacks walked for samples: their process
 				   may exit before it is read (not a warning) */
 	struct nsym *nsym;      /* names native frames as stacks arrive */

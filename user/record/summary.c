@@ -128,7 +128,9 @@ void record_summary(struct record *r)
 		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
 			(unsigned long long)r->coll.bad);
 	if (r->coll.py_unresolved)
-		fprintf(stderr, "gpubpf: %llu Python frames could not be named (their process had "
-			"exited or changed); they read \"?\"\n",
-			(unsigned long long)r->coll.py_unresolved);
+		fprintf(stderr, "gpubpf: %llu Python frames could not be named (%llu: their process "
+			"had exited, or its memory could not be read; %llu: their code object had "
+			"changed); they read \"?\"\n", (unsigned long long)r->coll.py_unresolved,
+			(unsigned long long)(r->coll.py_unresolved - r->coll.py_stale),
+			(unsigned long long)r->coll.py_stale);
 }
