@@ -208,7 +208,6 @@ struct py_thread {
 	struct gb_py_config cfg;
 	__u64 cfg_gen;
 	__u32 cfg_tgid;
-	__u32 pad;
 	struct py_ident_slot idents[PY_IDENT_SLOTS];
 	__u64 low;              /* its last walk's lowest frame, near the top: frame_at()'s hint */
 	__u64 sent[PY_SENT_SLOTS]; /* ids of stacks known sent, by id: spares "py_seen" */
