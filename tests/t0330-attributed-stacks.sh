@@ -12,7 +12,9 @@
 # 5), `gpubpf report FILE` prints what record printed, and Perfetto imports
 # the JSON and .pftrace traces.  A C thread that calls Python back, with a
 # new thread state each time, has each call's own stack, also where it is
-# walked while its new state is in the list without its id (3.12+).
+# walked while its new state is in the list without its id (3.12+), where
+# a sample's search lands amid a call's walk, and where a state it was
+# found holding idle is deleted and its call runs in a new one.
 . "$(dirname "$0")/lib.sh"
 test_description "attributed stacks: worker threads without Python"
 require_bpf
