@@ -61,10 +61,14 @@ static int on_rest(void *ctx, void *data, size_t size)
 /*
  * The thread: sleep until the BPF programs wake it (a record crossing a
  * ring's wakeup threshold, or one that must be read at once), a stop, or
- * READ_MS; read everything the rings hold; repeat.  What a wakeup brought
- * wakes the taker; what the timeout found waits for the taker's own (the
- * same period: records that ask for no wakeup can wait that long).  After
- * a stop, one last read.
+ * READ_MS; read everything the rings hold; repeat.  Whatever a read
+ * brought wakes the taker, also after the timeout: a record that must be
+ * read at once (a new Python stack, named from the process's memory while
+ * the process still runs) may land while a read begun by the timeout is
+ * under way, which takes it, and its own wakeup then finds the ring empty
+ * and is lost (before: the record waited for the taker's own timeout, up
+ * to 100 ms more, and a process ending meanwhile left its stack unnamed;
+ * t0330 once in ~100 recordings).  After a stop, one last read.
  *
  * It runs at the highest priority of its class (nice -20, where the
  * recorder may set it: root may).  A wakeup means a ring is a quarter
@@ -81,18 +85,18 @@ static void *reader_main(void *arg)
 {
 	struct ring_reader *rr = arg;
 	struct epoll_event ev[4];
-	int stop = 0, err = 0, woken;
+	int stop = 0, err = 0;
 
 	(void)setpriority(PRIO_PROCESS, gettid(), RECORD_NICE);
 	while (!stop && err >= 0) {
-		woken = epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS) > 0;
+		(void)epoll_wait(rr->epoll_fd, ev, sizeof(ev) / sizeof(ev[0]), READ_MS);
 		if (rr->alive)
 			rr->alive(rr->alive_ctx);
 		stop = __atomic_load_n(&rr->stopping, __ATOMIC_ACQUIRE);
 		err = read_small(rr);
 		if (err >= 0 && rr->rest)
 			err = ring_buffer__consume(rr->rest);
-		rec_queue_publish(&rr->q, woken);
+		rec_queue_publish(&rr->q, 1);
 	}
 	rr->error = err < 0 ? err : 0;
 	rec_queue_end(&rr->q);
