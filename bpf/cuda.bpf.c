@@ -162,7 +162,7 @@ struct py_ident_slot {
 	__u64 frame;
 	__u64 code;
 	__u32 ident;
-	__u32 pad;
+	__u32 program;          /* gb_py_config's: the task storage outlives an exec */
 };
 
 /*
@@ -868,6 +868,7 @@ static __noinline __u32 py_ident_read(struct py_walk *w, __u64 frame, __u64 code
 	known->frame = frame;
 	known->code = code;
 	known->ident = ident;
+	known->program = w->cfg->program;
 	return ident;
 }
 
@@ -909,7 +910,7 @@ static __always_inline int py_walk_frame(struct py_walk *w)
 	f->code = code;
 	f->instr = instr;
 	known = ident_slot(w->t, frame);
-	if (known->frame == frame && known->code == code)
+	if (known->frame == frame && known->code == code && known->program == cfg->program)
 		f->ident = known->ident;
 	else
 		f->ident = py_ident_read(w, frame, code);

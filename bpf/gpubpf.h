@@ -459,6 +459,13 @@ struct gb_py_config {
 				   at the bottom of every thread's stack (its top
 				   when the thread runs no Python); GB_PY_NONE before */
 	__u32 interp_next;      /* of interp->next: the next older interpreter */
+	__u32 program;          /* set by record, a new number for each program a pid
+				   runs: the code objects' tokens that a thread's walks
+				   remember are of the program they were read in (a
+				   thread's task storage outlives its exec, and without
+				   ASLR the new program's frames and code objects lie
+				   where the old one's did) */
+	__u32 pad2;
 };
 
 /* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.7 to 3.15 (test_pyruntime checks it): its

@@ -690,9 +690,12 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max)
 
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg)
 {
+	struct gb_py_config prog = *cfg;
 	uint32_t key = pid;
 
-	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
+	/* a new program for the walks: the code tokens they remember are its own */
+	prog.program = ++p->py_programs;
+	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), &prog, sizeof(prog),
 				 BPF_ANY))
 		return -errno;
 	/* the threads' copies of the entry are stale from here on */

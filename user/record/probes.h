@@ -67,6 +67,7 @@ struct probes {
 	struct bpf_link **samplers; /* one CPU-clock perf event per CPU */
 	int nsamplers;
 	struct cpu_rings crings;   /* the per-CPU call rings, mapped */
+	uint32_t py_programs;      /* Python programs handed to the walker (gb_py_config.program) */
 };
 
 /*
@@ -131,7 +132,8 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max);
 /*
  * Walk pid's Python stacks at every probed call, with layout cfg (one
  * without native thread ids whose GIL is known, 3.7-3.10, turns on the BPF
- * map of threads by their pthread_self()).
+ * map of threads by their pthread_self()), as a new program: no code token
+ * that a walk remembers from an earlier program at pid is taken for its own.
  */
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
 /* Stop walking pid's Python stacks (it runs a new program). */
