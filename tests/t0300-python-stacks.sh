@@ -7,7 +7,8 @@
 # with may_goto and with bpf_loop; after an exec of another Python; in a
 # process that made a subinterpreter, recorded and attached with -p; in
 # one that runs 300 threads, attached with -p; in a fork given an ended
-# process's pid.
+# process's pid; without ASLR, in a program's twin run by exec or at its
+# pid.
 . "$(dirname "$0")/lib.sh"
 test_description "Python stacks on CUDA calls, CPython 3.6 to 3.15"
 require_bpf
@@ -103,6 +104,57 @@ if ((${#pair[@]} >= 2)); then
 		{ json_query "$TMPD/f.json" '"\n".join("%s pid %s %d us: %s" % (e["name"], e["pid"], e["ts"], e["args"].get("stack", ["no stack"])[0]) for e in sorted(ev, key=lambda e: e.get("ts", 0)) if e.get("cat") == "cuda_api")' | diag; diag <"$TMPD/f.err"; }
 else
 	skip "fewer than two CPythons for a fork at an ended process's pid" 2
+fi
+# without ASLR (setarch -R) a program and its twin (the same code under
+# another name) have their frames and code objects at the same addresses:
+# the twin run in the program's place (exec), or as a later process at its
+# pid, has calls with its own stack.  By exec, the thread's walks had kept
+# the first program's code tokens (a thread's task storage outlives its
+# exec): the twin's calls had the first's names on 3.10, and "?" for
+# frames on 3.11 and 3.12
+# twin_check NAME JSON OUT: the calls of both programs in JSON each have
+# their own stack, where the two code addresses the programs printed (in
+# OUT) are one; else skipped
+twin_check() {
+	local main want
+	main="main ($GPUBPF_ROOT/tests/py/twin.py:$(grep -n '^    scope\[name\](lib, n)' "$GPUBPF_ROOT/tests/py/twin.py" | cut -d: -f1))"
+	want="[[\"alpha (alpha.py:4) < $main\", 5], [\"bravo (bravo.py:4) < $main\", 5]]"
+	if (($(grep -c '^0x' "$3") != 2 || $(grep '^0x' "$3" | cut -d' ' -f1 | sort -u | wc -l) != 1)); then
+		skip "$1: the two programs' code is not at one address here"
+		return
+	fi
+	is "$1: each program's 5 syncs have its own stack" "$(json_query "$2" \
+		'[[k, n] for k, n in sorted(collections.Counter(" < ".join(e["args"].get("stack", ["no stack"])[:2]) for e in ev if e.get("name") == "cuCtxSynchronize").items())]')" \
+		"$want"
+}
+if ! setarch -R true 2>/dev/null; then
+	skip "setarch -R refused here: no run without ASLR" $((2 * ${#pythons[@]} + 2))
+else
+	for py in "${pythons[@]}"; do
+		name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ($py), no ASLR, a twin by exec"
+		again=$py
+		[[ $py == */sid-python* ]] && again=/usr/bin/${py##*/sid-}      # the chroot's own, from inside
+		check "$name: record" "$GPUBPF" record -q -o "$TMPD/tw.json" -- setarch -R \
+			"$py" "$GPUBPF_ROOT/tests/py/twin.py" alpha 5 "$again" "$GPUBPF_ROOT/tests/py/twin.py" bravo 5 &&
+			twin_check "$name" "$TMPD/tw.json" "$TMPD/.check.out"
+	done
+	# the twin as a later process given the program's pid
+	py=$(cpythons 3.12 3.11 3.13 3.10 | head -n 1)
+	if [[ -z "$py" ]]; then
+		skip "no CPython 3.10-3.13 for a twin at an ended program's pid" 2
+	else
+		name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])'), no ASLR, a twin at an ended program's pid"
+		for try in 1 2 3; do
+			rc=0
+			"$GPUBPF" record -q -o "$TMPD/tp.json" -- setarch -R bash -c \
+				'a=$("$1" "$2" alpha 5) && echo "$a" && exec "$1" "$3" "${a#* }" -- "$1" "$2" bravo 5' \
+				sh "$py" "$GPUBPF_ROOT/tests/py/twin.py" "$GPUBPF_ROOT/tests/py/fork_at_pid.py" \
+				>"$TMPD/tp.out" 2>"$TMPD/tp.err" || rc=$?
+			((rc == 3)) || break    # another process took the pid first
+		done
+		is "$name: recorded" "$rc" 0 || diag <"$TMPD/tp.err"
+		twin_check "$name" "$TMPD/tp.json" "$TMPD/tp.out"
+	fi
 fi
 # a process that made a subinterpreter first: CPython lists interpreters
 # newest first, and the main one's threads are found all the same
