@@ -138,7 +138,7 @@ gpubpf_attach() {
 	"$GPUBPF" record -q "$@" > /dev/null 2> "$err" &
 	GB_JOB=$!
 	for _ in $(seq 3000); do
-		grep -q '^gpubpf: recording' "$err" && return 0
+		grep -qs '^gpubpf: recording' "$err" && return 0
 		kill -0 "$GB_JOB" 2>/dev/null || break
 		sleep 0.01
 	done
