@@ -124,7 +124,12 @@ struct {
 	__type(value, struct gb_py_config);
 } py_procs SEC(".maps");
 
-/* bumped by user space after each change of py_procs (py_thread's cfg) */
+/*
+ * Bumped at each change of py_procs (py_thread's cfg): by user space, by
+ * the exec and exit tracepoints, and by gb_py_code_free at each code
+ * object that a process with walks frees (the code tokens the walks
+ * remember are of the generation they were read in: py_ident_slot).
+ */
 __u64 py_procs_gen;
 
 struct py_seen_key {
@@ -145,11 +150,15 @@ struct {
  * task storage (no hashing, freed with the thread): its PyThreadState, and
  * the identity token of the code object each of its frames held at the
  * last walk, by frame address in a direct-mapped table.  A frame still at
- * the same address with the same code object there is, all but certainly,
- * the same live frame, and a live frame holds a reference to its code
- * object, which therefore was not freed: its token need not be read
- * again.  The frames below the top of a stack persist from call to call,
- * so most of a walk is found here.  The slot is the frame's address in
+ * the same address with the same code object there is the same code
+ * object, and its token need not be read again, as long as no code object
+ * was freed since (py_procs_gen unchanged: gb_py_code_free).  A frame
+ * popped and another pushed in its place can hold a new code object at
+ * the freed one's address: a notebook's next cell, code exec'd or
+ * reloaded anew, the same program run again by exec without ASLR (the
+ * task storage outlives an exec; the exec bumps the generation too).  The
+ * frames below the top of a stack persist from call to call, so most of a
+ * walk is found here.  The slot is the frame's address in
  * 64-byte units: 3.11+ frames lie one after the other on the thread's data
  * stack, each 80 bytes or more, so a stack of up to 16 KiB (a hundred
  * frames and more) has a slot per frame, where hashed slots would have
@@ -162,7 +171,7 @@ struct py_ident_slot {
 	__u64 frame;
 	__u64 code;
 	__u32 ident;
-	__u32 program;          /* gb_py_config's: the task storage outlives an exec */
+	__u32 gen;              /* py_procs_gen's low half when read */
 };
 
 /*
@@ -506,6 +515,7 @@ struct py_walk {
 	__u64 tried;            /* the thread's cached state, as py_thread_state() read it */
 	__u32 n;                /* frames recorded */
 	__u32 depth;            /* frames wanted */
+	__u32 gen;              /* py_procs_gen's low half, read before the walk */
 };
 
 /*
@@ -868,7 +878,8 @@ static __noinline __u32 py_ident_read(struct py_walk *w, __u64 frame, __u64 code
 	known->frame = frame;
 	known->code = code;
 	known->ident = ident;
-	known->program = w->cfg->program;
+	/* a process whose frees are not counted keeps no token past its walk */
+	known->gen = w->cfg->code_frees ? w->gen : w->gen - 1;
 	return ident;
 }
 
@@ -910,7 +921,7 @@ static __always_inline int py_walk_frame(struct py_walk *w)
 	f->code = code;
 	f->instr = instr;
 	known = ident_slot(w->t, frame);
-	if (known->frame == frame && known->code == code && known->program == cfg->program)
+	if (known->frame == frame && known->code == code && known->gen == w->gen)
 		f->ident = known->ident;
 	else
 		f->ident = py_ident_read(w, frame, code);
@@ -995,6 +1006,7 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 		cfg = &w.t->cfg;
 	}
 	w.cfg = cfg;
+	w.gen = gen;
 	w.s = s = slot == PY_OWN_SLOT ? &w.t->own : bpf_map_lookup_elem(&py_scratch, &slot);
 	if (!s)
 		return 0;
@@ -1578,6 +1590,24 @@ int BPF_USDT(gb_gpu_api, __u32 correlation, __u32 cbid)
 	c->cbid = cbid;
 	c->pad = 0;
 	bpf_ringbuf_submit(c, wake_flags(sizeof(*c), 1));
+	return 0;
+}
+
+/*
+ * CPython frees a code object (the tp_dealloc of PyCode_Type, attached by
+ * user space for each interpreter it walks): in a process whose stacks are
+ * walked, the code tokens its threads' walks remember may be of that code
+ * object, and a new one can come at its address (py_ident_slot).  A free
+ * before the process's layout is in py_procs cannot matter: no walk of it
+ * has remembered anything.
+ */
+SEC("uprobe")
+int gb_py_code_free(void *ctx)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+
+	if (bpf_map_lookup_elem(&py_procs, &tgid))
+		__sync_fetch_and_add(&py_procs_gen, 1);
 	return 0;
 }
 

@@ -459,12 +459,10 @@ struct gb_py_config {
 				   at the bottom of every thread's stack (its top
 				   when the thread runs no Python); GB_PY_NONE before */
 	__u32 interp_next;      /* of interp->next: the next older interpreter */
-	__u32 program;          /* set by record, a new number for each program a pid
-				   runs: the code objects' tokens that a thread's walks
-				   remember are of the program they were read in (a
-				   thread's task storage outlives its exec, and without
-				   ASLR the new program's frames and code objects lie
-				   where the old one's did) */
+	__u32 code_frees;       /* set by record: 1 when gb_py_code_free counts the
+				   code objects the process frees, so that its walks
+				   may keep code tokens from call to call; 0: each
+				   walk reads every frame's */
 	__u32 pad2;
 };
 

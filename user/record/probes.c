@@ -583,6 +583,31 @@ int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *
 	return 1;
 }
 
+int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pid_t pid,
+			    char *err, size_t errlen)
+{
+	struct probe_target *t;
+	struct bpf_link *l;
+	size_t cap = 0;
+	int ret;
+
+	ret = new_target(p, path, pid, &t, err, errlen);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	l = bpf_program__attach_uprobe_opts(p->skel->progs.gb_py_code_free, pid, path, off, NULL);
+	ret = l ? add_link(t, l, &cap) : -errno;
+	if (ret && l)
+		bpf_link__destroy(l);
+	if (ret) {
+		snprintf(err, errlen, "cannot attach a uprobe to '%s': %s", path, strerror(-ret));
+		detach(t);
+		free(t->path);
+		return ret;
+	}
+	p->ntargets++;
+	return 1;
+}
+
 void probes_heartbeat(struct probes *p)
 {
 	struct timespec ts;
@@ -690,12 +715,9 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max)
 
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg)
 {
-	struct gb_py_config prog = *cfg;
 	uint32_t key = pid;
 
-	/* a new program for the walks: the code tokens they remember are its own */
-	prog.program = ++p->py_programs;
-	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), &prog, sizeof(prog),
+	if (bpf_map__update_elem(p->skel->maps.py_procs, &key, sizeof(key), cfg, sizeof(*cfg),
 				 BPF_ANY))
 		return -errno;
 	/* the threads' copies of the entry are stale from here on */

@@ -67,7 +67,6 @@ struct probes {
 	struct bpf_link **samplers; /* one CPU-clock perf event per CPU */
 	int nsamplers;
 	struct cpu_rings crings;   /* the per-CPU call rings, mapped */
-	uint32_t py_programs;      /* Python programs handed to the walker (gb_py_config.program) */
 };
 
 /*
@@ -100,6 +99,16 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
  */
 int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *err,
 			   size_t errlen);
+/*
+ * Attach to where the CPython interpreter in the file at path frees code
+ * objects (its file offset off: pyruntime_code_free()), for pid (-1: all
+ * processes): each free in a process whose stacks are walked makes its
+ * walks read their code tokens anew (gb_py_code_free).  Returns 1 when
+ * attached, 0 if already attached, or -errno with a one-line reason in
+ * err.
+ */
+int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pid_t pid,
+			    char *err, size_t errlen);
 /* 1 if the library file at path is attached for pid (or for all). */
 int probes_attached(struct probes *p, const char *path, pid_t pid);
 /*
@@ -132,8 +141,7 @@ int probes_traced_pids(struct probes *p, pid_t *pids, int max);
 /*
  * Walk pid's Python stacks at every probed call, with layout cfg (one
  * without native thread ids whose GIL is known, 3.7-3.10, turns on the BPF
- * map of threads by their pthread_self()), as a new program: no code token
- * that a walk remembers from an earlier program at pid is taken for its own.
+ * map of threads by their pthread_self()).
  */
 int probes_set_python(struct probes *p, pid_t pid, const struct gb_py_config *cfg);
 /* Stop walking pid's Python stacks (it runs a new program). */

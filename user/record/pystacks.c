@@ -4,6 +4,7 @@
  * interpreter, and handing its layout to the BPF walker and the collector.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include "record/record.h"
@@ -26,6 +27,30 @@ static struct py_try *py_try_of(struct record *r, pid_t pid)
 	r->py = nt;
 	r->py[r->npy] = (struct py_try){ .pid = pid, .first = now_ns(CLOCK_MONOTONIC) };
 	return &r->py[r->npy++];
+}
+
+/*
+ * Count the code objects pid frees (gb_py_code_free), so that its walks
+ * may keep the code tokens they read from call to call: 1, or 0 where
+ * that cannot be (its walks then read each frame's, at every call).
+ */
+static int pystacks_watch_frees(struct record *r, pid_t pid)
+{
+	pid_t who = r->o->mode == MODE_PIDS ? pid : -1;
+	char path[PATH_MAX], why[512];
+	__u64 off;
+	int ret;
+
+	ret = pyruntime_code_free(pid, path, sizeof(path), &off, why, sizeof(why));
+	if (!ret)
+		ret = probes_attach_code_free(&r->probes, path, off, who, why, sizeof(why));
+	if (ret < 0 && r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d: its walks read every frame's code object at "
+			"each call: %s\n", pid, why);
+	else if (ret > 0 && r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d: counting the code objects %s frees%s\n", pid,
+			path, who > 0 ? "" : " in all processes");
+	return ret >= 0;
 }
 
 /*
@@ -60,6 +85,7 @@ int pystacks_try(struct record *r, pid_t pid)
 		return 1;
 	}
 	cfg.depth = r->o->stack_depth;
+	cfg.code_frees = pystacks_watch_frees(r, pid);
 	if (collector_set_python(&r->coll, pid, &cfg) || probes_set_python(&r->probes, pid, &cfg)) {
 		fprintf(stderr, "gpubpf: pid %d: no Python stacks: out of memory\n", pid);
 		return 1;

@@ -345,7 +345,7 @@ static int list_candidates(pid_t pid, struct cand *c, int max)
 
 enum {
 	SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_309, SYM_308, SYM_307, SYM_306,
-	SYM_HEAD_FN, SYM_N
+	SYM_HEAD_FN, SYM_CODE_TYPE, SYM_N
 };
 static const char *const sym_names[SYM_N] = {
 	"_PyRuntime", "Py_Version",
@@ -357,6 +357,8 @@ static const char *const sym_names[SYM_N] = {
 	"PyOS_FSPath",
 	/* returns interp_head, where there is no _PyRuntime (3.6) */
 	"PyInterpreterState_Head",
+	/* its tp_dealloc frees code objects (pyruntime_code_free()) */
+	"PyCode_Type",
 };
 
 /*
@@ -775,6 +777,76 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	err = check_runtime(fd, cfg, why, whylen);
 	if (!err)
 		whyf(why, whylen, "CPython 3.%d", minor);
+cleanup:
+	if (fd >= 0)
+		close(fd);
+	free(c);
+	return err;
+}
+
+/* The mapping that holds an address. */
+struct map_look {
+	__u64 addr;
+	struct proc_map m;      /* m.end 0: none */
+};
+
+static int map_of(const struct proc_map *m, void *arg)
+{
+	struct map_look *a = arg;
+
+	if (a->addr < m->start || a->addr >= m->end)
+		return 0;
+	a->m = *m;
+	return 1;
+}
+
+/* offsetof(PyTypeObject, tp_dealloc), 3.6 to 3.15 (a build without Py_TRACE_REFS) */
+#define PY_TYPE_DEALLOC 48
+
+int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char *why,
+			size_t whylen)
+{
+	struct map_look look = { 0 };
+	struct cand *c;
+	__u64 vals[SYM_N], vaddr0 = 0;
+	int n, i, fd = -1, err = -ENOENT;
+
+	whyf(why, whylen, "no PyCode_Type in its executable or libpython");
+	c = calloc(16, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	n = list_candidates(pid, c, 16);
+	if (n < 0) {
+		err = n;
+		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-n));
+		goto cleanup;
+	}
+	for (i = 0; i < n; i++)
+		if (!elf_lookup(c[i].open, vals, &vaddr0) && vals[SYM_CODE_TYPE])
+			break;
+	if (i == n)
+		goto cleanup;
+	fd = proc_mem_open(pid);
+	if (fd < 0) {
+		err = fd;
+		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
+		goto cleanup;
+	}
+	/*
+	 * The pointer as the loader relocated it: where the function lies in
+	 * the process (in another file where PyCode_Type is an executable's
+	 * copy of libpython's)
+	 */
+	if (read_u64(fd, c[i].start - vaddr0 + vals[SYM_CODE_TYPE] + PY_TYPE_DEALLOC, &look.addr) ||
+	    proc_maps_each(pid, map_of, &look) < 0 || !look.m.end || look.m.perms[2] != 'x' ||
+	    !look.m.path[0] || proc_map_file(pid, &look.m, path, pathlen)) {
+		err = -ENOEXEC;
+		whyf(why, whylen, "PyCode_Type's tp_dealloc in %s is not in a mapped file's code",
+		     c[i].path);
+		goto cleanup;
+	}
+	*off = look.addr - look.m.start + look.m.offset;
+	err = 0;
 cleanup:
 	if (fd >= 0)
 		close(fd);

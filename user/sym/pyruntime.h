@@ -24,6 +24,16 @@
 int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen);
 
 /*
+ * Where the CPython interpreter of pid frees code objects: the file that
+ * defines PyCode_Type (its executable or libpython), as a path to it that
+ * can be opened here, and the file offset of the function its tp_dealloc
+ * points to in the process.  0, or -errno with a one-line reason in why
+ * (-ENOENT: no such file).
+ */
+int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char *why,
+			size_t whylen);
+
+/*
  * Where a code object's fields are (for pysym), and how str and bytes
  * objects are laid out, in the process whose layout is cfg: a table for
  * 3.6 to 3.12, the process's _Py_DebugOffsets for 3.13+ (read from its
