@@ -194,6 +194,7 @@ struct py_scratch {
 	__u64 win_top;          /* the walk's first frame (not a variable: see py_stack_walk()) */
 	__u64 win[(PY_PAGE + PY_FRAME_READ) / 8];
 	__u64 ident[GB_PY_IDENT_LEN / 8];
+	__u64 file[GB_PY_FILE_LEN / 8]; /* 3.6-3.11: its file name's str (gb_py_ident_file()) */
 };
 
 #define PY_SENT_SLOTS 16        /* a power of two */
@@ -875,6 +876,17 @@ static __noinline __u32 py_ident_read(struct py_walk *w, __u64 frame, __u64 code
 		 */
 		return 0;
 	ident = gb_py_ident(s->ident);
+	if (w->cfg->ident_file != GB_PY_NONE) {
+		__u64 file = s->ident[(w->cfg->ident_file / 8) & (GB_PY_IDENT_LEN / 8 - 1)];
+
+		/* a str at the end of its mapping: its length alone (gb_py_ident_file()) */
+		if (bpf_probe_read_user(s->file, sizeof(s->file), (void *)(file + GB_PY_FILE_AT))) {
+			if (bpf_probe_read_user(s->file, 8, (void *)(file + GB_PY_FILE_AT)))
+				return 0;
+			s->file[2] = 0;
+		}
+		ident = gb_py_ident_file(ident, s->file);
+	}
 	known->frame = frame;
 	known->code = code;
 	known->ident = ident;

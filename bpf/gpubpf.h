@@ -463,7 +463,10 @@ struct gb_py_config {
 				   code objects the process frees, so that its walks
 				   may keep code tokens from call to call; 0: each
 				   walk reads every frame's */
-	__u32 pad2;
+	__u32 ident_file;       /* 3.6-3.11: where co_filename lies among the bytes
+				   of the code object its token folds (its file name
+				   is folded too: gb_py_ident_file()); GB_PY_NONE
+				   (3.12+: co_version among them) */
 };
 
 /* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.7 to 3.15 (test_pyruntime checks it): its
@@ -492,8 +495,10 @@ struct gb_pystack {
 /*
  * The identity token of a code object: its GB_PY_IDENT_LEN bytes from
  * code_ident (pointers to its name, file name, line table...) folded.
- * Computed the same way in BPF and in user space, so a code object freed
- * and its address reused by another is never taken for the first.
+ * Computed the same way in BPF and in user space, so that a code object
+ * freed and its address reused by another is not taken for the first: on
+ * 3.12+ by its serial among those bytes (co_version), before by its file
+ * name too (gb_py_ident_file()).
  */
 static inline __u32 gb_py_ident(const __u64 w[GB_PY_IDENT_LEN / 8])
 {
@@ -501,6 +506,39 @@ static inline __u32 gb_py_ident(const __u64 w[GB_PY_IDENT_LEN / 8])
 
 	for (int i = 0; i < GB_PY_IDENT_LEN / 8; i++)
 		h = (h ^ w[i]) * 0x9e3779b97f4a7c15ULL;
+	return (__u32)(h >> 32);
+}
+
+/*
+ * The identity token of a code object of 3.6 to 3.11 folds its file name
+ * too: its pointers and counts alone are those of a code object freed
+ * before it where its file name and line table also lie where the freed
+ * one's did (a notebook's next cell; 3.12+ code objects have a serial,
+ * co_version).  GB_PY_FILE_LEN bytes of the str from its length on:
+ * length, hash, state, wstr, then a compact ASCII str's characters.  The
+ * length and characters are folded, up to GB_PY_FILE_LEN - 32 of them,
+ * not what CPython sets later (hash, interned bits, wstr); the length
+ * alone where the GB_PY_FILE_LEN bytes cannot be read (state read as 0).
+ */
+#define GB_PY_FILE_LEN 128
+#define GB_PY_FILE_AT 16                /* where they start in the str: its length */
+#define GB_PY_STR_COMPACT_ASCII 0x60    /* state's compact and ascii bits, 3.6-3.11 */
+
+static inline __u32 gb_py_ident_file(__u32 ident, const __u64 w[GB_PY_FILE_LEN / 8])
+{
+	__u64 len = w[0], h = ((__u64)ident ^ len) * 0x9e3779b97f4a7c15ULL;
+
+	if ((w[2] & GB_PY_STR_COMPACT_ASCII) != GB_PY_STR_COMPACT_ASCII)
+		return (__u32)(h >> 32);
+	for (int i = 0; i < (GB_PY_FILE_LEN - 32) / 8; i++) {
+		__u64 c = w[4 + i];
+
+		if (len <= (__u64)i * 8)
+			break;
+		if (len - (__u64)i * 8 < 8)
+			c &= (1ULL << ((len - (__u64)i * 8) * 8)) - 1;
+		h = (h ^ c) * 0x9e3779b97f4a7c15ULL;
+	}
 	return (__u32)(h >> 32);
 }
 

@@ -160,20 +160,16 @@ fi
 # code freed before the next is made, mostly where the last one's was and
 # with its frame where the last one's was: each cell's sync has its own
 # file and line.  The walks had kept the first cell's code token for its
-# frame (3.6-3.13: every cell but the first named as an earlier one); a
-# code object freed now makes them read their tokens anew.  Before 3.12 a
-# code object has no serial of its own, and its token, folded from its
-# pointers, is the freed one's where its file name and line table also lie
-# where the freed one's did: a known limitation there (README).
+# frame (every cell but the first named as an earlier one); a code object
+# freed now makes them read their tokens anew.  Before 3.12, where a code
+# object has no serial of its own, a token folded from its pointers alone
+# was the freed one's, its file name and line table lying where the freed
+# one's did (cells named as the one two before): it folds its file name.
 cell_line=$(grep -n '^    exec(code' "$GPUBPF_ROOT/tests/py/cells.py" | cut -d: -f1)
 for py in "${pythons[@]}"; do
 	minor=$("$py" -c 'import sys; print(sys.version_info[1])')
 	for shape in varied same; do
 		name="3.$minor ($py), notebook cells ($shape source)"
-		if ((minor < 12)); then
-			skip "$name: before 3.12 a code object made where a freed one was can read as it (README)" 2
-			continue
-		fi
 		check "$name: record" "$GPUBPF" record -q -o "$TMPD/cells.json" -- \
 			"$py" "$GPUBPF_ROOT/tests/py/cells.py" 6 "$shape" || continue
 		if (($(grep '^0x' "$TMPD/.check.out" | sort -u | wc -l) == 6)); then

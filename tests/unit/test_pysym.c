@@ -15,6 +15,7 @@
 #include <unistd.h>
 #include <sys/mman.h>
 
+#include "lib/proc.h"
 #include "sym/pyruntime.h"
 #include "sym/pysym.h"
 #include "tap.h"
@@ -210,7 +211,7 @@ cleanup:
  */
 static void test_unreadable_table(void)
 {
-	struct gb_py_config cfg = { .version = 311, .code_ident = 256 };
+	struct gb_py_config cfg = { .version = 311, .code_ident = 256, .ident_file = GB_PY_NONE };
 	struct py_code_layout l;
 	struct py_frame_info fi;
 	struct gb_py_frame fr = { 0 };
@@ -274,6 +275,51 @@ static void test_unreadable_table(void)
 	munmap(pages, page);
 }
 
+/*
+ * 3.6-3.11: a code object's token folds its file name's length and
+ * characters, not what CPython sets later (its hash); a name at the end of
+ * its mapping, its length alone.
+ */
+static void test_ident_file(void)
+{
+	struct gb_py_config cfg = { .version = 311, .ident_file = 8 };
+	__u64 w[GB_PY_IDENT_LEN / 8] = { 0 }, want[GB_PY_FILE_LEN / 8] = { 0 }, len = 8;
+	__u32 state = 1u << 2 | GB_PY_STR_COMPACT_ASCII, a, b, c;
+	long page = sysconf(_SC_PAGESIZE);
+	int fd = proc_mem_open(getpid());
+	__u8 *pages, *str;
+
+	pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!ok(fd >= 0 && pages != MAP_FAILED, "own memory open, two pages mapped"))
+		return;
+	munmap(pages + page, page);
+	/* a compact ASCII str, as 3.6-3.11 lay it out: length, hash, state, wstr, characters */
+	str = pages;
+	memcpy(str + 16, &len, 8);
+	memcpy(str + 32, &state, 4);
+	memcpy(str + 48, "cell0.py", 8);
+	w[1] = (uintptr_t)str;
+	is_int(pyruntime_code_ident(fd, &cfg, w, &a), 0, "a token with its file name");
+	memcpy(str + 48, "cell1.py", 8);
+	pyruntime_code_ident(fd, &cfg, w, &b);
+	ok(a != b, "another file name, another token (%#x, %#x)", a, b);
+	memset(str + 24, 0x5a, 8);
+	pyruntime_code_ident(fd, &cfg, w, &c);
+	is_int(c, b, "  the same once its hash is set");
+	memcpy(str + 56, "garbage!", 8);
+	pyruntime_code_ident(fd, &cfg, w, &c);
+	is_int(c, b, "  and whatever lies past its characters");
+	/* 40 bytes from the end of the page: its length is readable, not the rest */
+	str = pages + page - 40;
+	memcpy(str + 16, &len, 8);
+	w[1] = (uintptr_t)str;
+	want[0] = len;
+	is_int(pyruntime_code_ident(fd, &cfg, w, &c), 0, "a file name at the end of its mapping");
+	is_int(c, gb_py_ident_file(gb_py_ident(w), want), "  its length alone is folded");
+	munmap(pages, page);
+	close(fd);
+}
+
 int main(void)
 {
 	struct pyinterp py[32];
@@ -285,6 +331,7 @@ int main(void)
 	}
 	test_malformed();
 	test_unreadable_table();
+	test_ident_file();
 	for (int i = 0; i < n; i++)
 		test_tables(&py[i]);
 	for (int i = 0; i < n; i++)

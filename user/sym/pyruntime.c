@@ -774,6 +774,9 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		cfg->runtime = runtime;
 		cfg->version = t->version;
 	}
+	/* before 3.12 no serial among the bytes a code token folds: its file name too */
+	cfg->ident_file = minor < 12 ? table_of(cfg->version)->code.filename - cfg->code_ident :
+		GB_PY_NONE;
 	err = check_runtime(fd, cfg, why, whylen);
 	if (!err)
 		whyf(why, whylen, "CPython 3.%d", minor);
@@ -851,6 +854,28 @@ cleanup:
 	if (fd >= 0)
 		close(fd);
 	free(c);
+	return err;
+}
+
+int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
+			 const __u64 w[GB_PY_IDENT_LEN / 8], __u32 *ident)
+{
+	__u64 file[GB_PY_FILE_LEN / 8];
+	int err;
+
+	*ident = gb_py_ident(w);
+	if (cfg->ident_file == GB_PY_NONE)
+		return 0;
+	if (cfg->ident_file > GB_PY_IDENT_LEN - 8)
+		return -EINVAL;
+	err = proc_mem_read(fd, w[cfg->ident_file / 8] + GB_PY_FILE_AT, file, sizeof(file));
+	if (err) {
+		/* a str at the end of its mapping: its length alone, as BPF does */
+		err = proc_mem_read(fd, w[cfg->ident_file / 8] + GB_PY_FILE_AT, file, 8);
+		file[2] = 0;
+	}
+	if (!err)
+		*ident = gb_py_ident_file(*ident, file);
 	return err;
 }
 
@@ -1044,10 +1069,10 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 			/* signed: 3.11/3.12 prev_instr is one unit before the code at start */
 			out->instr = (__u32)(__s32)((__s64)(ip - code - cfg->code_adaptive) / 2);
 		}
-		if (proc_mem_read(fd, code + cfg->code_ident, w, sizeof(w)))
+		if (proc_mem_read(fd, code + cfg->code_ident, w, sizeof(w)) ||
+		    pyruntime_code_ident(fd, cfg, w, &out->ident))
 			break;
 		out->code = code;
-		out->ident = gb_py_ident(w);
 		n++;
 		f = prev;
 	}

@@ -34,6 +34,15 @@ int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char 
 			size_t whylen);
 
 /*
+ * The identity token of the code object whose GB_PY_IDENT_LEN bytes from
+ * cfg->code_ident are w, in the process whose memory fd is
+ * (proc_mem_open()), as the BPF walker makes it (gb_py_ident(), and
+ * gb_py_ident_file() before 3.12).  0 or -errno.
+ */
+int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
+			 const __u64 w[GB_PY_IDENT_LEN / 8], __u32 *ident);
+
+/*
  * Where a code object's fields are (for pysym), and how str and bytes
  * objects are laid out, in the process whose layout is cfg: a table for
  * 3.6 to 3.12, the process's _Py_DebugOffsets for 3.13+ (read from its
