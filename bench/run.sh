@@ -34,6 +34,8 @@
 #    memory read, a map lookup, a bpf_loop turn...), and the calls of the
 #    entry program and of the Python walk priced with them
 #    (bench/helper_bench.sh).
+# 16. the code-free hook: a walked process's cost per code object it frees
+#    (bench/codefree_bench.sh).
 #
 # Prints tables and splices them into BENCHMARKS.md between the
 # "<!-- bench:begin -->" / "<!-- bench:end -->" markers (appended if absent).
@@ -530,6 +532,8 @@ BENCH_MD="$BENCH_MD" bash bench/slowdown_bench.sh
 BENCH_MD="$BENCH_MD" bash bench/autograd_bench.sh
 # 15. what one BPF helper call costs here (writes its own block)
 BENCH_MD="$BENCH_MD" bash bench/helper_bench.sh
+# 16. the code-free hook (writes its own block)
+BENCH_MD="$BENCH_MD" bash bench/codefree_bench.sh
 
 [ "$BENCH_MD" = - ] && exit 0
 MACHINE="$(grep -m1 'model name' /proc/cpuinfo | sed 's/.*: //'), $(nproc) CPUs, $(awk '/MemTotal/ { printf "%.0f GiB", $2 / 1048576 }' /proc/meminfo), virt: $(systemd-detect-virt --vm 2>/dev/null || echo unknown)"

@@ -170,8 +170,12 @@ for py in "${pythons[@]}"; do
 	minor=$("$py" -c 'import sys; print(sys.version_info[1])')
 	for shape in varied same; do
 		name="3.$minor ($py), notebook cells ($shape source)"
-		check "$name: record" "$GPUBPF" record -q -o "$TMPD/cells.json" -- \
+		check "$name: record" "$GPUBPF" record -v -o "$TMPD/cells.json" -- \
 			"$py" "$GPUBPF_ROOT/tests/py/cells.py" 6 "$shape" || continue
+		# else its walks read every token at every call: right, and slower
+		like "$name: the code objects it frees are counted" \
+			"$(grep -m 1 -e 'code objects .* frees' -e 'read every frame' "$TMPD/.check.out")" \
+			'^gpubpf: pid [0-9]+: counting the code objects /.+ frees in all processes$'
 		if (($(grep '^0x' "$TMPD/.check.out" | sort -u | wc -l) == 6)); then
 			skip "$name: no cell's code object was made at an earlier one's address here"
 			continue

@@ -31,17 +31,21 @@ static struct py_try *py_try_of(struct record *r, pid_t pid)
 
 /*
  * Count the code objects pid frees (gb_py_code_free), so that its walks
- * may keep the code tokens they read from call to call: 1, or 0 where
- * that cannot be (its walks then read each frame's, at every call).
+ * may keep the code tokens they read from call to call: 1, 0 where that
+ * cannot be (its walks then read each frame's, at every call), or -EAGAIN
+ * while its loader has yet to relocate libpython (look again).
  */
-static int pystacks_watch_frees(struct record *r, pid_t pid)
+static int pystacks_watch_frees(struct record *r, struct py_try *t)
 {
+	pid_t pid = t->pid;
 	pid_t who = r->o->mode == MODE_PIDS ? pid : -1;
 	char path[PATH_MAX], why[512];
 	__u64 off;
 	int ret;
 
 	ret = pyruntime_code_free(pid, path, sizeof(path), &off, why, sizeof(why));
+	if (ret == -EAGAIN && now_ns(CLOCK_MONOTONIC) - t->first < PY_GIVE_UP_NS)
+		return ret;
 	if (!ret)
 		ret = probes_attach_code_free(&r->probes, path, off, who, why, sizeof(why));
 	if (ret < 0 && r->o->verbose)
@@ -79,13 +83,15 @@ int pystacks_try(struct record *r, pid_t pid)
 		t->done = now_ns(CLOCK_MONOTONIC) - t->first >= PY_GIVE_UP_NS;
 		return t->done;
 	}
+	if (!ret && (ret = pystacks_watch_frees(r, t)) == -EAGAIN)
+		return 0;
 	t->done = 1;
-	if (ret) {
+	if (ret < 0) {
 		fprintf(stderr, "gpubpf: pid %d: no Python stacks: %s\n", pid, why);
 		return 1;
 	}
 	cfg.depth = r->o->stack_depth;
-	cfg.code_frees = pystacks_watch_frees(r, pid);
+	cfg.code_frees = ret;
 	if (collector_set_python(&r->coll, pid, &cfg) || probes_set_python(&r->probes, pid, &cfg)) {
 		fprintf(stderr, "gpubpf: pid %d: no Python stacks: out of memory\n", pid);
 		return 1;

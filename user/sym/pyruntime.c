@@ -843,7 +843,8 @@ int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char 
 	if (read_u64(fd, c[i].start - vaddr0 + vals[SYM_CODE_TYPE] + PY_TYPE_DEALLOC, &look.addr) ||
 	    proc_maps_each(pid, map_of, &look) < 0 || !look.m.end || look.m.perms[2] != 'x' ||
 	    !look.m.path[0] || proc_map_file(pid, &look.m, path, pathlen)) {
-		err = -ENOEXEC;
+		/* most likely not relocated yet: the loader is still at work */
+		err = -EAGAIN;
 		whyf(why, whylen, "PyCode_Type's tp_dealloc in %s is not in a mapped file's code",
 		     c[i].path);
 		goto cleanup;

@@ -28,7 +28,8 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
  * defines PyCode_Type (its executable or libpython), as a path to it that
  * can be opened here, and the file offset of the function its tp_dealloc
  * points to in the process.  0, or -errno with a one-line reason in why
- * (-ENOENT: no such file).
+ * (-ENOENT: no such file; -EAGAIN: it points to no code of a file, as
+ * before the loader relocates it).
  */
 int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char *why,
 			size_t whylen);
