@@ -32,7 +32,7 @@ static struct py_try *py_try_of(struct record *r, pid_t pid)
 /*
  * Count the code objects pid frees (gb_py_code_free), so that its walks
  * may keep the code tokens they read from call to call: 1, 0 where that
- * cannot be (its walks then read each frame's, at every call), or -EAGAIN
+ * cannot be (its walks read each frame's, at every call), or -EAGAIN
  * while its loader has yet to relocate libpython (look again).
  */
 static int pystacks_watch_frees(struct record *r, struct py_try *t)
@@ -58,6 +58,22 @@ static int pystacks_watch_frees(struct record *r, struct py_try *t)
 }
 
 /*
+ * A process walked before its code frees could be counted: once they are,
+ * its walks keep their tokens from call to call.
+ */
+static void pystacks_frees_again(struct record *r, struct py_try *t)
+{
+	int ret = pystacks_watch_frees(r, t);
+
+	if (ret == -EAGAIN)
+		return;
+	t->frees_pending = 0;
+	t->cfg.code_frees = ret;
+	if (ret && probes_set_python(&r->probes, t->pid, &t->cfg))
+		fprintf(stderr, "gpubpf: pid %d: no Python stacks: out of memory\n", t->pid);
+}
+
+/*
  * Python stacks for pid: find its interpreter and hand the layout to the
  * BPF walker and the collector.  A process is tried until it is found to
  * run CPython, to run one gpubpf cannot walk (said once), or for
@@ -75,23 +91,28 @@ int pystacks_try(struct record *r, pid_t pid)
 	t = py_try_of(r, pid);
 	if (!t)
 		return 1;
-	if (t->done)
+	if (t->done) {
+		if (t->frees_pending)
+			pystacks_frees_again(r, t);
 		return 1;
+	}
 	t->last = now_ns(CLOCK_MONOTONIC);
 	ret = pyruntime_find(pid, &cfg, why, sizeof(why));
 	if (ret == -ENOENT || ret == -EAGAIN) {
 		t->done = now_ns(CLOCK_MONOTONIC) - t->first >= PY_GIVE_UP_NS;
 		return t->done;
 	}
-	if (!ret && (ret = pystacks_watch_frees(r, t)) == -EAGAIN)
-		return 0;
 	t->done = 1;
-	if (ret < 0) {
+	if (ret) {
 		fprintf(stderr, "gpubpf: pid %d: no Python stacks: %s\n", pid, why);
 		return 1;
 	}
 	cfg.depth = r->o->stack_depth;
-	cfg.code_frees = ret;
+	/* walked at once all the same: its walks read every token until then */
+	ret = pystacks_watch_frees(r, t);
+	t->frees_pending = ret == -EAGAIN;
+	cfg.code_frees = ret > 0;
+	t->cfg = cfg;
 	if (collector_set_python(&r->coll, pid, &cfg) || probes_set_python(&r->probes, pid, &cfg)) {
 		fprintf(stderr, "gpubpf: pid %d: no Python stacks: out of memory\n", pid);
 		return 1;

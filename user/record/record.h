@@ -54,6 +54,8 @@ struct py_try {
 	int done;
 	int found;              /* its Python was found, its stacks walked */
 	int autograd;           /* its libtorch was looked for */
+	int frees_pending;      /* its code frees cannot be counted yet: looked at again */
+	struct gb_py_config cfg; /* its layout, once found */
 	uint64_t first;
 	uint64_t last;          /* when it was last looked for (CLOCK_MONOTONIC) */
 };
