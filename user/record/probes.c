@@ -276,10 +276,18 @@ int probes_attached(struct probes *p, const char *path, pid_t pid)
 	return !stat(path, &st) && find_target(p, st.st_dev, st.st_ino, pid);
 }
 
+/*
+ * Keep l, what an attach for t returned (NULL: it failed, errno says why),
+ * among t's links; 0 or -errno (l is destroyed if it cannot be kept).
+ */
 static int add_link(struct probe_target *t, struct bpf_link *l, size_t *cap)
 {
-	if (array_grow(&t->links, cap, t->nlinks + 1))
+	if (!l)
+		return -errno;
+	if (array_grow(&t->links, cap, t->nlinks + 1)) {
+		bpf_link__destroy(l);
 		return -ENOMEM;
+	}
 	t->links[t->nlinks++] = l;
 	return 0;
 }
@@ -289,16 +297,8 @@ static int attach_one(struct probes *p, struct probe_target *t, size_t *cap, uns
 {
 	LIBBPF_OPTS(bpf_uprobe_opts, uo, .bpf_cookie = cuda_call_cookie(id), .retprobe = retprobe);
 	struct bpf_program *prog = retprobe ? p->skel->progs.gb_return : p->skel->progs.gb_entry;
-	struct bpf_link *l;
-	int ret;
 
-	l = bpf_program__attach_uprobe_opts(prog, t->pid, t->path, off, &uo);
-	if (!l)
-		return -errno;
-	ret = add_link(t, l, cap);
-	if (ret)
-		bpf_link__destroy(l);
-	return ret;
+	return add_link(t, bpf_program__attach_uprobe_opts(prog, t->pid, t->path, off, &uo), cap);
 }
 
 /*
@@ -504,12 +504,8 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	for (size_t i = 0; i < 2 && !ret; i++) {
-		struct bpf_link *l = bpf_program__attach_usdt(progs[i], pid, path, "gpubpf",
-							      markers[i], NULL);
-
-		ret = l ? add_link(t, l, &cap) : -errno;
-		if (ret && l)
-			bpf_link__destroy(l);
+		ret = add_link(t, bpf_program__attach_usdt(progs[i], pid, path, "gpubpf",
+							   markers[i], NULL), &cap);
 	}
 	if (ret) {
 		snprintf(err, errlen, "cannot attach to the markers of '%s': %s", path,
@@ -566,12 +562,8 @@ int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *
 	move_past_endbr(path, offs, 2);
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]) && !ret; i++) {
 		LIBBPF_OPTS(bpf_uprobe_opts, uo, .retprobe = probes[i].ret);
-		struct bpf_link *l = bpf_program__attach_uprobe_opts(probes[i].prog, pid, path,
-								     offs[probes[i].sym], &uo);
-
-		ret = l ? add_link(t, l, &cap) : -errno;
-		if (ret && l)
-			bpf_link__destroy(l);
+		ret = add_link(t, bpf_program__attach_uprobe_opts(probes[i].prog, pid, path,
+								  offs[probes[i].sym], &uo), &cap);
 	}
 	if (ret) {
 		snprintf(err, errlen, "cannot attach uprobes to '%s': %s", path, strerror(-ret));
@@ -587,17 +579,14 @@ int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pi
 			    char *err, size_t errlen)
 {
 	struct probe_target *t;
-	struct bpf_link *l;
 	size_t cap = 0;
 	int ret;
 
 	ret = new_target(p, path, pid, &t, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
-	l = bpf_program__attach_uprobe_opts(p->skel->progs.gb_py_code_free, pid, path, off, NULL);
-	ret = l ? add_link(t, l, &cap) : -errno;
-	if (ret && l)
-		bpf_link__destroy(l);
+	ret = add_link(t, bpf_program__attach_uprobe_opts(p->skel->progs.gb_py_code_free, pid,
+							  path, off, NULL), &cap);
 	if (ret) {
 		snprintf(err, errlen, "cannot attach a uprobe to '%s': %s", path, strerror(-ret));
 		detach(t);

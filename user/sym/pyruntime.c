@@ -343,6 +343,26 @@ static int list_candidates(pid_t pid, struct cand *c, int max)
 	return err < 0 ? err : cs.n;
 }
 
+/*
+ * list_candidates() into *c, a new array the caller frees: their number,
+ * or -errno (*c NULL; a reason in why where the maps cannot be read).
+ */
+static int candidates_of(pid_t pid, struct cand **c, char *why, size_t whylen)
+{
+	int n;
+
+	*c = calloc(16, sizeof(**c));
+	if (!*c)
+		return -ENOMEM;
+	n = list_candidates(pid, *c, 16);
+	if (n < 0) {
+		free(*c);
+		*c = NULL;
+		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-n));
+	}
+	return n;
+}
+
 enum {
 	SYM_RUNTIME, SYM_VERSION, SYM_310, SYM_309, SYM_308, SYM_307, SYM_306,
 	SYM_HEAD_FN, SYM_CODE_TYPE, SYM_N
@@ -645,15 +665,9 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	int n, fd = -1, err = -ENOENT, minor = -1;
 
 	whyf(why, whylen, "no CPython runtime");
-	c = calloc(16, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	n = list_candidates(pid, c, 16);
-	if (n < 0) {
-		err = n;
-		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-n));
-		goto cleanup;
-	}
+	n = candidates_of(pid, &c, why, whylen);
+	if (n < 0)
+		return n;
 	for (int i = 0; i < n; i++) {
 		if (elf_lookup(c[i].open, vals, &vaddr0) ||
 		    (!vals[SYM_RUNTIME] && !vals[SYM_HEAD_FN]))
@@ -815,15 +829,9 @@ int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char 
 	int n, i, fd = -1, err = -ENOENT;
 
 	whyf(why, whylen, "no PyCode_Type in its executable or libpython");
-	c = calloc(16, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	n = list_candidates(pid, c, 16);
-	if (n < 0) {
-		err = n;
-		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-n));
-		goto cleanup;
-	}
+	n = candidates_of(pid, &c, why, whylen);
+	if (n < 0)
+		return n;
 	for (i = 0; i < n; i++)
 		if (!elf_lookup(c[i].open, vals, &vaddr0) && vals[SYM_CODE_TYPE])
 			break;
