@@ -36,6 +36,34 @@ sorted({' < '.join(f.split(' (')[0] for f in e['args']['stack'][:3]) for e in ev
 	'["Driver.call < Driver.launch < Linear.forward"]'
 cmp_ok "the running process made launches" "$(json_query "$TMPD/all.json" \
 	"len([e for e in ev if e.get('pid') == $wa and e.get('name', '').startswith('cuLaunchKernel')])")" -gt 0
+# forks of a process running before the recording map nothing: each is
+# looked for at its first call (cuInit), 0.3 s before its syncs.  The scan
+# of all processes, at most once a second, cannot have found both forks,
+# 0.5 s apart, in time: before, the look at a first call missed every call
+# but a launch (records are sized to their call), and one fork's first
+# syncs had no stack
+"$PY" "$GPUBPF_ROOT/tests/py/fork_calls.py" "$TMPD/fgo" 2 5 >"$TMPD/forks" &
+wf=$!
+at_exit "kill $wf 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$wf/maps"
+"$GPUBPF" record -q -a -o "$TMPD/forks.json" 2>"$TMPD/f.err" &
+g=$!
+wait_recording "$TMPD/f.err"
+touch "$TMPD/fgo"
+wait "$wf"
+is "the forking process exits 0" "$?" 0
+kill -INT "$g"
+wait "$g"
+is "record -a exits 0 (forks)" "$?" 0
+line=$(grep -n "# THE FORK'S CALL" "$GPUBPF_ROOT/tests/py/fork_calls.py" | cut -d: -f1)
+want="\"child ($GPUBPF_ROOT/tests/py/fork_calls.py:$line)\""
+is "each fork's 5 syncs have its stack from the first" "$(json_query "$TMPD/forks.json" "
+[[str(e['args'].get('stack', [None])[0]) for e in sorted(ev, key=lambda e: e.get('ts', 0))
+  if e.get('pid') == p and e.get('name') == 'cuCtxSynchronize']
+ for p in [int(x) for x in open('$TMPD/forks').read().split()]]")" \
+	"[[$want, $want, $want, $want, $want], [$want, $want, $want, $want, $want]]" ||
+	diag <"$TMPD/f.err"
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/all.json"
+perfetto_ok "$TMPD/forks.json"
 done_testing

@@ -55,7 +55,7 @@ static int on_record(void *ctx, void *data, size_t size)
 		pystacks_ended(r, ((const struct gb_exit *)data)->pid);
 	/* -a, -- CMD: a process not held at its libcuda (a shell job, or one
 	 * running before us): look for its Python at its first call */
-	if (size >= sizeof(struct gb_call) && *(const uint32_t *)data == GB_REC_CALL &&
+	if (size >= GB_CALL_HEAD && *(const uint32_t *)data == GB_REC_CALL &&
 	    r->o->stacks && r->o->mode != MODE_PIDS) {
 		pid_t pid = ((const struct gb_call *)data)->pid;
 
