@@ -677,8 +677,12 @@ static __always_inline __u64 py_threads_key(const struct gb_py_config *cfg,
 {
 	__u64 interp, key, head;
 
-	if (t->interp)
-		return read_u64(t->interp + cfg->threads_head) ^ 1;     /* 0 is a list too */
+	if (t->interp) {
+		head = read_u64(t->interp + cfg->threads_head);
+		if (unbound && head && !read_u64(head + cfg->tstate_thread_id))
+			return 0;
+		return head ^ 1;        /* 0 is a list too */
+	}
 	key = interp = read_u64(cfg->runtime + cfg->interp_head);
 	for (int i = 0; i < PY_KEY_INTERPS && interp; i++) {
 		head = read_u64(interp + cfg->threads_head);
@@ -705,7 +709,7 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	struct py_thread *t = w->t;
 	struct py_search q = { .cfg = cfg, .fsbase = task->thread.fsbase };
 	__u64 key = py_threads_key(cfg, t, 0);
-	int young, all;
+	int young, all, running;
 
 	/* the common case first, without the clock (a helper call) */
 	if (key && t->tstate == w->tried && t->searched == key)
@@ -717,7 +721,8 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	q.interp = read_u64(cfg->runtime + cfg->interp_head);
 	q.ts = q.interp ? read_u64(q.interp + cfg->threads_head) : 0;
 	bpf_loop(all ? PY_THREADS_SEARCHED_CALL : PY_THREADS_SEARCHED, py_search_step, &q, 0);
-	if (!q.found) {
+	running = q.found != 0;
+	if (!running) {
 		q.found = q.idle;
 		q.found_interp = q.idle_interp;
 	}
@@ -726,9 +731,13 @@ static __noinline __u64 py_thread_find(struct py_walk *w, struct task_struct *ta
 	/*
 	 * Ours cannot be made meanwhile: only this thread makes its own; but
 	 * one listed without its id yet may be ours, its thread walked
-	 * (sampled, blocked) between the two: then search again.
+	 * (sampled, blocked) between the two: then search again.  So too
+	 * where only an idle state was found: the thread may be making the
+	 * one it will run Python in, and delete the idle one, whose memory,
+	 * freed, still reads as its idle state (before: the lists unchanged
+	 * since, its calls trusted that and had no stack).
 	 */
-	key = young ? 0 : py_threads_key(cfg, t, !q.found);
+	key = young ? 0 : py_threads_key(cfg, t, !running);
 	if (q.found || !q.interp || all)
 		t->searched = key;
 	else

@@ -1,6 +1,6 @@
 """Python called back from a thread of C code, which then calls the driver.
 
-usage: callbacks.py LIBWORKPOOL N [contend|unbound|freed]
+usage: callbacks.py LIBWORKPOOL N [contend|unbound|unbound_idle|freed]
 
 tests/py/workpool.c's wp_callbacks() starts a C thread ("wp_cb") that, once
 200 ms old, calls callback() N times, 2 ms apart; ctypes gives the thread a
@@ -13,6 +13,9 @@ unbound: tests/py/workpool.c's wp_unbound() instead, whose thread makes
 each state as CPython 3.12+ does, in the thread list before it has the
 thread's id, and is walked between the two; it calls made(); exits 77 where
 the interpreter does not export what that takes (only 3.12 does).
+unbound_idle: tests/py/workpool.c's wp_unbound_idle() instead, as unbound
+but its thread first holds a state that runs no Python, deleted once the
+new one is bound; exits 77 as unbound does.
 freed: tests/py/workpool.c's wp_freed() instead, whose thread is walked
 holding a state that runs no Python, deletes it and calls made() in a new
 one (at another address); exits 77 where what that takes is not exported.
@@ -43,7 +46,7 @@ def main():
     n = int(sys.argv[2])
     cb = ctypes.CFUNCTYPE(None, ctypes.c_int)(callback)
     done = []
-    if sys.argv[3:] in (["unbound"], ["freed"]):
+    if sys.argv[3:] in (["unbound"], ["unbound_idle"], ["freed"]):
         run = getattr(pool, "wp_" + sys.argv[3])
         run.argtypes = [ctypes.py_object, ctypes.c_int]
         rc = run(made, n)

@@ -29,6 +29,13 @@
  *	                   which only 3.12 exports), blocking 5 ms between the
  *	                   two (where its stack is walked), and calls the
  *	                   Python callable o; -2 where those are not exported
+ *	wp_unbound_idle(o, n)
+ *	                   as wp_unbound, but a thread "wp_ui" first holds a
+ *	                   state that runs no Python for 5 ms, then makes the
+ *	                   call's state unbound and blocks (walked: the idle
+ *	                   state is its only one there), binds it, deletes the
+ *	                   idle one and calls o: where the idle state was, freed
+ *	                   memory reads as the thread's state running no Python
  *	wp_freed(o, n)     as wp_callbacks, but a thread "wp_fr" holds a state
  *	                   that runs no Python for 5 ms first (where its stack
  *	                   is walked and that state found), then makes the
@@ -259,8 +266,9 @@ struct unbound {
 	void *(*state_new)(void *interp), (*bind)(void *ts), *(*main_interp)(void);
 	void (*restore)(void *ts), (*clear)(void *ts), (*delete_current)(void);
 	void *(*call)(void *callable, void *args), (*decref)(void *obj);
+	void *(*bound_new)(void *interp), (*delete)(void *ts);  /* wp_unbound_idle */
 	void *callable;
-	int n;
+	int n, idle;
 };
 
 static void *unbound_calls(void *arg)
@@ -268,14 +276,21 @@ static void *unbound_calls(void *arg)
 	struct timespec old = { 0, 200000000 }, made = { 0, 5000000 }, gap = { 0, 2000000 };
 	struct unbound *u = arg;
 
-	pthread_setname_np(pthread_self(), "wp_ub");
+	pthread_setname_np(pthread_self(), u->idle ? "wp_ui" : "wp_ub");
 	nanosleep(&old, NULL);
 	for (int i = 0; i < u->n; i++) {
-		void *ts = u->state_new(u->main_interp()), *ret;
+		void *was = u->idle ? u->bound_new(u->main_interp()) : NULL, *ts, *ret;
 
+		if (was)
+			nanosleep(&made, NULL);
+		ts = u->state_new(u->main_interp());
 		nanosleep(&made, NULL);
 		u->bind(ts);
 		u->restore(ts);
+		if (was) {
+			u->clear(was);
+			u->delete(was);
+		}
 		ret = u->call(u->callable, NULL);
 		if (ret)
 			u->decref(ret);
@@ -286,7 +301,7 @@ static void *unbound_calls(void *arg)
 	return NULL;
 }
 
-int wp_unbound(void *callable, int n)
+static int unbound_run(void *callable, int n, int idle)
 {
 	struct unbound u = {
 		.state_new = (void *(*)(void *))dlsym(RTLD_DEFAULT, "_PyThreadState_New"),
@@ -297,17 +312,30 @@ int wp_unbound(void *callable, int n)
 		.delete_current = (void (*)(void))dlsym(RTLD_DEFAULT, "PyThreadState_DeleteCurrent"),
 		.call = (void *(*)(void *, void *))dlsym(RTLD_DEFAULT, "PyObject_CallObject"),
 		.decref = (void (*)(void *))dlsym(RTLD_DEFAULT, "Py_DecRef"),
+		.bound_new = (void *(*)(void *))dlsym(RTLD_DEFAULT, "PyThreadState_New"),
+		.delete = (void (*)(void *))dlsym(RTLD_DEFAULT, "PyThreadState_Delete"),
 		.callable = callable,
 		.n = n,
+		.idle = idle,
 	};
 	pthread_t t;
 
 	if (!u.state_new || !u.bind || !u.main_interp || !u.restore || !u.clear ||
-	    !u.delete_current || !u.call || !u.decref)
+	    !u.delete_current || !u.call || !u.decref || !u.bound_new || !u.delete)
 		return -2;
 	if (pthread_create(&t, NULL, unbound_calls, &u))
 		return -1;
 	return pthread_join(t, NULL) ? -1 : 0;
+}
+
+int wp_unbound(void *callable, int n)
+{
+	return unbound_run(callable, n, 0);
+}
+
+int wp_unbound_idle(void *callable, int n)
+{
+	return unbound_run(callable, n, 1);
 }
 
 struct freed {
