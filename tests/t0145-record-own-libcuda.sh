@@ -100,13 +100,16 @@ done
 
 # 7. a recorder that is itself stopped (Ctrl-Z, SIGSTOP) stops nobody: a
 # process that maps a libcuda meanwhile runs on, and is said to be missing
-# calls once the recorder goes on
-"$GPUBPF" record -q --no-device -o "$TMPD/away.json" -- sh -c 'while [ ! -e "$1" ]; do \
+# calls once the recorder goes on.  Stopped once the command runs, which
+# the recorder lets it do once set up (stopped after a fixed 1 s, a CI run
+# stopped it in its setup, under load longer: the command never ran)
+"$GPUBPF" record -q --no-device -o "$TMPD/away.json" -- sh -c ': >"$5"; while [ ! -e "$1" ]; do \
 sleep 0.02; done; exec "$2" "$3" "$4"' sh "$TMPD/away-go" "$TESTBIN/cudacalls" \
-	"$SIMLIB/libcuda.so.1" "$TMPD/away-truth.json" >/dev/null 2>"$TMPD/away.err" &
+	"$SIMLIB/libcuda.so.1" "$TMPD/away-truth.json" "$TMPD/away-started" >/dev/null \
+	2>"$TMPD/away.err" &
 g=$!
 at_exit "kill -CONT $g 2>/dev/null; kill $g 2>/dev/null"
-sleep 1
+wait_for_file "$TMPD/away-started" 20
 kill -STOP "$g"
 sleep 1.5
 touch "$TMPD/away-go"
