@@ -187,6 +187,26 @@ print(json.dumps(["<module> (cell%d.py:%d) < run_cell (%s:%s)" % (k, 2 + k * (sy
 				"$shape" "$GPUBPF_ROOT/tests/py/cells.py" "$cell_line")"
 	done
 done
+# a module edited and reloaded between calls, as autoreload does: its
+# function's new code object has the old one's file name, name and counts,
+# and often its address; its lines differ, and each call has its version's
+# line (before 3.12 the token has no serial to tell the versions apart:
+# their line tables' and other objects' addresses do)
+for py in "${pythons[@]}"; do
+	minor=$("$py" -c 'import sys; print(sys.version_info[1])')
+	name="3.$minor ($py), a module reloaded after each edit"
+	mkdir -p "$TMPD/reload" && rm -f "$TMPD/reload/edited.py"
+	check "$name: record" "$GPUBPF" record -o "$TMPD/reload.json" -- \
+		"$py" "$GPUBPF_ROOT/tests/py/reload.py" "$TMPD/reload" 6 || continue
+	if (($(grep '^[23] 0x' "$TMPD/.check.out" | cut -d' ' -f2 | sort -u | wc -l) == 6)); then
+		skip "$name: no version's code object was made at an earlier one's address here"
+		continue
+	fi
+	is "$name: each turn's sync has its version's line" "$(json_query "$TMPD/reload.json" \
+		'[e["args"].get("stack", ["no stack"])[0] for e in sorted(ev, key=lambda e: e.get("ts", 0)) if e.get("name") == "cuCtxSynchronize"]')" \
+		"$(grep '^[23] 0x' "$TMPD/.check.out" | "$PY" -c 'import json, sys
+print(json.dumps(["step (%s/edited.py:%s)" % (sys.argv[1], l.split()[0]) for l in sys.stdin]))' "$TMPD/reload")"
+done
 # a process that made a subinterpreter first: CPython lists interpreters
 # newest first, and the main one's threads are found all the same
 for py in $(cpythons 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15); do
