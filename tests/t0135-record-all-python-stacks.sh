@@ -26,6 +26,7 @@ wait "$wa"
 kill -INT "$g"
 wait "$g"
 is "record -a exits 0" "$?" 0
+is "no call came before its process's Python was found" "$(grep -c 'came before' "$TMPD/g.err")" 0
 tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/all.json" "$TMPD/truth.json" 64
 is "the running process: every launch carries its stack" "$(json_query "$TMPD/all.json" \
 	"len([e for e in ev if e.get('pid') == $wa and e.get('name', '').startswith('cuLaunchKernel') and 'stack' not in e['args']])")" 0
@@ -63,6 +64,9 @@ is "each fork's 5 syncs have its stack from the first" "$(json_query "$TMPD/fork
  for p in [int(x) for x in open('$TMPD/forks').read().split()]]")" \
 	"[[$want, $want, $want, $want, $want], [$want, $want, $want, $want, $want]]" ||
 	diag <"$TMPD/f.err"
+is "the summary counts each fork's cuInit, made before its Python was found" \
+	"$(grep 'came before' "$TMPD/f.err")" \
+	"gpubpf: 2 calls of 2 Python processes came before gpubpf found their interpreters: no Python stack"
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/all.json"
 perfetto_ok "$TMPD/forks.json"

@@ -118,6 +118,11 @@ int pystacks_try(struct record *r, pid_t pid)
 		return 1;
 	}
 	t->found = 1;
+	t->found_ns = now_ns(CLOCK_MONOTONIC);
+	if (t->unwalked) {
+		r->py_late_calls += t->unwalked;
+		r->py_late_procs++;
+	}
 	if (r->o->verbose)
 		fprintf(stderr, "gpubpf: pid %d runs CPython %u.%u: walking its stacks\n", pid,
 			cfg.version / 100, cfg.version % 100);
@@ -130,6 +135,27 @@ int pystacks_tried(struct record *r, pid_t pid)
 		if (r->py[i].pid == pid)
 			return 1;
 	return 0;
+}
+
+void pystacks_unwalked(struct record *r, pid_t pid, uint64_t ts)
+{
+	struct py_try *t = NULL;
+
+	for (size_t i = 0; i < r->npy && !t; i++)
+		if (r->py[i].pid == pid)
+			t = &r->py[i];
+	/* not looked for yet, or given up on: it runs no Python we know of */
+	if (!t || (t->done && !t->found))
+		return;
+	if (!t->found) {                /* counted if it is found */
+		t->unwalked++;
+		return;
+	}
+	if (ts >= t->found_ns)          /* a thread that runs no Python */
+		return;
+	r->py_late_procs += !t->unwalked;
+	t->unwalked++;
+	r->py_late_calls++;
 }
 
 void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)

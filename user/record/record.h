@@ -58,6 +58,8 @@ struct py_try {
 	struct gb_py_config cfg; /* its layout, once found */
 	uint64_t first;
 	uint64_t last;          /* when it was last looked for (CLOCK_MONOTONIC) */
+	uint64_t found_ns;      /* when its Python was found: its calls before, unwalked */
+	uint64_t unwalked;      /* calls without a stack while its Python was not found */
 };
 
 struct record {
@@ -79,6 +81,8 @@ struct record {
 	uint64_t alive_ns;      /* atomic: the collector's last sign of life (record_alive()) */
 	int nlibs;              /* libcuda files probed */
 	pid_t last_pid;         /* of the latest call record */
+	uint64_t py_late_calls; /* calls of Python processes made before their Python was found */
+	int py_late_procs;      /* and the processes that made them */
 	struct spawn child;     /* -- CMD */
 	struct probes probes;
 	struct ring_reader reader;
@@ -168,6 +172,11 @@ int pystacks_try(struct record *r, pid_t pid);
 
 /* 1 if pid's Python was looked for already. */
 int pystacks_tried(struct record *r, pid_t pid);
+/*
+ * A call of pid's at ts (CLOCK_MONOTONIC) has no Python stack: counted
+ * where it was made before pid's Python was found (py_late_calls).
+ */
+void pystacks_unwalked(struct record *r, pid_t pid, uint64_t ts);
 /* pid runs a new program since ts (GB_REC_EXEC): look for its interpreter anew. */
 void pystacks_exec(struct record *r, pid_t pid, uint64_t ts);
 /* Process pid ended: a later process of that pid is looked for anew. */

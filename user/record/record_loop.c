@@ -53,15 +53,18 @@ static int on_record(void *ctx, void *data, size_t size)
 	if (size >= sizeof(struct gb_exit) && *(const uint32_t *)data == GB_REC_EXIT &&
 	    ((const struct gb_exit *)data)->ended)
 		pystacks_ended(r, ((const struct gb_exit *)data)->pid);
-	/* -a, -- CMD: a process not held at its libcuda (a shell job, or one
-	 * running before us): look for its Python at its first call */
-	if (size >= GB_CALL_HEAD && *(const uint32_t *)data == GB_REC_CALL &&
-	    r->o->stacks && r->o->mode != MODE_PIDS) {
-		pid_t pid = ((const struct gb_call *)data)->pid;
+	if (size >= GB_CALL_HEAD && *(const uint32_t *)data == GB_REC_CALL && r->o->stacks) {
+		const struct gb_call *c = data;
 
-		if (pid != r->last_pid && !pystacks_tried(r, pid))
-			pystacks_try(r, pid);
-		r->last_pid = pid;
+		/* -a, -- CMD: a process not held at its libcuda (a shell job, a
+		 * fork, or one running before us): look for its Python at its
+		 * first call */
+		if (r->o->mode != MODE_PIDS && (pid_t)c->pid != r->last_pid &&
+		    !pystacks_tried(r, c->pid))
+			pystacks_try(r, c->pid);
+		r->last_pid = c->pid;
+		if (!c->pystack)
+			pystacks_unwalked(r, c->pid, c->ts_entry);
 	}
 	ret = collector_record(&r->coll, data, size);
 	/* past --memory, the older events go out before the next record comes in */

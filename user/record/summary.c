@@ -127,6 +127,12 @@ void record_summary(struct record *r)
 	if (r->coll.bad)
 		fprintf(stderr, "gpubpf: %llu malformed records skipped\n",
 			(unsigned long long)r->coll.bad);
+	if (r->py_late_calls)
+		fprintf(stderr, "gpubpf: %llu call%s of %d Python process%s came before gpubpf found "
+			"%s: no Python stack\n", (unsigned long long)r->py_late_calls,
+			r->py_late_calls > 1 ? "s" : "", r->py_late_procs,
+			r->py_late_procs > 1 ? "es" : "",
+			r->py_late_procs > 1 ? "their interpreters" : "its interpreter");
 	if (r->coll.py_unresolved)
 		fprintf(stderr, "gpubpf: %llu Python frames could not be named (%llu: their process "
 			"had exited, or its memory could not be read; %llu: their code object had "
