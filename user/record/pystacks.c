@@ -141,9 +141,14 @@ void pystacks_unwalked(struct record *r, pid_t pid, uint64_t ts)
 {
 	struct py_try *t = NULL;
 
+	/* at each call without a stack: the last one's process first */
+	if (r->py_hint < r->npy && r->py[r->py_hint].pid == pid)
+		t = &r->py[r->py_hint];
 	for (size_t i = 0; i < r->npy && !t; i++)
-		if (r->py[i].pid == pid)
+		if (r->py[i].pid == pid) {
 			t = &r->py[i];
+			r->py_hint = i;
+		}
 	/* not looked for yet, or given up on: it runs no Python we know of */
 	if (!t || (t->done && !t->found))
 		return;

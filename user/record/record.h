@@ -75,6 +75,7 @@ struct record {
 	int nmarkers;           /* marker attachments made */
 	struct py_try *py;
 	size_t npy;
+	size_t py_hint;         /* pystacks_unwalked()'s last entry */
 	int waiting;            /* a -p target has not loaded libcuda yet */
 	int holding;            /* new libcuda mappings are held until probed */
 	int collecting;         /* setup is over: a libcuda probed now is late */
