@@ -407,6 +407,24 @@ static int new_target(struct probes *p, const char *path, pid_t pid, struct prob
 	return 0;
 }
 
+/*
+ * The end of an attach to new_target()'s t: with its links made (ret 0),
+ * count it in and return 1; else undo it and say why ("cannot attach
+ * WHAT 'path': ...") and return ret.
+ */
+static int target_made(struct probes *p, struct probe_target *t, int ret, const char *what,
+		       char *err, size_t errlen)
+{
+	if (ret) {
+		snprintf(err, errlen, "cannot attach %s '%s': %s", what, t->path, strerror(-ret));
+		detach(t);
+		free(t->path);
+		return ret;
+	}
+	p->ntargets++;
+	return 1;
+}
+
 int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size_t errlen)
 {
 	const char **names = NULL;
@@ -507,15 +525,7 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 		ret = add_link(t, bpf_program__attach_usdt(progs[i], pid, path, "gpubpf",
 							   markers[i], NULL), &cap);
 	}
-	if (ret) {
-		snprintf(err, errlen, "cannot attach to the markers of '%s': %s", path,
-			 strerror(-ret));
-		detach(t);
-		free(t->path);
-		return ret;
-	}
-	p->ntargets++;
-	return 1;
+	return target_made(p, t, ret, "to the markers of", err, errlen);
 }
 
 /*
@@ -565,14 +575,7 @@ int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *
 		ret = add_link(t, bpf_program__attach_uprobe_opts(probes[i].prog, pid, path,
 								  offs[probes[i].sym], &uo), &cap);
 	}
-	if (ret) {
-		snprintf(err, errlen, "cannot attach uprobes to '%s': %s", path, strerror(-ret));
-		detach(t);
-		free(t->path);
-		return ret;
-	}
-	p->ntargets++;
-	return 1;
+	return target_made(p, t, ret, "uprobes to", err, errlen);
 }
 
 int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pid_t pid,
@@ -587,14 +590,7 @@ int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pi
 		return ret > 0 ? 0 : ret;
 	ret = add_link(t, bpf_program__attach_uprobe_opts(p->skel->progs.gb_py_code_free, pid,
 							  path, off, NULL), &cap);
-	if (ret) {
-		snprintf(err, errlen, "cannot attach a uprobe to '%s': %s", path, strerror(-ret));
-		detach(t);
-		free(t->path);
-		return ret;
-	}
-	p->ntargets++;
-	return 1;
+	return target_made(p, t, ret, "a uprobe to", err, errlen);
 }
 
 void probes_heartbeat(struct probes *p)
