@@ -657,6 +657,16 @@ static int check_runtime(int fd, const struct gb_py_config *cfg, char *why, size
 	return 0;
 }
 
+/* proc_mem_open(), saying why it failed */
+static int mem_open(pid_t pid, char *why, size_t whylen)
+{
+	int fd = proc_mem_open(pid);
+
+	if (fd < 0)
+		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
+	return fd;
+}
+
 int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen)
 {
 	struct cand *c;
@@ -685,10 +695,9 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	if (!file)
 		goto cleanup;
 
-	fd = proc_mem_open(pid);
+	fd = mem_open(pid, why, whylen);
 	if (fd < 0) {
 		err = fd;
-		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
 		goto cleanup;
 	}
 	memset(cfg, 0, sizeof(*cfg));
@@ -837,10 +846,9 @@ int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char 
 			break;
 	if (i == n)
 		goto cleanup;
-	fd = proc_mem_open(pid);
+	fd = mem_open(pid, why, whylen);
 	if (fd < 0) {
 		err = fd;
-		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
 		goto cleanup;
 	}
 	/*
@@ -931,11 +939,9 @@ int pyruntime_remote(pid_t pid, const struct gb_py_config *cfg, struct py_remote
 		     cfg->version / 100, cfg->version % 100);
 		return -EOPNOTSUPP;
 	}
-	fd = proc_mem_open(pid);
-	if (fd < 0) {
-		whyf(why, whylen, "cannot open the memory of pid %d: %s", pid, strerror(-fd));
+	fd = mem_open(pid, why, whylen);
+	if (fd < 0)
 		return fd;
-	}
 	err = -ENOTSUP;
 	if (read_dbg(fd, cfg->runtime, cfg->version % 100, &d) ||
 	    d.remote_path_size < 64 || d.remote_path_size > 4096 ||
