@@ -56,8 +56,8 @@ is "the forking process exits 0" "$?" 0
 kill -INT "$g"
 wait "$g"
 is "record -a exits 0 (forks)" "$?" 0
-line=$(grep -n "# THE FORK'S CALL" "$GPUBPF_ROOT/tests/py/fork_calls.py" | cut -d: -f1)
-want="\"child ($GPUBPF_ROOT/tests/py/fork_calls.py:$line)\""
+line=$(grep -n "# THE CHILD'S CALL" "$GPUBPF_ROOT/tests/py/fork_at_pid.py" | cut -d: -f1)
+want="\"child ($GPUBPF_ROOT/tests/py/fork_at_pid.py:$line)\""
 is "each fork's 5 syncs have its stack from the first" "$(json_query "$TMPD/forks.json" "
 [[str(e['args'].get('stack', [None])[0]) for e in sorted(ev, key=lambda e: e.get('ts', 0))
   if e.get('pid') == p and e.get('name') == 'cuCtxSynchronize']

@@ -3,23 +3,17 @@
 usage: fork_calls.py GO_FILE FORKS SYNCS
 
 Loads libcuda.so.1, waits for GO_FILE to exist, then forks FORKS children,
-one every 0.5 s.  Each child calls cuInit, waits 0.3 s, calls
-cuCtxSynchronize SYNCS times 10 ms apart (from one line) and exits 0.  A
-child maps nothing: a tracer learns of it only from its calls.  Prints each
-child's pid.  Exits 1 if a child did not exit 0.
+one every 0.5 s.  Each child runs fork_at_pid.py's child(): calls cuInit,
+waits 0.3 s, calls cuCtxSynchronize SYNCS times 10 ms apart (from one line)
+and exits 0.  A child maps nothing: a tracer learns of it only from its
+calls.  Prints each child's pid.  Exits 1 if a child did not exit 0.
 """
 import ctypes
 import os
 import sys
 import time
 
-
-def child(lib, n):
-    lib.cuInit(0)
-    time.sleep(0.3)
-    for _ in range(n):
-        lib.cuCtxSynchronize()  # THE FORK'S CALL
-        time.sleep(0.01)
+from fork_at_pid import child
 
 
 def main():
