@@ -124,6 +124,23 @@ for py in "${pythons[@]}"; do
 		"$(stacks_of "$TMPD/n.json" wp_cb)" "[[\"callback ($CB:$cbline)\", null], 20]" ||
 		{ calls_of "$TMPD/n.json" wp_cb; diag <"$TMPD/.check.out"; }
 done
+# made_case V PY MODE THREAD NAME UNEXPORTED: callbacks.py MODE under PY
+# (CPython V): THREAD's 20 syncs each have made()'s line, walked; two
+# checks named "V: NAME: ...", skipped saying UNEXPORTED where PY lacks
+# what MODE takes (exit 77)
+made_case() {
+	local rc=0
+	"$GPUBPF" record --quiet -o "$TMPD/m.json" -- "$2" "$CB" "$TMPD/libworkpool.so" 20 "$3" \
+		>/dev/null 2>"$TMPD/m.err" || rc=$?
+	if ((rc == 77)); then
+		skip "$1: $5: $6" 2
+		return
+	fi
+	is "$1: $5: record" "$rc" 0 || diag <"$TMPD/m.err"
+	is "$1: $5: each of the thread's 20 syncs has its own line, walked" \
+		"$(stacks_of "$TMPD/m.json" "$4")" "[[\"made ($CB:$mline)\", null], 20]" ||
+		{ calls_of "$TMPD/m.json" "$4"; diag <"$TMPD/m.err"; }
+}
 # a state put in its interpreter's thread list before it has its thread's
 # id, as 3.12+ makes every state (PyGILState_Ensure's, a new thread's): a
 # thread walked between the two (sampled, or blocked), which found no state
@@ -143,17 +160,8 @@ for py in "${pythons[@]}"; do
 		continue
 	fi
 	for mode in unbound:wp_ub unbound_idle:wp_ui; do
-		"$GPUBPF" record --quiet -o "$TMPD/u.json" -- "$py" "$CB" "$TMPD/libworkpool.so" 20 \
-			"${mode%:*}" >/dev/null 2>"$TMPD/u.err"
-		rc=$?
-		if ((rc == 77)); then
-			skip "$v: ${mode%:*} states: _PyThreadState_Bind is not exported" 2
-			continue
-		fi
-		is "$v: ${mode%:*} states: record" "$rc" 0 || diag <"$TMPD/u.err"
-		is "$v: ${mode%:*} states: each of the thread's 20 syncs has its own line, walked" \
-			"$(stacks_of "$TMPD/u.json" "${mode#*:}")" "[[\"made ($CB:$mline)\", null], 20]" ||
-			{ calls_of "$TMPD/u.json" "${mode#*:}"; diag <"$TMPD/u.err"; }
+		made_case "$v" "$py" "${mode%:*}" "${mode#*:}" "${mode%:*} states" \
+			"_PyThreadState_Bind is not exported"
 	done
 done
 # a thread walked while it holds a state that runs no Python (found idle),
@@ -165,16 +173,7 @@ done
 # before or after its callback's frame, may be freed so too)
 for py in "${pythons[@]}"; do
 	v=$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
-	"$GPUBPF" record --quiet -o "$TMPD/f.json" -- "$py" "$CB" "$TMPD/libworkpool.so" 20 \
-		freed >/dev/null 2>"$TMPD/f.err"
-	rc=$?
-	if ((rc == 77)); then
-		skip "$v: a state found idle, then freed: what it takes is not exported" 2
-		continue
-	fi
-	is "$v: a state found idle, then freed: record" "$rc" 0 || diag <"$TMPD/f.err"
-	is "$v: a state found idle, then freed: each of the thread's 20 syncs has its own line, walked" \
-		"$(stacks_of "$TMPD/f.json" wp_fr)" "[[\"made ($CB:$mline)\", null], 20]" ||
-		{ calls_of "$TMPD/f.json" wp_fr; diag <"$TMPD/f.err"; }
+	made_case "$v" "$py" freed wp_fr "a state found idle, then freed" \
+		"what it takes is not exported"
 done
 done_testing
