@@ -65,6 +65,15 @@ elapsed_ms=$(( ($(date +%s%N) - start) / 1000000 ))
 # loaded machine's attach and export)
 cmp_ok "it stopped after about 700 ms (took $elapsed_ms ms)" "$elapsed_ms" -lt 8000
 cmp_ok "events were captured" "$(json_query "$TMPD/p3.json" 'd["gpubpf"]["events"]')" -gt 0
+# a thread's id (from top -H, a log line) stands for its process, named
+# once however often it is given
+tid3=$(ls "/proc/$w3/task" | grep -vx "$w3" | head -n 1)
+"$GPUBPF" record -p "$tid3,$w3" -d 700ms -o "$TMPD/p5.json" 2>"$TMPD/g5.err"
+is "record -p THREAD,PID: exit 0" "$?" 0
+like "it says it records the thread's process" "$(cat "$TMPD/g5.err")" \
+	"$tid3 is a thread of process $w3 \\([^)]*\\): recording that process"
+is "the trace holds that one process, with its calls" "$(json_query "$TMPD/p5.json" \
+	'sorted({e["pid"] for e in ev if e.get("cat") == "cuda_api"})')" "[$w3]"
 "$GPUBPF" record -p "$w3" -o "$TMPD/p4.json" 2>"$TMPD/g4.err" &
 g4=$!
 wait_recording "$TMPD/g4.err"

@@ -13,6 +13,12 @@ expect_error "duration 0" 1 "invalid duration '0'" "$GPUBPF" record -p $$ -d 0 "
 expect_error "duration -1s" 1 "invalid duration '-1s'" "$GPUBPF" record -p $$ -d -1s "${o[@]}"
 expect_error "duration abc" 1 "invalid duration 'abc'" "$GPUBPF" record -p $$ -d abc "${o[@]}"
 expect_error "pid that does not exist" 1 "no such process: 4000000" "$GPUBPF" record -p 4000000 "${o[@]}"
+if [ "$(cat /proc/2/comm 2>/dev/null)" = kthreadd ]; then
+	expect_error "a kernel thread's pid" 1 "pid 2 is a kernel thread \\(kthreadd\\), not a CUDA program" \
+		"$GPUBPF" record -p 2 "${o[@]}"
+else
+	skip "a kernel thread's pid: pid 2 is not kthreadd here (a pid namespace)" 4
+fi
 expect_error "pid list junk" 1 "invalid pid list '12,x'" "$GPUBPF" record -p 12,x "${o[@]}"
 expect_error "no target" 1 "exactly one of -p PID, -a or -- CMD" "$GPUBPF" record "${o[@]}"
 expect_error "two targets" 1 "exactly one of -p PID, -a or -- CMD" "$GPUBPF" record -a -p $$ "${o[@]}"

@@ -12,22 +12,55 @@
 #include "lib/array.h"
 #include "lib/proc.h"
 
-int proc_alive(pid_t pid)
+/* The fields of pid's stat after "pid (comm) ", into buf; NULL if unreadable. */
+static const char *stat_fields(pid_t pid, char *buf, size_t len)
 {
-	char path[64], buf[512], *p;
+	char path[64], *p;
 	FILE *f;
 	size_t n;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
 	f = fopen(path, "re");
 	if (!f)
-		return 0;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
+		return NULL;
+	n = fread(buf, 1, len - 1, f);
 	fclose(f);
 	buf[n] = 0;
-	/* "pid (comm) S ...": comm may hold spaces and parentheses */
+	/* comm may hold spaces and parentheses */
 	p = strrchr(buf, ')');
-	return p && p[1] == ' ' && p[2] != 'Z' && p[2] != 'X';
+	return p && p[1] == ' ' ? p + 2 : NULL;
+}
+
+int proc_alive(pid_t pid)
+{
+	char buf[512];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+
+	return f && *f != 'Z' && *f != 'X';
+}
+
+int proc_kernel_thread(pid_t pid)
+{
+	char buf[512];
+	const char *f = stat_fields(pid, buf, sizeof(buf));
+	unsigned long flags;
+
+	/* state ppid pgrp session tty_nr tpgid flags */
+	if (!f || sscanf(f, "%*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+		return 0;
+	return !!(flags & 0x00200000);          /* PF_KTHREAD */
+}
+
+pid_t proc_tgid(pid_t tid)
+{
+	char val[32];
+	char *end;
+	long v;
+
+	if (proc_status_field(tid, "Tgid", val, sizeof(val)))
+		return -ESRCH;
+	v = strtol(val, &end, 10);
+	return end != val && v > 0 ? (pid_t)v : -ESRCH;
 }
 
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len)

@@ -10,6 +10,10 @@
 
 /* 1 if pid is a live process (not a zombie), 0 if not. */
 int proc_alive(pid_t pid);
+/* 1 if pid is a kernel thread (kthreadd, a kworker...), 0 if not or gone. */
+int proc_kernel_thread(pid_t pid);
+/* The process thread tid belongs to (tid itself for a main thread), or -ESRCH. */
+pid_t proc_tgid(pid_t tid);
 /* Command name of pid (tid 0) or of its thread tid; -errno if gone. */
 int proc_comm(pid_t pid, pid_t tid, char *buf, size_t len);
 /* One line of /proc/PID/maps. */

@@ -236,20 +236,55 @@ static void scan_libs(struct record *r)
 	free(pids);
 }
 
+/*
+ * The processes -p names: a thread's id (from top -H, a log line) stands
+ * for its process, said once; each process once.  0, or -ESRCH or -EINVAL
+ * with the reason printed: no such process, or a kernel thread.
+ */
+static int targets_processes(struct record *r)
+{
+	int n = 0;
+
+	for (int i = 0; i < r->ntargets; i++) {
+		pid_t id = r->targets[i].pid, pid = proc_tgid(id);
+		char comm[32] = "?";
+		int dup = 0;
+
+		if (pid < 0 || !proc_alive(pid)) {
+			fprintf(stderr, "gpubpf: no such process: %d\n", id);
+			return -ESRCH;
+		}
+		proc_comm(pid, 0, comm, sizeof(comm));
+		if (proc_kernel_thread(pid)) {
+			fprintf(stderr, "gpubpf: pid %d is a kernel thread (%s), not a CUDA program\n",
+				id, comm);
+			return -EINVAL;
+		}
+		if (pid != id)
+			fprintf(stderr, "gpubpf: %d is a thread of process %d (%s): recording that "
+				"process\n", id, pid, comm);
+		for (int j = 0; j < n; j++)
+			dup |= r->targets[j].pid == pid;
+		if (!dup)
+			r->targets[n++].pid = pid;
+	}
+	r->ntargets = n;
+	return 0;
+}
+
 int targets_setup_pids(struct record *r)
 {
 	char path[PATH_MAX];
 	int have_default = 0;
+	int ret = targets_processes(r);
 
+	if (ret)
+		return ret;
 	if (r->o->libcuda)
 		have_default = 1;
 	for (int i = 0; i < r->ntargets; i++) {
 		struct target *t = &r->targets[i];
 
-		if (!proc_alive(t->pid)) {
-			fprintf(stderr, "gpubpf: no such process: %d\n", t->pid);
-			return -ESRCH;
-		}
 		if (probes_trace_pid(&r->probes, t->pid))
 			return -ENOMEM;
 		if (r->o->states)
