@@ -26,6 +26,9 @@ tap_from "$PY" "$CHECK" m.json --hosts node1,node2,node3 --inputs a.json,b.json.
 check "gzip output" "$GPUBPF" merge -q -o m.json.gz a.json b.json.gz c.json
 is "gzip output holds the same trace" "$(zcat m.json.gz | md5sum)" "$(md5sum <m.json)"
 
+like "one trace: its summary line" "$("$GPUBPF" merge -o one.json a.json 2>&1)" \
+	"^gpubpf: merged 1 trace \\(node1\\), [0-9]+ events, written to one.json$"
+
 # two traces of one host name are told apart
 $GEN -o d.json --host node1 --offset 1700000000000000000 --pids 100 --events 50
 check "merge of two traces from hosts with the same name" "$GPUBPF" merge -o dup.json a.json d.json

@@ -117,7 +117,7 @@ int cmd_merge(int argc, char **argv)
 		goto cleanup;
 	}
 	if (!o.quiet) {
-		fprintf(stderr, "gpubpf: merged %d traces (", m.nin);
+		fprintf(stderr, "gpubpf: merged %d trace%s (", m.nin, m.nin == 1 ? "" : "s");
 		for (int i = 0; i < m.nin; i++)
 			fprintf(stderr, "%s%s", i ? ", " : "", m.in[i].label);
 		fprintf(stderr, "), %" PRIu64 " events, written to %s\n", m.nevents, o.output);
