@@ -1758,6 +1758,24 @@ static __always_inline int shell_job(__u32 tgid)
 #define RECORDER_ALIVE_NS 1000000000ULL
 __u64 recorder_alive_ns;
 
+/*
+ * Stop the current process (SIGSTOP, from inside the program: it stops
+ * before it runs on) for user space to let go with SIGCONT once it has
+ * read the record saying so: an enum gb_held.  Not a job of an
+ * interactive shell (the shell would take the stop for ^Z), not one being
+ * debugged, and not while the recorder is away.
+ */
+static __always_inline __u32 hold_current(__u32 tgid, __u64 now)
+{
+	if (shell_job(tgid))
+		return GB_SHELL_JOB;
+	if (BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), ptrace))
+		return GB_PTRACED;
+	if (now - recorder_alive_ns > RECORDER_ALIVE_NS)
+		return GB_RECORDER_AWAY;
+	return bpf_send_signal_thread(GB_SIGSTOP) ? GB_NOT_HELD : GB_HELD;
+}
+
 /* syscalls:sys_enter_mmap, as the tracepoint's format file lays it out */
 struct mmap_args {
 	__u64 common;
@@ -1818,14 +1836,7 @@ int gb_mmap(struct mmap_args *ctx)
 		m->ino = key.ino;
 		bpf_probe_read_kernel_str(m->name, sizeof(m->name),
 					  BPF_CORE_READ(file, f_path.dentry, d_name.name));
-		if (shell_job(tgid))
-			m->held = GB_SHELL_JOB;
-		else if (BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), ptrace))
-			m->held = GB_PTRACED;
-		else if (m->ts - recorder_alive_ns > RECORDER_ALIVE_NS)
-			m->held = GB_RECORDER_AWAY;
-		else
-			m->held = bpf_send_signal_thread(GB_SIGSTOP) ? GB_NOT_HELD : GB_HELD;
+		m->held = hold_current(tgid, m->ts);
 		bpf_ringbuf_submit(m, BPF_RB_FORCE_WAKEUP);
 		return 0;
 	}
@@ -1836,6 +1847,36 @@ int gb_mmap(struct mmap_args *ctx)
 		__sync_fetch_and_add(n, 1);
 	else
 		bpf_map_update_elem(&unheld, &tgid, &one, BPF_NOEXIST);
+	return 0;
+}
+
+/*
+ * The interpreter's Py_FinalizeEx and libc's _exit, in a process whose
+ * Python stacks are walked (struct gb_end): held there until user space
+ * has named the stacks it sent before, from its memory.  A record that
+ * cannot be sent holds nothing (its stacks may then read "?").  Set by
+ * user space: 0 once it stops reading records.
+ */
+__u32 hold_ends;
+
+SEC("uprobe")
+int gb_end(struct pt_regs *ctx)
+{
+	__u64 pid_tgid = bpf_get_current_pid_tgid();
+	__u32 tgid = pid_tgid >> 32;
+	struct gb_end *e;
+
+	if (!hold_ends || !(pid_flags(tgid) & GB_PID_PYTHON) || !traced(tgid))
+		return 0;
+	e = bpf_ringbuf_reserve(&rb, sizeof(*e), 0);
+	if (!e)
+		return 0;
+	e->type = GB_REC_END;
+	e->pid = tgid;
+	e->tid = (__u32)pid_tgid;
+	e->ts = bpf_ktime_get_ns();
+	e->held = hold_current(tgid, e->ts);
+	bpf_ringbuf_submit(e, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
 

@@ -34,6 +34,7 @@ enum gb_rec_type {
 	GB_REC_NODE = 13,   /* PyTorch's autograd makes or runs a node: struct gb_node */
 	GB_REC_KICK = 14,   /* a CPU's call ring (struct gb_cring) wants reading: a type alone */
 	GB_REC_EXEC = 15,   /* a process gpubpf knows runs a new program: struct gb_exec */
+	GB_REC_END = 16,    /* a process whose stacks are walked begins to end: struct gb_end */
 };
 
 /*
@@ -383,6 +384,22 @@ struct gb_map {
 	__u64 dev;              /* the kernel's dev_t of the file system (MKDEV: 12:20) */
 	__u64 ino;
 	char name[GB_MAP_NAME_LEN]; /* the file's base name */
+};
+
+/*
+ * A process whose Python stacks are walked begins to end: its interpreter
+ * finalizes (Py_FinalizeEx: the code objects of its modules are freed
+ * next) or it calls _exit (os._exit, a multiprocessing worker, the end of
+ * exit()).  Its stacks are named from its memory, which goes with it: it
+ * is held (enum gb_held, as at a libcuda mapping) until user space has
+ * read every record before this one, then sent SIGCONT.
+ */
+struct gb_end {
+	__u32 type;             /* GB_REC_END */
+	__u32 pid;              /* tgid */
+	__u32 tid;
+	__u32 held;             /* enum gb_held */
+	__u64 ts;               /* CLOCK_MONOTONIC ns */
 };
 
 /* A probed libcuda file, for pid (0: for every process). */

@@ -188,6 +188,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_mmap, p->hold);
+		bpf_program__set_autoload(p->skel->progs.gb_end, p->hold);
 		bpf_program__set_autoload(p->skel->progs.gb_switch, o->states);
 		bpf_program__set_autoload(p->skel->progs.gb_wakeup, o->states);
 		bpf_program__set_autoload(p->skel->progs.gb_wakeup_new, o->states);
@@ -258,12 +259,14 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 	return 0;
 }
 
-static struct probe_target *find_target(struct probes *p, dev_t dev, ino_t ino, pid_t pid)
+static struct probe_target *find_target(struct probes *p, dev_t dev, ino_t ino, uint64_t site,
+					pid_t pid)
 {
 	for (size_t i = 0; i < p->ntargets; i++) {
 		struct probe_target *t = &p->targets[i];
 
-		if (t->dev == dev && t->ino == ino && (t->pid == pid || t->pid == -1))
+		if (t->dev == dev && t->ino == ino && t->site == site &&
+		    (t->pid == pid || t->pid == -1))
 			return t;
 	}
 	return NULL;
@@ -273,7 +276,7 @@ int probes_attached(struct probes *p, const char *path, pid_t pid)
 {
 	struct stat st;
 
-	return !stat(path, &st) && find_target(p, st.st_dev, st.st_ino, pid);
+	return !stat(path, &st) && find_target(p, st.st_dev, st.st_ino, 0, pid);
 }
 
 /*
@@ -368,13 +371,13 @@ static void detach(struct probe_target *t)
 }
 
 /*
- * A new target for the file at path and pid, at the end of p->targets but
- * not counted until the caller succeeds (p->ntargets++).  Returns 0 with
- * *out set, 1 if that file is already attached for pid, or -errno with a
- * reason in err.
+ * A new target for the file at path (its one uprobe at offset site, or 0)
+ * and pid, at the end of p->targets but not counted until the caller
+ * succeeds (p->ntargets++).  Returns 0 with *out set, 1 if that file (that
+ * site of it) is already attached for pid, or -errno with a reason in err.
  */
-static int new_target(struct probes *p, const char *path, pid_t pid, struct probe_target **out,
-		      char *err, size_t errlen)
+static int new_target(struct probes *p, const char *path, uint64_t site, pid_t pid,
+		      struct probe_target **out, char *err, size_t errlen)
 {
 	struct probe_target *t, *nt;
 	struct stat st;
@@ -385,7 +388,7 @@ static int new_target(struct probes *p, const char *path, pid_t pid, struct prob
 		snprintf(err, errlen, "cannot read '%s': %s", path, strerror(-ret));
 		return ret;
 	}
-	if (find_target(p, st.st_dev, st.st_ino, pid))
+	if (find_target(p, st.st_dev, st.st_ino, site, pid))
 		return 1;
 	nt = realloc(p->targets, (p->ntargets + 1) * sizeof(*nt));
 	if (nt)
@@ -395,6 +398,7 @@ static int new_target(struct probes *p, const char *path, pid_t pid, struct prob
 		memset(t, 0, sizeof(*t));
 		t->dev = st.st_dev;
 		t->ino = st.st_ino;
+		t->site = site;
 		t->pid = pid;
 		t->multi_fds[0] = t->multi_fds[1] = -1;
 		t->path = strdup(path);
@@ -434,7 +438,7 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 	size_t cap = 0;
 	int ret;
 
-	ret = new_target(p, path, pid, &t, err, errlen);
+	ret = new_target(p, path, 0, pid, &t, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	names = calloc(cuda_ncalls, sizeof(*names));
@@ -518,7 +522,7 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 	size_t cap = 0;
 	int ret;
 
-	ret = new_target(p, path, pid, &t, err, errlen);
+	ret = new_target(p, path, 0, pid, &t, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	for (size_t i = 0; i < 2 && !ret; i++) {
@@ -566,7 +570,7 @@ int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *
 			 strerror(-ret));
 		return ret;
 	}
-	ret = new_target(p, path, pid, &t, err, errlen);
+	ret = new_target(p, path, 0, pid, &t, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
 	move_past_endbr(path, offs, 2);
@@ -578,19 +582,50 @@ int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *
 	return target_made(p, t, ret, "uprobes to", err, errlen);
 }
 
-int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pid_t pid,
-			    char *err, size_t errlen)
+/* One uprobe of prog at offset off of the file at path, for pid: 1, 0 if there already, -errno. */
+static int attach_site(struct probes *p, struct bpf_program *prog, const char *path, uint64_t off,
+		       pid_t pid, char *err, size_t errlen)
 {
 	struct probe_target *t;
 	size_t cap = 0;
 	int ret;
 
-	ret = new_target(p, path, pid, &t, err, errlen);
+	ret = new_target(p, path, off, pid, &t, err, errlen);
 	if (ret)
 		return ret > 0 ? 0 : ret;
-	ret = add_link(t, bpf_program__attach_uprobe_opts(p->skel->progs.gb_py_code_free, pid,
-							  path, off, NULL), &cap);
+	ret = add_link(t, bpf_program__attach_uprobe_opts(prog, pid, path, off, NULL), &cap);
 	return target_made(p, t, ret, "a uprobe to", err, errlen);
+}
+
+int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pid_t pid,
+			    char *err, size_t errlen)
+{
+	return attach_site(p, p->skel->progs.gb_py_code_free, path, off, pid, err, errlen);
+}
+
+int probes_attach_end(struct probes *p, const char *path, uint64_t off, pid_t pid, char *err,
+		      size_t errlen)
+{
+	int ret;
+
+	if (!p->hold) {
+		snprintf(err, errlen, "this kernel cannot stop processes from BPF");
+		return -EOPNOTSUPP;
+	}
+	ret = attach_site(p, p->skel->progs.gb_end, path, off, pid, err, errlen);
+	if (ret > 0 && !p->ends_released)
+		__atomic_store_n(&p->skel->bss->hold_ends, 1, __ATOMIC_RELAXED);
+	return ret;
+}
+
+int probes_release_ends(struct probes *p)
+{
+	int was = !p->ends_released && p->skel && p->skel->bss->hold_ends;
+
+	p->ends_released = 1;
+	if (p->skel)
+		__atomic_store_n(&p->skel->bss->hold_ends, 0, __ATOMIC_RELAXED);
+	return was;
 }
 
 void probes_heartbeat(struct probes *p)

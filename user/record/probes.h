@@ -49,6 +49,7 @@ struct probes_opts {
 struct probe_target {
 	dev_t dev;
 	ino_t ino;
+	uint64_t site;            /* the file offset of its one uprobe; 0: a library's probes */
 	pid_t pid;
 	char *path;
 	struct bpf_link **links;  /* per-entry-point links (older kernels) */
@@ -64,6 +65,7 @@ struct probes {
 	int multi;              /* the kernel has uprobe_multi links */
 	int hold;               /* the mmap hook (gb_mmap) loaded */
 	struct bpf_link *hold_link; /* and attached */
+	int ends_released;      /* probes_release_ends(): no holds at a process's end */
 	struct bpf_link **samplers; /* one CPU-clock perf event per CPU */
 	int nsamplers;
 	struct cpu_rings crings;   /* the per-CPU call rings, mapped */
@@ -109,6 +111,22 @@ int probes_attach_autograd(struct probes *p, const char *path, pid_t pid, char *
  */
 int probes_attach_code_free(struct probes *p, const char *path, uint64_t off, pid_t pid,
 			    char *err, size_t errlen);
+/*
+ * Attach where a process whose Python stacks are walked begins to end (the
+ * file offset off of the file at path: the interpreter's Py_FinalizeEx,
+ * libc's _exit), for pid (-1: all processes): it is held there (SIGSTOP)
+ * and a GB_REC_END record sent; the reader of that record, having read
+ * every one before, sends SIGCONT.  Returns 1 when attached, 0 if already
+ * attached, or -errno with a one-line reason in err (-EOPNOTSUPP: the
+ * kernel cannot hold processes).
+ */
+int probes_attach_end(struct probes *p, const char *path, uint64_t off, pid_t pid, char *err,
+		      size_t errlen);
+/*
+ * Hold no process at its end from now on (then drain the ring buffer): 1
+ * if some could be held until now.
+ */
+int probes_release_ends(struct probes *p);
 /* 1 if the library file at path is attached for pid (or for all). */
 int probes_attached(struct probes *p, const char *path, pid_t pid);
 /*

@@ -5,10 +5,13 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "record/record.h"
 #include "lib/proc.h"
+#include "sym/elf_syms.h"
 #include "sym/pyruntime.h"
 
 #define PY_GIVE_UP_NS 10000000000ULL /* a process not found running Python by then runs none */
@@ -74,6 +77,69 @@ static void pystacks_frees_again(struct record *r, struct py_try *t)
 }
 
 /*
+ * libc's _exit in pid: the file (glibc, or musl's loader) and its offset;
+ * 0, -EAGAIN where no libc is mapped (yet: a process found at its exec,
+ * before its loader runs), or -ENOENT.
+ */
+static int libc_exit(pid_t pid, char *path, size_t len, __u64 *off, char *why, size_t whylen)
+{
+	static const char *const name = "_exit";
+	uint64_t o;
+
+	if (proc_find_mapping(pid, "libc.so", path, len) &&
+	    proc_find_mapping(pid, "ld-musl", path, len)) {
+		snprintf(why, whylen, "it maps no libc.so");
+		return -EAGAIN;
+	}
+	if (elf_sym_offsets(path, &name, 1, &o) != 1) {
+		snprintf(why, whylen, "no _exit in %.400s", path);
+		return -ENOENT;
+	}
+	*off = o;
+	return 0;
+}
+
+/*
+ * Hold pid where it begins to end (its interpreter's Py_FinalizeEx, libc's
+ * _exit) until the stacks it sent before are named: its memory goes with
+ * it, and a process that ends right after a call (os._exit in a worker, a
+ * short script) left the frames of that call unnamed ("?").
+ */
+static void pystacks_hold_ends(struct record *r, struct py_try *t)
+{
+	pid_t who = r->o->mode == MODE_PIDS ? t->pid : -1;
+	char path[PATH_MAX], why[512];
+	__u64 off;
+	int ret = 0;
+
+	if (!t->exit_pending) {
+		ret = pyruntime_finalize(t->pid, path, sizeof(path), &off, why, sizeof(why));
+		if (!ret)
+			ret = probes_attach_end(&r->probes, path, off, who, why, sizeof(why));
+	}
+	if (ret >= 0)
+		ret = libc_exit(t->pid, path, sizeof(path), &off, why, sizeof(why));
+	/* again at its next look (its libcuda, the targets' poll) */
+	t->exit_pending = ret == -EAGAIN;
+	if (ret >= 0)
+		ret = probes_attach_end(&r->probes, path, off, who, why, sizeof(why));
+	if (ret < 0 && !t->exit_pending && r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d: not held as it ends (a call made just before "
+			"may have its frames unnamed): %s\n", t->pid, why);
+}
+
+void pystacks_end(struct record *r, const struct gb_end *e)
+{
+	if (e->held != GB_HELD)
+		return;
+	if (kill(e->pid, SIGCONT) && errno != ESRCH)
+		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", e->pid, strerror(errno));
+	else if (r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %u held as it ends, %.3f ms, until its stacks were "
+			"named\n", e->pid, (now_ns(CLOCK_MONOTONIC) - e->ts) / 1e6);
+}
+
+/*
  * Python stacks for pid: find its interpreter and hand the layout to the
  * BPF walker and the collector.  A process is tried until it is found to
  * run CPython, to run one gpubpf cannot walk (said once), or for
@@ -94,6 +160,8 @@ int pystacks_try(struct record *r, pid_t pid)
 	if (t->done) {
 		if (t->frees_pending)
 			pystacks_frees_again(r, t);
+		if (t->exit_pending)
+			pystacks_hold_ends(r, t);
 		return 1;
 	}
 	t->last = now_ns(CLOCK_MONOTONIC);
@@ -117,6 +185,7 @@ int pystacks_try(struct record *r, pid_t pid)
 		fprintf(stderr, "gpubpf: pid %d: no Python stacks: out of memory\n", pid);
 		return 1;
 	}
+	pystacks_hold_ends(r, t);
 	t->found = 1;
 	t->found_ns = now_ns(CLOCK_MONOTONIC);
 	if (t->unwalked) {

@@ -55,6 +55,7 @@ struct py_try {
 	int found;              /* its Python was found, its stacks walked */
 	int autograd;           /* its libtorch was looked for */
 	int frees_pending;      /* its code frees cannot be counted yet: looked at again */
+	int exit_pending;       /* its libc is not mapped yet: its _exit held at a later look */
 	struct gb_py_config cfg; /* its layout, once found */
 	uint64_t first;
 	uint64_t last;          /* when it was last looked for (CLOCK_MONOTONIC) */
@@ -182,6 +183,11 @@ void pystacks_unwalked(struct record *r, pid_t pid, uint64_t ts);
 void pystacks_exec(struct record *r, pid_t pid, uint64_t ts);
 /* Process pid ended: a later process of that pid is looked for anew. */
 void pystacks_ended(struct record *r, pid_t pid);
+/*
+ * A process whose stacks are walked begins to end (GB_REC_END): every
+ * record before is read, its stacks named: let it go on if it is held.
+ */
+void pystacks_end(struct record *r, const struct gb_end *e);
 
 /*
  * With --autograd, pid maps libcuda now: probe PyTorch's autograd engine

@@ -49,6 +49,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		pystacks_exec(r, e->pid, e->ts);
 		return 0;
 	}
+	if (size == sizeof(struct gb_end) && *(const uint32_t *)data == GB_REC_END) {
+		pystacks_end(r, data);
+		return 0;
+	}
 	/* the collector names the thread; its pid is free for another process */
 	if (size >= sizeof(struct gb_exit) && *(const uint32_t *)data == GB_REC_EXIT &&
 	    ((const struct gb_exit *)data)->ended)
@@ -119,9 +123,12 @@ static void reader_alive(void *ctx)
 /* Their records may still be in the ring buffer. */
 void record_unhold(struct record *r)
 {
-	if (!r->holding)
+	int ends = probes_release_ends(&r->probes);
+
+	if (!r->holding && !ends)
 		return;
-	probes_release_maps(&r->probes);
+	if (r->holding)
+		probes_release_maps(&r->probes);
 	r->holding = 0;
 	/* a hook that ran just before the detach may still be submitting */
 	for (int i = 0; i < 3; i++)

@@ -874,6 +874,28 @@ cleanup:
 	return err;
 }
 
+int pyruntime_finalize(pid_t pid, char *path, size_t pathlen, __u64 *off, char *why,
+		       size_t whylen)
+{
+	static const char *const name = "Py_FinalizeEx";
+	struct cand *c;
+	uint64_t o;
+	int n, err = -ENOENT;
+
+	whyf(why, whylen, "no Py_FinalizeEx in its executable or libpython");
+	n = candidates_of(pid, &c, why, whylen);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && err; i++)
+		if (elf_sym_offsets(c[i].open, &name, 1, &o) == 1 &&
+		    (size_t)snprintf(path, pathlen, "%s", c[i].open) < pathlen) {
+			*off = o;
+			err = 0;
+		}
+	free(c);
+	return err;
+}
+
 int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
 			 const __u64 w[GB_PY_IDENT_LEN / 8], __u32 *ident)
 {

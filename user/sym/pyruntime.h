@@ -33,6 +33,14 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
  */
 int pyruntime_code_free(pid_t pid, char *path, size_t pathlen, __u64 *off, char *why,
 			size_t whylen);
+/*
+ * Where the CPython interpreter of pid finalizes (Py_FinalizeEx, run as
+ * it exits, before the code objects of its modules are freed): the file
+ * that defines it, as a path that can be opened here, and its file
+ * offset.  0, or -errno with a one-line reason in why (-ENOENT: none).
+ */
+int pyruntime_finalize(pid_t pid, char *path, size_t pathlen, __u64 *off, char *why,
+		       size_t whylen);
 
 /*
  * The identity token of the code object whose GB_PY_IDENT_LEN bytes from
