@@ -23,6 +23,13 @@ record_calls "$SIMLIB/libcuda.so.1" sim --libcuda "$SIMLIB/libcuda.so.1"
 is "sim: all calls succeeded" "$(json_query "$TMPD/sim.json" \
 	'sorted({e["args"]["ret"] for e in ev if e.get("cat") == "cuda_api" and "ret" in e["args"]} - {600})')" "[0]"
 
+# a process gone before its threads' calls were decoded (their states come
+# first) is named as its threads exited: before, it read "?", unnamed
+is "sim: the process and its main thread named as they exited" "$(json_query "$TMPD/sim.json" \
+	'sorted({(e["name"], e["args"]["name"]) for e in ev if e.get("ph") == "M" and
+	 e.get("name") in ("process_name", "thread_name") and e["tid"] == e["pid"]})')" \
+	'[["process_name", "cudacalls"], ["thread_name", "cudacalls"]]'
+
 # the library a command loads is found through its LD_LIBRARY_PATH
 LD_LIBRARY_PATH="$SIMLIB" record_calls "$SIMLIB/libcuda.so.1" sim-discovered
 

@@ -705,6 +705,47 @@ static void test_naming(void)
 	model_release(&m);
 }
 
+/*
+ * A process gone before its calls are decoded: its threads, first seen by
+ * the scheduler, exit before the collector knows it has events.  Named
+ * as they exited once its calls come (before: unnamed, "?"); a helper
+ * process with no events stays unnamed.
+ */
+static void test_naming_gone_first(void)
+{
+	const uint32_t job = P2 + 0x40, helper = P2 + 0x80;
+	struct gb_state st = { .type = GB_REC_STATE, .state = GB_ST_RUNNING, .ts = 10,
+			       .syscall = -1 };
+	const struct model_process *p;
+	struct model m;
+	struct collector c;
+	struct gb_call r;
+
+	model_init(&m);
+	collector_init(&c, &m);
+	st.pid = job;
+	st.tid = job;
+	collector_record(&c, &st, sizeof(st));
+	st.tid = job + 1;
+	collector_record(&c, &st, sizeof(st));
+	st.pid = st.tid = helper;
+	collector_record(&c, &st, sizeof(st));
+	thread_exit(&c, job, job + 1, "job-worker");
+	thread_exit(&c, job, job, "job");
+	thread_exit(&c, helper, helper, "sh");
+	r = call("cuStreamSynchronize", 20, 30, 0);
+	r.pid = r.tid = job;
+	collector_record(&c, &r, sizeof(r));
+	collector_end(&c, 1000);
+	p = process(&m, job);
+	is_str(p && p->name ? strtab_get(&m.strs, p->name) : NULL, "job",
+	       "a process gone before its calls: named as its main thread exited");
+	is_str(thread_name(&m, job, job + 1), "job-worker", "its other thread too");
+	is_str(thread_name(&m, helper, helper), NULL, "a helper without events: unnamed");
+	collector_release(&c);
+	model_release(&m);
+}
+
 static int state_rec(struct collector *c, uint32_t tid, uint64_t ts, uint32_t state,
 		     int32_t nr, uint32_t holder)
 {
@@ -922,6 +963,7 @@ int main(void)
 	test_record_names();
 	test_record_errors();
 	test_naming();
+	test_naming_gone_first();
 	test_states();
 	test_pid_again();
 	return done_testing();

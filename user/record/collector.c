@@ -49,6 +49,7 @@ void collector_release(struct collector *c)
 	nsym_free(c->nsym);
 	free(c->py);
 	hashmap_release(&c->seen);
+	hashmap_release(&c->exit_comm);
 	hashmap_release(&c->ends);
 	free(c->again);
 	free(c->call_size);
@@ -380,24 +381,35 @@ static int name_thread(struct collector *c, uint32_t pid, uint32_t tid, const ch
 /*
  * A traced thread exits: name it if it was gone before it could be.  The
  * last one of a process that had events: a later process given its pid
- * is another.
+ * is another.  A process the model does not know yet (its threads seen
+ * only by the scheduler so far, its calls still to be decoded) may turn
+ * out to have events: its threads' names are kept for collector_end().
  */
 static int on_exit_rec(struct collector *c, const struct gb_exit *e)
 {
+	uint64_t key = (uint64_t)e->pid << 32 | e->tid;
 	uint32_t real = real_pid(c, e->pid);
 	char comm[GB_COMM_LEN + 1];
+	struct hashmap_slot *sl;
+	int added;
 
+	memcpy(comm, e->comm, GB_COMM_LEN);
+	comm[GB_COMM_LEN] = 0;
 	/* a process the model knows made calls or ran GPU work: not a helper the job ran */
-	if (!model_find_process(c->m, e->pid))
+	if (!model_find_process(c->m, e->pid)) {
+		if (!hashmap_find(&c->seen, key) || !comm[0])
+			return 0;
+		sl = hashmap_put(&c->exit_comm, key, &added);
+		if (!sl || !(sl->val = strtab_intern(&c->m->strs, comm)))
+			return -ENOMEM;
 		return 0;
+	}
 	/* once: threads exiting at once may each see the last go */
 	if (e->ended && real < MODEL_PID_AGAIN && nends(c, real) == model_pid_nth(e->pid) - 1 &&
 	    hashmap_add(&c->ends, real, e->ts))
 		return -ENOMEM;
-	if (!hashmap_find(&c->seen, (uint64_t)e->pid << 32 | e->tid))
+	if (!hashmap_find(&c->seen, key))
 		return 0;
-	memcpy(comm, e->comm, GB_COMM_LEN);
-	comm[GB_COMM_LEN] = 0;
 	return name_thread(c, e->pid, e->tid, comm);
 }
 
@@ -494,13 +506,20 @@ void collector_end(struct collector *c, uint64_t ts)
 	model_states_end(c->m, ts);
 	/* the states and samples of the job's processes (with events) only;
 	 * its threads seen only by the scheduler or the sampler named as they
-	 * are now (an exec renames; those gone were named as they exited) */
+	 * are now (an exec renames), those gone as they exited */
 	hashmap_init(&pids);
 	if (!model_event_pids(c->m, &pids)) {
 		model_states_keep(c->m, &pids);
-		for (size_t i = 0; i < c->m->nthreads; i++)
-			if (!c->m->threads[i].name && hashmap_find(&pids, c->m->threads[i].pid))
-				name_thread(c, c->m->threads[i].pid, c->m->threads[i].tid, NULL);
+		for (size_t i = 0; i < c->m->nthreads; i++) {
+			const struct model_thread *t = &c->m->threads[i];
+			const struct hashmap_slot *gone;
+
+			if (t->name || !hashmap_find(&pids, t->pid))
+				continue;
+			gone = hashmap_find(&c->exit_comm, (uint64_t)t->pid << 32 | t->tid);
+			name_thread(c, t->pid, t->tid,
+				    gone ? strtab_get(&c->m->strs, (uint32_t)gone->val) : NULL);
+		}
 	}
 	hashmap_release(&pids);
 }

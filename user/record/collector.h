@@ -31,6 +31,8 @@ struct collector {
 	uint64_t bad;           /* malformed or unknown records */
 	uint16_t *call_size;    /* per call id, the bytes its records hold (gb_call_size) */
 	struct hashmap seen;    /* pid << 32 | tid of threads already named */
+	struct hashmap exit_comm; /* pid << 32 | tid -> its name as it exited (a string
+				   of the model's), for a process not known then */
 	struct hashmap ends;    /* pid -> when a process that had it, and events, ended:
 				   one entry each (model.h, MODEL_PID_AGAIN) */
 	void *again;            /* a record of a later process at an ended one's pid */
