@@ -110,21 +110,24 @@ static void pystacks_hold_ends(struct record *r, struct py_try *t)
 	pid_t who = r->o->mode == MODE_PIDS ? t->pid : -1;
 	char path[PATH_MAX], why[512];
 	__u64 off;
-	int ret = 0;
+	int ret;
 
 	if (!t->exit_pending) {
 		ret = pyruntime_finalize(t->pid, path, sizeof(path), &off, why, sizeof(why));
 		if (!ret)
 			ret = probes_attach_end(&r->probes, path, off, who, why, sizeof(why));
+		if (ret < 0 && r->o->verbose)
+			fprintf(stderr, "gpubpf: pid %d: not held as its interpreter finalizes (a "
+				"call made just before may have its frames unnamed): %s\n", t->pid,
+				why);
 	}
-	if (ret >= 0)
-		ret = libc_exit(t->pid, path, sizeof(path), &off, why, sizeof(why));
+	ret = libc_exit(t->pid, path, sizeof(path), &off, why, sizeof(why));
 	/* again at its next look (its libcuda, the targets' poll) */
 	t->exit_pending = ret == -EAGAIN;
-	if (ret >= 0)
+	if (!ret)
 		ret = probes_attach_end(&r->probes, path, off, who, why, sizeof(why));
 	if (ret < 0 && !t->exit_pending && r->o->verbose)
-		fprintf(stderr, "gpubpf: pid %d: not held as it ends (a call made just before "
+		fprintf(stderr, "gpubpf: pid %d: not held at its _exit (a call made just before "
 			"may have its frames unnamed): %s\n", t->pid, why);
 }
 
