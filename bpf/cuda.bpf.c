@@ -1850,15 +1850,15 @@ int gb_mmap(struct mmap_args *ctx)
 	return 0;
 }
 
+/* Set by user space: 1 while it reads records, so that gb_end may hold. */
+__u32 hold_ends;
+
 /*
  * The interpreter's Py_FinalizeEx and libc's _exit, in a process whose
  * Python stacks are walked (struct gb_end): held there until user space
  * has named the stacks it sent before, from its memory.  A record that
- * cannot be sent holds nothing (its stacks may then read "?").  Set by
- * user space: 0 once it stops reading records.
+ * cannot be sent holds nothing (its stacks may then read "?").
  */
-__u32 hold_ends;
-
 SEC("uprobe")
 int gb_end(struct pt_regs *ctx)
 {

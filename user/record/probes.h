@@ -63,7 +63,7 @@ struct probes {
 	size_t ntargets;
 	int verbose;
 	int multi;              /* the kernel has uprobe_multi links */
-	int hold;               /* the mmap hook (gb_mmap) loaded */
+	int hold;               /* the hooks that stop processes (gb_mmap, gb_end) loaded */
 	struct bpf_link *hold_link; /* and attached */
 	int ends_released;      /* probes_release_ends(): no holds at a process's end */
 	struct bpf_link **samplers; /* one CPU-clock perf event per CPU */
