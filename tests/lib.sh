@@ -459,6 +459,22 @@ tp_tap() {
 	TRACE_PROCESSOR=$tp tap_from "$PY" "$@"
 }
 
+# late_calls_line TRACE PID...: the line record's summary must give for the
+# calls of PIDs in TRACE without a Python stack (made before gpubpf found
+# their interpreters), "" where there are none: a scan of processes may find
+# a fork before its first call, which then has its stack.
+late_calls_line() {
+	local trace=$1 pids
+	shift
+	pids=$(IFS=,; echo "$*")
+	json_query "$trace" "(lambda n: '' if not sum(n) else
+  'gpubpf: %d call%s of %d Python process%s came before gpubpf found %s: no Python stack' % (
+  sum(n), 's' * (sum(n) > 1), len([x for x in n if x]), 'es' * (len([x for x in n if x]) > 1),
+  'their interpreters' if len([x for x in n if x]) > 1 else 'its interpreter'))(
+  [len([e for e in ev if e.get('pid') == p and e.get('cat') == 'cuda_api' and 'stack' not in e['args']])
+   for p in [$pids]])"
+}
+
 # perfetto_ok TRACE [--no-flows]: three results (tests/check_perfetto.py):
 # Perfetto imports TRACE without errors, each GPU slice has exactly one
 # flow from its call, each call lies in its innermost Python function's

@@ -10,7 +10,9 @@ once, at its top level.  Prints the address of each cell's code object.
 "same": every cell has the same source (only its file's name differs);
 "varied": cell K has K blank lines first, so its call is on line K + 2.
 CPython mostly gives a cell's code object, and its frame, the addresses of
-the cell's before.
+the cell's before.  Cells are 50 ms apart (a notebook's are seconds): a
+tracer names a cell's frame from the code object, freed as the cell ends,
+before the next cell's takes its place.
 """
 import ctypes
 import sys
@@ -31,7 +33,7 @@ def main():
     lib = ctypes.CDLL("libcuda.so.1")
     for k in range(int(sys.argv[1])):
         run_cell(lib, k, sys.argv[2])
-        time.sleep(0.01)
+        time.sleep(0.05)
 
 
 if __name__ == "__main__":
