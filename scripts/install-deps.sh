@@ -24,6 +24,8 @@ pkgs=(
 	python3-torch
 	# a chroot with Debian unstable's CPython 3.14 for the stack tests (scripts/sid-python.sh)
 	debootstrap
+	# PyPy: the stack tests check that it is said not to be walked (t0300)
+	pypy3
 )
 
 check_only=0

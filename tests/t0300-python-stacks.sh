@@ -294,6 +294,22 @@ for i in range(7):
 else
 	skip "no CPython 2.7 to stand for an unsupported version" 3
 fi
+# PyPy keeps no CPython frames: one line says so (it said nothing), and
+# its calls are recorded all the same
+if command -v pypy3 >/dev/null; then
+	rc=0
+	"$GPUBPF" record -q -o "$TMPD/pypy.json" -- pypy3 -c \
+		'import ctypes; l = ctypes.CDLL("libcuda.so.1"); l.cuInit(0); l.cuCtxSynchronize()' \
+		2>"$TMPD/pypy.err" || rc=$?
+	is "PyPy: record" "$rc" 0
+	like "PyPy: one line says why its calls have no stack" "$(grep 'no Python stacks' "$TMPD/pypy.err")" \
+		"^gpubpf: pid [0-9]+: no Python stacks: it runs PyPy \\(libpypy[^)]*\\): only CPython's stacks are walked$"
+	is "PyPy: its two calls, without stacks" "$(json_query "$TMPD/pypy.json" \
+		'[e["name"] for e in ev if e.get("cat") == "cuda_api" and "stack" not in e["args"]]')" \
+		'["cuInit", "cuCtxSynchronize"]'
+else
+	skip "no pypy3 (bash scripts/install-deps.sh installs it)" 3
+fi
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/p.json"
 done_testing

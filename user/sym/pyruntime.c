@@ -692,8 +692,17 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 		bias = c[i].start - vaddr0;
 		break;
 	}
-	if (!file)
+	if (!file) {
+		char pypy[PATH_MAX];
+
+		/* PyPy keeps no CPython frames: said once, not looked for again */
+		if (!proc_find_mapping(pid, "libpypy", pypy, sizeof(pypy))) {
+			whyf(why, whylen, "it runs PyPy (%s): only CPython's stacks are walked",
+			     strrchr(pypy, '/') + 1);
+			err = -ENOTSUP;
+		}
 		goto cleanup;
+	}
 
 	fd = mem_open(pid, why, whylen);
 	if (fd < 0) {

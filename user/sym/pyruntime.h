@@ -18,7 +18,8 @@
  * to 3.15.
  * Returns 0; -ENOENT if the process runs no CPython (not an error: say
  * nothing); -ENOTSUP for a CPython gpubpf cannot walk (unknown version,
- * free-threaded build, unreadable runtime), with a one-line reason in why;
+ * free-threaded build, unreadable runtime) or for PyPy, with a one-line
+ * reason in why;
  * other -errno with a reason.
  */
 int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen);
