@@ -274,39 +274,33 @@ check "--stack none: no stacks" "$GPUBPF" record --stack none -o "$TMPD/n.json" 
 	"$PY" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 10
 is "--stack none: no event has a stack" "$(json_query "$TMPD/n.json" \
 	'len([e for e in ev if "stack" in e.get("args", {})])')" 0
-# an interpreter gpubpf cannot walk: said once, the calls are still traced
-old=$(ls -d "$HOME"/.pyenv/versions/2.7.*/bin/python2.7 2>/dev/null | head -1)
-if [[ -n "$old" ]]; then
-	rc=0
-	"$GPUBPF" record -o "$TMPD/o.json" -- "$old" -c '
+# not_walked NAME REASON PY: an interpreter gpubpf cannot walk: said once
+# (REASON, a regex), its calls still traced, none with a stack
+not_walked() {
+	local rc=0
+	"$GPUBPF" record -o "$TMPD/nw.json" -- "$3" -c '
 import ctypes
 lib = ctypes.CDLL("libcuda.so.1")
 lib.cuInit(0)
 for i in range(7):
     lib.cuCtxSynchronize()
-' 2>"$TMPD/o.err" || rc=$?
-	is "CPython 2.7: recorded anyway, exit 0" "$rc" 0
-	like "CPython 2.7: one clear line" "$(grep 'no Python stacks' "$TMPD/o.err")" \
-		"^gpubpf: pid [0-9]+: no Python stacks: CPython 2.7 is not supported \\(3.6 to 3.15\\)$"
-	is "CPython 2.7: every call traced, without stacks" "$(json_query "$TMPD/o.json" \
+' 2>"$TMPD/nw.err" || rc=$?
+	is "$1: recorded anyway, exit 0" "$rc" 0
+	like "$1: one clear line" "$(grep 'no Python stacks' "$TMPD/nw.err")" \
+		"^gpubpf: pid [0-9]+: no Python stacks: $2\$"
+	is "$1: every call traced, without stacks" "$(json_query "$TMPD/nw.json" \
 		'(len([e for e in ev if e.get("cat") == "cuda_api" and e["name"] == "cuCtxSynchronize"]), len([e for e in ev if "stack" in e.get("args", {})]))')" \
 		"[7, 0]"
+}
+old=$(ls -d "$HOME"/.pyenv/versions/2.7.*/bin/python2.7 2>/dev/null | head -1)
+if [[ -n "$old" ]]; then
+	not_walked "CPython 2.7" "CPython 2.7 is not supported \\(3.6 to 3.15\\)" "$old"
 else
 	skip "no CPython 2.7 to stand for an unsupported version" 3
 fi
-# PyPy keeps no CPython frames: one line says so (it said nothing), and
-# its calls are recorded all the same
+# PyPy keeps no CPython frames (it said nothing)
 if command -v pypy3 >/dev/null; then
-	rc=0
-	"$GPUBPF" record -q -o "$TMPD/pypy.json" -- pypy3 -c \
-		'import ctypes; l = ctypes.CDLL("libcuda.so.1"); l.cuInit(0); l.cuCtxSynchronize()' \
-		2>"$TMPD/pypy.err" || rc=$?
-	is "PyPy: record" "$rc" 0
-	like "PyPy: one line says why its calls have no stack" "$(grep 'no Python stacks' "$TMPD/pypy.err")" \
-		"^gpubpf: pid [0-9]+: no Python stacks: it runs PyPy \\(libpypy[^)]*\\): only CPython's stacks are walked$"
-	is "PyPy: its two calls, without stacks" "$(json_query "$TMPD/pypy.json" \
-		'[e["name"] for e in ev if e.get("cat") == "cuda_api" and "stack" not in e["args"]]')" \
-		'["cuInit", "cuCtxSynchronize"]'
+	not_walked "PyPy" "it runs PyPy \\(libpypy[^)]*\\): only CPython's stacks are walked" pypy3
 else
 	skip "no pypy3 (bash scripts/install-deps.sh installs it)" 3
 fi
