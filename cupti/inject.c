@@ -9,7 +9,8 @@
  * or the simulated driver's hooks in the simulator's variant), delivers
  * records every POLL_MS, and when gpubpf detaches it flushes and disables
  * again: a job started once with the variable set can be recorded many
- * times.  Nothing here may break or slow down the program: errors are
+ * times, by several recorders at once (one that joins others says so
+ * through gpubpf_joins, publish.h).  Nothing here may break or slow down the program: errors are
  * reported once and the library goes dormant.  Where no backend applies
  * (no usable libcupti), the thread still runs, to tell each recorder why.
  */
@@ -31,6 +32,7 @@ static int quiet;                       /* loaded by late attach: stderr is the 
 static pthread_mutex_t state_lock = PTHREAD_MUTEX_INITIALIZER;
 static int enabled;
 static int attach_seen;         /* polls in a row that saw a recorder attached, not enabled */
+static uint32_t joins_seen;     /* publish_joins() when the last recorder was answered */
 static pid_t owner;             /* the process the poll thread runs in */
 
 static uint64_t now_ns(void)
@@ -51,6 +53,7 @@ static uint64_t now_ns(void)
 static void follow_locked(int forced, int now)
 {
 	int attached = publish_attached();
+	uint32_t joins = publish_joins();
 
 	if (!attached)
 		attach_seen = 0;
@@ -65,6 +68,11 @@ static void follow_locked(int forced, int now)
 			publish_error(no_backend);
 		else if (enabled > 0)
 			publish_window(now_ns());
+		joins_seen = joins;
+	} else if (attached && joins != joins_seen) {
+		/* one more recorder, which missed the names and the window */
+		joins_seen = joins;
+		publish_joined(enabled > 0, now_ns());
 	} else if (!attached && enabled) {
 		if (enabled > 0) {
 			backend->flush(1);

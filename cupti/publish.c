@@ -2,6 +2,7 @@
 /* The transport to gpubpf; see publish.h. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "publish.h"
@@ -21,6 +22,14 @@ __extension__ unsigned short gpubpf_batch_semaphore
 __extension__ unsigned short gpubpf_api_semaphore
 	__attribute__((unused, section(".probes")));
 
+/*
+ * Raised by each recorder once its markers are attached (gpubpf writes it
+ * through /proc/PID/mem): a second recorder joining one that is already
+ * recorded finds the library collecting, and the semaphores raised, as
+ * they were.  In .data, so that it has a place in the file.
+ */
+__attribute__((visibility("default"), section(".data"))) uint32_t gpubpf_joins;
+
 #define NAME_SLOTS 4096         /* open addressing; ids beyond it are not interned */
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -36,6 +45,7 @@ static size_t batch_len;
 static uint32_t batch_records;  /* records in the batch: what is lost if it is */
 static struct { char *name; uint32_t id; int sent; } names[NAME_SLOTS];
 static uint32_t next_name_id = 1;
+static char last_error[GA_NAME_MAX];    /* why the library is dormant, for a later recorder */
 
 static void on_fork_child(void)
 {
@@ -172,6 +182,8 @@ void publish_dropped(uint64_t n)
 void publish_error(const char *message)
 {
 	pthread_mutex_lock(&lock);
+	if (message != last_error)
+		snprintf(last_error, sizeof(last_error), "%s", message);
 	append_string_locked(GA_ERROR, 0, message);
 	send_locked();
 	pthread_mutex_unlock(&lock);
@@ -189,6 +201,23 @@ void publish_flush(void)
 	pthread_mutex_lock(&lock);
 	send_locked();
 	pthread_mutex_unlock(&lock);
+}
+
+uint32_t publish_joins(void)
+{
+	return __atomic_load_n(&gpubpf_joins, __ATOMIC_RELAXED);
+}
+
+void publish_joined(int collecting, uint64_t ts)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < NAME_SLOTS; i++)
+		names[i].sent = 0;
+	pthread_mutex_unlock(&lock);
+	if (collecting)
+		publish_window(ts);
+	else if (last_error[0])
+		publish_error(last_error);
 }
 
 void publish_reset(void)

@@ -65,4 +65,19 @@ void publish_flush(void);
  */
 void publish_reset(void);
 
+/*
+ * How many times recorders said they attached (each adds one to the
+ * library's gpubpf_joins once its markers are attached): a change while
+ * the markers stay attached is one more recorder joining.
+ */
+uint32_t publish_joins(void);
+
+/*
+ * For a recorder that joined one already attached: send each kernel name
+ * again at its next use, and say that collection started at ts
+ * (collecting), or again why the library is dormant (the last
+ * publish_error()).
+ */
+void publish_joined(int collecting, uint64_t ts);
+
 #endif

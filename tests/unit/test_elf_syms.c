@@ -19,7 +19,10 @@
 
 static char dir[] = "/tmp/gpubpf-elf-XXXXXX";
 
-/* Symbol value of name per `nm` (dynamic: nm -D --defined-only); 0 if absent. */
+/*
+ * Value of the function or data symbol name per `nm` (dynamic: nm -D
+ * --defined-only); 0 if absent.
+ */
 static uint64_t nm_value(const char *path, const char *name, int dynamic)
 {
 	char cmd[512], line[1024], sym[512], type;
@@ -33,7 +36,7 @@ static uint64_t nm_value(const char *path, const char *name, int dynamic)
 		return 0;
 	while (fgets(line, sizeof(line), f)) {
 		if (sscanf(line, "%" SCNx64 " %c %511s", &v, &type, sym) == 3 &&
-		    (type == 'T' || type == 't') && !strcmp(sym, name))
+		    strchr("TtDd", type) && !strcmp(sym, name))
 			found = v;
 	}
 	pclose(f);
@@ -100,8 +103,8 @@ static void test_stub(void)
 
 /*
  * A library whose first segment sits at 0x400000, so that virtual
- * addresses and file offsets differ; one exported function and one hidden
- * one that only .symtab knows.
+ * addresses and file offsets differ; one exported function, one hidden
+ * one that only .symtab knows, and an exported array in .data.
  */
 static void test_built_lib(void)
 {
@@ -132,7 +135,7 @@ static void test_built_lib(void)
 		return;
 	}
 	ret = elf_sym_offsets(lib, names, 3, off);
-	is_int(ret, 2, "built lib: 2 functions found, the data object not");
+	is_int(ret, 3, "built lib: 2 functions and the data object found");
 	va = nm_value(lib, "gb_pub_fn", 1);
 	want = readelf_offset(lib, va);
 	ok(va >= 0x400000 && want && want != va, "gb_pub_fn: vaddr 0x%" PRIx64 " != offset 0x%"
@@ -141,7 +144,8 @@ static void test_built_lib(void)
 	va = nm_value(lib, "gb_hidden_fn", 0);
 	ok(va && !nm_value(lib, "gb_hidden_fn", 1), "gb_hidden_fn only in .symtab");
 	is_int(off[1], readelf_offset(lib, va), "gb_hidden_fn (.symtab) at its file offset");
-	is_int(off[2], 0, "data symbol gb_data: offset 0");
+	va = nm_value(lib, "gb_data", 1);
+	is_int(off[2], readelf_offset(lib, va), "data symbol gb_data (.data) at its file offset");
 	unlink(src);
 	unlink(lib);
 }

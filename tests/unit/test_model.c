@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "model/model.h"
+#include "model_util.h"
 #include "tap.h"
 
 /*
@@ -510,6 +511,55 @@ static void test_attribution(void)
 	model_release(&m);
 }
 
+/*
+ * A recording that joined another: GPU work of calls made before it came
+ * (correlation ids below every one announced to it) is dropped; its own
+ * calls' work is linked, work without a correlation and that of a process
+ * with no announcement are kept; a kernel whose name came after it is
+ * named.
+ */
+static void test_joined_late(void)
+{
+	struct model m;
+	struct model_event *e;
+	size_t kernels = 0, linked = 0, named = 0;
+
+	model_init(&m);
+	/* pid 7: launches at 100 and 200, announced as correlations 50 and 51 */
+	e = unit_event(&m, 100, 10, 7, 7, "cuLaunchKernel");
+	e = unit_event(&m, 200, 10, 7, 7, "cuLaunchKernel");
+	ok(!model_add_corr(&m, 105, 7, 7, 50) && !model_add_corr(&m, 205, 7, 7, 51),
+	   "correlations added");
+	/* GPU work: of calls 48 and 49 (before), 50 and 51, and memory without one */
+	for (uint32_t c = 48; c <= 51; c++) {
+		e = model_add_event(&m);
+		e->kind = EV_KERNEL; e->ts = 300 + c; e->dur = 5; e->pid = 7;
+		e->correlation = c; e->func = MODEL_GPU_NAME | 3;
+	}
+	e = model_add_event(&m);
+	e->kind = EV_MEMORY; e->ts = 400; e->pid = 7;
+	/* pid 8 announced nothing: its work stays */
+	e = model_add_event(&m);
+	e->kind = EV_KERNEL; e->ts = 410; e->dur = 5; e->pid = 8; e->correlation = 9;
+	ok(!model_set_kernel_name(&m, 7, MODEL_GPU_NAME | 3, "late_name"), "name set late");
+	ok(!model_finish(&m), "finish");
+	for (size_t i = 0; i < m.nev; i++) {
+		e = &m.ev[i];
+		if (e->kind != EV_KERNEL)
+			continue;
+		kernels++;
+		linked += e->link != MODEL_NO_LINK;
+		named += e->kernel && !strcmp(strtab_get(&m.strs, e->kernel), "late_name");
+		ok(e->pid == 8 || e->correlation >= 50, "kernel of correlation %u kept",
+		   e->correlation);
+	}
+	is_int(kernels, 3, "pid 7's kernels 50 and 51 and pid 8's kept; 48 and 49 dropped");
+	is_int(linked, 2, "pid 7's two linked to their launches");
+	is_int(named, 2, "and named from the name that came after them");
+	is_int(m.nev, 6, "two calls, three kernels, the memory record");
+	model_release(&m);
+}
+
 int main(void)
 {
 	test_strtab();
@@ -519,6 +569,7 @@ int main(void)
 	test_knames();
 	test_finish_resolves();
 	test_call_errors();
+	test_joined_late();
 	test_procs_threads();
 	test_scope_ends();
 	test_attribution();

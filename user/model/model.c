@@ -541,6 +541,9 @@ static int link_gpu(struct model *m, const uint32_t *api, size_t napi)
 		struct model_event *e = &m->ev[g], *h;
 		const struct hashmap_slot *c;
 
+		/* a GPU name that came after its kernel (a recorder that joined late) */
+		if (e->kind == EV_KERNEL && !e->kernel && e->func)
+			e->kernel = model_kernel_name(m, e->pid, e->func);
 		if (e->kind == EV_API || e->flow || !e->correlation ||
 		    !(c = hashmap_find(&calls, corr_key(e))))
 			continue;
@@ -776,6 +779,58 @@ static void set_flows(struct model *m)
  * Finish m, or the part of it before cutoff when it is finished in parts
  * (m->carry set; see model_part.h).
  */
+/*
+ * GPU work of calls made before this recording saw any call of its
+ * process: a recording that joined another finds the injection library
+ * collecting already and is sent the records of work queued before it
+ * came (cupti/publish.h).  The driver numbers a process's calls in
+ * order, so work whose correlation id is below every one announced to us
+ * is of such a call: dropped, as the library drops work from before its
+ * own window, rather than shown without its call.
+ */
+static int drop_gpu_before_calls(struct model *m)
+{
+	struct hashmap first;   /* pid -> its lowest correlation announced to us */
+	struct hashmap_slot *f = NULL;
+	size_t k = 0;
+	int added;
+
+	hashmap_init(&first);
+	for (size_t i = 0; i < m->nprocs; i++)
+		if (m->procs[i].first_corr && hashmap_add(&first, m->procs[i].pid,
+							  m->procs[i].first_corr))
+			goto nomem;
+	for (size_t i = 0; i < m->ncorrs; i++) {
+		const struct model_corr *c = &m->corrs[i];
+
+		if (c->failed || !c->correlation)
+			continue;
+		if ((!f || f->key != c->pid) && !(f = hashmap_put(&first, c->pid, &added)))
+			goto nomem;
+		if (!f->val || (int32_t)(c->correlation - (uint32_t)f->val) < 0)
+			f->val = c->correlation;
+	}
+	for (size_t i = 0; i < m->nprocs; i++)
+		if ((f = hashmap_find(&first, m->procs[i].pid)))
+			m->procs[i].first_corr = f->val;
+	f = NULL;
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *e = &m->ev[i];
+
+		if (e->kind != EV_API && e->correlation && (!f || f->key != e->pid))
+			f = hashmap_find(&first, e->pid);
+		if (e->kind == EV_API || !e->correlation || !f || f->key != e->pid ||
+		    (int32_t)(e->correlation - (uint32_t)f->val) >= 0)
+			m->ev[k++] = *e;
+	}
+	m->nev = k;
+	hashmap_release(&first);
+	return 0;
+nomem:
+	hashmap_release(&first);
+	return -ENOMEM;
+}
+
 int model_finish_part(struct model *m, uint64_t cutoff)
 {
 	bool last = cutoff == UINT64_MAX;
@@ -783,6 +838,8 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 	size_t napi = 0;
 	int ret;
 
+	if (!m->read_back && (ret = drop_gpu_before_calls(m)))
+		return ret;
 	for (size_t i = 0; i < m->nev; i++)
 		m->ev[i].seq = i;
 	if (m->nev)

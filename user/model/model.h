@@ -72,7 +72,8 @@ struct model_event {
 	uint32_t shared_mem;
 	uint32_t count;
 	uint32_t args;          /* EV_KERNEL: hash of its launch's arguments, 0 unknown */
-	uint64_t func, stream, bytes, ptr, handle;
+	uint64_t func, stream, bytes, ptr, handle; /* EV_KERNEL without a kernel name
+						     yet: func is its GPU name's handle */
 	uint64_t seq;           /* arrival order: the tie-break that keeps sorting stable */
 	/* GPU side (kind != EV_API); API events use correlation only */
 	uint8_t kind;           /* enum model_kind */
@@ -179,6 +180,7 @@ struct model_process {
 	uint64_t gpu_dropped;   /* GPU records the injection library or CUPTI lost */
 	uint32_t gpu_error;     /* strtab id: why GPU timing went off, 0 if it did not */
 	uint64_t gpu_window_ns; /* GPU collection started (GA_WINDOW); 0: unknown */
+	uint32_t first_corr;    /* the lowest correlation id announced to us; 0: none yet */
 	/* late attach (record -p without CUDA_INJECTION64_PATH) */
 	uint64_t inject_stall_ns;  /* the borrowed thread's stop; 0: not injected */
 	uint32_t inject_tid;    /* the thread borrowed */

@@ -239,6 +239,7 @@ static void record_release(struct record *r)
 	probes_close(&r->probes);
 	free(r->py);
 	free(r->late);
+	hashmap_release(&r->joined);
 	collector_release(&r->coll);
 	record_parts_release(r);
 	model_release(&r->model);

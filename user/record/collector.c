@@ -669,6 +669,8 @@ static int on_gpu_record(struct collector *c, uint32_t pid, const struct ga_hdr 
 		ev->ts = k->start;
 		ev->dur = k->end > k->start ? k->end - k->start : 0;
 		ev->kernel = model_kernel_name(c->m, pid, MODEL_GPU_NAME | k->name_id);
+		if (!ev->kernel)        /* its name may come later: named at the end */
+			ev->func = MODEL_GPU_NAME | k->name_id;
 		memcpy(ev->grid, k->grid, sizeof(ev->grid));
 		memcpy(ev->block, k->block, sizeof(ev->block));
 		ev->registers = k->registers;

@@ -346,9 +346,9 @@ struct find_base {
 	size_t len;
 };
 
-static int match_base(const struct proc_map *m, void *arg)
+/* Whether m maps a file whose base name starts with base. */
+static int maps_base(const struct proc_map *m, const char *base)
 {
-	struct find_base *fb = arg;
 	const char *slash = strrchr(m->path, '/'), *name;
 
 	if (!slash || !m->inode)
@@ -357,7 +357,14 @@ static int match_base(const struct proc_map *m, void *arg)
 	/* a late-attached copy maps as "/memfd:libgpubpf_cupti.so (deleted)" */
 	if (!strncmp(name, "memfd:", 6))
 		name += 6;
-	if (strncmp(name, fb->base, strlen(fb->base)))
+	return !strncmp(name, base, strlen(base));
+}
+
+static int match_base(const struct proc_map *m, void *arg)
+{
+	struct find_base *fb = arg;
+
+	if (!maps_base(m, fb->base))
 		return 0;
 	return proc_map_file(fb->pid, m, fb->out, fb->len) ?: 1;
 }
@@ -368,6 +375,49 @@ int inject_find_lib(pid_t pid, const char *base, char *path, size_t len)
 	int ret = proc_maps_each(pid, match_base, &fb);
 
 	return ret < 0 ? ret : ret ? 0 : -ENOENT;
+}
+
+/* The mapping of the library (base) that holds file offset off. */
+struct join_find {
+	const char *base;
+	uint64_t off, addr;
+};
+
+static int match_join(const struct proc_map *m, void *arg)
+{
+	struct join_find *jf = arg;
+
+	if (!maps_base(m, jf->base) || jf->off < m->offset ||
+	    jf->off >= m->offset + (m->end - m->start))
+		return 0;
+	jf->addr = m->start + (jf->off - m->offset);
+	return 1;
+}
+
+int inject_lib_join(pid_t pid, const char *base, const char *lib)
+{
+	static const char *const name = "gpubpf_joins";
+	struct join_find jf = { .base = base };
+	char mem[64];
+	uint32_t joins;
+	int fd, ret;
+
+	ret = elf_sym_offsets(lib, &name, 1, &jf.off);
+	if (ret != 1)
+		return ret < 0 ? ret : -ENOENT;         /* a library from before joins */
+	ret = proc_maps_each(pid, match_join, &jf);
+	if (ret <= 0)
+		return ret < 0 ? ret : -ENOENT;
+	snprintf(mem, sizeof(mem), "/proc/%d/mem", pid);
+	fd = open(mem, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	ret = pread(fd, &joins, sizeof(joins), jf.addr) == sizeof(joins) ? 0 : -EFAULT;
+	joins++;
+	if (!ret && pwrite(fd, &joins, sizeof(joins), jf.addr) != sizeof(joins))
+		ret = -EFAULT;
+	close(fd);
+	return ret;
 }
 
 struct cupti_seen {

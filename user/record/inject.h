@@ -70,6 +70,17 @@ int inject_reap(void);
 int inject_find_lib(pid_t pid, const char *base, char *path, size_t len);
 
 /*
+ * Tell the injection library mapped in pid (base, as for
+ * inject_find_lib(); lib, the path that function gave) that one more
+ * recorder is attached to its markers: it adds one to the library's
+ * gpubpf_joins.  A library already collecting for another recorder then
+ * sends the kernel names again and opens a window for this one
+ * (cupti/publish.h).  Call once the markers are attached.  0, -ENOENT (a
+ * library without the counter, or not mapped), or -errno.
+ */
+int inject_lib_join(pid_t pid, const char *base, const char *lib);
+
+/*
  * Safe points: 1 if a thread stopped in system call nr may be borrowed
  * (x86-64 numbers).
  */

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <sys/types.h>
 #include "gpubpf.h"
+#include "lib/hashmap.h"
 #include "model/model.h"
 #include "record/collector.h"
 #include "record/inject.h"
@@ -74,6 +75,7 @@ struct record {
 	struct late *late;
 	size_t nlate;
 	int nmarkers;           /* marker attachments made */
+	struct hashmap joined;  /* model pids whose injection library was told we joined */
 	struct py_try *py;
 	size_t npy;
 	size_t py_hint;         /* pystacks_unwalked()'s last entry */

@@ -141,6 +141,26 @@ int targets_late_failed(struct record *r, pid_t pid)
 }
 
 /*
+ * Our markers are attached to pid's library at path: tell it, once per
+ * process (it may be collecting for another recorder already, which the
+ * semaphores cannot show).  A library of an older gpubpf cannot be told:
+ * collecting for another, it sends us no window and no kernel names.
+ */
+static void join(struct record *r, pid_t pid, const char *path)
+{
+	int added = 0;
+	struct hashmap_slot *s = hashmap_put(&r->joined, collector_pid(&r->coll, pid), &added);
+	int ret;
+
+	if (!s || !added)
+		return;
+	ret = inject_lib_join(pid, INJECTION_LIB, path);
+	if (ret && ret != -ENOENT && r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d: cannot tell its %s that a recorder joined: %s\n",
+			pid, INJECTION_LIB, strerror(-ret));
+}
+
+/*
  * -p: GPU timing comes from the injection library: the one the target
  * loaded at start, a copy an earlier recording loaded late (a memfd), or
  * one loaded now.
@@ -155,8 +175,10 @@ static int target_markers(struct record *r, struct target *t)
 	    !late_attach(r, t->pid) && inject_find_lib(t->pid, INJECTION_LIB, path, sizeof(path)))
 		return 0;
 	if (!inject_find_lib(t->pid, INJECTION_LIB, path, sizeof(path)) &&
-	    attach_markers(r, path, t->pid) >= 0)
+	    attach_markers(r, path, t->pid) >= 0) {
 		t->markers = 1;
+		join(r, t->pid, path);
+	}
 	return t->markers;
 }
 
@@ -232,6 +254,9 @@ static void scan_libs(struct record *r)
 			have = !inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path));
 		if (have && !probes_attached(&r->probes, path, -1))
 			attach_markers(r, path, -1);
+		/* -a: a library loaded before we came may be another recorder's already */
+		if (have && r->o->mode == MODE_ALL && probes_attached(&r->probes, path, -1))
+			join(r, pids[i], path);
 	}
 	free(pids);
 }

@@ -66,7 +66,8 @@ static int lookup_section(Elf *elf, Elf_Scn *scn, const struct elf_seg *segs, si
 		const char *name;
 
 		if (!gelf_getsym(data, k, &sym) || sym.st_shndx == SHN_UNDEF ||
-		    GELF_ST_TYPE(sym.st_info) != STT_FUNC || !sym.st_value)
+		    (GELF_ST_TYPE(sym.st_info) != STT_FUNC &&
+		     GELF_ST_TYPE(sym.st_info) != STT_OBJECT) || !sym.st_value)
 			continue;
 		name = elf_strptr(elf, sh.sh_link, sym.st_name);
 		if (!name)
