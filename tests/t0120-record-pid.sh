@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # record -p: attach to running processes, before or after they load
-# libcuda; stop when they exit, at -d, or at SIGINT, always writing a
-# valid trace; the traced program runs on unharmed.
+# libcuda; stop when they exit, at -d, or at SIGINT or SIGHUP (not under
+# nohup), always writing a valid trace; the traced program runs on unharmed.
 . "$(dirname "$0")/lib.sh"
 test_description "record -p PID"
 require_bpf
@@ -83,6 +83,31 @@ wait "$g4"
 is "record stopped by SIGINT: exit 0" "$?" 0
 cmp_ok "the interrupted trace holds events" "$(json_query "$TMPD/p4.json" \
 	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+# a terminal that goes away (ssh dropped): SIGHUP stops it as SIGINT does;
+# under nohup it records on, to -d (a job of its own, launching throughout)
+"${train[@]}" --steps 100000 --no-thread >/dev/null 2>&1 &
+w6=$!
+at_exit "kill $w6 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w6/maps"
+"$GPUBPF" record -p "$w6" -o "$TMPD/p6.json" 2>"$TMPD/g6.err" &
+g6=$!
+wait_recording "$TMPD/g6.err"
+sleep 0.5
+kill -HUP "$g6"
+wait "$g6"
+is "record stopped by SIGHUP: exit 0" "$?" 0
+cmp_ok "the trace of a hangup holds events" "$(json_query "$TMPD/p6.json" \
+	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+nohup "$GPUBPF" record -p "$w6" -d 2500ms -o "$TMPD/p7.json" >/dev/null 2>"$TMPD/g7.err" &
+g7=$!
+wait_recording "$TMPD/g7.err"
+kill -HUP "$g7"
+sleep 0.5
+ok "under nohup, SIGHUP does not stop it" kill -0 "$g7"
+wait "$g7"
+is "under nohup, it stopped at -d: exit 0" "$?" 0
+ok "the job recorded through both still runs" kill -0 "$w6"
+kill "$w6"
 ok "the process was still running when recording stopped" kill -0 "$w3"
 touch "$TMPD/hold3"
 wait "$w3"

@@ -198,7 +198,7 @@ int record_nsignals(void)
 
 int record_loop_init(struct record *r)
 {
-	struct sigaction sa = { .sa_handler = on_signal };
+	struct sigaction sa = { .sa_handler = on_signal }, hup;
 	int fds[PROBES_RINGS], n = probes_ringbuf_fds(&r->probes, fds);
 	struct cpu_rings cr = probes_crings(&r->probes);
 	int ret;
@@ -211,6 +211,13 @@ int record_loop_init(struct record *r)
 		return ret;
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/*
+	 * A terminal that goes away (an ssh session dropped) ends the
+	 * recording as Ctrl-C does: the trace is written and no process is
+	 * left held.  Under nohup it stays ignored.
+	 */
+	if (!sigaction(SIGHUP, NULL, &hup) && hup.sa_handler != SIG_IGN)
+		sigaction(SIGHUP, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	return 0;
 }
@@ -275,9 +282,13 @@ void record_loop(struct record *r)
 		if (r->o->mode == MODE_CMD) {
 			if (spawn_poll(&r->child) && !stop_signal)
 				stop_signal = -1;
-			/* a signal to us goes on to the command, whose exit ends us */
+			/*
+			 * A signal to us goes on to the command, whose exit ends
+			 * us; a terminal's Ctrl-C or hangup reached it already.
+			 */
 			if (stop_signal > 0 && !forwarded && !r->child.done) {
-				kill(r->child.pid, stop_signal == SIGINT && tty ? 0 : stop_signal);
+				kill(r->child.pid, (stop_signal == SIGINT || stop_signal == SIGHUP) &&
+					tty ? 0 : stop_signal);
 				forwarded = 1;
 			}
 		}

@@ -32,7 +32,7 @@ static const char usage[] =
 "  -- CMD [ARGS...]       run CMD, held until the probes are attached, and\n"
 "                         trace it and its children; exit with its status\n"
 "  -d, --duration TIME    stop after TIME (500ms, 10s, 2m); default: until\n"
-"                         Ctrl-C or SIGTERM (or until CMD exits)\n"
+"                         Ctrl-C, SIGTERM or SIGHUP (or until CMD exits)\n"
 "  -o, --output FILE      trace file, .json, .json.gz or .pftrace (Perfetto);\n"
 "                         repeat for several formats; default\n"
 "                         gpubpf-<pid|all>-<YYYYmmdd-HHMMSS>.json\n"
