@@ -21,7 +21,7 @@ export PYTHONUNBUFFERED=1
 unset CUDA_INJECTION64_PATH
 checks=("$@")
 ((${#checks[@]})) || checks=(t0970 t0975 t0950 t0960 t0980)
-declare -A limit=([t0970]=160 [t0975]=230 [t0950]=120 [t0960]=140 [t0980]=90)
+declare -A limit=([t0970]=190 [t0975]=230 [t0950]=120 [t0960]=140 [t0980]=90)
 
 section() { echo "=== $* ($(date +%T))"; }
 

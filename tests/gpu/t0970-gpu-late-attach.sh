@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-timeout: 300
+# test-timeout: 330
 # GPU machine check for late attach (issue #9), where a GPU is lent: `bash
 # tests/gpu/t0970-gpu-late-attach.sh` as root there (tests/run.sh runs it
 # too, and it skips without a GPU; about 3 minutes).  Carry build/gpubpf,
@@ -7,7 +7,8 @@
 # (libcjson.so.1: `make gpu-carry`); PyTorch.
 #  1. A PyTorch loop started normally (no CUDA_INJECTION64_PATH) is
 #     recorded twice with `record -p -d 5s`: the first loads the library
-#     (late attach), the second finds it.  Per kernel name, gpubpf's count
+#     (late attach), the second finds it; then twice at once (-d 6s, and
+#     -d 2s joining it).  Per kernel name, gpubpf's count
 #     over its window divided by the per-step count of torch.profiler (50
 #     steps of the same loop in a process of its own) gives the same number
 #     of steps for every name (edges aside: within 1 step); every launch
@@ -26,7 +27,7 @@ check "gpubpf --version" "$GPUBPF" --version
 diag "== 1. attach twice to a loop started without the library"
 python3 tests/gpu/late_loop.py --profile-steps 50 --profile-out "$out/prof.json" >"$out/prof.txt" 2>&1
 ok "torch.profiler's per-step counts were taken" test -s "$out/prof.json"
-python3 tests/gpu/late_loop.py --seconds 60 >"$out/loop.txt" 2>"$out/loop.err" &
+python3 tests/gpu/late_loop.py --seconds 75 >"$out/loop.txt" 2>"$out/loop.err" &
 w=$!
 at_exit "kill $w 2>/dev/null"
 sleep 15
@@ -36,6 +37,16 @@ for i in 1 2; do
 	ok "record -p wrote a trace (late$i.json)" test -s "$out/late$i.json"
 	sleep 5
 done
+# two at once: the second joins the first (tests/t0415 on the simulated driver)
+"$GPUBPF" record -p "$w" -d 6s -q -o "$out/late3.json" 2>"$out/late3.err" &
+g=$!
+wait_recording "$out/late3.err"
+"$GPUBPF" record -p "$w" -d 2s -q -o "$out/late4.json" 2>"$out/late4.err"
+ok "the second of two at once ended while the first recorded" kill -0 "$g"
+wait "$g"
+cat "$out/late3.err" "$out/late4.err" | diag
+is "the second did not say the library never started" \
+	"$(grep -c 'has not started collecting' "$out/late4.err")" 0
 t_detach=$(python3 -c 'import time; print(time.monotonic_ns())')
 wait "$w"
 is "the loop ran on to its end" "$?" 0
@@ -52,7 +63,7 @@ print("speed: %.1f steps/s before attaching, %.1f after detaching (%+.2f%%; t097
       " it against a loop never attached)" % (b, a, 100 * (a - b) / b))
 prof = [e for e in json.load(open(out + "/prof.json"))["traceEvents"] if e.get("cat") == "kernel"]
 per_step = {n: c / 50 for n, c in collections.Counter(e["name"] for e in prof).items()}
-for i in (1, 2):
+for i in (1, 2, 3, 4):
     d = json.load(open(out + "/late%d.json" % i))
     g = d["gpubpf"]["gpu"]
     pid = next(iter(g["window_open_us"]), None)
@@ -74,9 +85,12 @@ for i in (1, 2):
     extra = set(k) - set(per_step)
     if extra:
         print("late%d: kernels torch.profiler did not see: %s" % (i, sorted(extra)[:10]))
+    print("late%d: %d unnamed kernels" % (i, sum(1 for e in d["traceEvents"]
+                                             if e.get("cat") == "kernel" and e["name"] == "kernel")))
 PYEOF
 diag <"$out/late.txt"
-for i in 1 2; do
+for i in 1 2 3 4; do
+	ok "late$i: every kernel named" grep -q "^late$i: 0 unnamed kernels$" "$out/late.txt"
 	ok "late$i: the same number of steps for every kernel name" \
 		grep -q "^late$i: .* kernels in the window; .*: ok$" "$out/late.txt"
 	tap_from python3 tests/check_window.py --edge-ms 500 "$out/late$i.json" "$w"
