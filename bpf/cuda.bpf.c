@@ -309,6 +309,19 @@ struct {
 	__type(value, __u8);
 } libs_known SEC(".maps");
 
+/*
+ * Per tgid: processes held now (hold_current()), since when, until user
+ * space continues them and deletes them here.  Should gpubpf die first
+ * (SIGKILL, the OOM killer), its keeper (user/record/keeper.c) continues
+ * those left.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u64);
+} held SEC(".maps");
+
 /* Per tgid: libcuda mappings not reported (the ring buffer was full), so not held. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1773,7 +1786,13 @@ static __always_inline __u32 hold_current(__u32 tgid, __u64 now)
 		return GB_PTRACED;
 	if (now - recorder_alive_ns > RECORDER_ALIVE_NS)
 		return GB_RECORDER_AWAY;
-	return bpf_send_signal_thread(GB_SIGSTOP) ? GB_NOT_HELD : GB_HELD;
+	/* noted first: the keeper must know of every stop */
+	if (bpf_map_update_elem(&held, &tgid, &now, BPF_ANY))
+		return GB_NOT_HELD;
+	if (!bpf_send_signal_thread(GB_SIGSTOP))
+		return GB_HELD;
+	bpf_map_delete_elem(&held, &tgid);
+	return GB_NOT_HELD;
 }
 
 /* syscalls:sys_enter_mmap, as the tracepoint's format file lays it out */

@@ -18,6 +18,7 @@
 #include <bpf/libbpf.h>
 #include "commands.h"
 #include "lib/sink.h"
+#include "record/keeper.h"
 #include "record/record.h"
 #include "report/report.h"
 #include "trace/export.h"
@@ -101,6 +102,7 @@ static int open_probes(struct record *r)
 	const struct record_opts *o = r->o;
 	struct probes_opts po = { 0 };
 	char err[512];
+	int ret;
 
 	po.filter_pids = o->mode != MODE_ALL;
 	po.follow_forks = o->mode == MODE_CMD;
@@ -127,6 +129,11 @@ static int open_probes(struct record *r)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		return -EINVAL;
 	}
+	/* before any process is held: should gpubpf die holding one, it goes on */
+	ret = keeper_start(probes_held_fd(&r->probes));
+	if (ret)
+		fprintf(stderr, "gpubpf: cannot fork the keeper (%s): a process held as gpubpf "
+			"is killed would stay stopped\n", strerror(-ret));
 	return 0;
 }
 

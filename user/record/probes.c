@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* The probe loader; see probes.h. */
 #include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -701,6 +702,20 @@ void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, ui
 		   void *ctx)
 {
 	each_pid_count(bpf_map__fd(p->skel->maps.unheld), per_pid, ctx);
+}
+
+int probes_continue(struct probes *p, pid_t pid)
+{
+	uint32_t key = pid;
+	int ret = kill(pid, SIGCONT) && errno != ESRCH ? -errno : 0;
+
+	bpf_map_delete_elem(bpf_map__fd(p->skel->maps.held), &key);
+	return ret;
+}
+
+int probes_held_fd(struct probes *p)
+{
+	return bpf_map__fd(p->skel->maps.held);
 }
 
 /* Set bits of pid in the programs' pid_bits (an array they share with us). */

@@ -152,6 +152,13 @@ int probes_lib_known(struct probes *p, uint64_t dev, uint64_t ino, pid_t pid);
 /* Per pid, the libcuda mappings that could not be held. */
 void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
 		   void *ctx);
+/*
+ * Continue pid, held by the programs (GB_HELD in its record), and forget
+ * it among the held.  0, or -errno (a process gone is not an error).
+ */
+int probes_continue(struct probes *p, pid_t pid);
+/* The map of the processes held now (tgid keys), for the keeper (keeper.h). */
+int probes_held_fd(struct probes *p);
 /* Add pid to the traced set (with filter_pids). */
 int probes_trace_pid(struct probes *p, pid_t pid);
 /* The pids in the traced set (children joined by fork included); count or -errno. */

@@ -133,10 +133,12 @@ static void pystacks_hold_ends(struct record *r, struct py_try *t)
 
 void pystacks_end(struct record *r, const struct gb_end *e)
 {
+	int ret;
+
 	if (e->held != GB_HELD)
 		return;
-	if (kill(e->pid, SIGCONT) && errno != ESRCH)
-		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", e->pid, strerror(errno));
+	if ((ret = probes_continue(&r->probes, e->pid)))
+		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", e->pid, strerror(-ret));
 	else if (r->o->verbose)
 		fprintf(stderr, "gpubpf: pid %u held as it ends, %.3f ms, until its stacks were "
 			"named\n", e->pid, (now_ns(CLOCK_MONOTONIC) - e->ts) / 1e6);

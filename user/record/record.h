@@ -8,6 +8,7 @@
  *	pystacks.c     which processes get Python stacks, and when to look;
  *	               PyTorch's autograd nodes for them
  *	spawn.c        -- CMD, started held
+ *	keeper.c       the processes held, continued should gpubpf be killed
  *	record_loop.c  taking the ring buffer's records until told to stop
  *	ring_reader.c  reading the ring buffer, on a thread of its own
  *	summary.c      the lines printed once the trace is written

@@ -394,7 +394,7 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 {
 	pid_t who = r->o->mode == MODE_PIDS ? (pid_t)m->pid : -1;
 	char path[PATH_MAX];
-	int n = -ENOENT;
+	int n = -ENOENT, ret;
 
 	/* by inode; an overlay file system may show another inode in the maps */
 	if (!proc_find_mapping_ino(m->pid, "libcuda.so", m->ino, path, sizeof(path)) ||
@@ -415,8 +415,8 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 		pystacks_try(r, m->pid);
 		pystacks_autograd(r, m->pid);
 	}
-	if (m->held == GB_HELD && kill(m->pid, SIGCONT) && errno != ESRCH)
-		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(errno));
+	if (m->held == GB_HELD && (ret = probes_continue(&r->probes, m->pid)))
+		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(-ret));
 	/* n == 0: that file was probed already, no call can have been missed */
 	if (n != 0 && m->held == GB_SHELL_JOB)
 		targets_mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
