@@ -7,8 +7,9 @@
 # library sends it the kernel names again and opens its GPU window: every
 # kernel it records is named, its window is known, and it does not say
 # that the library never started.  The first recording loses nothing and
-# goes on after the second ends.  A library that could not start (CUPTI
-# held by another profiler) tells the second why, as it told the first.
+# goes on after the second ends.  So with the library's CUPTI backend; and
+# a library that could not start (CUPTI held by another profiler) tells
+# the second why, as it told the first.
 . "$(dirname "$0")/lib.sh"
 test_description "two recordings of one job at once: the second gets names, window, GPU records"
 require_bpf
@@ -100,10 +101,17 @@ both ap "$w" -a -- -p "$w"
 joined ap "$w"
 endjob "pa, ap"
 
-# 4. the library could not start (CUPTI held by another profiler): the
+# 4. the shipped library's CUPTI backend (over build/sim/libcupti_sim.so;
+# copied away from build/, so that the simulated driver keeps it)
+cp "$GPUBPF_ROOT/build/libgpubpf_cupti.so" "$TMPD/"
+job env CUDA_INJECTION64_PATH="$TMPD/libgpubpf_cupti.so" GPUBPF_CUPTI_LIB="$SIMLIB/libcupti_sim.so"
+both cupti "$w" -p "$w" -- -p "$w"
+joined cupti "$w"
+endjob cupti
+
+# 5. the library could not start (CUPTI held by another profiler): the
 # second recording is told why, as the first was
 why="cupti: cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED (another profiler is attached)"
-cp "$GPUBPF_ROOT/build/libgpubpf_cupti.so" "$TMPD/"
 job env SIMCUPTI_BUSY=1 GPUBPF_CUPTI_LIB="$SIMLIB/libcupti_sim.so"
 both busy "$w" --cupti-lib "$TMPD/libgpubpf_cupti.so" -p "$w" -- \
 	--cupti-lib "$TMPD/libgpubpf_cupti.so" -p "$w"

@@ -513,8 +513,8 @@ static void test_attribution(void)
 
 /*
  * A recording that joined another: GPU work of calls made before it came
- * (correlation ids below every one announced to it) is dropped; its own
- * calls' work is linked, work without a correlation and that of a process
+ * (correlation ids below those of all its calls, an announcement without
+ * its call aside) is dropped; its own calls' work is linked, work without a correlation and that of a process
  * with no announcement are kept; a kernel whose name came after it is
  * named.
  */
@@ -530,6 +530,8 @@ static void test_joined_late(void)
 	e = unit_event(&m, 200, 10, 7, 7, "cuLaunchKernel");
 	ok(!model_add_corr(&m, 105, 7, 7, 50) && !model_add_corr(&m, 205, 7, 7, 51),
 	   "correlations added");
+	/* announced on a thread whose call was made before the probes: no call */
+	ok(!model_add_corr(&m, 90, 7, 9, 47), "a correlation without its call added");
 	/* GPU work: of calls 48 and 49 (before), 50 and 51, and memory without one */
 	for (uint32_t c = 48; c <= 51; c++) {
 		e = model_add_event(&m);

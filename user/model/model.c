@@ -784,31 +784,34 @@ static void set_flows(struct model *m)
  * process: a recording that joined another finds the injection library
  * collecting already and is sent the records of work queued before it
  * came (cupti/publish.h).  The driver numbers a process's calls in
- * order, so work whose correlation id is below every one announced to us
- * is of such a call: dropped, as the library drops work from before its
- * own window, rather than shown without its call.
+ * order, so work whose correlation id is below that of every call of the
+ * process here (linked to its announcement: one made before the call's
+ * probe was attached has no call) is of such a call: dropped, as the
+ * library drops work from before its own window, rather than shown
+ * without its call.  api[0..napi) is kept pointing at the calls.
  */
-static int drop_gpu_before_calls(struct model *m)
+static int drop_gpu_before_calls(struct model *m, uint32_t *api, size_t napi)
 {
-	struct hashmap first;   /* pid -> its lowest correlation announced to us */
+	struct hashmap first;   /* pid -> the lowest correlation of its calls */
 	struct hashmap_slot *f = NULL;
-	size_t k = 0;
-	int added;
+	uint32_t *where = NULL;
+	size_t k = 0, drop = 0;
+	int added, ret = -ENOMEM;
 
 	hashmap_init(&first);
 	for (size_t i = 0; i < m->nprocs; i++)
 		if (m->procs[i].first_corr && hashmap_add(&first, m->procs[i].pid,
 							  m->procs[i].first_corr))
-			goto nomem;
-	for (size_t i = 0; i < m->ncorrs; i++) {
-		const struct model_corr *c = &m->corrs[i];
+			goto out;
+	for (size_t j = 0; j < napi; j++) {
+		const struct model_event *e = &m->ev[api[j]];
 
-		if (c->failed || !c->correlation)
+		if (!e->correlation)
 			continue;
-		if ((!f || f->key != c->pid) && !(f = hashmap_put(&first, c->pid, &added)))
-			goto nomem;
-		if (!f->val || (int32_t)(c->correlation - (uint32_t)f->val) < 0)
-			f->val = c->correlation;
+		if ((!f || f->key != e->pid) && !(f = hashmap_put(&first, e->pid, &added)))
+			goto out;
+		if (!f->val || (int32_t)(e->correlation - (uint32_t)f->val) < 0)
+			f->val = e->correlation;
 	}
 	for (size_t i = 0; i < m->nprocs; i++)
 		if ((f = hashmap_find(&first, m->procs[i].pid)))
@@ -817,18 +820,41 @@ static int drop_gpu_before_calls(struct model *m)
 	for (size_t i = 0; i < m->nev; i++) {
 		const struct model_event *e = &m->ev[i];
 
+		if (e->kind == EV_API || !e->correlation)
+			continue;
+		if (!f || f->key != e->pid)
+			f = hashmap_find(&first, e->pid);
+		drop += f && (int32_t)(e->correlation - (uint32_t)f->val) < 0;
+	}
+	ret = 0;
+	if (!drop)
+		goto out;
+	where = malloc(m->nev * sizeof(*where));
+	if (!where) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	f = NULL;
+	for (size_t i = 0; i < m->nev; i++) {
+		const struct model_event *e = &m->ev[i];
+
 		if (e->kind != EV_API && e->correlation && (!f || f->key != e->pid))
 			f = hashmap_find(&first, e->pid);
-		if (e->kind == EV_API || !e->correlation || !f || f->key != e->pid ||
-		    (int32_t)(e->correlation - (uint32_t)f->val) >= 0)
-			m->ev[k++] = *e;
+		if (e->kind != EV_API && e->correlation && f && f->key == e->pid &&
+		    (int32_t)(e->correlation - (uint32_t)f->val) < 0) {
+			where[i] = UINT32_MAX;
+			continue;
+		}
+		where[i] = k;
+		m->ev[k++] = *e;
 	}
 	m->nev = k;
+	for (size_t j = 0; j < napi; j++)       /* calls are all kept */
+		api[j] = where[api[j]];
+out:
+	free(where);
 	hashmap_release(&first);
-	return 0;
-nomem:
-	hashmap_release(&first);
-	return -ENOMEM;
+	return ret;
 }
 
 int model_finish_part(struct model *m, uint64_t cutoff)
@@ -838,8 +864,6 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 	size_t napi = 0;
 	int ret;
 
-	if (!m->read_back && (ret = drop_gpu_before_calls(m)))
-		return ret;
 	for (size_t i = 0; i < m->nev; i++)
 		m->ev[i].seq = i;
 	if (m->nev)
@@ -865,6 +889,7 @@ int model_finish_part(struct model *m, uint64_t cutoff)
 		m->carry->base_set = true;
 	}
 	ret = model_attribute(m) ?: link_correlations(m, cutoff, &api, &napi) ?:
+	      (m->read_back ? 0 : drop_gpu_before_calls(m, api, napi)) ?:
 	      link_gpu(m, api, napi) ?: repair_gpu_clock(m, api, napi);
 	if (!ret && m->carry)
 		ret = model_part_split(m, cutoff, api, &napi);

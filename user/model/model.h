@@ -180,7 +180,7 @@ struct model_process {
 	uint64_t gpu_dropped;   /* GPU records the injection library or CUPTI lost */
 	uint32_t gpu_error;     /* strtab id: why GPU timing went off, 0 if it did not */
 	uint64_t gpu_window_ns; /* GPU collection started (GA_WINDOW); 0: unknown */
-	uint32_t first_corr;    /* the lowest correlation id announced to us; 0: none yet */
+	uint32_t first_corr;    /* the lowest correlation id of its calls here; 0: none yet */
 	/* late attach (record -p without CUDA_INJECTION64_PATH) */
 	uint64_t inject_stall_ns;  /* the borrowed thread's stop; 0: not injected */
 	uint32_t inject_tid;    /* the thread borrowed */
