@@ -10,8 +10,8 @@
  * records every POLL_MS, and when gpubpf detaches it flushes and disables
  * again: a job started once with the variable set can be recorded many
  * times, by several recorders at once (one that joins others says so
- * through gpubpf_joins, publish.h).  Nothing here may break or slow down the program: errors are
- * reported once and the library goes dormant.  Where no backend applies
+ * through gpubpf_joins, publish.h).  Nothing here may break or slow down
+ * the program: errors are reported once and the library goes dormant.  Where no backend applies
  * (no usable libcupti), the thread still runs, to tell each recorder why.
  */
 #include <pthread.h>

@@ -776,9 +776,19 @@ static void set_flows(struct model *m)
 }
 
 /*
- * Finish m, or the part of it before cutoff when it is finished in parts
- * (m->carry set; see model_part.h).
+ * Whether e is GPU work whose correlation id is below that of its
+ * process's first call (first: pid -> that id; *f: the last slot found).
  */
+static bool gpu_before_calls(const struct hashmap *first, const struct model_event *e,
+			     const struct hashmap_slot **f)
+{
+	if (e->kind == EV_API || !e->correlation)
+		return false;
+	if (!*f || (*f)->key != e->pid)
+		*f = hashmap_find(first, e->pid);
+	return *f && (*f)->key == e->pid && (int32_t)(e->correlation - (uint32_t)(*f)->val) < 0;
+}
+
 /*
  * GPU work of calls made before this recording saw any call of its
  * process: a recording that joined another finds the injection library
@@ -793,60 +803,50 @@ static void set_flows(struct model *m)
 static int drop_gpu_before_calls(struct model *m, uint32_t *api, size_t napi)
 {
 	struct hashmap first;   /* pid -> the lowest correlation of its calls */
-	struct hashmap_slot *f = NULL;
+	struct hashmap_slot *s = NULL;
+	const struct hashmap_slot *f = NULL;
 	uint32_t *where = NULL;
-	size_t k = 0, drop = 0;
+	size_t i = 0, k;
 	int added, ret = -ENOMEM;
 
 	hashmap_init(&first);
-	for (size_t i = 0; i < m->nprocs; i++)
-		if (m->procs[i].first_corr && hashmap_add(&first, m->procs[i].pid,
-							  m->procs[i].first_corr))
+	for (size_t p = 0; p < m->nprocs; p++)
+		if (m->procs[p].first_corr && hashmap_add(&first, m->procs[p].pid,
+							  m->procs[p].first_corr))
 			goto out;
 	for (size_t j = 0; j < napi; j++) {
 		const struct model_event *e = &m->ev[api[j]];
 
 		if (!e->correlation)
 			continue;
-		if ((!f || f->key != e->pid) && !(f = hashmap_put(&first, e->pid, &added)))
+		if ((!s || s->key != e->pid) && !(s = hashmap_put(&first, e->pid, &added)))
 			goto out;
-		if (!f->val || (int32_t)(e->correlation - (uint32_t)f->val) < 0)
-			f->val = e->correlation;
+		if (!s->val || (int32_t)(e->correlation - (uint32_t)s->val) < 0)
+			s->val = e->correlation;
 	}
-	for (size_t i = 0; i < m->nprocs; i++)
-		if ((f = hashmap_find(&first, m->procs[i].pid)))
-			m->procs[i].first_corr = f->val;
+	for (size_t p = 0; p < m->nprocs; p++)
+		if ((f = hashmap_find(&first, m->procs[p].pid)))
+			m->procs[p].first_corr = f->val;
 	f = NULL;
-	for (size_t i = 0; i < m->nev; i++) {
-		const struct model_event *e = &m->ev[i];
-
-		if (e->kind == EV_API || !e->correlation)
-			continue;
-		if (!f || f->key != e->pid)
-			f = hashmap_find(&first, e->pid);
-		drop += f && (int32_t)(e->correlation - (uint32_t)f->val) < 0;
-	}
+	while (i < m->nev && !gpu_before_calls(&first, &m->ev[i], &f))
+		i++;
 	ret = 0;
-	if (!drop)
+	if (i == m->nev)        /* none to drop */
 		goto out;
 	where = malloc(m->nev * sizeof(*where));
 	if (!where) {
 		ret = -ENOMEM;
 		goto out;
 	}
-	f = NULL;
-	for (size_t i = 0; i < m->nev; i++) {
-		const struct model_event *e = &m->ev[i];
-
-		if (e->kind != EV_API && e->correlation && (!f || f->key != e->pid))
-			f = hashmap_find(&first, e->pid);
-		if (e->kind != EV_API && e->correlation && f && f->key == e->pid &&
-		    (int32_t)(e->correlation - (uint32_t)f->val) < 0) {
+	for (k = 0; k < i; k++)
+		where[k] = k;
+	for (; i < m->nev; i++) {
+		if (gpu_before_calls(&first, &m->ev[i], &f)) {
 			where[i] = UINT32_MAX;
 			continue;
 		}
 		where[i] = k;
-		m->ev[k++] = *e;
+		m->ev[k++] = m->ev[i];
 	}
 	m->nev = k;
 	for (size_t j = 0; j < napi; j++)       /* calls are all kept */
@@ -857,6 +857,10 @@ out:
 	return ret;
 }
 
+/*
+ * Finish m, or the part of it before cutoff when it is finished in parts
+ * (m->carry set; see model_part.h).
+ */
 int model_finish_part(struct model *m, uint64_t cutoff)
 {
 	bool last = cutoff == UINT64_MAX;
