@@ -366,7 +366,8 @@ struct gb_corr {
 #define GB_MAP_NAME_LEN 64
 
 enum gb_held {
-	GB_NOT_HELD = 0,        /* the stop signal could not be sent */
+	GB_NOT_HELD = 0,        /* the stop signal could not be sent (nor noted among
+				   the held, for the keeper) */
 	GB_HELD = 1,            /* stopped: user space must send SIGCONT */
 	GB_SHELL_JOB = 2,       /* not stopped: a job of an interactive shell */
 	GB_PTRACED = 3,         /* not stopped: under a debugger, which would see the stop */

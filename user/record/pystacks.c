@@ -133,8 +133,18 @@ static void pystacks_hold_ends(struct record *r, struct py_try *t)
 
 void pystacks_end(struct record *r, const struct gb_end *e)
 {
+	static const char *const why[] = {
+		[GB_NOT_HELD] = "the kernel did not stop it",
+		[GB_SHELL_JOB] = "a job of an interactive shell",
+		[GB_PTRACED] = "it runs under a debugger",
+		[GB_RECORDER_AWAY] = "gpubpf had not run for a second",
+	};
 	int ret;
 
+	if (e->held != GB_HELD && r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %u not held as it ends (%s): a call made just before "
+			"may have its frames unnamed\n", e->pid,
+			e->held < sizeof(why) / sizeof(why[0]) && why[e->held] ? why[e->held] : "?");
 	if (e->held != GB_HELD)
 		return;
 	if ((ret = probes_continue(&r->probes, e->pid)))
