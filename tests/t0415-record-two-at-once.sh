@@ -9,7 +9,9 @@
 # that the library never started.  The first recording loses nothing and
 # goes on after the second ends.  So with the library's CUPTI backend; and
 # a library that could not start (CUPTI held by another profiler) tells
-# the second why, as it told the first.
+# the second why, as it told the first.  Two -a recordings that both hold
+# a job as it loads libcuda: the one that lets it go second says that the
+# job's first calls may be missing from its trace.
 . "$(dirname "$0")/lib.sh"
 test_description "two recordings of one job at once: the second gets names, window, GPU records"
 require_bpf
@@ -124,4 +126,52 @@ for i in 1 2; do
 		"[\"$why\"]"
 done
 endjob busy
+
+# 6. two -a recordings as a job loads a libcuda neither has probed (a
+# copy of its own): both stop it there until their probes are in, and
+# the first to be done lets it go.  The second, stopped meanwhile, cannot
+# have its first calls: it says so, where before it said nothing
+mkdir -p "$TMPD/own"
+cp "$SIMLIB/libcuda.so.1" "$TMPD/own/"
+cat >"$TMPD/late_load.py" <<'EOF'
+import ctypes, os, sys, time
+while not os.path.exists(sys.argv[1]):
+    time.sleep(0.01)
+lib = ctypes.CDLL(sys.argv[3])
+print("cuInit", lib.cuInit(0), flush=True)
+while not os.path.exists(sys.argv[2]):
+    time.sleep(0.01)
+EOF
+"$PY" "$TMPD/late_load.py" "$TMPD/go" "$TMPD/done" "$TMPD/own/libcuda.so.1" >"$TMPD/ll.out" 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+"$GPUBPF" record -a -o "$TMPD/h1.json" 2>"$TMPD/h1.err" &
+a=$!
+at_exit "kill $a 2>/dev/null"
+wait_recording "$TMPD/h1.err"
+"$GPUBPF" record -a -o "$TMPD/h2.json" 2>"$TMPD/h2.err" &
+b=$!
+at_exit "kill -CONT $b 2>/dev/null; kill $b 2>/dev/null"
+wait_recording "$TMPD/h2.err"
+kill -STOP "$b"
+touch "$TMPD/go"
+wait_for_cmd 10 grep -q 'cuInit 0' "$TMPD/ll.out"
+is "held: the first recording let the job go on" "$(cat "$TMPD/ll.out")" "cuInit 0"
+kill -CONT "$b"
+sleep 1
+touch "$TMPD/done"
+wait "$w"
+is "held: the job exited 0" "$?" 0
+kill -INT "$a" "$b"
+wait "$a"
+is "held: the first recording exited 0" "$?" 0
+wait "$b"
+is "held: the second recording exited 0" "$?" 0
+is "held: the first has the job's cuInit, and nothing missed" "$(json_query "$TMPD/h1.json" \
+	"[len([e for e in ev if e.get('pid') == $w and e.get('name') == 'cuInit']),
+	  d['gpubpf']['calls_may_be_missing'].get('$w')]")" "[1, null]"
+like "held: the second says the job's calls may be missing" "$(cat "$TMPD/h2.err")" \
+	"calls of 1 process may be missing"
+like "held: and why, in its trace" "$(json_query "$TMPD/h2.json" \
+	"d['gpubpf']['calls_may_be_missing'].get('$w')")" "^another recorder .or a SIGCONT. let it go on"
 done_testing

@@ -224,6 +224,20 @@ int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr)
 	return 0;
 }
 
+int proc_stopped(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	p = fgets(buf, sizeof(buf), f) ? strrchr(buf, ')') : NULL;
+	fclose(f);
+	return p && p[1] == ' ' && p[2] == 'T';
+}
+
 int proc_status_field(pid_t pid, const char *key, char *val, size_t len)
 {
 	char path[64], line[512];

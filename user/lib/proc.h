@@ -58,6 +58,8 @@ int proc_list_threads(pid_t pid, pid_t **tids);
  * 0 or -errno.
  */
 int proc_thread_wait(pid_t pid, pid_t tid, char *state, long *nr);
+/* 1 if pid is stopped (state T: SIGSTOP), else 0 (running, gone...). */
+int proc_stopped(pid_t pid);
 /*
  * The value of field key ("Uid", "Seccomp"...) in /proc/PID/status, what
  * follows "key:" and its blanks, into val: 0, -ENOENT if pid's status has

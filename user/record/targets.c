@@ -19,6 +19,7 @@
 #define MAX_TRACED 4096
 #define INJECT_THREAD_MS 100    /* late attach: how long to wait for each thread to stop */
 #define REMOTE_EXEC_MS 1000     /* and for a Python thread to run the script instead */
+#define STOP_WAIT_MS 20         /* for a process held at its libcuda mapping to stop */
 
 int targets_init(struct record *r)
 {
@@ -386,6 +387,20 @@ int targets_setup_global(struct record *r)
 }
 
 /*
+ * pid, which our programs stopped, still stopped: its stop comes as its
+ * mmap returns, which may not be yet.
+ */
+static int still_held(pid_t pid)
+{
+	for (int i = 0; i < STOP_WAIT_MS; i++) {
+		if (proc_stopped(pid))
+			return 1;
+		usleep(1000);
+	}
+	return 0;
+}
+
+/*
  * A traced process mapped a libcuda no probe covered (see struct gb_map):
  * probe it and let the process go on.  Whatever fails, a held process is
  * continued.
@@ -415,6 +430,13 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 		pystacks_try(r, m->pid);
 		pystacks_autograd(r, m->pid);
 	}
+	/*
+	 * Another recorder, holding it too, may have let it go first: then
+	 * its first calls may have come before our probes.
+	 */
+	if (m->held == GB_HELD && n > 0 && !still_held(m->pid))
+		targets_mark_missed(r, m->pid, "another recorder (or a SIGCONT) let it go on before "
+				    "this one had probed its libcuda: its first calls may be missing");
 	if (m->held == GB_HELD && (ret = probes_continue(&r->probes, m->pid)))
 		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(-ret));
 	/* n == 0: that file was probed already, no call can have been missed */
