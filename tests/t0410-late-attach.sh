@@ -8,7 +8,8 @@
 # output and exit status are unchanged.  Then -a, --no-inject, and a
 # refused injection (a seccomp filter) that says why; and jobs that start
 # launching as gpubpf says "recording" have every kernel; a stopped job's
-# library that cannot start collecting is named.
+# library that cannot start collecting is named; a job under a debugger
+# names its tracer.
 . "$(dirname "$0")/lib.sh"
 test_description "late attach: GPU timing for jobs started without the injection library"
 require_bpf
@@ -172,6 +173,33 @@ kill -CONT "$w"
 touch "$TMPD/go"
 wait "$w"
 is "stopped job: it ran on, exit 0" "$?" 0
+# 8. a job under a debugger (gdb, strace, py-spy: here a ptrace seize of
+# its own): the library cannot be loaded, and the line names the tracer
+cat >"$TMPD/tracer.py" <<'EOF'
+import ctypes, sys, time
+libc = ctypes.CDLL(None, use_errno=True)
+if libc.ptrace(0x4206, int(sys.argv[1]), None, None):   # PTRACE_SEIZE
+    sys.exit("seize: errno %d" % ctypes.get_errno())
+print("seized", flush=True)
+time.sleep(60)
+EOF
+"$TESTBIN/cudaloop" "$SIMLIB/libcuda.so.1" 100000 "$TMPD/d.hold" >/dev/null 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+"$PY" "$TMPD/tracer.py" "$w" >"$TMPD/tracer.out" 2>&1 &
+tr=$!
+at_exit "kill $tr 2>/dev/null"
+wait_for_cmd 10 grep -q seized "$TMPD/tracer.out"
+check "debugged job: record -p" "$GPUBPF" record -q -p "$w" -d 300ms -o "$TMPD/dbg.json"
+like "debugged job: one line names its tracer" "$(grep 'GPU timing off' "$TMPD/.check.out")" \
+	"^gpubpf: pid $w: GPU timing off: it is being traced by pid $tr \\(python3[^)]*\\), and a process has one tracer at a time; recording host calls only$"
+cmp_ok "debugged job: its calls are recorded" "$(json_query "$TMPD/dbg.json" \
+	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+is "debugged job: the library was not loaded" "$(lib_copies "$w")" 0
+kill "$tr"
+wait "$tr" 2>/dev/null
+kill "$w"
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/a.json"
 perfetto_ok "$TMPD/e.json"

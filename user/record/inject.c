@@ -1141,6 +1141,15 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 		snprintf(why, whylen, "the target is stopped");
 		return -EAGAIN;
 	}
+	/* a debugger (gdb, strace, py-spy) holds it: one tracer at a time */
+	if (!proc_status_field(pid, "TracerPid", scope, sizeof(scope)) && atoi(scope) > 0) {
+		char comm[32] = "?";
+
+		proc_comm(atoi(scope), 0, comm, sizeof(comm));
+		snprintf(why, whylen, "it is being traced by pid %d (%s), and a process has one "
+			 "tracer at a time", atoi(scope), comm);
+		return -EBUSY;
+	}
 	/* the kernel's ptrace access check, before anything else */
 	snprintf(path, sizeof(path), "/proc/%d/mem", pid);
 	memfd = open(path, O_RDWR | O_CLOEXEC);
