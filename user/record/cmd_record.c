@@ -102,7 +102,6 @@ static int open_probes(struct record *r)
 	const struct record_opts *o = r->o;
 	struct probes_opts po = { 0 };
 	char err[512];
-	int ret;
 
 	po.filter_pids = o->mode != MODE_ALL;
 	po.follow_forks = o->mode == MODE_CMD;
@@ -130,10 +129,10 @@ static int open_probes(struct record *r)
 		return -EINVAL;
 	}
 	/* before any process is held: should gpubpf die holding one, it goes on */
-	ret = keeper_start(probes_held_fd(&r->probes));
-	if (ret)
+	r->keeper = keeper_start(probes_held_fd(&r->probes));
+	if (r->keeper < 0)
 		fprintf(stderr, "gpubpf: cannot fork the keeper (%s): a process held as gpubpf "
-			"is killed would stay stopped\n", strerror(-ret));
+			"is killed would stay stopped\n", strerror(-r->keeper));
 	return 0;
 }
 
@@ -243,6 +242,8 @@ static void record_release(struct record *r)
 	/* the command runs on, untraced, if we stopped first */
 	spawn_release(&r->child, record_nsignals() < 2);
 	ring_reader_release(&r->reader);
+	if (r->keeper > 0)
+		keeper_stop(r->keeper, probes_held_fd(&r->probes));
 	probes_close(&r->probes);
 	free(r->py);
 	free(r->late);

@@ -9,6 +9,7 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <bpf/bpf.h>
 #include "record/keeper.h"
 
@@ -27,6 +28,18 @@ static void close_from(int first)
 		close(fd);
 }
 
+/* Continue every process in the map of the held (system calls only). */
+static void continue_held(int fd)
+{
+	uint32_t key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		kill((pid_t)next, SIGCONT);
+		key = next;
+		prev = &key;
+	}
+}
+
 /*
  * In the forked child, which has only this thread of gpubpf's: system
  * calls only (another thread may have held malloc's lock at the fork).
@@ -36,7 +49,6 @@ static __attribute__((noreturn)) void keep(pid_t parent, int held_fd)
 	static const int ignored[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGTSTP };
 	struct timespec nap = { 0, POLL_PARENT_MS * 1000000L };
 	struct pollfd pf = { .fd = PARENT_FD, .events = POLLIN };
-	uint32_t key, next, *prev = NULL;
 	int null = open("/dev/null", O_RDWR | O_CLOEXEC), pidfd;
 
 	for (unsigned i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
@@ -59,15 +71,11 @@ static __attribute__((noreturn)) void keep(pid_t parent, int held_fd)
 		while (getppid() == parent)
 			nanosleep(&nap, NULL);
 	/* gpubpf and its probes are gone: continue whom they left stopped */
-	while (!bpf_map_get_next_key(HELD_FD, prev, &next)) {
-		kill((pid_t)next, SIGCONT);
-		key = next;
-		prev = &key;
-	}
+	continue_held(HELD_FD);
 	_exit(0);
 }
 
-int keeper_start(int held_fd)
+pid_t keeper_start(int held_fd)
 {
 	pid_t parent = getpid(), pid = fork();
 
@@ -75,5 +83,15 @@ int keeper_start(int held_fd)
 		return -errno;
 	if (!pid)
 		keep(parent, held_fd);
-	return 0;
+	return pid;
+}
+
+void keeper_stop(pid_t pid, int held_fd)
+{
+	if (pid <= 0)
+		return;
+	continue_held(held_fd);
+	kill(pid, SIGKILL);
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
 }

@@ -12,7 +12,17 @@
 #ifndef GPUBPF_KEEPER_H
 #define GPUBPF_KEEPER_H
 
-/* Fork the keeper, which keeps held_fd (a BPF hash map, tgid keys).  0 or -errno. */
-int keeper_start(int held_fd);
+#include <sys/types.h>
+
+/* Fork the keeper, which keeps held_fd (a BPF hash map, tgid keys): its pid, or -errno. */
+pid_t keeper_start(int held_fd);
+/*
+ * Once no process can be held any more (record_unhold()): continue any
+ * left in held_fd, as the keeper would, then end the keeper (pid from
+ * keeper_start(), or <= 0: none) and reap it (left to end by itself, it
+ * would wait for an init that may never reap it: a container's first
+ * process).
+ */
+void keeper_stop(pid_t pid, int held_fd);
 
 #endif

@@ -77,6 +77,7 @@ struct record {
 	size_t nlate;
 	int nmarkers;           /* marker attachments made */
 	struct hashmap joined;  /* model pids whose injection library was told we joined */
+	pid_t keeper;           /* keeper.h; <= 0: none */
 	struct py_try *py;
 	size_t npy;
 	size_t py_hint;         /* pystacks_unwalked()'s last entry */
