@@ -74,30 +74,28 @@ like "it says it records the thread's process" "$(cat "$TMPD/g5.err")" \
 	"$tid3 is a thread of process $w3 \\([^)]*\\): recording that process"
 is "the trace holds that one process, with its calls" "$(json_query "$TMPD/p5.json" \
 	'sorted({e["pid"] for e in ev if e.get("cat") == "cuda_api"})')" "[$w3]"
-"$GPUBPF" record -p "$w3" -o "$TMPD/p4.json" 2>"$TMPD/g4.err" &
-g4=$!
-wait_recording "$TMPD/g4.err"
-sleep 0.5
-kill -INT "$g4"
-wait "$g4"
-is "record stopped by SIGINT: exit 0" "$?" 0
-cmp_ok "the interrupted trace holds events" "$(json_query "$TMPD/p4.json" \
-	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+# stopped_by SIG PID NAME: record -p PID, stopped by SIG once it records:
+# exit 0, its trace NAME.json with the calls made meanwhile
+stopped_by() {
+	local g
+	"$GPUBPF" record -p "$2" -o "$TMPD/$3.json" 2>"$TMPD/$3.err" &
+	g=$!
+	wait_recording "$TMPD/$3.err"
+	sleep 0.5
+	kill -"$1" "$g"
+	wait "$g"
+	is "record stopped by SIG$1: exit 0" "$?" 0
+	cmp_ok "the trace of a SIG$1 holds events" "$(json_query "$TMPD/$3.json" \
+		'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+}
+stopped_by INT "$w3" p4
 # a terminal that goes away (ssh dropped): SIGHUP stops it as SIGINT does;
 # under nohup it records on, to -d (a job of its own, launching throughout)
 "${train[@]}" --steps 100000 --no-thread >/dev/null 2>&1 &
 w6=$!
 at_exit "kill $w6 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w6/maps"
-"$GPUBPF" record -p "$w6" -o "$TMPD/p6.json" 2>"$TMPD/g6.err" &
-g6=$!
-wait_recording "$TMPD/g6.err"
-sleep 0.5
-kill -HUP "$g6"
-wait "$g6"
-is "record stopped by SIGHUP: exit 0" "$?" 0
-cmp_ok "the trace of a hangup holds events" "$(json_query "$TMPD/p6.json" \
-	'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
+stopped_by HUP "$w6" p6
 nohup "$GPUBPF" record -p "$w6" -d 2500ms -o "$TMPD/p7.json" >/dev/null 2>"$TMPD/g7.err" &
 g7=$!
 wait_recording "$TMPD/g7.err"

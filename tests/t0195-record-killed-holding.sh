@@ -10,15 +10,6 @@ require_bpf
 require_sim
 export LD_LIBRARY_PATH="$SIMLIB"
 
-# waits for FILE, then loads libcuda (the held moment) and makes a call
-cat >"$TMPD/late_load.py" <<'EOF'
-import ctypes, os, sys, time
-while not os.path.exists(sys.argv[1]):
-    time.sleep(0.01)
-lib = ctypes.CDLL("libcuda.so.1")
-print("cuInit", lib.cuInit(0), flush=True)
-EOF
-
 state() { sed -n 's/^State:\t\(.\).*/\1/p' "/proc/$1/status" 2>/dev/null; }
 keepers_of() { # PID: the keepers whose parent is PID
 	local k
@@ -27,7 +18,8 @@ keepers_of() { # PID: the keepers whose parent is PID
 	done
 }
 
-"$PY" "$TMPD/late_load.py" "$TMPD/go" >"$TMPD/t.out" 2>&1 &
+# loads libcuda (the held moment) once told to, and makes a call
+"$PY" "$GPUBPF_ROOT/tests/py/load_later.py" "$TMPD/go" libcuda.so.1 >"$TMPD/t.out" 2>&1 &
 t=$!
 at_exit "kill -CONT $t 2>/dev/null; kill $t 2>/dev/null"
 "$GPUBPF" record -a -o "$TMPD/k.json" 2>"$TMPD/g.err" &

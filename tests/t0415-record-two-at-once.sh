@@ -133,16 +133,8 @@ endjob busy
 # have its first calls: it says so, where before it said nothing
 mkdir -p "$TMPD/own"
 cp "$SIMLIB/libcuda.so.1" "$TMPD/own/"
-cat >"$TMPD/late_load.py" <<'EOF'
-import ctypes, os, sys, time
-while not os.path.exists(sys.argv[1]):
-    time.sleep(0.01)
-lib = ctypes.CDLL(sys.argv[3])
-print("cuInit", lib.cuInit(0), flush=True)
-while not os.path.exists(sys.argv[2]):
-    time.sleep(0.01)
-EOF
-"$PY" "$TMPD/late_load.py" "$TMPD/go" "$TMPD/done" "$TMPD/own/libcuda.so.1" >"$TMPD/ll.out" 2>&1 &
+"$PY" "$GPUBPF_ROOT/tests/py/load_later.py" "$TMPD/go" "$TMPD/own/libcuda.so.1" "$TMPD/done" \
+	>"$TMPD/ll.out" 2>&1 &
 w=$!
 at_exit "kill $w 2>/dev/null"
 "$GPUBPF" record -a -o "$TMPD/h1.json" 2>"$TMPD/h1.err" &

@@ -141,12 +141,14 @@ void pystacks_end(struct record *r, const struct gb_end *e)
 	};
 	int ret;
 
-	if (e->held != GB_HELD && r->o->verbose)
-		fprintf(stderr, "gpubpf: pid %u not held as it ends (%s): a call made just before "
-			"may have its frames unnamed\n", e->pid,
-			e->held < sizeof(why) / sizeof(why[0]) && why[e->held] ? why[e->held] : "?");
-	if (e->held != GB_HELD)
+	if (e->held != GB_HELD) {
+		if (r->o->verbose)
+			fprintf(stderr, "gpubpf: pid %u not held as it ends (%s): a call made just "
+				"before may have its frames unnamed\n", e->pid,
+				e->held < sizeof(why) / sizeof(why[0]) && why[e->held] ?
+				why[e->held] : "?");
 		return;
+	}
 	if ((ret = probes_continue(&r->probes, e->pid)))
 		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", e->pid, strerror(-ret));
 	else if (r->o->verbose)
