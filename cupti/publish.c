@@ -59,7 +59,8 @@ __attribute__((constructor)) static void publish_init(void)
 
 int publish_attached(void)
 {
-	return !in_fork_child && __atomic_load_n(&gpubpf_batch_semaphore, __ATOMIC_RELAXED) != 0;
+	return !in_fork_child && __atomic_load_n(&gpubpf_batch_semaphore, __ATOMIC_RELAXED) &&
+	       __atomic_load_n(&gpubpf_api_semaphore, __ATOMIC_RELAXED);
 }
 
 void publish_api(uint32_t correlation, uint32_t cbid)

@@ -17,7 +17,12 @@
 #include <stdint.h>
 #include "gpu_activity.h"
 
-/* 1 while a recorder is attached to the batch marker. */
+/*
+ * 1 while a recorder is attached to both markers.  gpubpf attaches the
+ * batch marker first: a recorder joining one already recorded sees every
+ * batch sent after it announces its first call (the library waits for
+ * both, so the first recorder misses no call's announcement either).
+ */
 int publish_attached(void);
 
 /*

@@ -513,12 +513,13 @@ int probes_attach_markers(struct probes *p, const char *path, pid_t pid, char *e
 			  size_t errlen)
 {
 	/*
-	 * The library wakes up when the batch marker's semaphore rises: attach
-	 * the api marker (correlation ids, errors) first, so that no call it
-	 * sees goes unannounced.
+	 * The batch marker first: a library already collecting for another
+	 * recorder sends batches all along, and a call whose announcement we
+	 * see must not have its GPU record in a batch sent before we listened
+	 * to them.  (A library not yet collecting waits for both semaphores.)
 	 */
-	static const char *const markers[] = { "api", "batch" };
-	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_api, p->skel->progs.gb_gpu_batch };
+	static const char *const markers[] = { "batch", "api" };
+	struct bpf_program *progs[] = { p->skel->progs.gb_gpu_batch, p->skel->progs.gb_gpu_api };
 	struct probe_target *t;
 	size_t cap = 0;
 	int ret;
