@@ -53,6 +53,8 @@ static __attribute__((noreturn)) void keep(pid_t parent, int held_fd)
 
 	for (unsigned i = 0; i < sizeof(ignored) / sizeof(ignored[0]); i++)
 		signal(ignored[i], SIG_IGN);
+	/* out of gpubpf's process group, which may be killed whole with it */
+	setsid();
 	prctl(PR_SET_NAME, "gpubpf-keeper");
 	/* its output, and gpubpf's probes (their links), are not kept open */
 	if (null >= 0)

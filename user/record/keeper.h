@@ -6,8 +6,9 @@
  * it needs; should it die first (SIGKILL, the OOM killer), such a process
  * would stay stopped.  The keeper then continues those left in the map of
  * held processes (probes_held_fd()), and exits.  While gpubpf lives it
- * sleeps; Ctrl-C, SIGTERM and SIGHUP, which reach it with its process
- * group, leave it to gpubpf's own ending.
+ * sleeps, in a session of its own: a whole process group killed (`kill -9
+ * -PGID`, timeout(1)'s -s KILL) takes gpubpf, not its keeper.  Ctrl-C,
+ * SIGTERM and SIGHUP leave it to gpubpf's own ending.
  */
 #ifndef GPUBPF_KEEPER_H
 #define GPUBPF_KEEPER_H
