@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad input to record: one clear line on stderr, a non-zero exit status,
-# and never an output file.
+# and never an output file.  So for a recorder in a container's PID
+# namespace.
 . "$(dirname "$0")/lib.sh"
 test_description "record: bad input is refused clearly"
 require_bpf
@@ -44,6 +45,25 @@ is "a process without CUDA: no output file" "$(ls -A "$out")" ""
 expect_error "not root" 2 "needs root.*sudo" \
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$GPUBPF" record -p $$ -o /tmp/never.json
 ok "not root: no file at /tmp/never.json" test ! -e /tmp/never.json
+# in a container's PID namespace (no --pid=host) its pids are not the ones
+# the BPF programs see: it recorded nothing, exit 0, before
+expect_error "in a PID namespace of its own" 2 \
+	"^gpubpf: recording must run in the host's PID namespace, and it runs in a PID namespace of its own.*--pid=host" \
+	unshare -p -f --mount-proc "$GPUBPF" record "${o[@]}" -- true
+# so with a /proc mounted from another PID namespace (one made here, its
+# /proc mounted at $TMPD/proc, then over /proc in a mount namespace)
+mkdir "$TMPD/proc"
+unshare -p -f --kill-child sh -c "mount -t proc proc '$TMPD/proc' && exec sleep 60" &
+pns=$!
+at_exit "kill $pns 2>/dev/null; umount '$TMPD/proc' 2>/dev/null"
+wait_for_cmd 10 test -e "$TMPD/proc/1/status"
+expect_error "a /proc of another PID namespace" 2 \
+	"/proc is mounted from another PID namespace \(/proc/self is missing" \
+	unshare -m sh -c "mount --bind '$TMPD/proc' /proc && exec \"\$0\" record -d 1s -o '$out/t.json' -a" \
+	"$GPUBPF"
+kill "$pns"
+wait "$pns" 2>/dev/null
+umount "$TMPD/proc"
 
 # a command that cannot be run, and the command's own exit status
 expect_error "command not found" 127 "cannot run 'gpubpf-no-such-command'" \

@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <linux/capability.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <bpf/libbpf.h>
 #include "commands.h"
@@ -57,6 +58,33 @@ static int has_capabilities(void)
 #define CAP(n) (eff & (1ULL << (n)))
 	return CAP(CAP_SYS_ADMIN) || (CAP(CAP_BPF) && CAP(CAP_PERFMON));
 #undef CAP
+}
+
+/*
+ * The BPF programs see pids as the host's PID namespace numbers them; a
+ * recorder in another (a container without --pid=host) would match none
+ * of them with its own (its -p, its command's pid, /proc) and record
+ * nothing, or the wrong process.  0 here, else why not in why.
+ */
+#define PROC_PID_INIT_INO 0xEFFFFFFCU   /* the initial PID namespace's inode (Linux 3.8 on) */
+
+static int host_pid_namespace(char *why, size_t len)
+{
+	char self[32] = "";
+	struct stat st;
+
+	/* no /proc/self/ns/pid: a kernel without PID namespaces */
+	if (!stat("/proc/self/ns/pid", &st) && st.st_ino != PROC_PID_INIT_INO) {
+		snprintf(why, len, "it runs in a PID namespace of its own (a container's)");
+		return -1;
+	}
+	if (readlink("/proc/self", self, sizeof(self) - 1) < 0 || atoi(self) != getpid()) {
+		snprintf(why, len, "/proc is mounted from another PID namespace (/proc/self is "
+			 "%s%s%s, its pid %d)", *self ? "'" : "", *self ? self : "missing",
+			 *self ? "'" : "", getpid());
+		return -1;
+	}
+	return 0;
 }
 
 static void default_output(struct record *r)
@@ -258,6 +286,7 @@ int cmd_record(int argc, char **argv)
 {
 	struct record_opts o = { 0 };
 	struct record r = { .o = &o };
+	char why[128];
 	int ret;
 
 	if (record_opts_parse(&o, argc, argv))
@@ -270,6 +299,12 @@ int cmd_record(int argc, char **argv)
 		else
 			fprintf(stderr, "gpubpf: recording needs root (or CAP_BPF and CAP_PERFMON): "
 				"run it with sudo\n");
+		record_opts_release(&o);
+		return 2;
+	}
+	if (host_pid_namespace(why, sizeof(why))) {
+		fprintf(stderr, "gpubpf: recording must run in the host's PID namespace, and %s: "
+			"run the container with --pid=host (Kubernetes: hostPID: true)\n", why);
 		record_opts_release(&o);
 		return 2;
 	}
