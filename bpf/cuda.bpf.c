@@ -1899,6 +1899,25 @@ int gb_end(struct pt_regs *ctx)
 	return 0;
 }
 
+/*
+ * -- CMD: when the kernel last generated each signal for the command
+ * (cmd_tgid, set by user space), CLOCK_MONOTONIC ns.  A signal that ends
+ * the recording is passed on to the command only if the kernel did not
+ * send it that signal too (the terminal's Ctrl-C, a process group's kill).
+ */
+__u32 cmd_tgid;
+__u64 cmd_signal_ns[GB_NSIG];
+
+SEC("tp_btf/signal_generate")
+int BPF_PROG(gb_signal, int sig, void *info, struct task_struct *task,
+	     int group, int result)
+{
+	if (!cmd_tgid || task->tgid != (int)cmd_tgid || sig <= 0 || sig >= GB_NSIG)
+		return 0;
+	cmd_signal_ns[sig] = bpf_ktime_get_ns();
+	return 0;
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(gb_fork, struct task_struct *parent, struct task_struct *child)
 {

@@ -17,6 +17,7 @@
 #define GB_NREG 6     /* register arguments captured raw */
 #define GB_NSTACK 5   /* stack arguments captured when GB_CK_STACK is set */
 #define GB_NEXT 8     /* words read through pointers (see enum gb_deref) */
+#define GB_NSIG 65    /* signals 1 to 64: cmd_signal_ns[] */
 
 enum gb_rec_type {
 	GB_REC_CALL = 1,  /* one libcuda call: struct gb_call */

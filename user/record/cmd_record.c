@@ -133,6 +133,7 @@ static int open_probes(struct record *r)
 
 	po.filter_pids = o->mode != MODE_ALL;
 	po.follow_forks = o->mode == MODE_CMD;
+	po.cmd_signals = o->mode == MODE_CMD;
 	po.ringbuf_bytes = o->ringbuf;
 	po.one_ring = o->autograd;
 	po.verbose = o->verbose;
@@ -229,6 +230,7 @@ static int start(struct record *r)
 			fprintf(stderr, "gpubpf: cannot start '%s': %s\n", o->cmd[0], strerror(-e));
 			return 1;
 		}
+		probes_watch_signals(&r->probes, r->child.pid);
 		if (probes_trace_pid(&r->probes, r->child.pid) || targets_setup_global(r))
 			return 1;
 	} else if ((o->mode == MODE_PIDS ? targets_setup_pids(r) : targets_setup_global(r))) {

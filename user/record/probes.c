@@ -195,6 +195,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		bpf_program__set_autoload(p->skel->progs.gb_wakeup_new, o->states);
 		bpf_program__set_autoload(p->skel->progs.gb_sample, o->sample_hz > 0);
 		bpf_program__set_autoload(p->skel->progs.gb_waking, o->wakes);
+		bpf_program__set_autoload(p->skel->progs.gb_signal, o->cmd_signals);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
 						      ATTACH_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,
@@ -727,6 +728,17 @@ static int set_pid_bits(struct probes *p, pid_t pid, uint32_t bits)
 	__atomic_fetch_or(&p->skel->bss->pid_bits[GB_PID_WORD(pid)], bits << GB_PID_SHIFT(pid),
 			  __ATOMIC_SEQ_CST);
 	return 0;
+}
+
+void probes_watch_signals(struct probes *p, pid_t pid)
+{
+	__atomic_store_n(&p->skel->bss->cmd_tgid, pid, __ATOMIC_RELAXED);
+}
+
+uint64_t probes_signal_sent(const struct probes *p, int sig)
+{
+	return sig > 0 && sig < GB_NSIG ?
+	       __atomic_load_n(&p->skel->bss->cmd_signal_ns[sig], __ATOMIC_RELAXED) : 0;
 }
 
 int probes_trace_pid(struct probes *p, pid_t pid)

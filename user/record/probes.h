@@ -42,6 +42,8 @@ struct probes_opts {
 	int one_ring;           /* no per-CPU call rings: every record through the
 				   shared ring, in the order made (--autograd stamps
 				   each call with the node its thread runs then) */
+	int cmd_signals;        /* note the signals sent to the command
+				   (probes_watch_signals()) */
 };
 
 
@@ -70,6 +72,7 @@ struct probes {
 	int nsamplers;
 	struct cpu_rings crings;   /* the per-CPU call rings, mapped */
 };
+
 
 /*
  * Open and load the BPF programs.  On failure returns -errno and writes a
@@ -159,6 +162,13 @@ void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, ui
 int probes_continue(struct probes *p, pid_t pid);
 /* The map of the processes held now (tgid keys), for the keeper (keeper.h). */
 int probes_held_fd(struct probes *p);
+/*
+ * -- CMD (with probes_opts.cmd_signals): note, from now, when the kernel
+ * generates each signal for pid.  probes_signal_sent(): when it last sent
+ * sig (CLOCK_MONOTONIC ns), 0 if never.
+ */
+void probes_watch_signals(struct probes *p, pid_t pid);
+uint64_t probes_signal_sent(const struct probes *p, int sig);
 /* Add pid to the traced set (with filter_pids). */
 int probes_trace_pid(struct probes *p, pid_t pid);
 /* The pids in the traced set (children joined by fork included); count or -errno. */

@@ -22,6 +22,9 @@
 #define PY_FAST_NS 3000000000ULL /* -- CMD: look for Python this long, closely */
 #define PY_FAST_POLL_MS 2
 #define COLLECTOR_HUNG_NS 5000000000ULL /* no sign of life so long: the hold ends */
+/* -- CMD: a signal that stops us is passed on to the command (or not) this long after */
+#define FORWARD_AFTER_NS 20000000ULL
+#define SAME_SIGNAL_NS 1000000000ULL    /* the kernel sent it the same signal so shortly before */
 /* records read but not decoded wait in memory, up to --memory and at least this */
 #define READER_MIN_BYTES (16ULL << 20)
 
@@ -258,6 +261,7 @@ void record_loop(struct record *r)
 {
 	int nice_was = raise_priority();
 	uint64_t start = now_ns(CLOCK_MONOTONIC), last_scan = start, last_progress = start;
+	uint64_t signal_at = 0;
 	int tty = isatty(2), forwarded = 0, py_fast = r->o->mode == MODE_CMD && r->o->stacks;
 
 	while (!stop_signal || (r->o->mode == MODE_CMD && !r->child.done && nsignals < 2)) {
@@ -284,12 +288,22 @@ void record_loop(struct record *r)
 				stop_signal = -1;
 			/*
 			 * A signal to us goes on to the command, whose exit ends
-			 * us; a terminal's Ctrl-C or hangup reached it already.
+			 * us, unless the kernel sent it that signal too (the
+			 * terminal's Ctrl-C or hangup, a kill of the process
+			 * group, timeout(1)): a program that counts its SIGTERMs
+			 * sees one, as without gpubpf.  Looked at a moment after
+			 * ours came, when a group's kill has reached them all.
 			 */
 			if (stop_signal > 0 && !forwarded && !r->child.done) {
-				kill(r->child.pid, (stop_signal == SIGINT || stop_signal == SIGHUP) &&
-					tty ? 0 : stop_signal);
-				forwarded = 1;
+				uint64_t sent = probes_signal_sent(&r->probes, stop_signal);
+
+				if (!signal_at) {
+					signal_at = now;
+				} else if (now - signal_at >= FORWARD_AFTER_NS) {
+					if (!sent || sent + SAME_SIGNAL_NS < signal_at)
+						kill(r->child.pid, stop_signal);
+					forwarded = 1;
+				}
 			}
 		}
 		if (r->o->duration_ns && now - start >= r->o->duration_ns)

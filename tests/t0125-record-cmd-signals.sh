@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# A signal that ends `record -- CMD` reaches the command once, as it would
+# without gpubpf.  Sent to gpubpf alone, gpubpf passes it on; sent to its
+# whole process group (a terminal's Ctrl-C or hangup, kill -PGID,
+# timeout(1)), the command has it already and is not sent it again: before,
+# a program that counts its SIGTERMs got two under timeout(1), and without
+# a terminal two SIGINTs from a group's Ctrl-C.  Each time the trace is
+# written, with the command's call.
+. "$(dirname "$0")/lib.sh"
+test_description "record -- CMD: a signal that ends the recording reaches the command once"
+require_bpf
+require_sim
+export LD_LIBRARY_PATH="$SIMLIB"
+job=("$PY" "$GPUBPF_ROOT/tests/py/count_signals.py" "$TMPD/ready")
+
+# got ID DESC SIGNAL STATUS: what the job printed, gpubpf's exit status
+# (STATUS) and the trace of recording ID
+got() {
+	is "$2: gpubpf's exit status" "$rc" "$4"
+	is "$2: the command got SIG$3 once" "$(cat "$TMPD/$1.out")" "SIG$3"
+	is "$2: the trace has the command's call" "$(json_query "$TMPD/$1.json" \
+		"len([e for e in ev if e.get('name') == 'cuInit'])")" 1
+}
+
+# sig ID DESC SIGNAL TARGET: record the job (gpubpf in a session of its
+# own: its process group is its pid, the job's too), then send SIGNAL to
+# TARGET (PID: gpubpf alone; -PID: its process group) once the job is ready
+sig() {
+	local g
+	rm -f "$TMPD/ready"
+	setsid "$GPUBPF" record -q -o "$TMPD/$1.json" -- "${job[@]}" >"$TMPD/$1.out" \
+		2>"$TMPD/$1.err" &
+	g=$!
+	at_exit "kill -9 $g 2>/dev/null"
+	wait_for_cmd 30 test -e "$TMPD/ready"
+	kill -"$3" -- "${4/PID/$g}"
+	rc=0
+	wait "$g" || rc=$?
+	got "$1" "$2" "$3" 0
+}
+
+sig term "SIGTERM to gpubpf" TERM PID
+sig gterm "SIGTERM to its process group" TERM -PID
+sig int "SIGINT to gpubpf" INT PID
+sig gint "SIGINT to its process group (a terminal's Ctrl-C)" INT -PID
+sig hup "SIGHUP to gpubpf" HUP PID
+sig ghup "SIGHUP to its process group (a terminal hung up)" HUP -PID
+
+# timeout(1) sends SIGTERM to gpubpf, then to its own process group
+rm -f "$TMPD/ready"
+rc=0
+timeout -s TERM 5 "$GPUBPF" record -q -o "$TMPD/to.json" -- "${job[@]}" >"$TMPD/to.out" \
+	2>"$TMPD/to.err" || rc=$?
+got to "timeout -s TERM" TERM 124
+done_testing
