@@ -88,13 +88,15 @@ stopped_by() {
 	cmp_ok "the trace of a SIG$1 holds events" "$(json_query "$TMPD/$3.json" \
 		'len([e for e in ev if e.get("cat") == "cuda_api"])')" -gt 0
 }
-stopped_by INT "$w3" p4
-# a terminal that goes away (ssh dropped): SIGHUP stops it as SIGINT does;
-# under nohup it records on, to -d (a job of its own, launching throughout)
+# on a job that launches throughout (w3's steps may all be done by now on
+# a loaded machine: 3 runs in 4 beside a CPU hog had no call left)
 "${train[@]}" --steps 100000 --no-thread >/dev/null 2>&1 &
 w6=$!
 at_exit "kill $w6 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w6/maps"
+stopped_by INT "$w6" p4
+# a terminal that goes away (ssh dropped): SIGHUP stops it as SIGINT does;
+# under nohup it records on, to -d
 stopped_by HUP "$w6" p6
 nohup "$GPUBPF" record -p "$w6" -d 2500ms -o "$TMPD/p7.json" >/dev/null 2>"$TMPD/g7.err" &
 g7=$!

@@ -46,10 +46,16 @@ sig gint "SIGINT to its process group (a terminal's Ctrl-C)" INT -PID
 sig hup "SIGHUP to gpubpf" HUP PID
 sig ghup "SIGHUP to its process group (a terminal hung up)" HUP -PID
 
-# timeout(1) sends SIGTERM to gpubpf, then to its own process group
+# timeout(1) sends SIGTERM to gpubpf, then to its own process group; its
+# time is up once the job is ready (it takes SIGALRM for its timer's)
 rm -f "$TMPD/ready"
+timeout -s TERM 120 "$GPUBPF" record -q -o "$TMPD/to.json" -- "${job[@]}" >"$TMPD/to.out" \
+	2>"$TMPD/to.err" &
+to=$!
+at_exit "kill $to 2>/dev/null"
+wait_for_cmd 30 test -e "$TMPD/ready"
+kill -ALRM "$to"
 rc=0
-timeout -s TERM 5 "$GPUBPF" record -q -o "$TMPD/to.json" -- "${job[@]}" >"$TMPD/to.out" \
-	2>"$TMPD/to.err" || rc=$?
+wait "$to" || rc=$?
 got to "timeout -s TERM" TERM 124
 done_testing
