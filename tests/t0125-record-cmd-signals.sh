@@ -5,7 +5,9 @@
 # timeout(1)), the command has it already and is not sent it again: before,
 # a program that counts its SIGTERMs got two under timeout(1), and without
 # a terminal two SIGINTs from a group's Ctrl-C.  Each time the trace is
-# written, with the command's call.
+# written, with the command's call, once the command has ended: one
+# sender's signal to gpubpf and then to its group (timeout(1)) counts as
+# one, not as the second signal that stops gpubpf at once.
 . "$(dirname "$0")/lib.sh"
 test_description "record -- CMD: a signal that ends the recording reaches the command once"
 require_bpf
@@ -22,18 +24,22 @@ got() {
 		"len([e for e in ev if e.get('name') == 'cuInit'])")" 1
 }
 
-# sig ID DESC SIGNAL TARGET: record the job (gpubpf in a session of its
-# own: its process group is its pid, the job's too), then send SIGNAL to
-# TARGET (PID: gpubpf alone; -PID: its process group) once the job is ready
+# sig ID DESC SIGNAL TARGETS [PAUSE]: record the job (gpubpf in a session
+# of its own: its process group is its pid, the job's too), then send
+# SIGNAL to each of TARGETS (PID: gpubpf alone; -PID: its process group),
+# PAUSE seconds apart, once the job is ready
 sig() {
-	local g
+	local g t
 	rm -f "$TMPD/ready"
 	setsid "$GPUBPF" record -q -o "$TMPD/$1.json" -- "${job[@]}" >"$TMPD/$1.out" \
 		2>"$TMPD/$1.err" &
 	g=$!
 	at_exit "kill -9 $g 2>/dev/null"
 	wait_for_cmd 30 test -e "$TMPD/ready"
-	kill -"$3" -- "${4/PID/$g}"
+	for t in $4; do
+		kill -"$3" -- "${t/PID/$g}"
+		[[ -z $5 ]] || sleep "$5"
+	done
 	rc=0
 	wait "$g" || rc=$?
 	got "$1" "$2" "$3" 0
@@ -45,6 +51,12 @@ sig int "SIGINT to gpubpf" INT PID
 sig gint "SIGINT to its process group (a terminal's Ctrl-C)" INT -PID
 sig hup "SIGHUP to gpubpf" HUP PID
 sig ghup "SIGHUP to its process group (a terminal hung up)" HUP -PID
+# to gpubpf, then at once to the group, as timeout(1) does: one stop, not
+# the second signal that leaves the command untraced (gpubpf waits for it;
+# it did not, in one CI run of the timeout case below)
+sig both "SIGTERM to gpubpf, then its group" TERM "PID -PID"
+# so one process's second SIGTERM to gpubpf within the second (0.3 s)
+sig twice "SIGTERM to gpubpf twice from one process" TERM "PID PID" 0.3
 
 # timeout(1) sends SIGTERM to gpubpf, then to its own process group; its
 # time is up once the job is ready (it takes SIGALRM for its timer's)

@@ -3,7 +3,7 @@
 usage: count_signals.py READY
 
 Makes one CUDA call (cuInit), creates the file READY, then waits for a
-signal (30 s at most); one second after the first, prints the names of
+signal (30 s at most); three seconds after the first, prints the names of
 those it got, in order ("none" for none), and exits 0.
 """
 import ctypes
@@ -26,7 +26,7 @@ def main():
     until = time.monotonic() + 30
     while not got and time.monotonic() < until:
         time.sleep(0.01)
-    until = time.monotonic() + 1
+    until = time.monotonic() + 3
     while time.monotonic() < until:
         time.sleep(0.01)
     print(" ".join(signal.Signals(s).name for s in got) or "none")

@@ -25,16 +25,37 @@
 /* -- CMD: a signal that stops us is passed on to the command (or not) this long after */
 #define FORWARD_AFTER_NS 20000000ULL
 #define SAME_SIGNAL_NS 1000000000ULL    /* the kernel sent it the same signal so shortly before */
+#define SAME_SENDER_NS 1000000000LL     /* one process's signal twice within: once */
 /* records read but not decoded wait in memory, up to --memory and at least this */
 #define READER_MIN_BYTES (16ULL << 20)
 
 static volatile sig_atomic_t stop_signal;
 static volatile sig_atomic_t nsignals;
 
-static void on_signal(int sig)
+/*
+ * A second signal stops us at once, the command left to run untraced.
+ * One process's same signal twice within a second counts once: timeout(1)
+ * and other supervisors signal gpubpf, then its whole process group.  (A
+ * terminal's, sent by the kernel, always counts: Ctrl-C twice.)
+ */
+static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
+	static struct timespec last_at;
+	static pid_t last_from;
+	static int last_sig;
+	struct timespec now;
+	int again;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	again = nsignals && sig == last_sig && si->si_code <= 0 && si->si_pid == last_from &&
+		(now.tv_sec - last_at.tv_sec) * 1000000000LL + now.tv_nsec - last_at.tv_nsec <
+		SAME_SENDER_NS;
+	last_at = now;
+	last_from = si->si_pid;
+	last_sig = sig;
 	stop_signal = sig;
-	nsignals++;
+	nsignals += !again;
+	(void)uctx;
 }
 
 static int on_record(void *ctx, void *data, size_t size)
@@ -201,7 +222,7 @@ int record_nsignals(void)
 
 int record_loop_init(struct record *r)
 {
-	struct sigaction sa = { .sa_handler = on_signal }, hup;
+	struct sigaction sa = { .sa_sigaction = on_signal, .sa_flags = SA_SIGINFO }, hup;
 	int fds[PROBES_RINGS], n = probes_ringbuf_fds(&r->probes, fds);
 	struct cpu_rings cr = probes_crings(&r->probes);
 	int ret;
