@@ -73,7 +73,6 @@ struct probes {
 	struct cpu_rings crings;   /* the per-CPU call rings, mapped */
 };
 
-
 /*
  * Open and load the BPF programs.  On failure returns -errno and writes a
  * one-line reason, saying what to do, into err.
