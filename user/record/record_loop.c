@@ -25,7 +25,7 @@
 /* -- CMD: a signal that stops us is passed on to the command (or not) this long after */
 #define FORWARD_AFTER_NS 20000000ULL
 #define SAME_SIGNAL_NS 1000000000ULL    /* the kernel sent it the same signal so shortly before */
-#define SAME_SENDER_NS 1000000000LL     /* one process's signal twice within: once */
+#define SAME_SENDER_NS 1000000000ULL    /* one process's signal twice within: once */
 /* records read but not decoded wait in memory, up to --memory and at least this */
 #define READER_MIN_BYTES (16ULL << 20)
 
@@ -40,16 +40,13 @@ static volatile sig_atomic_t nsignals;
  */
 static void on_signal(int sig, siginfo_t *si, void *uctx)
 {
-	static struct timespec last_at;
+	static uint64_t last_at;
 	static pid_t last_from;
 	static int last_sig;
-	struct timespec now;
-	int again;
+	uint64_t now = now_ns(CLOCK_MONOTONIC);    /* clock_gettime: async-signal-safe */
+	int again = nsignals && sig == last_sig && si->si_code <= 0 &&
+		    si->si_pid == last_from && now - last_at < SAME_SENDER_NS;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	again = nsignals && sig == last_sig && si->si_code <= 0 && si->si_pid == last_from &&
-		(now.tv_sec - last_at.tv_sec) * 1000000000LL + now.tv_nsec - last_at.tv_nsec <
-		SAME_SENDER_NS;
 	last_at = now;
 	last_from = si->si_pid;
 	last_sig = sig;
@@ -316,11 +313,12 @@ void record_loop(struct record *r)
 			 * ours came, when a group's kill has reached them all.
 			 */
 			if (stop_signal > 0 && !forwarded && !r->child.done) {
-				uint64_t sent = probes_signal_sent(&r->probes, stop_signal);
+				uint64_t sent;
 
 				if (!signal_at) {
 					signal_at = now;
 				} else if (now - signal_at >= FORWARD_AFTER_NS) {
+					sent = probes_signal_sent(&r->probes, stop_signal);
 					if (!sent || sent + SAME_SIGNAL_NS < signal_at)
 						kill(r->child.pid, stop_signal);
 					forwarded = 1;
