@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include "lib/array.h"
 #include "lib/proc.h"
 
@@ -127,6 +128,15 @@ int proc_map_file(pid_t pid, const struct proc_map *m, char *out, size_t len)
 		return -ENAMETOOLONG;
 	if (m->path[0] == '/' && !stat(out, &st) && st.st_ino == m->inode)
 		return 0;
+	/* /proc/PID/root needs ptrace access (a process of another user
+	 * without CAP_SYS_PTRACE): the same path here, if it is that file */
+	if (m->path[0] == '/' && !stat(m->path, &st) && st.st_ino == m->inode &&
+	    major(st.st_dev) == m->major && minor(st.st_dev) == m->minor) {
+		if (strlen(m->path) >= len)
+			return -ENAMETOOLONG;
+		strcpy(out, m->path);
+		return 0;
+	}
 	if ((size_t)snprintf(out, len, "/proc/%d/map_files/%llx-%llx", pid,
 			     (unsigned long long)m->start, (unsigned long long)m->end) >= len)
 		return -ENAMETOOLONG;

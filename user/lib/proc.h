@@ -32,7 +32,9 @@ struct proc_map {
 int proc_maps_each(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), void *arg);
 /*
  * A path that opens m's file from our mount namespace: /proc/PID/root and
- * the path the maps give, when that is the mapped file (its inode); else
+ * the path the maps give, when that is the mapped file (its inode); the
+ * path itself, when it is that file here (its device and inode: a process
+ * of another user, whose root needs CAP_SYS_PTRACE); else
  * /proc/PID/map_files/START-END, the mapping itself (a file deleted or
  * replaced since, or one whose path the kernel prints from another root:
  * a process chrooted inside a mount namespace of its own, as Apptainer
@@ -66,6 +68,12 @@ int proc_stopped(pid_t pid);
  * no such field, or -errno.
  */
 int proc_status_field(pid_t pid, const char *key, char *val, size_t len);
+/*
+ * What reading another process's maps, executable or memory takes, for
+ * messages on EACCES: the kernel's ptrace access check.
+ */
+#define PROC_ACCESS_HINT "needs CAP_SYS_PTRACE where it runs as another user or with " \
+	"capabilities gpubpf lacks"
 /* pid's memory (/proc/PID/mem), for proc_mem_read(): an fd or -errno. */
 int proc_mem_open(pid_t pid);
 /*

@@ -315,8 +315,14 @@ int targets_setup_pids(struct record *r)
 			return -ENOMEM;
 		if (r->o->states)
 			collector_seed_states(&r->coll, t->pid, now_ns(CLOCK_MONOTONIC));
+		ret = proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path));
+		if (ret == -EACCES || ret == -EPERM) {
+			fprintf(stderr, "gpubpf: cannot read the maps of pid %d: %s (%s)\n",
+				t->pid, strerror(-ret), PROC_ACCESS_HINT);
+			return ret;
+		}
 		pystacks_try(r, t->pid);
-		if (!proc_find_mapping(t->pid, "libcuda.so", path, sizeof(path))) {
+		if (!ret) {
 			t->seen_libcuda = 1;
 			pystacks_autograd(r, t->pid);
 			if (!r->o->libcuda && attach_lib(r, path, t->pid) < 0)

@@ -338,6 +338,9 @@ static int list_candidates(pid_t pid, struct cand *c, int max)
 
 	snprintf(path, sizeof(path), "/proc/%d/exe", pid);
 	n = readlink(path, cs.exe, sizeof(cs.exe) - 1);
+	/* the maps may be readable where the process is not (another user's) */
+	if (n < 0 && (errno == EACCES || errno == EPERM))
+		return -errno;
 	cs.exe[n > 0 ? n : 0] = 0;
 	err = proc_maps_each(pid, add_candidate, &cs);
 	return err < 0 ? err : cs.n;
@@ -358,7 +361,11 @@ static int candidates_of(pid_t pid, struct cand **c, char *why, size_t whylen)
 	if (n < 0) {
 		free(*c);
 		*c = NULL;
-		whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-n));
+		if (n == -EACCES || n == -EPERM)
+			whyf(why, whylen, "cannot read pid %d: %s (%s)", pid, strerror(-n),
+			     PROC_ACCESS_HINT);
+		else
+			whyf(why, whylen, "cannot read the maps of pid %d: %s", pid, strerror(-n));
 	}
 	return n;
 }
