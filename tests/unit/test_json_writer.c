@@ -445,6 +445,42 @@ static void test_large(void)
 	free(big);
 }
 
+/* A string past the writer's buffer in one piece, to a file and to a sink. */
+static void test_large_plain(void)
+{
+	size_t n = 200 * 1000;
+	char *big = malloc(n + 3), *got = NULL, *want = malloc(n + 3);
+	size_t len = 0;
+	FILE *f = open_memstream(&got, &len);
+	struct jw jw;
+	struct out o;
+	int ret, err;
+
+	memset(big, 'k', n);
+	big[n] = '\0';
+	snprintf(want, n + 3, "\"%s\"", big);
+	ret = f ? jw_init_file(&jw, f) : -ENOMEM;
+	if (!ret) {
+		jw_str(&jw, big);
+		ret = jw_finish(&jw);
+		jw_release(&jw);
+	}
+	if (f)
+		fclose(f);
+	is_int(ret, 0, "200 KB plain string to a stream: no error");
+	ok(got && len == n + 2 && !strcmp(got, want), "it is written whole (%zu bytes)", len);
+	free(got);
+
+	start(&o);
+	jw_str(&o.jw, big);
+	got = finish(&o, &err);
+	is_int(err, 0, "200 KB plain string to a sink: no error");
+	ok(got && !strcmp(got, want), "it is written whole");
+	free(got);
+	free(want);
+	free(big);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -462,6 +498,7 @@ int main(void)
 	test_nesting();
 	test_errors();
 	test_large();
+	test_large_plain();
 
 	unlink(path);
 	rmdir(dir);

@@ -81,22 +81,30 @@ void jw_release(struct jw *jw)
 	jw->len = jw->cap = 0;
 }
 
-int jw_flush(struct jw *jw)
+/* Write n bytes to the writer's file or sink, past its buffer. */
+static int write_out(struct jw *jw, const void *p, size_t n)
 {
 	int ret;
 
-	if (jw->err)
-		return jw->err;
-	if (!jw->len || (!jw->file && !jw->out))
-		return 0;
 	if (jw->file) {
 		errno = 0;
-		ret = fwrite(jw->buf, 1, jw->len, jw->file) == jw->len ? 0 : errno ? -errno : -EIO;
+		ret = fwrite(p, 1, n, jw->file) == n ? 0 : errno ? -errno : -EIO;
 	} else {
-		ret = sink_write(jw->out, jw->buf, jw->len);
+		ret = sink_write(jw->out, p, n);
 	}
-	jw->len = 0;
 	return ret ? fail(jw, ret) : 0;
+}
+
+int jw_flush(struct jw *jw)
+{
+	size_t len = jw->len;
+
+	if (jw->err)
+		return jw->err;
+	if (!len || (!jw->file && !jw->out))
+		return 0;
+	jw->len = 0;
+	return write_out(jw, jw->buf, len);
 }
 
 int jw_finish(struct jw *jw)
@@ -148,8 +156,7 @@ static int put(struct jw *jw, const void *p, size_t n)
 		jw->len = n;
 		return 0;
 	}
-	ret = sink_write(jw->out, p, n);
-	return ret ? fail(jw, ret) : 0;
+	return write_out(jw, p, n);
 }
 
 static inline int putc_(struct jw *jw, char c)
