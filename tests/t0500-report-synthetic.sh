@@ -278,4 +278,38 @@ for f in foreign trunc empty text missing; do
 done
 check_fails "unknown format" "$GPUBPF" report --format xml "$TMPD/k.json"
 check_fails "no trace" "$GPUBPF" report
+
+# the trace itself as an output: refused, the trace kept
+cp "$TMPD/k.json" "$TMPD/keep.json"
+for opt in -o --memory-svg; do
+	rc=0
+	"$GPUBPF" report "$opt" "$TMPD/keep.json" "$TMPD/keep.json" >/dev/null 2>"$TMPD/keep.err" || rc=$?
+	is "$opt the trace read: exit 1" "$rc" 1
+	is "$opt the trace read: says so" "$(cat "$TMPD/keep.err")" \
+		"gpubpf: $opt '$TMPD/keep.json' is the trace being read: write the report elsewhere"
+	check "$opt the trace read: the trace kept" cmp "$TMPD/k.json" "$TMPD/keep.json"
+done
+
+# outputs that are not plain files: a device or FIFO is written into (it
+# was replaced with a file: -o /dev/null as root destroyed /dev/null), a
+# link to a file is followed (the link kept)
+"$GPUBPF" report "$TMPD/k.json" >"$TMPD/want.txt"
+mkdir "$TMPD/dev"
+mknod -m 666 "$TMPD/dev/null" c 1 3
+mkfifo "$TMPD/dev/fifo"
+ln -s report.txt "$TMPD/dev/link"
+check "-o a null device" "$GPUBPF" report -o "$TMPD/dev/null" "$TMPD/k.json"
+ok "it is still that device" test -c "$TMPD/dev/null"
+timeout 20 cat "$TMPD/dev/fifo" >"$TMPD/fifo.txt" &
+reader=$!
+check "-o a FIFO" timeout 20 "$GPUBPF" report -o "$TMPD/dev/fifo" "$TMPD/k.json"
+wait "$reader"
+ok "it is still a FIFO" test -p "$TMPD/dev/fifo"
+check "the report came through it" cmp "$TMPD/want.txt" "$TMPD/fifo.txt"
+check "-o a link" "$GPUBPF" report -o "$TMPD/dev/link" "$TMPD/k.json"
+ok "the link kept" test -L "$TMPD/dev/link"
+check "the report in the file it names" cmp "$TMPD/want.txt" "$TMPD/dev/report.txt"
+is "-o /dev/stdout on a pipe" "$("$GPUBPF" report -o /dev/stdout "$TMPD/k.json" | md5sum)" \
+	"$(md5sum <"$TMPD/want.txt")"
+is "nothing else left there" "$(ls -A "$TMPD/dev" | tr '\n' ' ')" "fifo link null report.txt "
 done_testing

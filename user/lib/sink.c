@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /* Output files written atomically: see sink.h. */
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -76,12 +77,49 @@ static char *dir_of(const char *path)
 	return strndup(path, slash - path);
 }
 
+/*
+ * Where to write path: a device or FIFO (/dev/null, /dev/stdout on a
+ * pipe) is written in place (*direct; replacing it with a file would
+ * destroy it); a symbolic link is followed, to the file it names, which
+ * is replaced or created (the link kept); anything else is replaced as
+ * named.  A malloc'd path, NULL on ENOMEM.
+ */
+static char *final_path(const char *path, int *direct)
+{
+	char *p = strdup(path), target[PATH_MAX];
+	struct stat st;
+
+	*direct = 0;
+	if (p && !stat(p, &st) && !S_ISREG(st.st_mode)) {
+		*direct = 1;
+		return p;
+	}
+	/* link by link (the last may name a file not there yet), as open() would */
+	for (int hops = 0; p && hops < 40 && !lstat(p, &st) && S_ISLNK(st.st_mode); hops++) {
+		ssize_t n = readlink(p, target, sizeof(target) - 1);
+		char *dir, *next;
+
+		if (n <= 0)
+			break;
+		target[n] = '\0';
+		dir = target[0] == '/' ? NULL : dir_of(p);
+		if (target[0] != '/' && !dir)
+			next = NULL;
+		else if (asprintf(&next, "%s%s%s", dir ? dir : "", dir ? "/" : "", target) < 0)
+			next = NULL;
+		free(dir);
+		free(p);
+		p = next;
+	}
+	return p;
+}
+
 /* The checks of sink_check_path(), the extension's only with by_extension. */
 static int check_path(const char *path, int by_extension, char *err, size_t errlen)
 {
 	struct stat st;
-	char *dir = NULL;
-	int ret = 0;
+	char *dir = NULL, *final = NULL;
+	int direct, ret = 0;
 
 	if (err && errlen)
 		err[0] = '\0';
@@ -97,7 +135,13 @@ static int check_path(const char *path, int by_extension, char *err, size_t errl
 		ret = -EISDIR;
 		goto cleanup;
 	}
-	dir = dir_of(path);
+	final = final_path(path, &direct);
+	if (final && direct) {
+		if (access(final, W_OK) < 0)
+			ret = -errno;
+		goto cleanup;
+	}
+	dir = final ? dir_of(final) : NULL;
 	if (!dir) {
 		ret = -ENOMEM;
 		goto cleanup;
@@ -115,6 +159,7 @@ static int check_path(const char *path, int by_extension, char *err, size_t errl
 cleanup:
 	if (ret)
 		fmt_msg(err, errlen, "cannot write '%s': %s", path, strerror(-ret));
+	free(final);
 	free(dir);
 	return ret;
 }
@@ -127,6 +172,13 @@ int sink_check_path(const char *path, char *err, size_t errlen)
 int sink_check_path_plain(const char *path, char *err, size_t errlen)
 {
 	return check_path(path, 0, err, errlen);
+}
+
+int sink_same_file(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
 static void release(struct sink *s);
@@ -145,7 +197,7 @@ static int set_err(struct sink *s, int err, const char *what)
 static int open_as(struct sink *s, const char *path, int format)
 {
 	const char *base;
-	char *dir = NULL;
+	char *dir = NULL, *final = NULL;
 	mode_t mask;
 	int fd2 = -1;
 	int ret;
@@ -164,36 +216,48 @@ static int open_as(struct sink *s, const char *path, int format)
 		return s->err;
 	}
 	s->path = strdup(path);
-	dir = dir_of(path);
+	final = final_path(path, &s->direct);
 	s->cap = SINK_BUFSZ;
 	s->buf = malloc(s->cap);
-	if (!s->path || !dir || !s->buf) {
+	if (!s->path || !final || !s->buf) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	base = strrchr(path, '/');
-	base = base ? base + 1 : path;
-	if (asprintf(&s->tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
-		s->tmp = NULL;
-		ret = -ENOMEM;
-		goto fail;
-	}
-	s->fd = mkostemp(s->tmp, O_CLOEXEC);
-	if (s->fd < 0) {
-		ret = -errno;
-		free(s->tmp);
-		s->tmp = NULL;
-		goto fail;
-	}
-	/*
-	 * mkstemp creates 0600: give it the mode open(O_CREAT, 0666) would.
-	 * umask can only be read by setting it (process-wide, not thread-safe).
-	 */
-	mask = umask(0);
-	umask(mask);
-	if (fchmod(s->fd, 0666 & ~mask) < 0) {
-		ret = -errno;
-		goto fail;
+	if (s->direct) {
+		s->fd = open(final, O_WRONLY | O_CLOEXEC);
+		if (s->fd < 0) {
+			ret = -errno;
+			goto fail;
+		}
+	} else {
+		dir = dir_of(final);
+		base = strrchr(final, '/');
+		base = base ? base + 1 : final;
+		if (!dir || asprintf(&s->tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
+			s->tmp = NULL;
+			ret = -ENOMEM;
+			goto fail;
+		}
+		s->fd = mkostemp(s->tmp, O_CLOEXEC);
+		if (s->fd < 0) {
+			ret = -errno;
+			free(s->tmp);
+			s->tmp = NULL;
+			goto fail;
+		}
+		/*
+		 * mkstemp creates 0600: give it the mode open(O_CREAT, 0666)
+		 * would.  umask can only be read by setting it (process-wide,
+		 * not thread-safe).
+		 */
+		mask = umask(0);
+		umask(mask);
+		if (fchmod(s->fd, 0666 & ~mask) < 0) {
+			ret = -errno;
+			goto fail;
+		}
+		s->final = final;
+		final = NULL;
 	}
 	if (s->format == SINK_JSON_GZ) {
 		/* gzclose() closes its fd; keep ours for fsync and fchown */
@@ -211,9 +275,11 @@ static int open_as(struct sink *s, const char *path, int format)
 		gzbuffer(s->gz, SINK_GZBUFSZ);
 	}
 	free(dir);
+	free(final);
 	return 0;
 fail:
 	free(dir);
+	free(final);
 	ret = set_err(s, ret, "write");
 	release(s);
 	return ret;
@@ -284,7 +350,7 @@ int sink_write(struct sink *s, const void *data, size_t len)
 {
 	if (s->err)
 		return s->err;
-	if (!s->tmp)
+	if (s->fd < 0)
 		return set_err(s, -EBADF, "write");
 	s->written += len;
 	/* large writes (a JSON writer's whole buffer) skip the copy */
@@ -342,7 +408,7 @@ int sink_commit(struct sink *s)
 {
 	int ret;
 
-	if (!s->tmp) {
+	if (s->fd < 0) {
 		ret = s->err ? s->err : -EBADF;
 		goto cleanup;
 	}
@@ -359,6 +425,11 @@ int sink_commit(struct sink *s)
 			goto cleanup;
 		}
 	}
+	if (s->direct) {
+		ret = close(s->fd) < 0 ? set_err(s, -errno, "write") : 0;
+		s->fd = -1;
+		goto cleanup;
+	}
 	if (fsync(s->fd) < 0) {
 		ret = set_err(s, -errno, "write");
 		goto cleanup;
@@ -370,13 +441,13 @@ int sink_commit(struct sink *s)
 		goto cleanup;
 	}
 	s->fd = -1;
-	if (rename(s->tmp, s->path) < 0) {
+	if (rename(s->tmp, s->final) < 0) {
 		ret = set_err(s, -errno, "write");
 		goto cleanup;
 	}
 	free(s->tmp);
 	s->tmp = NULL;
-	fsync_dir(s->path);
+	fsync_dir(s->final);
 	ret = 0;
 cleanup:
 	release(s);
@@ -399,14 +470,16 @@ static void release(struct sink *s)
 		gzclose(s->gz);
 		s->gz = NULL;
 	}
+	if (s->fd >= 0)
+		close(s->fd);
 	if (s->tmp) {
-		if (s->fd >= 0)
-			close(s->fd);
 		unlink(s->tmp);
 		free(s->tmp);
 		s->tmp = NULL;
 	}
 	s->fd = -1;
+	free(s->final);
+	s->final = NULL;
 	free(s->buf);
 	s->buf = NULL;
 	s->len = s->cap = 0;

@@ -3,7 +3,9 @@
  * Output files written atomically.  A sink writes into a temporary file
  * beside the final path (".<basename>.XXXXXX"); sink_commit() flushes,
  * fsyncs and renames it into place, sink_abort() removes it.  A half
- * written trace never appears under the final name.
+ * written trace never appears under the final name.  A symbolic link to a
+ * file is followed (the file it names is replaced); a device or FIFO
+ * (/dev/null, /dev/stdout on a pipe) is written in place, never replaced.
  *
  * The format follows the extension: ".json" plain, ".json.gz" gzip,
  * ".pftrace" (Perfetto protobuf) plain.
@@ -22,9 +24,11 @@ enum sink_format {
 };
 
 struct sink {
-	char *path;             /* final path */
+	char *path;             /* path as given, for messages */
+	char *final;            /* where the temporary is renamed (a link followed) */
 	char *tmp;              /* temporary path, NULL once renamed/removed */
-	int fd;                 /* temporary file, -1 when closed */
+	int fd;                 /* temporary file (or the device), -1 when closed */
+	int direct;             /* a device or FIFO, written in place: no temporary */
 	void *gz;               /* gzFile over a dup of fd, gzip format only */
 	int format;             /* enum sink_format */
 	char *buf;
@@ -51,6 +55,9 @@ int sink_format(const char *path);
 int sink_check_path(const char *path, char *err, size_t errlen);
 /* The same for a file of any name (a report, an SVG): no extension check. */
 int sink_check_path_plain(const char *path, char *err, size_t errlen);
+
+/* 1 if paths a and b name one existing file (links followed), else 0. */
+int sink_same_file(const char *a, const char *b);
 
 /*
  * Open a temporary file for path.  Returns 0 or -errno (-EINVAL for an

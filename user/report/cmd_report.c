@@ -149,6 +149,11 @@ int cmd_report(int argc, char **argv)
 			fprintf(stderr, "gpubpf: %s\n", err);
 			return 1;
 		}
+		if (p && sink_same_file(p, trace)) {
+			fprintf(stderr, "gpubpf: %s '%s' is the trace being read: write the report "
+				"elsewhere\n", i ? "--memory-svg" : "-o", p);
+			return 1;
+		}
 	}
 	ret = rt_load(&t, trace, err, sizeof(err));
 	if (ret) {

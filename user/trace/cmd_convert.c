@@ -72,6 +72,11 @@ int cmd_convert(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		return 1;
 	}
+	if (sink_same_file(argv[optind + 1], argv[optind])) {
+		fprintf(stderr, "gpubpf: '%s' is both the trace read and the output: write it "
+			"elsewhere\n", argv[optind + 1]);
+		return 1;
+	}
 	if (export_convert(argv[optind], &eo, memory, verbose, argv[optind + 1], err,
 			   sizeof(err))) {
 		fprintf(stderr, "gpubpf: %s\n", err);
