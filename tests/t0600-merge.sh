@@ -97,6 +97,25 @@ bad_input badvalue.json '^gpubpf: badvalue\.json: invalid JSON at line 1'
 bad_input missing.json '^gpubpf: missing\.json: cannot open: No such file or directory$'
 check_fails "no trace given" "$GPUBPF" merge -o out.json
 check_fails "unsupported output format" "$GPUBPF" merge -o out.txt a.json
+cp a.json a-keep.json
+"$GPUBPF" merge -o a-keep.json b.json.gz a-keep.json 2>same.err
+is "-o an input: exit 1" "$?" 1
+is "... says so" "$(cat same.err)" "gpubpf: -o 'a-keep.json' is also an input: write the merge elsewhere"
+check "... and leaves it as it was" cmp a.json a-keep.json
+
+# a full disk is said as such (it was "too many distinct pids and tids")
+if [[ $(id -u) -eq 0 ]] && mkdir full && mount -t tmpfs -o size=64k gpubpf-test full; then
+	at_exit "umount '$TMPD/full' 2>/dev/null"
+	for out in m.json m.pftrace; do
+		"$GPUBPF" merge -q -o "full/$out" a.json b.json.gz 2>full.err
+		is "a full disk, $out: exit 1" "$?" 1
+		is "... says so, naming the output" "$(cat full.err)" \
+			"gpubpf: cannot write 'full/$out': No space left on device"
+		is "... and leaves nothing" "$(ls -A full)" ""
+	done
+else
+	skip "a full disk needs root to mount a small tmpfs" 6
+fi
 
 # a real recording, merged with a copy of itself whose clock is 1 s later
 if [[ $(id -u) -eq 0 && -e "$SIMLIB/libcuda.so.1" && -r /sys/kernel/btf/vmlinux ]]; then

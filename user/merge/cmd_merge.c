@@ -52,6 +52,18 @@ static int alloc_inputs(struct merge *m)
 	return 0;
 }
 
+/* The merge could not be written: name the output, not its JSON stage (tmp). */
+static void write_failed(struct merge *m, const struct merge_opts *o, const char *tmp, int ret)
+{
+	if (!sink_error(&m->sink))
+		fprintf(stderr, "gpubpf: %s\n", strerror(-ret));
+	else if (tmp[0])
+		fprintf(stderr, "gpubpf: cannot write '%s': %s\n", o->output,
+			strerror(-sink_error(&m->sink)));
+	else
+		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&m->sink));
+}
+
 int cmd_merge(int argc, char **argv)
 {
 	struct merge_opts o = {};
@@ -76,6 +88,12 @@ int cmd_merge(int argc, char **argv)
 	if (sink_format(o.output) == SINK_PFTRACE && merge_temp_json(o.output, tmp, sizeof(tmp)))
 		goto cleanup;
 	for (int i = 0; i < m.nin; i++)
+		if (sink_same_file(o.output, m.in[i].path)) {
+			fprintf(stderr, "gpubpf: -o '%s' is also an input: write the merge "
+				"elsewhere\n", o.output);
+			goto cleanup;
+		}
+	for (int i = 0; i < m.nin; i++)
 		for (int j = 0; j < i; j++)
 			if (!strcmp(m.in[i].path, m.in[j].path)) {
 				fprintf(stderr, "gpubpf: %s given twice\n", m.in[i].path);
@@ -94,21 +112,20 @@ int cmd_merge(int argc, char **argv)
 	ret = merge_write_header(&m);
 	if (!ret)
 		ret = merge_events(&m);
-	if (ret == -EINVAL || ret == -ENOSPC)
+	if (ret == -EINVAL || ret == -EOVERFLOW)
 		goto cleanup;           /* already reported */
 	if (!ret)
 		ret = merge_write_missing_names(&m);
 	if (!ret)
 		ret = sink_write(&m.sink, "\n]}\n", 4);
 	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", sink_error(&m.sink) ? sink_errmsg(&m.sink) :
-			strerror(-ret));
+		write_failed(&m, &o, tmp, ret);
 		goto cleanup;
 	}
 	sink_open_ = false;
 	ret = sink_commit(&m.sink);
 	if (ret) {
-		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&m.sink));
+		write_failed(&m, &o, tmp, ret);
 		goto cleanup;
 	}
 	if (tmp[0] && export_convert(tmp, &(struct export_opts){ 0 }, MODEL_PART_MEMORY, 0,

@@ -133,7 +133,7 @@ void jw_cjson(struct jw *jw, const struct cJSON *v);
 
 /*
  * One event of input h with its rewrites, into the sink.  0 or -errno;
- * -ENOSPC when pids and tids cannot all be remapped.
+ * -EOVERFLOW when pids and tids cannot all be remapped.
  */
 int merge_write_event(struct merge *m, int h, const struct tr_event *ev);
 

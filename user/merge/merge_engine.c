@@ -156,7 +156,7 @@ int merge_events(struct merge *m)
 		}
 		ret = merge_write_event(m, h, s.ev);
 		free(s.ev);
-		if (ret == -ENOSPC) {
+		if (ret == -EOVERFLOW) {
 			fprintf(stderr, "gpubpf: %s: too many distinct pids and tids to remap\n",
 				in->path);
 			return ret;

@@ -265,7 +265,7 @@ int merge_write_event(struct merge *m, int h, const struct tr_event *ev)
 			struct ident *id = ident_get(m, h, x);
 
 			if (!id)
-				return -ENOSPC;
+				return -EOVERFLOW;
 			if (i == (uint32_t)ev->key[TRK_PID]) {
 				pid = x;
 				id->seen_pid = 1;
