@@ -24,6 +24,42 @@ check "record's .json, byte for byte" cmp "$TMPD/a.json" "$TMPD/d.json"
 ok "report reads the .pftrace as the .json (all but the line naming the file)" \
 	test -s "$TMPD/r.pf.txt" -a "$(cat "$TMPD/r.json.txt")" = "$(cat "$TMPD/r.pf.txt")"
 
+# several processes (a forked and an exec'd child): their threads' names
+# come back in the same order, whatever order the .pftrace keeps them in
+check "record a job with children to .json and .pftrace" "$GPUBPF" record -q \
+	-o "$TMPD/f.json" -o "$TMPD/f.pftrace" -- "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 3 \
+	--fork-child
+check "convert its .pftrace -> .json" "$GPUBPF" convert "$TMPD/f.pftrace" "$TMPD/f2.json"
+check "record's .json of several processes, byte for byte" cmp "$TMPD/f.json" "$TMPD/f2.json"
+
+# a trace of other origin: launches named (no handle) where their kernels'
+# GPU names differ; each launch keeps its own name, through every format
+cat >"$TMPD/kn.json" <<'JSON'
+{"gpubpf":{"version":"0.1.0","clock":"CLOCK_MONOTONIC","realtime_offset_ns":0,"ts_base_ns":1000000000,"host":"h"},"traceEvents":[
+{"ph":"X","cat":"cuda_api","name":"cuLaunchKernel","pid":100,"tid":100,"ts":1000.0,"dur":5.0,"args":{"kernel":"gemm","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x0","correlation":1}},
+{"ph":"X","cat":"cuda_api","name":"cuLaunchKernel","pid":100,"tid":100,"ts":1010.0,"dur":5.0,"args":{"kernel":"softmax","grid":[1,1,1],"block":[32,1,1],"shared_mem":0,"stream":"0x0","correlation":2}},
+{"ph":"X","cat":"kernel","name":"gemm_f32","pid":100,"tid":1073741825,"ts":1020.0,"dur":10.0,"args":{"device":0,"stream":1,"correlation":1}},
+{"ph":"X","cat":"kernel","name":"softmax_kernel<float, 128>","pid":100,"tid":1073741825,"ts":1040.0,"dur":10.0,"args":{"device":0,"stream":1,"correlation":2}}
+]}
+JSON
+launch_names() { json_query "$1" '" ".join(e["args"]["kernel"] for e in ev if e.get("cat") == "cuda_api")'; }
+check "convert named launches -> .json" "$GPUBPF" convert "$TMPD/kn.json" "$TMPD/kn2.json"
+is "each launch keeps its name" "$(launch_names "$TMPD/kn2.json")" "gemm softmax"
+check "and -> .pftrace -> .json" sh -c '"$1" convert "$2.json" "$2.pftrace" && "$1" convert "$2.pftrace" "$2.back.json"' \
+	sh "$GPUBPF" "$TMPD/kn"
+is "each launch keeps its name there too" "$(launch_names "$TMPD/kn.back.json")" "gemm softmax"
+
+# a name longer than the writers' 64 KiB buffers (it crashed the .pftrace reader)
+"$PY" - "$TMPD/kn.json" "$TMPD/long.json" <<'PYEOF'
+import sys
+open(sys.argv[2], "w").write(open(sys.argv[1]).read().replace('"gemm_f32"', '"' + "k" * 70000 + '"'))
+PYEOF
+check "a 70 KB kernel name: -> .pftrace" "$GPUBPF" convert "$TMPD/long.json" "$TMPD/long.pftrace"
+check "and back to .json" "$GPUBPF" convert "$TMPD/long.pftrace" "$TMPD/long2.json"
+is "the name whole" "$(json_query "$TMPD/long2.json" \
+	'[len(e["name"]) for e in ev if e.get("cat") == "kernel"]')" "[70000, 26]"
+check "report --format json of the .pftrace" "$GPUBPF" report --format json "$TMPD/long.pftrace"
+
 # a trace of any size: past --memory, converted in parts as record writes them
 mkdir -p "$TMPD/big"
 check "record 200 steps whole" "$GPUBPF" record -q --memory 1G -o "$TMPD/big/t.json" -- \
@@ -79,6 +115,10 @@ bad "another tool's Perfetto trace" "not a gpubpf trace .a Perfetto trace withou
 bad "bytes that are no Perfetto trace" "not a Perfetto trace" "$TMPD/junk.pftrace" "$TMPD/x.json"
 bad "an unknown output format" "unsupported output format" "$TMPD/a.json" "$TMPD/x.txt"
 bad "an unwritable output" "/nonexistent-dir" "$TMPD/a.json" /nonexistent-dir/x.pftrace
+cp "$TMPD/a.json" "$TMPD/same.json"
+bad "the input as the output" "'$TMPD/same.json' is both the trace read and the output" \
+	"$TMPD/same.json" "$TMPD/same.json"
+check "which is left as it was" cmp "$TMPD/a.json" "$TMPD/same.json"
 ok "no output was left behind" test ! -e "$TMPD/x.pftrace" -a ! -e "$TMPD/x.json"
 out=$TMPD/usage     # expect_error: nothing written here
 mkdir -p "$out"

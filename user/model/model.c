@@ -549,7 +549,8 @@ static int link_gpu(struct model *m, const uint32_t *api, size_t napi)
 			continue;
 		h = &m->ev[c->val];
 		e->link = c->val;
-		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) &&
+		/* handle 0: a launch read back from a trace by its name alone */
+		if (e->kind == EV_KERNEL && e->kernel && (h->fields & MF_FUNC) && h->func &&
 		    h->kernel != e->kernel &&
 		    model_set_kernel_name(m, h->pid, h->func, strtab_get(&m->strs, e->kernel)))
 			ret = -ENOMEM;
@@ -559,7 +560,7 @@ static int link_gpu(struct model *m, const uint32_t *api, size_t napi)
 		struct model_event *e = &m->ev[i];
 		uint32_t k;
 
-		if (e->kind == EV_API && (e->fields & MF_FUNC) &&
+		if (e->kind == EV_API && (e->fields & MF_FUNC) && e->func &&
 		    (k = model_kernel_name(m, e->pid, e->func)))
 			e->kernel = k;
 	}

@@ -756,12 +756,31 @@ static int write_side_until(struct body *b, const struct model *m, struct side_c
 	return ret;
 }
 
+static int cmp_thread(const void *a, const void *b)
+{
+	const struct model_thread *x = *(const struct model_thread *const *)a;
+	const struct model_thread *y = *(const struct model_thread *const *)b;
+
+	if (x->pid != y->pid)
+		return x->pid < y->pid ? -1 : 1;
+	return x->tid < y->tid ? -1 : x->tid > y->tid;
+}
+
 /*
  * The document's head: metadata, then "traceEvents" opened with the names
  * of processes and threads (GPU and state tracks are the caller's).
+ * Threads by pid and tid, not in the order the model met them, which a
+ * trace read back does not keep: converting gives the same file.
  */
-static void write_head(struct jw *jw, const struct model *m, uint64_t nevents)
+static int write_head(struct jw *jw, const struct model *m, uint64_t nevents)
 {
+	const struct model_thread **by_id = malloc((m->nthreads + 1) * sizeof(*by_id));
+
+	if (!by_id)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nthreads; i++)
+		by_id[i] = &m->threads[i];
+	array_sort(by_id, m->nthreads, sizeof(*by_id), cmp_thread);
 	jw_obj_begin(jw);
 	write_metadata(jw, m, nevents);
 	jw_key(jw, TS_TRACE_EVENTS);
@@ -773,11 +792,13 @@ static void write_head(struct jw *jw, const struct model *m, uint64_t nevents)
 			write_name_meta(jw, TS_META_PROCESS_NAME, p->pid, p->pid, str(m, p->name));
 	}
 	for (size_t i = 0; i < m->nthreads; i++) {
-		const struct model_thread *t = &m->threads[i];
+		const struct model_thread *t = by_id[i];
 
 		if (t->name)
 			write_name_meta(jw, TS_META_THREAD_NAME, t->pid, t->tid, str(m, t->name));
 	}
+	free(by_id);
+	return 0;
 }
 
 /* m's events, states, samples and counters, by time; mc as side_cursor_init(). */
@@ -825,8 +846,8 @@ static int chrome_write(const struct model *m, const struct export_opts *opts,
 	int ret = jw_init(&jw, out);
 
 	if (!ret) {
-		write_head(&jw, m, m->nev);
-		ret = write_gpu_tracks(&jw, m->ev, m->nev) ?:
+		ret = write_head(&jw, m, m->nev) ?:
+		      write_gpu_tracks(&jw, m->ev, m->nev) ?:
 		      write_state_tracks(&jw, m, m->states, m->nstates) ?:
 		      write_body(&b, m, opts, NULL) ?: write_tail(&jw, out);
 	}
@@ -943,8 +964,8 @@ static int parts_finish(void *state, const struct model *m, struct sink *out)
 	if (ret)
 		return ret;
 	model_spans_sort(p->thr, p->nthr);
-	write_head(&jw, m, p->events);
-	ret = write_gpu_tracks(&jw, p->gpu, p->ngpu) ?:
+	ret = write_head(&jw, m, p->events) ?:
+	      write_gpu_tracks(&jw, p->gpu, p->ngpu) ?:
 	      write_state_tracks(&jw, m, p->thr, p->nthr) ?:
 	      runs_merge(p->runs, put_record, &o) ?: write_tail(&jw, out);
 	jw_release(&jw);
