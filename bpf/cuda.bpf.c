@@ -1117,6 +1117,19 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	s->st.id = key.id;
 	s->st.depth = n;
 	s->st.truncated = w.frame != 0;
+	if (w.frame && cfg->code_adaptive != GB_PY_NONE) {
+		/*
+		 * 3.12+: a stack of exactly the depth stops at the shim every
+		 * thread's stack begins with (owned by the C stack, nothing
+		 * before it): no frame was left out
+		 */
+		__u64 prev = 1;
+		__u8 owner = 0;
+
+		bpf_probe_read_user(&owner, 1, (void *)(w.frame + cfg->frame_owner));
+		bpf_probe_read_user(&prev, 8, (void *)(w.frame + cfg->frame_prev));
+		s->st.truncated = owner < 3 || prev;
+	}
 	s->st.sampled = sampled;
 	if (n > GB_PY_MAX_DEPTH)
 		return 0;

@@ -3,7 +3,8 @@
 # has, each captured stack equals the workload's own (names and lines)
 # through methods, generators, lambdas, a C callback, recursion, asyncio
 # coroutines (before and after a suspension), two
-# threads, and a stack deeper than the limit (truncated, flagged); walked
+# threads, a stack deeper than the limit (truncated, flagged) and one of
+# exactly the limit (whole, not flagged: 3.12+ flagged it); walked
 # with may_goto and with bpf_loop; after an exec of another Python; in a
 # process that made a subinterpreter, recorded and attached with -p; in
 # one that runs 300 threads, attached with -p; in a fork given an ended
@@ -21,7 +22,8 @@ for py in "${pythons[@]}"; do
 	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])') ($py)"
 	for depth in 64 256; do
 		if check "$name, depth $depth: record" "$GPUBPF" record --stack-depth "$depth" \
-			-o "$TMPD/s.json" -- "$py" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" --deep 300; then
+			-o "$TMPD/s.json" -- "$py" "$GPUBPF_ROOT/tests/py/stackwork.py" "$TMPD/truth.json" \
+			--deep 300 --exact "$depth"; then
 			tap_from "$PY" "$GPUBPF_ROOT/tests/check_stacks.py" "$TMPD/s.json" "$TMPD/truth.json" "$depth"
 			perfetto_ok "$TMPD/s.json"
 		fi

@@ -1,6 +1,6 @@
 """Driver calls from known Python stacks, for the stack tests (t0300).
 
-usage: stackwork.py TRUTH.json [--deep N]
+usage: stackwork.py TRUTH.json [--deep N] [--exact N]
 
 Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH) with ctypes and makes
 launches and syncs from: methods, a generator, a lambda, a function called
@@ -8,7 +8,8 @@ by a C builtin (map), recursion, coroutines awaiting each other under
 asyncio's event loop (before and after they are suspended), a second thread, frames above a wide one
 (2.4 KiB: on 3.11+ they lie across a page boundary of the data stack) from
 one depth, then another, then the first again, and one stack deeper than
-N frames (default 300).  At each call it records the stack the call is made
+N frames (default 300); with --exact, one of exactly N frames (gpubpf's
+--stack-depth: all of it, not flagged truncated).  At each call it records the stack the call is made
 from, innermost frame first, as "qualname (file:line)" -- the form gpubpf
 writes; Python 3.10 code objects carry no qualified name, so there the name
 is co_name -- into TRUTH.json: [{"name", "tid", "stack": [...]}, ...].
@@ -109,6 +110,13 @@ def deep(n):
     deep(n - 1)
 
 
+def exactly(n):
+    if len(stack_of(sys._getframe(0))) + 2 < n:     # + launch() and cu()
+        exactly(n)
+        return
+    launch()
+
+
 # wide(n): deep(n) from a frame of 300 local variables (never assigned),
 # compiled from a string, as dataclasses and namedtuple compile theirs
 exec("def wide(n):\n"
@@ -161,6 +169,8 @@ def main():
     t.start()
     t.join()
     deep(depth)
+    if "--exact" in sys.argv:
+        exactly(int(sys.argv[sys.argv.index("--exact") + 1]))
     cu("cuCtxSynchronize")
     with open(out, "w") as f:
         json.dump(truth, f)
