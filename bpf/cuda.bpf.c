@@ -1119,16 +1119,23 @@ __noinline __u64 py_stack_walk(__u32 tgid, int sampled, __u32 slot)
 	s->st.truncated = w.frame != 0;
 	if (w.frame && cfg->code_adaptive != GB_PY_NONE) {
 		/*
-		 * 3.12+: a stack of exactly the depth stops at the shim every
-		 * thread's stack begins with (owned by the C stack, nothing
-		 * before it): no frame was left out
+		 * 3.12+: a stack of exactly the depth stops at the shims every
+		 * thread's stack begins with (owned by the C stack or the
+		 * interpreter; 3.15 has two): left out only if a frame of
+		 * Python code follows them
 		 */
-		__u64 prev = 1;
-		__u8 owner = 0;
+		__u64 frame = w.frame;
 
-		bpf_probe_read_user(&owner, 1, (void *)(w.frame + cfg->frame_owner));
-		bpf_probe_read_user(&prev, 8, (void *)(w.frame + cfg->frame_prev));
-		s->st.truncated = owner < 3 || prev;
+		for (int i = 0; i < 4 && frame; i++) {
+			__u8 owner = 0;
+
+			bpf_probe_read_user(&owner, 1, (void *)(frame + cfg->frame_owner));
+			if (owner < 3)
+				break;
+			if (bpf_probe_read_user(&frame, 8, (void *)(frame + cfg->frame_prev)))
+				break;
+		}
+		s->st.truncated = frame != 0;
 	}
 	s->st.sampled = sampled;
 	if (n > GB_PY_MAX_DEPTH)
