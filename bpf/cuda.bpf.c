@@ -1938,16 +1938,51 @@ int BPF_PROG(gb_signal, int sig, void *info, struct task_struct *task,
 	return 0;
 }
 
+/* The child of a process whose stacks are walked gets its layout (struct gb_fork). */
+static __always_inline void py_fork(__u32 ptgid, __u32 ctgid)
+{
+	struct gb_py_config *cfg = bpf_map_lookup_elem(&py_procs, &ptgid);
+	struct gb_fork *f;
+
+	if (!cfg || bpf_map_update_elem(&py_procs, &ctgid, cfg, BPF_ANY))
+		return;
+	__sync_fetch_and_or(&pid_bits[pid_word(ctgid)], GB_PID_PYTHON << GB_PID_SHIFT(ctgid));
+	__sync_fetch_and_add(&py_procs_gen, 1);
+	f = bpf_ringbuf_reserve(&rb, sizeof(*f), 0);
+	if (!f) {
+		count_drop(ctgid);
+		return;
+	}
+	f->type = GB_REC_FORK;
+	f->pid = ctgid;
+	f->parent = ptgid;
+	f->pad = 0;
+	f->ts = bpf_ktime_get_ns();
+	bpf_ringbuf_submit(f, 0);
+}
+
+/*
+ * A process forks (in the parent, before the child runs).  -- CMD: a
+ * traced process's child is traced too (-p: only the pids given; -a:
+ * every process is).  A traced child of a process whose stacks are walked
+ * is walked from its first call: a worker that makes a few calls and
+ * ends had none walked while user space looked for its Python.
+ */
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(gb_fork, struct task_struct *parent, struct task_struct *child)
 {
-	__u32 ptgid = parent->tgid, ctgid = child->tgid;
+	__u32 ptgid = parent->tgid, ctgid = child->tgid, pflags = pid_flags(ptgid);
 
-	if (!filter_pids || !follow_forks || ptgid == ctgid || ctgid >= GB_PID_LIMIT)
+	if (ptgid == ctgid || ctgid >= GB_PID_LIMIT || !(pflags || !filter_pids))
 		return 0;
-	if (pid_flags(ptgid) & GB_PID_TRACED)
+	if (filter_pids) {
+		if (!follow_forks || !(pflags & GB_PID_TRACED))
+			return 0;
 		__sync_fetch_and_or(&pid_bits[pid_word(ctgid)],
 				    GB_PID_TRACED << GB_PID_SHIFT(ctgid));
+	}
+	if (pflags & GB_PID_PYTHON)
+		py_fork(ptgid, ctgid);
 	return 0;
 }
 

@@ -36,6 +36,7 @@ enum gb_rec_type {
 	GB_REC_KICK = 14,   /* a CPU's call ring (struct gb_cring) wants reading: a type alone */
 	GB_REC_EXEC = 15,   /* a process gpubpf knows runs a new program: struct gb_exec */
 	GB_REC_END = 16,    /* a process whose stacks are walked begins to end: struct gb_end */
+	GB_REC_FORK = 17,   /* a process whose stacks are walked forks: struct gb_fork */
 };
 
 /*
@@ -211,6 +212,21 @@ struct gb_exec {
 	__u32 type;             /* GB_REC_EXEC */
 	__u32 pid;              /* tgid */
 	__u64 ts;               /* CLOCK_MONOTONIC ns: the new program is in place */
+};
+
+/*
+ * A process whose Python stacks are walked forks a traced child: the child
+ * is its copy, its interpreter at the same addresses, so the BPF side has
+ * given it the parent's "py_procs" entry (and GB_PID_PYTHON) before it
+ * runs, and walks its stacks from its first call; user space names them
+ * with the parent's layout.
+ */
+struct gb_fork {
+	__u32 type;             /* GB_REC_FORK */
+	__u32 pid;              /* the child's tgid */
+	__u32 parent;           /* the parent's tgid */
+	__u32 pad;
+	__u64 ts;               /* CLOCK_MONOTONIC ns */
 };
 
 /*

@@ -475,6 +475,25 @@ late_calls_line() {
    for p in [$pids]])"
 }
 
+# fork_workers_ok NAME TRACE STDERR WORKERS CALLS: two results: the calls of
+# tests/py/fork_workers.py's WORKERS workers (gone before a tracer could
+# look at them) are all in TRACE, each with its Python stack from the first
+# (a fork is walked with its parent's layout), and STDERR counts no call
+# without one.
+fork_workers_ok() {
+	local name=$1 trace=$2 err=$3 workers=$4 calls=$5 src="$GPUBPF_ROOT/tests/py/fork_workers.py"
+	local init sync
+	init=$(grep -n "# THE WORKER'S INIT" "$src" | cut -d: -f1)
+	sync=$(grep -n "# THE WORKER'S CALL" "$src" | cut -d: -f1)
+	is "$name: each worker's calls, each with its stack" "$(json_query "$trace" "
+(lambda c: [len({e['pid'] for e in c}), len(c),
+            len([e for e in c if e['args'].get('stack', [''])[0] == 'work ($src:' + str(
+                 $init if e['name'] == 'cuInit' else $sync) + ')'])])(
+ [e for e in ev if e.get('name') in ('cuInit', 'cuCtxSynchronize')])")" \
+		"[$workers, $((workers * (calls + 1))), $((workers * (calls + 1)))]"
+	is "$name: no call said to lack its stack" "$(grep -c 'came before\|no Python stack' "$err")" 0
+}
+
 # perfetto_ok TRACE [--no-flows]: three results (tests/check_perfetto.py):
 # Perfetto imports TRACE without errors, each GPU slice has exactly one
 # flow from its call, each call lies in its innermost Python function's

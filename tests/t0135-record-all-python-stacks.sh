@@ -67,6 +67,16 @@ is "each fork's 5 syncs have its stack from the first" "$(json_query "$TMPD/fork
 # each fork's cuInit, unless a scan found the fork first
 is "the summary counts the forks' calls made before their Python was found" \
 	"$(grep 'came before' "$TMPD/f.err")" "$(late_calls_line "$TMPD/forks.json" $(cat "$TMPD/forks"))"
+# forked workers that call at once and end, under -a: their stacks from
+# their first call too
+"$GPUBPF" record -q -a -o "$TMPD/workers.json" 2>"$TMPD/w.err" &
+g=$!
+wait_recording "$TMPD/w.err"
+check "forked workers run" "$PY" "$GPUBPF_ROOT/tests/py/fork_workers.py" 4 5
+kill -INT "$g"
+wait "$g"
+is "record -a exits 0 (workers)" "$?" 0
+fork_workers_ok "-a" "$TMPD/workers.json" "$TMPD/w.err" 4 5
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/all.json"
 perfetto_ok "$TMPD/forks.json"

@@ -28,6 +28,12 @@ is "three processes in the trace" "$(json_query "$TMPD/kids.json" \
 	'len({e["pid"] for e in ev if e.get("cat") == "cuda_api"})')" 3
 is "the bystander is not traced" "$(json_query "$TMPD/kids.json" \
 	"len([e for e in ev if e.get('pid') == $bystander])")" 0
+
+# forked workers that call at once and end: walked with their parent's
+# layout from their first call (none had a stack, and none was counted)
+check "record forked workers" "$GPUBPF" record -q -o "$TMPD/workers.json" -- \
+	"$PY" "$GPUBPF_ROOT/tests/py/fork_workers.py" 4 5
+fork_workers_ok "-- CMD" "$TMPD/workers.json" "$TMPD/.check.out" 4 5
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/kids.json"
 done_testing

@@ -241,7 +241,7 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			"four frames a bpf_loop turn (no may_goto: Linux 6.9)");
 	}
 	bpf_program__set_autoattach(p->skel->progs.gb_mmap, false);
-	if (!o->follow_forks)
+	if (!o->follow_forks && o->filter_pids)
 		bpf_program__set_autoattach(p->skel->progs.gb_fork, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_batch, false);
 	bpf_program__set_autoattach(p->skel->progs.gb_gpu_api, false);

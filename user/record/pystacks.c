@@ -249,6 +249,31 @@ void pystacks_unwalked(struct record *r, pid_t pid, uint64_t ts)
 	r->py_late_calls++;
 }
 
+void pystacks_forked(struct record *r, const struct gb_fork *f)
+{
+	struct py_try *parent = NULL, *t;
+	struct gb_py_config cfg;
+
+	for (size_t i = 0; i < r->npy && !parent; i++)
+		if (r->py[i].pid == (pid_t)f->parent && r->py[i].found)
+			parent = &r->py[i];
+	if (!parent)
+		return;
+	cfg = parent->cfg;              /* the layout BPF copied */
+	t = py_try_of(r, f->pid);       /* may move r->py */
+	if (!t)
+		return;
+	t->cfg = cfg;
+	t->done = t->found = 1;
+	t->found_ns = f->ts;
+	t->exit_pending = t->frees_pending = 0;
+	if (collector_set_python(&r->coll, f->pid, &t->cfg))
+		fprintf(stderr, "gpubpf: pid %u: no Python stacks: out of memory\n", f->pid);
+	else if (r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %u, a fork of %u: walking its stacks as its parent's\n",
+			f->pid, f->parent);
+}
+
 void pystacks_exec(struct record *r, pid_t pid, uint64_t ts)
 {
 	int found = 0;

@@ -183,6 +183,8 @@ int pystacks_tried(struct record *r, pid_t pid);
  * where it was made before pid's Python was found (py_late_calls).
  */
 void pystacks_unwalked(struct record *r, pid_t pid, uint64_t ts);
+/* A process whose stacks are walked forked (struct gb_fork): its child is walked too. */
+void pystacks_forked(struct record *r, const struct gb_fork *f);
 /* pid runs a new program since ts (GB_REC_EXEC): look for its interpreter anew. */
 void pystacks_exec(struct record *r, pid_t pid, uint64_t ts);
 /* Process pid ended: a later process of that pid is looked for anew. */

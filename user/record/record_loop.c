@@ -74,6 +74,10 @@ static int on_record(void *ctx, void *data, size_t size)
 		pystacks_end(r, data);
 		return 0;
 	}
+	if (size == sizeof(struct gb_fork) && *(const uint32_t *)data == GB_REC_FORK) {
+		pystacks_forked(r, data);
+		return 0;
+	}
 	/* the collector names the thread; its pid is free for another process */
 	if (size >= sizeof(struct gb_exit) && *(const uint32_t *)data == GB_REC_EXIT &&
 	    ((const struct gb_exit *)data)->ended)
