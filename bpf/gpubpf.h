@@ -500,8 +500,9 @@ struct gb_py_config {
 				   walk reads every frame's */
 	__u32 ident_file;       /* 3.6-3.11: where co_filename lies among the bytes
 				   of the code object its token folds (its file name
-				   is folded too: gb_py_ident_file()); GB_PY_NONE
-				   (3.12+: co_version among them) */
+				   and line table are folded too: gb_py_ident_file(),
+				   gb_py_ident_lines()); GB_PY_NONE (3.12+:
+				   co_version among them) */
 };
 
 /* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.7 to 3.15 (test_pyruntime checks it): its
@@ -567,6 +568,32 @@ static inline __u32 gb_py_ident_file(__u32 ident, const __u64 w[GB_PY_FILE_LEN /
 		return (__u32)(h >> 32);
 	for (int i = 0; i < (GB_PY_FILE_LEN - 32) / 8; i++) {
 		__u64 c = w[4 + i];
+
+		if (len <= (__u64)i * 8)
+			break;
+		if (len - (__u64)i * 8 < 8)
+			c &= (1ULL << ((len - (__u64)i * 8) * 8)) - 1;
+		h = (h ^ c) * 0x9e3779b97f4a7c15ULL;
+	}
+	return (__u32)(h >> 32);
+}
+
+/*
+ * And its line table (co_lnotab, co_linetable: a bytes object, the last
+ * pointer of the bytes the token folds, 3.6-3.11): code compiled again
+ * from one file name (exec's "<string>"), its function a few lines
+ * further down, has its name, file name and line table where the freed
+ * one had them, and only their contents tell them apart.  GB_PY_FILE_LEN
+ * bytes of the bytes object from its size on: size, hash (set later, not
+ * folded), then the table, folded up to its size; none of it where
+ * they cannot be read (the object ends its mapping: size set to 0).
+ */
+static inline __u32 gb_py_ident_lines(__u32 ident, const __u64 w[GB_PY_FILE_LEN / 8])
+{
+	__u64 len = w[0], h = ((__u64)ident ^ len) * 0x9e3779b97f4a7c15ULL;
+
+	for (int i = 0; i < (GB_PY_FILE_LEN - 16) / 8; i++) {
+		__u64 c = w[2 + i];
 
 		if (len <= (__u64)i * 8)
 			break;

@@ -929,8 +929,17 @@ int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
 		err = proc_mem_read(fd, w[cfg->ident_file / 8] + GB_PY_FILE_AT, file, 8);
 		file[2] = 0;
 	}
+	if (err)
+		return err;
+	*ident = gb_py_ident_file(*ident, file);
+	/* its line table, the last pointer of w, the same way */
+	err = proc_mem_read(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, file, sizeof(file));
+	if (err) {
+		err = proc_mem_read(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, file, 8);
+		file[0] = 0;
+	}
 	if (!err)
-		*ident = gb_py_ident_file(*ident, file);
+		*ident = gb_py_ident_lines(*ident, file);
 	return err;
 }
 

@@ -47,7 +47,7 @@ int pyruntime_finalize(pid_t pid, char *path, size_t pathlen, __u64 *off, char *
  * The identity token of the code object whose GB_PY_IDENT_LEN bytes from
  * cfg->code_ident are w, in the process whose memory fd is
  * (proc_mem_open()), as the BPF walker makes it (gb_py_ident(), and
- * gb_py_ident_file() before 3.12).  0 or -errno.
+ * gb_py_ident_file() and gb_py_ident_lines() before 3.12).  0 or -errno.
  */
 int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
 			 const __u64 w[GB_PY_IDENT_LEN / 8], __u32 *ident);
