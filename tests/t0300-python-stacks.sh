@@ -171,10 +171,13 @@ fi
 # object has no serial of its own, a token folded from its pointers alone
 # was the freed one's, its file name and line table lying where the freed
 # one's did (cells named as the one two before): it folds its file name.
+# Cells compiled from one file name (exec's "<string>"), each its line
+# further down, were named with an earlier cell's line: it folds its line
+# table's bytes too.
 cell_line=$(grep -n '^    exec(code' "$GPUBPF_ROOT/tests/py/cells.py" | cut -d: -f1)
 for py in "${pythons[@]}"; do
 	minor=$("$py" -c 'import sys; print(sys.version_info[1])')
-	for shape in varied same; do
+	for shape in varied same onefile; do
 		name="3.$minor ($py), notebook cells ($shape source)"
 		check "$name: record" "$GPUBPF" record -v -o "$TMPD/cells.json" -- \
 			"$py" "$GPUBPF_ROOT/tests/py/cells.py" 6 "$shape" || continue
@@ -189,7 +192,7 @@ for py in "${pythons[@]}"; do
 		is "$name: each cell's sync has its own file and line" "$(json_query "$TMPD/cells.json" \
 			'[" < ".join(e["args"].get("stack", ["no stack"])[:2]) for e in sorted(ev, key=lambda e: e.get("ts", 0)) if e.get("name") == "cuCtxSynchronize"]')" \
 			"$("$PY" -c 'import json, sys
-print(json.dumps(["<module> (cell%d.py:%d) < run_cell (%s:%s)" % (k, 2 + k * (sys.argv[1] == "varied"), sys.argv[2], sys.argv[3]) for k in range(6)]))' \
+print(json.dumps(["<module> (%s:%d) < run_cell (%s:%s)" % ("cell.py" if sys.argv[1] == "onefile" else "cell%d.py" % k, 2 + k * (sys.argv[1] != "same"), sys.argv[2], sys.argv[3]) for k in range(6)]))' \
 				"$shape" "$GPUBPF_ROOT/tests/py/cells.py" "$cell_line")"
 	done
 done
