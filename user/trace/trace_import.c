@@ -636,8 +636,15 @@ static int import_event(struct trace_import *ti, const struct tr_event *te,
 	if ((ret = read_sched(ti, te, pid)) <= 0)
 		return ret;
 	kind = event_kind(te);
-	if (kind < 0 || !te->has_ts || te->key[TRK_NAME] < 0)
+	if (kind < 0)
 		return 0;
+	/* a call or GPU work with no time or name: not a trace gpubpf wrote */
+	if (!te->has_ts || te->key[TRK_NAME] < 0) {
+		snprintf(ti->msg, sizeof(ti->msg), "%s: the event at line %llu has no \"%s\"",
+			 ti->r.path ? ti->r.path : "trace", (unsigned long long)te->line,
+			 te->has_ts ? "name" : "ts");
+		return -EINVAL;
+	}
 	memset(ev, 0, sizeof(*ev));
 	ev->kind = kind;
 	ev->pid = pid;
