@@ -932,15 +932,16 @@ int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
 	if (err)
 		return err;
 	*ident = gb_py_ident_file(*ident, file);
-	/* its line table, the last pointer of w, the same way */
-	err = proc_mem_read(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, file, sizeof(file));
-	if (err) {
-		err = proc_mem_read(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, file, 8);
+	/*
+	 * Its line table, the last pointer of w, the same way; none of it
+	 * where it cannot be read at all (BPF's token is then 0: unknown),
+	 * not an error: a token that cannot be BPF's, the object not the one
+	 * it walked (-ESTALE to pysym)
+	 */
+	if (proc_mem_read(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, file, sizeof(file)))
 		file[0] = 0;
-	}
-	if (!err)
-		*ident = gb_py_ident_lines(*ident, file);
-	return err;
+	*ident = gb_py_ident_lines(*ident, file);
+	return 0;
 }
 
 /* 1 if thread state ts is running Python code (has a frame of its own). */
