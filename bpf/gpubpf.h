@@ -560,14 +560,11 @@ static inline __u32 gb_py_ident(const __u64 w[GB_PY_IDENT_LEN / 8])
 #define GB_PY_FILE_AT 16                /* where they start in the str: its length */
 #define GB_PY_STR_COMPACT_ASCII 0x60    /* state's compact and ascii bits, 3.6-3.11 */
 
-static inline __u32 gb_py_ident_file(__u32 ident, const __u64 w[GB_PY_FILE_LEN / 8])
+/* h with len bytes of words folded in, at most max words (bytes past len masked off) */
+static inline __u64 gb_py_fold(__u64 h, const __u64 *words, __u64 len, int max)
 {
-	__u64 len = w[0], h = ((__u64)ident ^ len) * 0x9e3779b97f4a7c15ULL;
-
-	if ((w[2] & GB_PY_STR_COMPACT_ASCII) != GB_PY_STR_COMPACT_ASCII)
-		return (__u32)(h >> 32);
-	for (int i = 0; i < (GB_PY_FILE_LEN - 32) / 8; i++) {
-		__u64 c = w[4 + i];
+	for (int i = 0; i < max; i++) {
+		__u64 c = words[i];
 
 		if (len <= (__u64)i * 8)
 			break;
@@ -575,7 +572,16 @@ static inline __u32 gb_py_ident_file(__u32 ident, const __u64 w[GB_PY_FILE_LEN /
 			c &= (1ULL << ((len - (__u64)i * 8) * 8)) - 1;
 		h = (h ^ c) * 0x9e3779b97f4a7c15ULL;
 	}
-	return (__u32)(h >> 32);
+	return h;
+}
+
+static inline __u32 gb_py_ident_file(__u32 ident, const __u64 w[GB_PY_FILE_LEN / 8])
+{
+	__u64 len = w[0], h = ((__u64)ident ^ len) * 0x9e3779b97f4a7c15ULL;
+
+	if ((w[2] & GB_PY_STR_COMPACT_ASCII) != GB_PY_STR_COMPACT_ASCII)
+		return (__u32)(h >> 32);
+	return (__u32)(gb_py_fold(h, w + 4, len, (GB_PY_FILE_LEN - 32) / 8) >> 32);
 }
 
 /*
@@ -592,16 +598,7 @@ static inline __u32 gb_py_ident_lines(__u32 ident, const __u64 w[GB_PY_FILE_LEN 
 {
 	__u64 len = w[0], h = ((__u64)ident ^ len) * 0x9e3779b97f4a7c15ULL;
 
-	for (int i = 0; i < (GB_PY_FILE_LEN - 16) / 8; i++) {
-		__u64 c = w[2 + i];
-
-		if (len <= (__u64)i * 8)
-			break;
-		if (len - (__u64)i * 8 < 8)
-			c &= (1ULL << ((len - (__u64)i * 8) * 8)) - 1;
-		h = (h ^ c) * 0x9e3779b97f4a7c15ULL;
-	}
-	return (__u32)(h >> 32);
+	return (__u32)(gb_py_fold(h, w + 2, len, (GB_PY_FILE_LEN - 16) / 8) >> 32);
 }
 
 /*
