@@ -901,6 +901,7 @@ static __noinline __u32 py_ident_read(struct py_walk *w, __u64 frame, __u64 code
 	if (w->cfg->ident_file != GB_PY_NONE) {
 		__u64 file = s->ident[(w->cfg->ident_file / 8) & (GB_PY_IDENT_LEN / 8 - 1)];
 		__u64 lines = s->ident[GB_PY_IDENT_LEN / 8 - 1];
+		__u32 first;
 
 		/* a str at the end of its mapping: its length alone (gb_py_ident_file()) */
 		if (bpf_probe_read_user(s->file, sizeof(s->file), (void *)(file + GB_PY_FILE_AT))) {
@@ -909,13 +910,15 @@ static __noinline __u32 py_ident_read(struct py_walk *w, __u64 frame, __u64 code
 			s->file[2] = 0;
 		}
 		ident = gb_py_ident_file(ident, s->file);
+		if (bpf_probe_read_user(&first, 4, (void *)(code + w->cfg->ident_firstline)))
+			return 0;
 		/* the same buffer for the line table (gb_py_ident_lines()) */
 		if (bpf_probe_read_user(s->file, sizeof(s->file), (void *)(lines + GB_PY_FILE_AT))) {
 			if (bpf_probe_read_user(s->file, 8, (void *)(lines + GB_PY_FILE_AT)))
 				return 0;
 			s->file[0] = 0;
 		}
-		ident = gb_py_ident_lines(ident, s->file);
+		ident = gb_py_ident_lines(ident, first, s->file);
 	}
 	known->frame = frame;
 	known->code = code;

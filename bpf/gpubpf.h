@@ -499,10 +499,12 @@ struct gb_py_config {
 				   may keep code tokens from call to call; 0: each
 				   walk reads every frame's */
 	__u32 ident_file;       /* 3.6-3.11: where co_filename lies among the bytes
-				   of the code object its token folds (its file name
-				   and line table are folded too: gb_py_ident_file(),
-				   gb_py_ident_lines()); GB_PY_NONE (3.12+:
-				   co_version among them) */
+				   of the code object its token folds (its file name,
+				   first line and line table are folded too:
+				   gb_py_ident_file(), gb_py_ident_lines()); GB_PY_NONE
+				   (3.12+: co_version among them) */
+	__u32 ident_firstline;  /* 3.6-3.11: offset of co_firstlineno (an int) in the
+				   code object, outside those bytes; GB_PY_NONE */
 };
 
 /* sizeof(struct _gil_runtime_state) on x86-64 glibc, 3.7 to 3.15 (test_pyruntime checks it): its
@@ -585,18 +587,22 @@ static inline __u32 gb_py_ident_file(__u32 ident, const __u64 w[GB_PY_FILE_LEN /
 }
 
 /*
- * And its line table (co_lnotab, co_linetable: a bytes object, the last
- * pointer of the bytes the token folds, 3.6-3.11): code compiled again
- * from one file name (exec's "<string>"), its function a few lines
- * further down, has its name, file name and line table where the freed
- * one had them, and only their contents tell them apart.  GB_PY_FILE_LEN
+ * And its first line and line table (co_firstlineno; co_lnotab,
+ * co_linetable: a bytes object, the last pointer of the bytes the token
+ * folds, 3.6-3.11): code compiled again from one file name (exec's
+ * "<string>"), its function a few lines further down, has its name, file
+ * name and line table where the freed one had them, and only their
+ * contents tell them apart (a module's code starts at its first
+ * statement's line, its table the same after it).  GB_PY_FILE_LEN
  * bytes of the bytes object from its size on: size, hash (set later, not
  * folded), then the table, folded up to its size; none of it where
  * they cannot be read (the object ends its mapping: size set to 0).
  */
-static inline __u32 gb_py_ident_lines(__u32 ident, const __u64 w[GB_PY_FILE_LEN / 8])
+static inline __u32 gb_py_ident_lines(__u32 ident, __u32 first,
+					const __u64 w[GB_PY_FILE_LEN / 8])
 {
-	__u64 len = w[0], h = ((__u64)ident ^ len) * 0x9e3779b97f4a7c15ULL;
+	__u64 len = w[0], h = ((((__u64)ident ^ len) * 0x9e3779b97f4a7c15ULL) ^ first) *
+			      0x9e3779b97f4a7c15ULL;
 
 	return (__u32)(gb_py_fold(h, w + 2, len, (GB_PY_FILE_LEN - 16) / 8) >> 32);
 }

@@ -284,13 +284,14 @@ static void test_unreadable_table(void)
  */
 static void test_ident_file(void)
 {
-	struct gb_py_config cfg = { .version = 311, .ident_file = 8 };
+	struct gb_py_config cfg = { .version = 311, .ident_file = 8, .ident_firstline = 4 };
 	__u64 w[GB_PY_IDENT_LEN / 8] = { 0 }, want[GB_PY_FILE_LEN / 8] = { 0 }, len = 8;
 	__u32 state = 1u << 2 | GB_PY_STR_COMPACT_ASCII, a, b, c;
 	long page = sysconf(_SC_PAGESIZE);
 	int fd = proc_mem_open(getpid());
-	__u8 *pages, *str, *tab;
+	__u8 *pages, *str, *tab, *code;
 	__u64 tablen = 6;
+	__u32 first = 3;
 
 	pages = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (!ok(fd >= 0 && pages != MAP_FAILED, "own memory open, two pages mapped"))
@@ -307,39 +308,49 @@ static void test_ident_file(void)
 	memcpy(tab + 16, &tablen, 8);
 	memcpy(tab + 32, "\x02\x01\x04\x01\x08\x01", 6);
 	w[GB_PY_IDENT_LEN / 8 - 1] = (uintptr_t)tab;
-	is_int(pyruntime_code_ident(fd, &cfg, w, &a), 0, "a token with its file name");
+	/* the code object: its first line at ident_firstline */
+	code = pages + 1024;
+	memcpy(code + 4, &first, 4);
+	is_int(pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &a), 0,
+	       "a token with its file name");
 	memcpy(str + 48, "cell1.py", 8);
-	pyruntime_code_ident(fd, &cfg, w, &b);
+	pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &b);
 	ok(a != b, "another file name, another token (%#x, %#x)", a, b);
 	memset(str + 24, 0x5a, 8);
-	pyruntime_code_ident(fd, &cfg, w, &c);
+	pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c);
 	is_int(c, b, "  the same once its hash is set");
 	memcpy(str + 56, "garbage!", 8);
-	pyruntime_code_ident(fd, &cfg, w, &c);
+	pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c);
 	is_int(c, b, "  and whatever lies past its characters");
 	tab[35] = 0x02;         /* its function a line further down */
-	pyruntime_code_ident(fd, &cfg, w, &a);
+	pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &a);
 	ok(a != b, "another line table, another token (%#x, %#x)", a, b);
 	memset(tab + 24, 0x5a, 8);
 	tab[40] = 0x77;
-	pyruntime_code_ident(fd, &cfg, w, &c);
+	pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c);
 	is_int(c, a, "  the same once its hash is set, whatever lies past it");
+	first = 4;              /* a module's code: its first statement a line further down */
+	memcpy(code + 4, &first, 4);
+	pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &b);
+	ok(a != b, "another first line, another token (%#x, %#x)", a, b);
 	/* 40 bytes from the end of the page: its length is readable, not the rest */
 	str = pages + page - 40;
 	memcpy(str + 16, &len, 8);
 	w[1] = (uintptr_t)str;
 	want[0] = len;
-	is_int(pyruntime_code_ident(fd, &cfg, w, &c), 0, "a file name at the end of its mapping");
+	is_int(pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c), 0,
+	       "a file name at the end of its mapping");
 	memcpy(want + 2, "\x02\x01\x04\x02\x08\x01", 6);
 	want[0] = tablen;
 	is_int(c, gb_py_ident_lines(gb_py_ident_file(gb_py_ident(w), (__u64[GB_PY_FILE_LEN / 8]){
-		len }), want), "  its length alone is folded");
+		len }), first, want), "  its length alone is folded");
 	tab = pages + page - 20;
 	w[GB_PY_IDENT_LEN / 8 - 1] = (uintptr_t)tab;
-	is_int(pyruntime_code_ident(fd, &cfg, w, &c), 0, "a line table past its mapping's end");
+	is_int(pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c), 0,
+	       "a line table past its mapping's end");
 	want[0] = 0;
 	is_int(c, gb_py_ident_lines(gb_py_ident_file(gb_py_ident(w), (__u64[GB_PY_FILE_LEN / 8]){
-		len }), want), "  none of it is folded");
+		len }), first, want), "  none of it is folded");
 	munmap(pages, page);
 	close(fd);
 }

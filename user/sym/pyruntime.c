@@ -816,6 +816,7 @@ int pyruntime_find(pid_t pid, struct gb_py_config *cfg, char *why, size_t whylen
 	/* before 3.12 no serial among the bytes a code token folds: its file name too */
 	cfg->ident_file = minor < 12 ? table_of(cfg->version)->code.filename - cfg->code_ident :
 		GB_PY_NONE;
+	cfg->ident_firstline = minor < 12 ? table_of(cfg->version)->code.firstlineno : GB_PY_NONE;
 	err = check_runtime(fd, cfg, why, whylen);
 	if (!err)
 		whyf(why, whylen, "CPython 3.%d", minor);
@@ -912,10 +913,11 @@ int pyruntime_finalize(pid_t pid, char *path, size_t pathlen, __u64 *off, char *
 	return err;
 }
 
-int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
+int pyruntime_code_ident(int fd, const struct gb_py_config *cfg, __u64 code,
 			 const __u64 w[GB_PY_IDENT_LEN / 8], __u32 *ident)
 {
 	__u64 file[GB_PY_FILE_LEN / 8];
+	__u32 first;
 	int err;
 
 	*ident = gb_py_ident(w);
@@ -932,6 +934,9 @@ int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
 	if (err)
 		return err;
 	*ident = gb_py_ident_file(*ident, file);
+	err = proc_mem_read(fd, code + cfg->ident_firstline, &first, sizeof(first));
+	if (err)
+		return err;
 	/*
 	 * Its line table, the last pointer of w, the same way; none of it
 	 * where it cannot be read at all (BPF's token is then 0: unknown),
@@ -940,7 +945,7 @@ int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
 	 */
 	if (proc_mem_read(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, file, sizeof(file)))
 		file[0] = 0;
-	*ident = gb_py_ident_lines(*ident, file);
+	*ident = gb_py_ident_lines(*ident, first, file);
 	return 0;
 }
 
@@ -1133,7 +1138,7 @@ int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 			out->instr = (__u32)(__s32)((__s64)(ip - code - cfg->code_adaptive) / 2);
 		}
 		if (proc_mem_read(fd, code + cfg->code_ident, w, sizeof(w)) ||
-		    pyruntime_code_ident(fd, cfg, w, &out->ident))
+		    pyruntime_code_ident(fd, cfg, code, w, &out->ident))
 			break;
 		out->code = code;
 		n++;

@@ -44,12 +44,12 @@ int pyruntime_finalize(pid_t pid, char *path, size_t pathlen, __u64 *off, char *
 		       size_t whylen);
 
 /*
- * The identity token of the code object whose GB_PY_IDENT_LEN bytes from
- * cfg->code_ident are w, in the process whose memory fd is
+ * The identity token of the code object at code, whose GB_PY_IDENT_LEN
+ * bytes from cfg->code_ident are w, in the process whose memory fd is
  * (proc_mem_open()), as the BPF walker makes it (gb_py_ident(), and
  * gb_py_ident_file() and gb_py_ident_lines() before 3.12).  0 or -errno.
  */
-int pyruntime_code_ident(int fd, const struct gb_py_config *cfg,
+int pyruntime_code_ident(int fd, const struct gb_py_config *cfg, __u64 code,
 			 const __u64 w[GB_PY_IDENT_LEN / 8], __u32 *ident);
 
 /*

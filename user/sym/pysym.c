@@ -406,7 +406,7 @@ static int read_head(const struct pyproc *p, const struct gb_py_config *cfg,
 	if (err)
 		return err;
 	memcpy(w, hdr + cfg->code_ident, sizeof(w));
-	return pyruntime_code_ident(p->memfd, cfg, w, ident);
+	return pyruntime_code_ident(p->memfd, cfg, addr, w, ident);
 }
 
 static void unknown(struct py_frame_info *out)
