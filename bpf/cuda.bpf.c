@@ -878,6 +878,31 @@ done:
 }
 
 /*
+ * The GB_PY_FILE_LEN bytes of a str or bytes object from addr (its length
+ * on) that a code token folds; 0, or -1 where the object itself cannot be
+ * read here.  Where they run past its mapping, or into a page not faulted
+ * in (a small object at the end of a pool), the object's own: its head
+ * bytes, then as many of those after them as its length says (where the
+ * head's state word has all of state_mask's bits), the rest not folded.
+ * User space reads the same (pyruntime_code_ident()).
+ */
+static __always_inline int py_ident_obj(__u64 *buf, __u64 addr, __u32 head, __u64 state_mask)
+{
+	__u64 n;
+
+	if (!bpf_probe_read_user(buf, GB_PY_FILE_LEN, (void *)addr))
+		return 0;
+	if (bpf_probe_read_user(buf, head, (void *)addr))
+		return -1;
+	if ((buf[2] & state_mask) != state_mask)
+		return 0;
+	n = buf[0];
+	if (n > GB_PY_FILE_LEN - head)
+		n = GB_PY_FILE_LEN - head;
+	return bpf_probe_read_user((__u8 *)buf + head, n, (void *)(addr + head)) ? -1 : 0;
+}
+
+/*
  * The identity token of the code object of the frame at frame, read (the
  * frame's identity slot did not hold it) and remembered in the slot; 0
  * when it cannot be read here.  Out of line, as it is rare once a program
@@ -903,21 +928,15 @@ static __noinline __u32 py_ident_read(struct py_walk *w, __u64 frame, __u64 code
 		__u64 lines = s->ident[GB_PY_IDENT_LEN / 8 - 1];
 		__u32 first;
 
-		/* a str at the end of its mapping: its length alone (gb_py_ident_file()) */
-		if (bpf_probe_read_user(s->file, sizeof(s->file), (void *)(file + GB_PY_FILE_AT))) {
-			if (bpf_probe_read_user(s->file, 8, (void *)(file + GB_PY_FILE_AT)))
-				return 0;
-			s->file[2] = 0;
-		}
+		if (py_ident_obj(s->file, file + GB_PY_FILE_AT, GB_PY_STR_HEAD,
+				 GB_PY_STR_COMPACT_ASCII))
+			return 0;
 		ident = gb_py_ident_file(ident, s->file);
 		if (bpf_probe_read_user(&first, 4, (void *)(code + w->cfg->ident_firstline)))
 			return 0;
 		/* the same buffer for the line table (gb_py_ident_lines()) */
-		if (bpf_probe_read_user(s->file, sizeof(s->file), (void *)(lines + GB_PY_FILE_AT))) {
-			if (bpf_probe_read_user(s->file, 8, (void *)(lines + GB_PY_FILE_AT)))
-				return 0;
-			s->file[0] = 0;
-		}
+		if (py_ident_obj(s->file, lines + GB_PY_FILE_AT, GB_PY_BYTES_HEAD, 0))
+			return 0;
 		ident = gb_py_ident_lines(ident, first, s->file);
 	}
 	known->frame = frame;

@@ -555,11 +555,15 @@ static inline __u32 gb_py_ident(const __u64 w[GB_PY_IDENT_LEN / 8])
  * co_version).  GB_PY_FILE_LEN bytes of the str from its length on:
  * length, hash, state, wstr, then a compact ASCII str's characters.  The
  * length and characters are folded, up to GB_PY_FILE_LEN - 32 of them,
- * not what CPython sets later (hash, interned bits, wstr); the length
- * alone where the GB_PY_FILE_LEN bytes cannot be read (state read as 0).
+ * not what CPython sets later (hash, interned bits, wstr).  Where the
+ * GB_PY_FILE_LEN bytes run past the object into memory that cannot be
+ * read, both sides read the object's own bytes alone, its head and then
+ * as many as its length says: what is folded is the same.
  */
 #define GB_PY_FILE_LEN 128
 #define GB_PY_FILE_AT 16                /* where they start in the str: its length */
+#define GB_PY_STR_HEAD 32               /* length, hash, state, wstr: then the characters */
+#define GB_PY_BYTES_HEAD 16             /* a bytes object's size and hash: then its bytes */
 #define GB_PY_STR_COMPACT_ASCII 0x60    /* state's compact and ascii bits, 3.6-3.11 */
 
 /* h with len bytes of words folded in, at most max words (bytes past len masked off) */
@@ -595,8 +599,7 @@ static inline __u32 gb_py_ident_file(__u32 ident, const __u64 w[GB_PY_FILE_LEN /
  * contents tell them apart (a module's code starts at its first
  * statement's line, its table the same after it).  GB_PY_FILE_LEN
  * bytes of the bytes object from its size on: size, hash (set later, not
- * folded), then the table, folded up to its size; none of it where
- * they cannot be read (the object ends its mapping: size set to 0).
+ * folded), then the table, folded up to its size.
  */
 static inline __u32 gb_py_ident_lines(__u32 ident, __u32 first,
 					const __u64 w[GB_PY_FILE_LEN / 8])

@@ -277,15 +277,15 @@ static void test_unreadable_table(void)
 
 /*
  * 3.6-3.11: a code object's token folds its file name's length and
- * characters, not what CPython sets later (its hash); a name at the end of
- * its mapping, its length alone.  And its line table's (the last pointer
- * of the bytes folded) size and bytes, not its hash; none of it at the end
- * of its mapping.
+ * characters, not what CPython sets later (its hash), and its line
+ * table's (the last pointer of the bytes folded) size and bytes, not its
+ * hash; the same for objects at the end of their mapping.
  */
 static void test_ident_file(void)
 {
 	struct gb_py_config cfg = { .version = 311, .ident_file = 8, .ident_firstline = 4 };
-	__u64 w[GB_PY_IDENT_LEN / 8] = { 0 }, want[GB_PY_FILE_LEN / 8] = { 0 }, len = 8;
+	__u64 w[GB_PY_IDENT_LEN / 8] = { 0 }, len = 8;
+	__u64 want_s[GB_PY_FILE_LEN / 8] = { 0 }, want_t[GB_PY_FILE_LEN / 8] = { 0 };
 	__u32 state = 1u << 2 | GB_PY_STR_COMPACT_ASCII, a, b, c;
 	long page = sysconf(_SC_PAGESIZE);
 	int fd = proc_mem_open(getpid());
@@ -333,24 +333,36 @@ static void test_ident_file(void)
 	memcpy(code + 4, &first, 4);
 	pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &b);
 	ok(a != b, "another first line, another token (%#x, %#x)", a, b);
-	/* 40 bytes from the end of the page: its length is readable, not the rest */
-	str = pages + page - 40;
-	memcpy(str + 16, &len, 8);
-	w[1] = (uintptr_t)str;
-	want[0] = len;
+	/*
+	 * Where the GB_PY_FILE_LEN bytes run past the mapping (or into a page
+	 * BPF cannot read): the object's own bytes, folded as anywhere else
+	 */
+	memcpy(want_s, str + GB_PY_FILE_AT, 32);
+	memcpy(want_s + 4, "cell1.py", 8);
+	want_t[0] = tablen;
+	memcpy(want_t + 2, tab + 32, tablen);
+	memcpy(pages + page - 57, str, 57);     /* 48 bytes, 8 characters and a NUL */
+	w[1] = (uintptr_t)(pages + page - 57);
 	is_int(pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c), 0,
 	       "a file name at the end of its mapping");
-	memcpy(want + 2, "\x02\x01\x04\x02\x08\x01", 6);
-	want[0] = tablen;
-	is_int(c, gb_py_ident_lines(gb_py_ident_file(gb_py_ident(w), (__u64[GB_PY_FILE_LEN / 8]){
-		len }), first, want), "  its length alone is folded");
-	tab = pages + page - 20;
-	w[GB_PY_IDENT_LEN / 8 - 1] = (uintptr_t)tab;
+	is_int(c, gb_py_ident_lines(gb_py_ident_file(gb_py_ident(w), want_s), first, want_t),
+	       "  folded as anywhere else");
+	w[1] = (uintptr_t)str;
+	memcpy(pages + page - 39, tab, 39);     /* 32 bytes, 6 of table and a NUL */
+	w[GB_PY_IDENT_LEN / 8 - 1] = (uintptr_t)(pages + page - 39);
 	is_int(pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c), 0,
-	       "a line table past its mapping's end");
-	want[0] = 0;
-	is_int(c, gb_py_ident_lines(gb_py_ident_file(gb_py_ident(w), (__u64[GB_PY_FILE_LEN / 8]){
-		len }), first, want), "  none of it is folded");
+	       "a line table at the end of its mapping");
+	is_int(c, gb_py_ident_lines(gb_py_ident_file(gb_py_ident(w), want_s), first, want_t),
+	       "  folded as anywhere else");
+	w[GB_PY_IDENT_LEN / 8 - 1] = (uintptr_t)(pages + page - 20);
+	is_int(pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c), 0,
+	       "a line table whose size lies past its mapping's end");
+	want_t[0] = 0;
+	is_int(c, gb_py_ident_lines(gb_py_ident_file(gb_py_ident(w), want_s), first, want_t),
+	       "  none of it is folded (BPF's token: 0, unknown)");
+	w[1] = (uintptr_t)(pages + page - 40);
+	ok(pyruntime_code_ident(fd, &cfg, (uintptr_t)code, w, &c) < 0,
+	   "a file name whose head lies past its mapping's end: an error");
 	munmap(pages, page);
 	close(fd);
 }

@@ -913,10 +913,32 @@ int pyruntime_finalize(pid_t pid, char *path, size_t pathlen, __u64 *off, char *
 	return err;
 }
 
+/*
+ * The GB_PY_FILE_LEN bytes of a str or bytes object from addr that a code
+ * token folds, read as BPF's py_ident_obj() reads them: where they run
+ * past the object into memory that cannot be read, its head bytes and
+ * then those its length says (where the state word has state_mask's bits).
+ */
+static int ident_obj(int fd, __u64 addr, __u64 buf[GB_PY_FILE_LEN / 8], __u32 head,
+		     __u64 state_mask)
+{
+	__u64 n;
+	int err;
+
+	if (!proc_mem_read(fd, addr, buf, GB_PY_FILE_LEN))
+		return 0;
+	if ((err = proc_mem_read(fd, addr, buf, head)))
+		return err;
+	if ((buf[2] & state_mask) != state_mask)
+		return 0;
+	n = buf[0] < GB_PY_FILE_LEN - head ? buf[0] : GB_PY_FILE_LEN - head;
+	return n ? proc_mem_read(fd, addr + head, (__u8 *)buf + head, n) : 0;
+}
+
 int pyruntime_code_ident(int fd, const struct gb_py_config *cfg, __u64 code,
 			 const __u64 w[GB_PY_IDENT_LEN / 8], __u32 *ident)
 {
-	__u64 file[GB_PY_FILE_LEN / 8];
+	__u64 buf[GB_PY_FILE_LEN / 8] = { 0 };
 	__u32 first;
 	int err;
 
@@ -925,17 +947,11 @@ int pyruntime_code_ident(int fd, const struct gb_py_config *cfg, __u64 code,
 		return 0;
 	if (cfg->ident_file > GB_PY_IDENT_LEN - 8)
 		return -EINVAL;
-	err = proc_mem_read(fd, w[cfg->ident_file / 8] + GB_PY_FILE_AT, file, sizeof(file));
-	if (err) {
-		/* a str at the end of its mapping: its length alone, as BPF does */
-		err = proc_mem_read(fd, w[cfg->ident_file / 8] + GB_PY_FILE_AT, file, 8);
-		file[2] = 0;
-	}
-	if (err)
+	if ((err = ident_obj(fd, w[cfg->ident_file / 8] + GB_PY_FILE_AT, buf, GB_PY_STR_HEAD,
+			     GB_PY_STR_COMPACT_ASCII)))
 		return err;
-	*ident = gb_py_ident_file(*ident, file);
-	err = proc_mem_read(fd, code + cfg->ident_firstline, &first, sizeof(first));
-	if (err)
+	*ident = gb_py_ident_file(*ident, buf);
+	if ((err = proc_mem_read(fd, code + cfg->ident_firstline, &first, sizeof(first))))
 		return err;
 	/*
 	 * Its line table, the last pointer of w, the same way; none of it
@@ -943,9 +959,9 @@ int pyruntime_code_ident(int fd, const struct gb_py_config *cfg, __u64 code,
 	 * not an error: a token that cannot be BPF's, the object not the one
 	 * it walked (-ESTALE to pysym)
 	 */
-	if (proc_mem_read(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, file, sizeof(file)))
-		file[0] = 0;
-	*ident = gb_py_ident_lines(*ident, first, file);
+	if (ident_obj(fd, w[GB_PY_IDENT_LEN / 8 - 1] + GB_PY_FILE_AT, buf, GB_PY_BYTES_HEAD, 0))
+		buf[0] = 0;
+	*ident = gb_py_ident_lines(*ident, first, buf);
 	return 0;
 }
 
