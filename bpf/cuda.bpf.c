@@ -348,13 +348,22 @@ static __always_inline void count_drops(__u32 tgid, __u64 n)
 	__u32 zero = 0;
 	__u64 *v = bpf_map_lookup_elem(&drops_total, &zero);
 
-	if (v)
-		*v += n;
-	v = bpf_map_lookup_elem(&drops, &tgid);
+	/*
+	 * Atomic even on this CPU's copy: a uprobe's program can be preempted
+	 * by another task's, on the same CPU, amid an add (a few of 500k
+	 * drops went missing from the total)
+	 */
 	if (v)
 		__sync_fetch_and_add(v, n);
-	else
-		bpf_map_update_elem(&drops, &tgid, &n, BPF_NOEXIST);
+	v = bpf_map_lookup_elem(&drops, &tgid);
+	if (!v) {
+		if (!bpf_map_update_elem(&drops, &tgid, &n, BPF_NOEXIST))
+			return;
+		/* another CPU's first drop of tgid was inserted first: add to it */
+		v = bpf_map_lookup_elem(&drops, &tgid);
+	}
+	if (v)
+		__sync_fetch_and_add(v, n);
 }
 
 static __always_inline void count_drop(__u32 tgid)

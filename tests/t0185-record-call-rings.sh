@@ -91,5 +91,31 @@ exit_kept=$(launcher_named "$TMPD/stop.json")
 is "stopped: recorded + dropped == the launches made + the worker's exit if refused, exactly" \
 	"$(( recorded + dropped ))" $(( M + 1 - exit_kept ))
 is "stopped: those kept in the order made" "$(per_thread_order "$TMPD/stop.json")" 1
+is "stopped: the trace counts them under the job's pid, and in all" "$(json_query "$TMPD/stop.json" \
+	'[d["gpubpf"]["dropped_events"], d["gpubpf"]["dropped_total"]]')" "[{\"$pid\": $dropped}, $dropped]"
 perfetto_ok "$TMPD/stop.json"
+
+# the same under -- CMD, whose command has exited, its exit recorded, when
+# the counts are read: they are its pid's (they were put under pid +
+# 4194304, the number of a later process of that pid, which never was)
+rm -f "$TMPD/ready" "$TMPD/ready.done"
+"$GPUBPF" record -q --no-device --no-states --sample-hz 0 --stack none --libcuda "$LIB" \
+	-o "$TMPD/cmd.json" -- taskset -c 0 "$BENCH/callcost" -l "$LIB" -f launch -n $M -w -H \
+	-R "$TMPD/ready" >"$TMPD/cmd.cc" 2>"$TMPD/cmd.err" &
+g=$!
+wait_for_file "$TMPD/ready" 20
+pid=$(cat "$TMPD/ready")
+kill -STOP "$g"
+kill -USR1 "$pid"
+wait_for_file "$TMPD/ready.done" 120
+kill -CONT "$g"
+sleep 0.5       # it reads what the rings hold: the command's exit is recorded
+kill -USR1 "$pid"
+wait "$g"
+is "-- CMD stopped: record exits with the command's 0" "$?" 0
+dropped=$(tr '\r' '\n' <"$TMPD/cmd.err" | sed -n 's/^gpubpf: [0-9]* events, \([0-9]*\) dropped.*/\1/p')
+cmp_ok "-- CMD stopped: calls refused ($dropped)" "${dropped:-0}" -gt 0
+is "-- CMD stopped: the trace counts them under the command's pid, and in all" \
+	"$(json_query "$TMPD/cmd.json" '[d["gpubpf"]["dropped_events"], d["gpubpf"]["dropped_total"]]')" \
+	"[{\"$pid\": $dropped}, $dropped]"
 done_testing

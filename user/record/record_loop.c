@@ -107,8 +107,17 @@ static int on_record(void *ctx, void *data, size_t size)
 static void add_drops(void *ctx, uint32_t pid, uint64_t n)
 {
 	struct record *r = ctx;
-	struct model_process *p = model_process(&r->model, collector_pid(&r->coll, pid), NULL);
+	uint32_t key = collector_pid(&r->coll, pid);
+	struct model_process *p;
 
+	/*
+	 * Its last process ended and none came since (a command's, counted
+	 * once it has exited): its drops are that one's, not a next one's
+	 * (they were put under pid + MODEL_PID_AGAIN, a process never seen)
+	 */
+	if (key >= MODEL_PID_AGAIN && !model_find_process(&r->model, key))
+		key -= MODEL_PID_AGAIN;
+	p = model_process(&r->model, key, NULL);
 	if (p)
 		p->dropped = n;
 }
