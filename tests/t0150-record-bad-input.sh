@@ -68,6 +68,12 @@ umount "$TMPD/proc"
 # a command that cannot be run, and the command's own exit status
 expect_error "command not found" 127 "cannot run 'gpubpf-no-such-command'" \
 	"$GPUBPF" record "${o[@]}" -- gpubpf-no-such-command
+printf 'echo hi\n' >"$TMPD/noexec.sh"
+chmod 644 "$TMPD/noexec.sh"
+expect_error "a command found but not executable" 126 \
+	"cannot run '$TMPD/noexec.sh': Permission denied" "$GPUBPF" record "${o[@]}" -- "$TMPD/noexec.sh"
+expect_error "a directory as the command" 126 "cannot run '$TMPD': Permission denied" \
+	"$GPUBPF" record "${o[@]}" -- "$TMPD"
 rc=0
 "$GPUBPF" record --libcuda "$SIMLIB/libcuda.so.1" -o "$TMPD/s.json" -- sh -c 'exit 7' 2>/dev/null || rc=$?
 is "record exits with the command's status" "$rc" 7

@@ -175,7 +175,8 @@ static int start_cmd(struct record *r)
 		return 1;
 	if (e > 0) {
 		fprintf(stderr, "gpubpf: cannot run '%s': %s\n", r->o->cmd[0], strerror(e));
-		return 127;
+		/* as a shell, env and timeout say it: 127 not found, 126 found but not runnable */
+		return e == ENOENT ? 127 : 126;
 	}
 	/* tests: a collector held up before its first poll (a slow setup, a backlog) */
 	if (busy && *busy)
