@@ -42,6 +42,8 @@ enum {
 	MF_RET = 1 << 8,        /* ret */
 	MF_COUNT = 1 << 9,      /* count: batch entries */
 	MF_HANDLE = 1 << 10,    /* handle: event, graph, graph exec, module */
+	MF_UNFINISHED = 1 << 11, /* in the call when the recording stopped: dur
+				   runs to then, and it has no return */
 };
 
 /* What an event is. */

@@ -499,6 +499,29 @@ int collector_seed_states(struct collector *c, uint32_t real, uint64_t ts)
 	return ret < 0 ? ret : 0;
 }
 
+int collector_unfinished(struct collector *c, const struct gb_call *r, uint64_t ts)
+{
+	size_t n = c->m->nev;
+	struct model_event *ev;
+	uint64_t end = ts;
+	int ret;
+
+	if (r->ts_return || r->ts_entry >= ts)
+		return 0;
+	/* its process ended in the call: the first end after it began */
+	for (const struct hashmap_slot *s = hashmap_find(&c->ends, r->pid); s;
+	     s = hashmap_find_next(&c->ends, s))
+		if (s->val > r->ts_entry && s->val < end)
+			end = s->val;
+	ret = collector_record(c, r, sizeof(*r));
+	if (ret || c->m->nev != n + 1)
+		return ret;
+	ev = &c->m->ev[n];
+	ev->fields |= MF_UNFINISHED;
+	ev->dur = end - ev->ts;
+	return 0;
+}
+
 void collector_end(struct collector *c, uint64_t ts)
 {
 	struct hashmap pids;

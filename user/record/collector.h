@@ -74,6 +74,13 @@ int collector_record(struct collector *c, const void *data, size_t size);
  * a thread blocked all along a recording is not missing.  0 or -errno.
  */
 int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts);
+/*
+ * A call still in the driver as the recording ends at ts (its record
+ * waited for a return that had not come): added, flagged MF_UNFINISHED,
+ * its slice running to ts, or to its process's end where that came first.
+ * Before collector_end().  0 or -errno.
+ */
+int collector_unfinished(struct collector *c, const struct gb_call *r, uint64_t ts);
 /* The recording ends at ts: every thread's state lasts until then; threads
  * not named yet are named from /proc. */
 void collector_end(struct collector *c, uint64_t ts);

@@ -841,6 +841,20 @@ uint64_t probes_inflight_since(struct probes *p)
 	return first;
 }
 
+void probes_each_inflight(struct probes *p, void (*fn)(void *ctx, const struct gb_call *c),
+			  void *ctx)
+{
+	int fd = bpf_map__fd(p->skel->maps.inflight);
+	uint64_t key, *prev = NULL;
+	struct gb_call c;
+
+	while (!bpf_map_get_next_key(fd, prev, &key)) {
+		prev = &key;
+		if (!bpf_map_lookup_elem(fd, &key, &c))
+			fn(ctx, &c);
+	}
+}
+
 void probes_close(struct probes *p)
 {
 	probes_release_maps(p);

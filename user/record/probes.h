@@ -193,6 +193,9 @@ struct cpu_rings probes_crings(const struct probes *p);
  * for its return), of threads still alive; UINT64_MAX if none.
  */
 uint64_t probes_inflight_since(struct probes *p);
+/* Each call still in flight, through fn (its record as the entry left it). */
+void probes_each_inflight(struct probes *p, void (*fn)(void *ctx, const struct gb_call *c),
+			  void *ctx);
 /* Lost records: total, and per pid through the callback. */
 uint64_t probes_dropped(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, uint64_t n),
 			void *ctx);

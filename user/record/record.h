@@ -87,6 +87,7 @@ struct record {
 	uint64_t alive_ns;      /* atomic: the collector's last sign of life (record_alive()) */
 	int nlibs;              /* libcuda files probed */
 	pid_t last_pid;         /* of the latest call record */
+	uint64_t ended;         /* when the loop stopped reading: calls in flight end there */
 	uint64_t py_late_calls; /* calls of Python processes made before their Python was found */
 	int py_late_procs;      /* and the processes that made them */
 	struct spawn child;     /* -- CMD */

@@ -104,6 +104,14 @@ static int on_record(void *ctx, void *data, size_t size)
 	return ret == -ENOMEM ? ret : 0;
 }
 
+static void add_unfinished(void *ctx, const struct gb_call *c)
+{
+	struct record *r = ctx;
+
+	if (collector_unfinished(&r->coll, c, r->ended) == -ENOMEM)
+		fprintf(stderr, "gpubpf: out of memory: a call in flight at the end is left out\n");
+}
+
 static void add_drops(void *ctx, uint32_t pid, uint64_t n)
 {
 	struct record *r = ctx;
@@ -365,7 +373,10 @@ void record_loop(struct record *r)
 	ring_reader_stop(&r->reader);
 	while (take(r, 0) > 0)
 		;
-	collector_end(&r->coll, now_ns(CLOCK_MONOTONIC));
+	/* calls still in the driver (a sync of a hung job): in, up to now */
+	r->ended = now_ns(CLOCK_MONOTONIC);
+	probes_each_inflight(&r->probes, add_unfinished, r);
+	collector_end(&r->coll, r->ended);
 	(void)setpriority(PRIO_PROCESS, gettid(), nice_was);
 	if (tty)
 		progress(r, start, 1);

@@ -94,6 +94,7 @@ void report_release(struct report *r)
 		free(rp->kernels);
 		free(rp->calls);
 		free(rp->errors);
+		free(rp->open);
 		free(rp->mem);
 		free(rp->iter.phases);
 		free(rp->iter.starts);

@@ -138,6 +138,13 @@ struct rep_err {
 	uint64_t count;
 };
 
+/* A call the thread was still in when the recording stopped (a hung sync). */
+struct rep_open {
+	uint32_t name, tid;
+	uint32_t site;          /* table string id of its line, 0 unknown */
+	int64_t ts, dur;        /* dur: until the recording stopped */
+};
+
 /* One phase of the loop body: its line, and per step median, min, max. */
 struct rep_phase {
 	uint32_t site;          /* the loop frame at the line; 0: outside any phase */
@@ -211,6 +218,8 @@ struct rep_proc {
 	struct rep_err *errors; /* most frequent first */
 	size_t nerrors;
 	uint64_t nfailed;       /* failed calls, all names */
+	struct rep_open *open;  /* in the order they began */
+	size_t nopen;
 	struct rep_iter iter;
 	struct rep_repeat *repeats;     /* costliest first */
 	size_t nrepeats;
@@ -233,7 +242,7 @@ void report_release(struct report *r);
 /* analyses, each filling its part of every rep_proc */
 int report_iter(struct rt_table *t, struct report *r);         /* iter; first: it may set sites */
 int report_gpu(const struct rt_table *t, struct report *r);   /* devs, hot, streams, comm, late */
-int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls */
+int report_top(const struct rt_table *t, struct report *r);      /* kernels, calls, errors, open */
 int report_repeats(const struct rt_table *t, struct report *r);  /* repeats, from iter */
 int report_autograd(const struct rt_table *t, struct report *r); /* nodes */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */

@@ -173,6 +173,19 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 	fprintf(f, "\nprocess %u (%s): %" PRIu64 " host calls, %" PRIu64 " GPU activities\n",
 		rp->pid, rp->name ? rt_str(t, rp->name) : "?", rp->napi, rp->ngpu);
 	text_findings(t, rp, f);
+	if (rp->nopen)
+		fprintf(f, "  still in a driver call when the recording stopped (a hang, or a long wait):\n");
+	for (size_t k = 0; k < rp->nopen && k < TEXT_TOP; k++) {
+		const struct rep_open *o = &rp->open[k];
+
+		frame_parts(t, o->site, file, sizeof(file), func, sizeof(func));
+		fprintf(f, "    %s on thread %u since +%.3f ms, %.3f ms so far, from ", rt_str(t, o->name),
+			o->tid, ms(o->ts - t->t_first), ms(o->dur));
+		if (o->site)
+			fprintf(f, "%s (%s)%s\n", func[0] ? func : "?", file, attributed(o->site));
+		else
+			fprintf(f, "stack unknown\n");
+	}
 	if (!rp->ndevs)
 		fprintf(f, "  no GPU activity in the trace for this process\n");
 	for (size_t d = 0; d < rp->ndevs; d++) {
@@ -555,6 +568,20 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		if (cuda_result_name(x->ret))
 			jw_kv_str(jw, "error", cuda_result_name(x->ret));
 		jw_kv_uint(jw, "count", x->count);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	jw_key(jw, "unfinished_calls");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nopen; k++) {
+		const struct rep_open *o = &rp->open[k];
+
+		jw_obj_begin(jw);
+		jw_kv_str(jw, "name", rt_str(t, o->name));
+		jw_kv_uint(jw, "thread", o->tid);
+		jw_kv_ms(jw, "start_ms", o->ts - t->t_first);
+		jw_kv_ms(jw, "so_far_ms", o->dur);
+		ksite(jw, t, o->site, "site", "function");
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);

@@ -400,6 +400,8 @@ static int add_call(struct rt_table *t, const struct model *m, const struct mode
 		r->flags |= RTF_FAILED;
 		r->ret = ev->ret;
 	}
+	if (ev->fields & MF_UNFINISHED)
+		r->flags |= RTF_UNFINISHED;
 	if (ev->stack) {
 		t->nstacks++;
 		r->stack = table_stack(t, m, ev->stack);

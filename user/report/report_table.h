@@ -31,6 +31,7 @@ enum {
 	RTF_FAILED = 4,         /* returned an error (ret != 0) */
 	RTF_ATTRIBUTED = 8,     /* its stack is attributed: walked on the thread whose
 				   wake this thread served (model/attrib.h) */
+	RTF_UNFINISHED = 16,    /* still in the call when the recording stopped */
 };
 
 /*

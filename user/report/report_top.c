@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
  * Top kernels (count, total, mean, share of the process's busy time) and
- * top driver calls by host time, per process.
+ * top driver calls by host time, per process; its failed calls, and those
+ * it was still in when the recording stopped.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -79,6 +80,24 @@ static int count_errors(const struct rt_table *t, size_t p, struct rep_proc *rp)
 	return 0;
 }
 
+/* The calls of process p still in flight when the recording stopped. */
+static int list_open(const struct rt_table *t, size_t p, struct rep_proc *rp)
+{
+	size_t cap = 0;
+
+	for (size_t i = 0; i < t->nev; i++) {
+		const struct rt_event *e = &t->ev[i];
+
+		if (e->proc != p || e->kind != RT_API || !(e->flags & RTF_UNFINISHED))
+			continue;
+		if (array_grow(&rp->open, &cap, rp->nopen + 1))
+			return -ENOMEM;
+		rp->open[rp->nopen++] = (struct rep_open){ .name = e->name, .tid = e->tid,
+			.site = rt_site(t, e), .ts = e->ts, .dur = e->dur };
+	}
+	return 0;
+}
+
 int report_top(const struct rt_table *t, struct report *r)
 {
 	size_t nstr = t->strs.n;
@@ -122,7 +141,7 @@ int report_top(const struct rt_table *t, struct report *r)
 			goto out;
 		for (size_t k = 0; k < rp->nkernels; k++)
 			rp->kernels[k].share = busy ? (double)rp->kernels[k].total_ns / busy : 0;
-		if (count_errors(t, p, rp))
+		if (count_errors(t, p, rp) || list_open(t, p, rp))
 			goto out;
 	}
 	ret = 0;

@@ -143,6 +143,8 @@ static void write_call_args(struct jw *jw, const struct model *m,
 
 		jw_kv_str(jw, TS_ARG_ERROR, cuda_result_label(ev->ret, buf, sizeof(buf)));
 	}
+	if (f & MF_UNFINISHED)
+		jw_kv_bool(jw, TS_ARG_UNFINISHED, true);
 	if (ev->correlation)
 		jw_kv_uint(jw, TS_ARG_CORRELATION, ev->correlation);
 	if (ev->stack) {

@@ -885,6 +885,8 @@ static void call_args(struct pf *w, const struct model_event *ev)
 
 		arg_string(w, TS_ARG_ERROR, cuda_result_label(ev->ret, buf, sizeof(buf)));
 	}
+	if (f & MF_UNFINISHED)
+		arg_bool(w, TS_ARG_UNFINISHED, true);
 	if (ev->correlation)
 		arg_uint(w, TS_ARG_CORRELATION, ev->correlation);
 	if (ev->stack) {

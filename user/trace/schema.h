@@ -77,6 +77,8 @@
 #define TS_ARG_RET              "ret"
 #define TS_ARG_ERROR            "error"         /* a failed call's CUresult name */
 #define TS_ARG_CORRELATION      "correlation"
+#define TS_ARG_UNFINISHED       "unfinished"    /* true: still in the call when the
+						   recording stopped, its slice ends there */
 #define TS_ARG_STACK            "stack"         /* Python frames, innermost first */
 #define TS_ARG_STACK_TRUNCATED  "stack_truncated"
 #define TS_ARG_STACK_ATTRIBUTED "stack_attributed" /* true: walked on another thread */

@@ -26,7 +26,7 @@ enum {
 	A_BYTES, A_KIND, A_PTR, A_COUNT, A_HANDLE, A_RET, A_CORR, A_STACK, A_STACK_TRUNCATED,
 	A_STACK_ATTRIBUTED, A_STACK_THREAD, A_NATIVE_STACK, A_GRAPH_NODE, A_DEVICE, A_EVENT,
 	A_ADDRESS, A_MEMORY_KIND, A_STATE, A_SYSCALL, A_HOLDER, A_CPU, A_GC, A_ARGS_HASH,
-	A_AUTOGRAD_NODE, A_AUTOGRAD_FORWARD, A_N
+	A_AUTOGRAD_NODE, A_AUTOGRAD_FORWARD, A_UNFINISHED, A_N
 };
 
 static const char *const arg_keys[A_N] = {
@@ -44,6 +44,7 @@ static const char *const arg_keys[A_N] = {
 	[A_STATE] = TS_ARG_STATE, [A_SYSCALL] = TS_ARG_SYSCALL, [A_HOLDER] = TS_ARG_HOLDER_TID,
 	[A_CPU] = TS_ARG_CPU, [A_GC] = TS_ARG_GC, [A_ARGS_HASH] = TS_ARG_ARGS_HASH,
 	[A_AUTOGRAD_NODE] = TS_ARG_AUTOGRAD_NODE, [A_AUTOGRAD_FORWARD] = TS_ARG_AUTOGRAD_FORWARD,
+	[A_UNFINISHED] = TS_ARG_UNFINISHED,
 };
 
 /* A JSON value's text; p NULL when absent. */
@@ -449,6 +450,8 @@ static void read_call(struct trace_import *ti, const struct val *a, struct model
 		ev->fields |= MF_RET;
 		ev->ret = int_val(&a[A_RET]);
 	}
+	if (a[A_UNFINISHED].p && *a[A_UNFINISHED].p == 't')
+		ev->fields |= MF_UNFINISHED;
 	ev->correlation = int_val(&a[A_CORR]);
 	if (a[A_STACK].p)
 		ev->stack = read_stack(ti, &a[A_STACK], ev->pid, false,
