@@ -2,8 +2,11 @@
 # A call still in the driver when the recording stops (a job hung in a
 # sync, attached with -p -d): in the trace, flagged unfinished, its slice
 # running to the recording's end, with its Python stack; in the report, by
-# the line that made it; kept by convert both ways.  And a process killed
-# in such a call: its slice ends with the process, not the recording.
+# the line that made it; kept by convert both ways.  A process killed in
+# such a call: its slice ends with the process, not the recording.  A job
+# hung before the recording began, which makes no call in it: its threads'
+# states, each from the start with the Python stack it waits in, on each
+# CPython (3.11+ find a thread's by its native id, older by glibc's).
 . "$(dirname "$0")/lib.sh"
 test_description "record: calls still in flight when the recording stops"
 require_bpf
@@ -11,12 +14,13 @@ require_sim
 export LD_LIBRARY_PATH="$SIMLIB"
 WORK="$GPUBPF_ROOT/tests/py/hang_sync.py"
 line=$(grep -n '# the hang$' "$WORK" | cut -d: -f1)
+sline=$(grep -n '# the sleeper$' "$WORK" | cut -d: -f1)
 
-# start NAME: a job of its own, its pid in $TMPD/NAME once it has made its
+# start NAME [PYTHON]: a job of its own, its pid in $TMPD/NAME once it has made its
 # first calls; it hangs once $TMPD/NAME.go exists
 start() {
 	rm -f "$TMPD/$1" "$TMPD/$1.go"
-	"$PY" "$WORK" "$TMPD/$1" 60 >/dev/null 2>&1 &
+	"${2:-$PY}" "$WORK" "$TMPD/$1" 60 >/dev/null 2>&1 &
 	at_exit "kill -9 $! 2>/dev/null"
 	wait_for_file "$TMPD/$1" 20
 }
@@ -87,4 +91,33 @@ gap=$(json_query "$TMPD/k.json" "round((max(e['ts'] + e['dur'] for e in ev if e.
 	and e['pid'] == $a)) / 1e3)")
 cmp_ok "the killed one's ends as it died, 2 s or more before the other's ($gap ms)" "$gap" -gt 2000
 perfetto_ok "$TMPD/k.json"
+
+mapfile -t pythons < <(cpythons 3.8 3.10 3.11 3.13)
+for py in "${pythons[@]:-$PY}"; do
+	name="$("$py" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+	start a "$py"
+	a=$(cat "$TMPD/a")
+	touch "$TMPD/a.go"
+	sleep 0.5       # in its sync before the recording
+	if check "$name: -p -d 2s of a job hung before it" "$GPUBPF" record -p "$a" -d 2s \
+		-o "$TMPD/w.json"; then
+		is "$name: no call in the trace" "$(calls_of "$TMPD/w.json" "$a")" "[]"
+		is "$name: the waiting thread's state, all along, in its stack" "$(json_query "$TMPD/w.json" \
+			"[e['dur'] > 1.5e6 for e in ev if e.get('cat') == 'thread_state' and e['pid'] == $a
+			  and any(f.startswith('main (') and f.endswith('hang_sync.py:$line)')
+				  for f in e['args'].get('stack', []))]")" "[true]"
+		is "$name: the sleeping thread's, in its own" "$(json_query "$TMPD/w.json" \
+			"[e['dur'] > 1.5e6 for e in ev if e.get('cat') == 'thread_state'
+			  and e['pid'] == $a and e['args'].get('stack', [''])[0].startswith('sleeper (')
+			  and e['args']['stack'][0].endswith('hang_sync.py:$sline)')]")" "[true]"
+		rep=$("$GPUBPF" report "$TMPD/w.json")
+		like "$name: report: the process made no call; the waiting thread at its line" "$rep" \
+			"no driver call or GPU work in the recording .*
+ +$a +[0-9.]+ +[0-9.]+ +[0-9.]+  [a-z_]+ +main \(.*hang_sync.py:$line\)"
+		like "$name: report: the sleeping one at its" "$rep" \
+			" +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+  [a-z_]+ +sleeper \(.*hang_sync.py:$sline\)"
+		perfetto_ok "$TMPD/w.json"
+	fi
+	kill -9 "$a"
+done
 done_testing

@@ -3,16 +3,22 @@
 usage: hang_sync.py READY SECONDS
 
 Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH), makes a launch and a
-sync, writes its pid to READY, waits for READY.go, then launches a kernel
-of SECONDS and waits for it in cuCtxSynchronize, at the line marked below.
+sync, starts a thread that sleeps (at the line marked "the sleeper"),
+writes its pid to READY, waits for READY.go, then launches a kernel of
+SECONDS and waits for it in cuCtxSynchronize, at the line marked "the hang".
 """
 import os
 import sys
+import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "sim", "site-packages"))
 from simcuda import Driver, Kernel  # noqa: E402
+
+
+def sleeper():
+    time.sleep(3600)  # the sleeper
 
 
 def main():
@@ -22,6 +28,7 @@ def main():
     k = Kernel(d, d.load_module(), "linear_fwd")
     d.launch(k, 10)
     d.ctx_synchronize()
+    threading.Thread(target=sleeper, name="sleeper", daemon=True).start()
     with open(ready + ".tmp", "w") as f:
         f.write(str(os.getpid()))
     os.rename(ready + ".tmp", ready)

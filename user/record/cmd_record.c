@@ -322,6 +322,7 @@ int cmd_record(int argc, char **argv)
 	ret = start(&r);
 	if (!ret) {
 		r.collecting = 1;
+		r.collecting_since = now_ns(CLOCK_MONOTONIC);
 		record_wait_windows(&r);
 		if (o.mode != MODE_CMD)
 			fprintf(stderr, "gpubpf: recording%s; Ctrl-C to stop\n",

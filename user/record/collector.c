@@ -11,6 +11,7 @@
 #include "gpu_activity.h"
 #include "sym/native_sym.h"
 #include "lib/proc.h"
+#include "sym/pyruntime.h"
 #include "sym/pysym.h"
 
 /*
@@ -51,6 +52,7 @@ void collector_release(struct collector *c)
 	hashmap_release(&c->seen);
 	hashmap_release(&c->exit_comm);
 	hashmap_release(&c->ends);
+	hashmap_release(&c->seeded);
 	free(c->again);
 	free(c->call_size);
 	autograd_nodes_release(&c->ag);
@@ -341,6 +343,20 @@ static int first_sighting(struct collector *c, uint32_t pid, uint32_t tid)
 	return hashmap_put(&c->seen, key, &added) ? added : -ENOMEM;
 }
 
+/* first_sighting() of a call's thread, which keeps its latest call's entry time */
+static int call_sighting(struct collector *c, uint32_t pid, uint32_t tid, uint64_t ts)
+{
+	struct hashmap_slot *sl;
+	int added;
+
+	sl = hashmap_put(&c->seen, (uint64_t)pid << 32 | tid, &added);
+	if (!sl)
+		return -ENOMEM;
+	if (ts > sl->val)
+		sl->val = ts;
+	return added;
+}
+
 /*
  * Name a thread, and its process, from comm (NULL: read both from /proc,
  * which shows only the latest process of a pid).  A thread keeps the
@@ -469,6 +485,46 @@ static int on_sample(struct collector *c, const struct gb_sample *s)
 	return ret < 0 ? ret : 0;
 }
 
+/*
+ * Thread tid of pid (real, as /proc knows it), of a Python process,
+ * waits since before the recording: its open state gets the Python stack
+ * it waits in, walked from here (BPF walks a thread's frames as it leaves
+ * its CPU, which this one did before the probes were there).
+ */
+static int seed_stack(struct collector *c, uint32_t pid, uint32_t real, pid_t tid)
+{
+	const struct gb_py_config *cfg = NULL;
+	struct gb_pystack *st;
+	__u64 thread_id;
+	int n, ret = 0;
+
+	for (size_t i = 0; i < c->npy && !cfg; i++)
+		if (c->py[i].pid == real)
+			cfg = &c->py[i].cfg;
+	if (!cfg || pyruntime_thread_id(real, cfg, tid, &thread_id))
+		return 0;
+	st = malloc(sizeof(*st));
+	if (!st)
+		return -ENOMEM;
+	/* one frame more than the depth: a deeper stack is flagged truncated */
+	n = pyruntime_walk(real, cfg, thread_id, st->frames,
+			   cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth + 1 : GB_PY_MAX_DEPTH);
+	if (n > 0) {
+		st->type = GB_REC_PYSTACK;
+		st->pid = real;
+		st->truncated = (__u32)n > cfg->depth;
+		st->depth = st->truncated ? cfg->depth : (__u32)n;
+		st->sampled = 1;        /* its frames' names, if unresolved, counted apart */
+		st->id = hashmap_hash_bytes(st->frames, st->depth * sizeof(st->frames[0])) | 1;
+		ret = collector_record(c, st, offsetof(struct gb_pystack, frames) +
+				       st->depth * sizeof(st->frames[0]));
+		if (!ret)
+			model_state_stack(c->m, pid, tid, st->id);
+	}
+	free(st);
+	return ret == -ENOMEM ? ret : 0;
+}
+
 int collector_seed_states(struct collector *c, uint32_t real, uint64_t ts)
 {
 	uint32_t pid = pid_key(c, real, ts);
@@ -482,6 +538,10 @@ int collector_seed_states(struct collector *c, uint32_t real, uint64_t ts)
 	n = proc_list_threads(real, &tids);
 	if (n < 0)
 		return n;
+	if (!hashmap_put(&c->seeded, pid, NULL)) {
+		free(tids);
+		return -ENOMEM;
+	}
 	for (int i = 0; i < n && !ret; i++) {
 		t = model_find_thread(c->m, pid, tids[i]);
 		if ((t && t->open_state) || proc_thread_wait(real, tids[i], &state, &nr))
@@ -499,14 +559,41 @@ int collector_seed_states(struct collector *c, uint32_t real, uint64_t ts)
 	return ret < 0 ? ret : 0;
 }
 
+int collector_seed_stacks(struct collector *c, uint32_t real)
+{
+	uint32_t pid = pid_key(c, real, UINT64_MAX);
+	const struct model_thread *t;
+	pid_t *tids = NULL;
+	int n, ret = 0;
+
+	n = proc_list_threads(real, &tids);
+	if (n < 0)
+		return n;
+	for (int i = 0; i < n && !ret; i++) {
+		t = model_find_thread(c->m, pid, tids[i]);
+		if (t && t->open_state && c->m->states[t->open_state - 1].state != MS_RUNNING &&
+		    !c->m->states[t->open_state - 1].pystack)
+			ret = seed_stack(c, pid, real, tids[i]);
+	}
+	free(tids);
+	return ret;
+}
+
 int collector_unfinished(struct collector *c, const struct gb_call *r, uint64_t ts)
 {
+	uint32_t pid = pid_key(c, r->pid, r->ts_entry);
+	const struct hashmap_slot *last = hashmap_find(&c->seen, (uint64_t)pid << 32 | r->tid);
 	size_t n = c->m->nev;
 	struct model_event *ev;
 	uint64_t end = ts;
 	int ret;
 
-	if (r->ts_return || r->ts_entry >= ts)
+	/*
+	 * Its thread made a later call: this one returned unseen (entered as
+	 * its probes were attached, before the return probe was), not in
+	 * flight: left out, as a call whose return was not seen always was
+	 */
+	if (r->ts_return || r->ts_entry >= ts || (last && last->val > r->ts_entry))
 		return 0;
 	/* its process ended in the call: the first end after it began */
 	for (const struct hashmap_slot *s = hashmap_find(&c->ends, r->pid); s;
@@ -524,14 +611,20 @@ int collector_unfinished(struct collector *c, const struct gb_call *r, uint64_t 
 
 void collector_end(struct collector *c, uint64_t ts)
 {
+	const struct hashmap_slot *s;
 	struct hashmap pids;
+	int err = 0;
 
 	model_states_end(c->m, ts);
-	/* the states and samples of the job's processes (with events) only;
-	 * its threads seen only by the scheduler or the sampler named as they
-	 * are now (an exec renames), those gone as they exited */
+	/* the states and samples of the job's processes (with events, or
+	 * named with -p) only; its threads seen only by the scheduler or the
+	 * sampler named as they are now (an exec renames), those gone as they
+	 * exited */
 	hashmap_init(&pids);
-	if (!model_event_pids(c->m, &pids)) {
+	hashmap_for_each(&c->seeded, s)
+		if (!hashmap_put(&pids, s->key, NULL))
+			err = -ENOMEM;
+	if (!err && !model_event_pids(c->m, &pids)) {
 		model_states_keep(c->m, &pids);
 		for (size_t i = 0; i < c->m->nthreads; i++) {
 			const struct model_thread *t = &c->m->threads[i];
@@ -573,7 +666,7 @@ static int on_call(struct collector *c, const struct gb_call *r)
 	    (kname = model_kernel_name(c->m, r->pid, ev->handle)))
 		model_set_kernel_name(c->m, r->pid, ev->func, strtab_get(&c->m->strs, kname));
 	c->calls++;
-	ret = first_sighting(c, r->pid, r->tid);
+	ret = call_sighting(c, r->pid, r->tid, r->ts_entry);
 	return ret > 0 ? name_thread(c, r->pid, r->tid, NULL) : ret;
 }
 

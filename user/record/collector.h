@@ -30,11 +30,14 @@ struct collector {
 	uint64_t gpu_untimed;   /* of which skipped: CUPTI gave them no timestamps */
 	uint64_t bad;           /* malformed or unknown records */
 	uint16_t *call_size;    /* per call id, the bytes its records hold (gb_call_size) */
-	struct hashmap seen;    /* pid << 32 | tid of threads already named */
+	struct hashmap seen;    /* pid << 32 | tid of threads already named -> the entry
+				   time of its latest call, 0 none */
 	struct hashmap exit_comm; /* pid << 32 | tid -> its name as it exited (a string
 				   of the model's), for a process not known then */
 	struct hashmap ends;    /* pid -> when a process that had it, and events, ended:
 				   one entry each (model.h, MODEL_PID_AGAIN) */
+	struct hashmap seeded;  /* pids of collector_seed_states(): the job's (-p) with or
+				   without events (a hung one makes no call) */
 	void *again;            /* a record of a later process at an ended one's pid */
 	size_t again_cap;
 	struct pysym *pysym;    /* resolves Python frames as stacks arrive */
@@ -74,6 +77,12 @@ int collector_record(struct collector *c, const void *data, size_t size);
  * a thread blocked all along a recording is not missing.  0 or -errno.
  */
 int collector_seed_states(struct collector *c, uint32_t pid, uint64_t ts);
+/*
+ * And those of them that wait still in that first state, of a Python
+ * process (collector_set_python() first), get the Python stack they wait
+ * in.  0 or -ENOMEM.
+ */
+int collector_seed_stacks(struct collector *c, uint32_t pid);
 /*
  * A call still in the driver as the recording ends at ts (its record
  * waited for a return that had not come): added, flagged MF_UNFINISHED,

@@ -84,6 +84,7 @@ struct record {
 	int waiting;            /* a -p target has not loaded libcuda yet */
 	int holding;            /* new libcuda mappings are held until probed */
 	int collecting;         /* setup is over: a libcuda probed now is late */
+	uint64_t collecting_since; /* when it was over */
 	uint64_t alive_ns;      /* atomic: the collector's last sign of life (record_alive()) */
 	int nlibs;              /* libcuda files probed */
 	pid_t last_pid;         /* of the latest call record */

@@ -108,6 +108,12 @@ static void add_unfinished(void *ctx, const struct gb_call *c)
 {
 	struct record *r = ctx;
 
+	/*
+	 * Entered while the probes were being attached: its return probe may
+	 * have come after its entry, and the return have gone unseen
+	 */
+	if (c->ts_entry < r->collecting_since)
+		return;
 	if (collector_unfinished(&r->coll, c, r->ended) == -ENOMEM)
 		fprintf(stderr, "gpubpf: out of memory: a call in flight at the end is left out\n");
 }

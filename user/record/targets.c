@@ -322,6 +322,9 @@ int targets_setup_pids(struct record *r)
 			return ret;
 		}
 		pystacks_try(r, t->pid);
+		/* its Python found: a thread waiting already, in the stack it waits in */
+		if (r->o->states && r->o->stacks && collector_seed_stacks(&r->coll, t->pid))
+			return -ENOMEM;
 		if (!ret) {
 			t->seen_libcuda = 1;
 			pystacks_autograd(r, t->pid);

@@ -73,7 +73,7 @@ int report_analyze(struct rt_table *t, struct report *r)
 	/* the steps first: a loop that library code runs sets the sites (report_loop_resite()) */
 	if ((ret = report_iter(t, r)) || (ret = report_gpu(t, r)) || (ret = report_top(t, r)) ||
 	    (ret = report_repeats(t, r)) || (ret = report_autograd(t, r)) ||
-	    (ret = report_memory(t, r)))
+	    (ret = report_memory(t, r)) || (ret = report_hang(t, r)))
 		return ret;
 	return report_findings(t, r);
 }
@@ -95,6 +95,7 @@ void report_release(struct report *r)
 		free(rp->calls);
 		free(rp->errors);
 		free(rp->open);
+		free(rp->waits);
 		free(rp->mem);
 		free(rp->iter.phases);
 		free(rp->iter.starts);

@@ -138,6 +138,17 @@ struct rep_err {
 	uint64_t count;
 };
 
+/*
+ * A thread of a process that made no driver call in the trace (a hang
+ * from before the recording): its time, and its longest wait.
+ */
+struct rep_wait {
+	uint32_t tid;
+	uint32_t state;         /* enum model_state of its longest wait */
+	uint32_t site;          /* table string id of the line it waited at, 0 unknown */
+	int64_t span_ns, running_ns, wait_ns;   /* its states', running (or runnable), that wait */
+};
+
 /* A call the thread was still in when the recording stopped (a hung sync). */
 struct rep_open {
 	uint32_t name, tid;
@@ -220,6 +231,8 @@ struct rep_proc {
 	uint64_t nfailed;       /* failed calls, all names */
 	struct rep_open *open;  /* in the order they began */
 	size_t nopen;
+	struct rep_wait *waits; /* no call or GPU work in the trace: each thread's */
+	size_t nwaits;
 	struct rep_iter iter;
 	struct rep_repeat *repeats;     /* costliest first */
 	size_t nrepeats;
@@ -246,6 +259,7 @@ int report_top(const struct rt_table *t, struct report *r);      /* kernels, cal
 int report_repeats(const struct rt_table *t, struct report *r);  /* repeats, from iter */
 int report_autograd(const struct rt_table *t, struct report *r); /* nodes */
 int report_memory(const struct rt_table *t, struct report *r);   /* mem */
+int report_hang(const struct rt_table *t, struct report *r);     /* waits */
 int report_findings(const struct rt_table *t, struct report *r); /* findings, from the others */
 
 struct mem_tracker;

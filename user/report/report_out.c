@@ -6,6 +6,7 @@
 
 #include "lib/json_writer.h"
 #include "model/cuda_calls.h"
+#include "model/thread_state.h"
 #include "report/report.h"
 
 #define TEXT_TOP 10
@@ -22,7 +23,7 @@ static double pct(uint64_t a, uint64_t b)
 
 static bool proc_empty(const struct rep_proc *rp)
 {
-	return !rp->napi && !rp->ngpu;
+	return !rp->napi && !rp->ngpu && !rp->nwaits;
 }
 
 /* "qualname (file:line)" -> "file:line" and qualname, NULL when unknown */
@@ -173,6 +174,23 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 	fprintf(f, "\nprocess %u (%s): %" PRIu64 " host calls, %" PRIu64 " GPU activities\n",
 		rp->pid, rp->name ? rt_str(t, rp->name) : "?", rp->napi, rp->ngpu);
 	text_findings(t, rp, f);
+	if (rp->nwaits) {
+		fprintf(f, "  no driver call or GPU work in the recording (hung before it?); its threads' "
+			"longest waits:\n");
+		fprintf(f, "    %8s %12s %12s %12s  %-11s %s\n", "thread", "traced ms", "running ms",
+			"waited ms", "in", "at");
+	}
+	for (size_t k = 0; k < rp->nwaits; k++) {
+		const struct rep_wait *w = &rp->waits[k];
+
+		frame_parts(t, w->site, file, sizeof(file), func, sizeof(func));
+		fprintf(f, "    %8u %12.3f %12.3f %12.3f  %-11s ", w->tid, ms(w->span_ns),
+			ms(w->running_ns), ms(w->wait_ns), w->wait_ns ? model_state_name(w->state) : "-");
+		if (w->site)
+			fprintf(f, "%s (%s)\n", func[0] ? func : "?", file);
+		else
+			fprintf(f, "%s\n", w->wait_ns ? "stack unknown" : "-");
+	}
 	if (rp->nopen)
 		fprintf(f, "  still in a driver call when the recording stopped (a hang, or a long wait):\n");
 	for (size_t k = 0; k < rp->nopen && k < TEXT_TOP; k++) {
@@ -568,6 +586,22 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 		if (cuda_result_name(x->ret))
 			jw_kv_str(jw, "error", cuda_result_name(x->ret));
 		jw_kv_uint(jw, "count", x->count);
+		jw_obj_end(jw);
+	}
+	jw_arr_end(jw);
+	jw_key(jw, "waits");
+	jw_arr_begin(jw);
+	for (size_t k = 0; k < rp->nwaits; k++) {
+		const struct rep_wait *w = &rp->waits[k];
+
+		jw_obj_begin(jw);
+		jw_kv_uint(jw, "thread", w->tid);
+		jw_kv_ms(jw, "traced_ms", w->span_ns);
+		jw_kv_ms(jw, "running_ms", w->running_ns);
+		jw_kv_ms(jw, "waited_ms", w->wait_ns);
+		if (w->wait_ns)
+			jw_kv_str(jw, "state", model_state_name(w->state));
+		ksite(jw, t, w->site, "site", "function");
 		jw_obj_end(jw);
 	}
 	jw_arr_end(jw);

@@ -1079,6 +1079,49 @@ out:
 	return err;
 }
 
+/* glibc x86-64 (2.26 on): the kernel's tid in struct pthread, from pthread_self() */
+#define GLIBC_PTHREAD_TID 0x2d0
+
+int pyruntime_thread_id(pid_t pid, const struct gb_py_config *cfg, pid_t tid, __u64 *thread_id)
+{
+	__u64 interp, ts;
+	int fd, err = -ESRCH;
+
+	fd = proc_mem_open(pid);
+	if (fd < 0)
+		return fd;
+	if (read_u64(fd, cfg->runtime + cfg->interp_head, &interp) || !interp ||
+	    read_u64(fd, interp + cfg->threads_head, &ts))
+		goto cleanup;
+	for (int i = 0; interp && i < 4096; i++) {
+		__u64 id;
+		__u32 native = 0;
+
+		if (!ts) {
+			if (read_u64(fd, interp + cfg->interp_next, &interp) ||
+			    (interp && read_u64(fd, interp + cfg->threads_head, &ts)))
+				break;
+			continue;
+		}
+		if (read_u64(fd, ts + cfg->tstate_thread_id, &id))
+			break;
+		if (cfg->tstate_native_tid != N)
+			proc_mem_read(fd, ts + cfg->tstate_native_tid, &native, sizeof(native));
+		else if (id)
+			proc_mem_read(fd, id + GLIBC_PTHREAD_TID, &native, sizeof(native));
+		if (native == (__u32)tid) {
+			*thread_id = id;
+			err = 0;
+			break;
+		}
+		if (read_u64(fd, ts + cfg->tstate_next, &ts))
+			break;
+	}
+cleanup:
+	close(fd);
+	return err;
+}
+
 /* The first frame of a thread state, or 0. */
 static __u64 top_frame(int fd, const struct gb_py_config *cfg, __u64 ts)
 {

@@ -80,6 +80,12 @@ int pyruntime_code_layout(pid_t pid, const struct gb_py_config *cfg,
  */
 int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 		   struct gb_py_frame *frames, int max);
+/*
+ * The thread_id (pthread_self()) of the thread state of thread tid: by
+ * its native_thread_id (3.11+), else by the tid glibc keeps in the thread's
+ * struct pthread.  0, -ESRCH if no thread state is tid's, -errno.
+ */
+int pyruntime_thread_id(pid_t pid, const struct gb_py_config *cfg, pid_t tid, __u64 *thread_id);
 
 /*
  * PEP 768 (CPython 3.14+): where a debugger asks a thread to run a Python
