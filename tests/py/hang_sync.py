@@ -4,8 +4,9 @@ usage: hang_sync.py READY SECONDS
 
 Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH), makes a launch and a
 sync, starts a thread that sleeps (at the line marked "the sleeper"),
-writes its pid to READY, waits for READY.go, then launches a kernel of
-SECONDS and waits for it in cuCtxSynchronize, at the line marked "the hang".
+writes its pid to READY, waits for READY.go, creates READY.hangs, then
+launches a kernel of SECONDS and waits for it in cuCtxSynchronize, at the
+line marked "the hang".
 """
 import os
 import sys
@@ -34,6 +35,7 @@ def main():
     os.rename(ready + ".tmp", ready)
     while not os.path.exists(ready + ".go"):
         time.sleep(0.02)
+    open(ready + ".hangs", "w").close()
     d.launch(k, int(secs * 1e6))
     d.ctx_synchronize()  # the hang
 
