@@ -1082,17 +1082,21 @@ out:
 /* glibc x86-64 (2.26 on): the kernel's tid in struct pthread, from pthread_self() */
 #define GLIBC_PTHREAD_TID 0x2d0
 
-int pyruntime_thread_id(pid_t pid, const struct gb_py_config *cfg, pid_t tid, __u64 *thread_id)
+/*
+ * The thread state, in any interpreter, whose thread_id is thread_id
+ * (tid 0), or whose thread is tid (by native_thread_id on 3.11+, else by
+ * the tid glibc keeps in its struct pthread); in *ts, its thread_id in
+ * *id.  0, or -ESRCH.
+ */
+static int find_tstate(int fd, const struct gb_py_config *cfg, __u64 thread_id, pid_t tid,
+		       __u64 *ts_out, __u64 *id_out)
 {
 	__u64 interp, ts;
-	int fd, err = -ESRCH;
 
-	fd = proc_mem_open(pid);
-	if (fd < 0)
-		return fd;
+	/* every interpreter's threads, newest first */
 	if (read_u64(fd, cfg->runtime + cfg->interp_head, &interp) || !interp ||
 	    read_u64(fd, interp + cfg->threads_head, &ts))
-		goto cleanup;
+		return -ESRCH;
 	for (int i = 0; interp && i < 4096; i++) {
 		__u64 id;
 		__u32 native = 0;
@@ -1105,19 +1109,29 @@ int pyruntime_thread_id(pid_t pid, const struct gb_py_config *cfg, pid_t tid, __
 		}
 		if (read_u64(fd, ts + cfg->tstate_thread_id, &id))
 			break;
-		if (cfg->tstate_native_tid != N)
+		if (tid && cfg->tstate_native_tid != N)
 			proc_mem_read(fd, ts + cfg->tstate_native_tid, &native, sizeof(native));
-		else if (id)
+		else if (tid && id)
 			proc_mem_read(fd, id + GLIBC_PTHREAD_TID, &native, sizeof(native));
-		if (native == (__u32)tid) {
-			*thread_id = id;
-			err = 0;
-			break;
+		if (tid ? native == (__u32)tid : id == thread_id) {
+			*ts_out = ts;
+			*id_out = id;
+			return 0;
 		}
 		if (read_u64(fd, ts + cfg->tstate_next, &ts))
 			break;
 	}
-cleanup:
+	return -ESRCH;
+}
+
+int pyruntime_thread_id(pid_t pid, const struct gb_py_config *cfg, pid_t tid, __u64 *thread_id)
+{
+	__u64 ts;
+	int fd = proc_mem_open(pid), err;
+
+	if (fd < 0)
+		return fd;
+	err = tid ? find_tstate(fd, cfg, 0, tid, &ts, thread_id) : -ESRCH;
 	close(fd);
 	return err;
 }
@@ -1137,35 +1151,14 @@ static __u64 top_frame(int fd, const struct gb_py_config *cfg, __u64 ts)
 int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
 		   struct gb_py_frame *frames, int max)
 {
-	__u64 interp, ts, f;
-	int fd, n = 0, err = -ESRCH;
+	__u64 ts, id, f;
+	int fd, n = 0, err;
 
 	fd = proc_mem_open(pid);
 	if (fd < 0)
 		return fd;
-	/* every interpreter's threads, newest first */
-	if (read_u64(fd, cfg->runtime + cfg->interp_head, &interp) || !interp ||
-	    read_u64(fd, interp + cfg->threads_head, &ts))
+	if ((err = find_tstate(fd, cfg, thread_id, 0, &ts, &id)))
 		goto cleanup;
-	for (int i = 0; interp && i < 4096; i++) {
-		__u64 tid;
-
-		if (!ts) {
-			if (read_u64(fd, interp + cfg->interp_next, &interp) ||
-			    (interp && read_u64(fd, interp + cfg->threads_head, &ts)))
-				goto cleanup;
-			continue;
-		}
-		if (read_u64(fd, ts + cfg->tstate_thread_id, &tid))
-			goto cleanup;
-		if (tid == thread_id)
-			break;
-		if (read_u64(fd, ts + cfg->tstate_next, &ts))
-			goto cleanup;
-	}
-	if (!ts)
-		goto cleanup;
-	err = 0;
 	for (f = top_frame(fd, cfg, ts); f && n < max; ) {
 		struct gb_py_frame *out = &frames[n];
 		__u64 code, w[GB_PY_IDENT_LEN / 8], prev = 0;
