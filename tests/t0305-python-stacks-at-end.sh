@@ -45,7 +45,8 @@ for v in 3.6 3.7 3.8 3.9 3.10 3.11 3.12 3.13 3.14 3.15; do
 		# os._exit: held at _exit; the end of the script: at Py_FinalizeEx, then _exit
 		is "$name: held as it ends, where it ends" \
 			"$(grep -c '^gpubpf: pid [0-9]* held as it ends' "$TMPD/$v-$mode.err")" \
-			"$([[ $mode = exit ]] && echo 1 || echo 2)"
+			"$([[ $mode = exit ]] && echo 1 || echo 2)" ||
+			diag "$(grep '^gpubpf: ' "$TMPD/$v-$mode.err")"
 	done
 done
 ((found)) || skip "no CPython 3.6 to 3.15 found" 8
