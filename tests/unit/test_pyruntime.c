@@ -146,7 +146,7 @@ static void check_stack(const struct pyinterp *py, pid_t pid, const struct gb_py
 {
 	struct gb_py_frame fr[GB_PY_MAX_DEPTH];
 	struct pysym *s = pysym_new();
-	int n = pyruntime_walk(pid, cfg, e->thread, fr, GB_PY_MAX_DEPTH), same = 1;
+	int n = pyruntime_walk(pid, cfg, e->thread, 0, fr, GB_PY_MAX_DEPTH), same = 1;
 
 	is_int(n, e->n, "%s: walked as many frames as extract_stack()", py->python);
 	for (int i = 0; i < n && i < e->n; i++) {
@@ -163,9 +163,9 @@ static void check_stack(const struct pyinterp *py, pid_t pid, const struct gb_py
 	}
 	ok(same && n == e->n, "%s: names, files and lines equal the process's own stack",
 	   py->python);
-	n = pyruntime_walk(pid, cfg, e->thread, fr, 3);
+	n = pyruntime_walk(pid, cfg, e->thread, 0, fr, 3);
 	is_int(n, 3, "%s: a walk stops at its depth", py->python);
-	n = pyruntime_walk(pid, cfg, e->thread + 1, fr, 3);
+	n = pyruntime_walk(pid, cfg, e->thread + 1, 0, fr, 3);
 	is_int(n, -ESRCH, "%s: no such thread", py->python);
 	pysym_free(s);
 }

@@ -137,7 +137,7 @@ static void test_live(const struct pyinterp *py)
 	if (!ok(s && !pyruntime_find(pid, &cfg, why, sizeof(why)), "%s: runtime (%s)",
 		py->python, why))
 		goto cleanup;
-	n = pyruntime_walk(pid, &cfg, e.thread, fr, 64);
+	n = pyruntime_walk(pid, &cfg, e.thread, 0, fr, 64);
 	if (!ok(n == e.n && n > 4, "%s: %d frames", py->python, n))
 		goto cleanup;
 	mem0 = pysym_mem(s, NULL);

@@ -313,6 +313,14 @@ uint32_t collector_pid(const struct collector *c, uint32_t pid)
 	return pid_key(c, pid, UINT64_MAX);
 }
 
+uint32_t collector_pid_at_end(const struct collector *c, uint32_t pid)
+{
+	uint32_t key = collector_pid(c, pid);
+
+	/* an end is counted only for a process with events: the one before is one */
+	return key >= MODEL_PID_AGAIN && !model_find_process(c->m, key) ? key - MODEL_PID_AGAIN : key;
+}
+
 /* The processes of pid that ended */
 static uint32_t nends(const struct collector *c, uint32_t pid)
 {
@@ -495,19 +503,18 @@ static int seed_stack(struct collector *c, uint32_t pid, uint32_t real, pid_t ti
 {
 	const struct gb_py_config *cfg = NULL;
 	struct gb_pystack *st;
-	__u64 thread_id;
 	int n, ret = 0;
 
 	for (size_t i = 0; i < c->npy && !cfg; i++)
 		if (c->py[i].pid == real)
 			cfg = &c->py[i].cfg;
-	if (!cfg || pyruntime_thread_id(real, cfg, tid, &thread_id))
+	if (!cfg)
 		return 0;
 	st = malloc(sizeof(*st));
 	if (!st)
 		return -ENOMEM;
 	/* one frame more than the depth: a deeper stack is flagged truncated */
-	n = pyruntime_walk(real, cfg, thread_id, st->frames,
+	n = pyruntime_walk(real, cfg, 0, tid, st->frames,
 			   cfg->depth < GB_PY_MAX_DEPTH ? cfg->depth + 1 : GB_PY_MAX_DEPTH);
 	if (n > 0) {
 		st->type = GB_REC_PYSTACK;

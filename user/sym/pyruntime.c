@@ -1085,11 +1085,10 @@ out:
 /*
  * The thread state, in any interpreter, whose thread_id is thread_id
  * (tid 0), or whose thread is tid (by native_thread_id on 3.11+, else by
- * the tid glibc keeps in its struct pthread); in *ts, its thread_id in
- * *id.  0, or -ESRCH.
+ * the tid glibc keeps in its struct pthread), in *ts_out.  0, or -ESRCH.
  */
 static int find_tstate(int fd, const struct gb_py_config *cfg, __u64 thread_id, pid_t tid,
-		       __u64 *ts_out, __u64 *id_out)
+		       __u64 *ts_out)
 {
 	__u64 interp, ts;
 
@@ -1115,25 +1114,12 @@ static int find_tstate(int fd, const struct gb_py_config *cfg, __u64 thread_id, 
 			proc_mem_read(fd, id + GLIBC_PTHREAD_TID, &native, sizeof(native));
 		if (tid ? native == (__u32)tid : id == thread_id) {
 			*ts_out = ts;
-			*id_out = id;
 			return 0;
 		}
 		if (read_u64(fd, ts + cfg->tstate_next, &ts))
 			break;
 	}
 	return -ESRCH;
-}
-
-int pyruntime_thread_id(pid_t pid, const struct gb_py_config *cfg, pid_t tid, __u64 *thread_id)
-{
-	__u64 ts;
-	int fd = proc_mem_open(pid), err;
-
-	if (fd < 0)
-		return fd;
-	err = tid ? find_tstate(fd, cfg, 0, tid, &ts, thread_id) : -ESRCH;
-	close(fd);
-	return err;
 }
 
 /* The first frame of a thread state, or 0. */
@@ -1148,16 +1134,16 @@ static __u64 top_frame(int fd, const struct gb_py_config *cfg, __u64 ts)
 	return f;
 }
 
-int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
+int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id, pid_t tid,
 		   struct gb_py_frame *frames, int max)
 {
-	__u64 ts, id, f;
+	__u64 ts, f;
 	int fd, n = 0, err;
 
 	fd = proc_mem_open(pid);
 	if (fd < 0)
 		return fd;
-	if ((err = find_tstate(fd, cfg, thread_id, 0, &ts, &id)))
+	if ((err = find_tstate(fd, cfg, thread_id, tid, &ts)))
 		goto cleanup;
 	for (f = top_frame(fd, cfg, ts); f && n < max; ) {
 		struct gb_py_frame *out = &frames[n];

@@ -73,19 +73,16 @@ int pyruntime_code_layout(pid_t pid, const struct gb_py_config *cfg,
 /*
  * Walk, from user space through /proc/PID/mem, the Python frames of the
  * thread whose tstate->thread_id is thread_id (pthread_self() of that
- * thread), the way the BPF walker does: up to max frames, innermost first,
- * shim frames (owner >= 3) skipped, instr computed as gb_py_frame says.
- * Returns the number of frames, -ESRCH if no such thread state, -errno.
- * A reference for the BPF walker and the tests' oracle.
+ * thread), or with thread_id 0 of the thread tid (by its native_thread_id
+ * on 3.11+, else by the tid glibc keeps in its struct pthread), the way
+ * the BPF walker does: up to max frames, innermost first, shim frames
+ * (owner >= 3) skipped, instr computed as gb_py_frame says.  Returns the
+ * number of frames, -ESRCH if no such thread state, -errno.  The tests'
+ * oracle for the BPF walker, and the stack of a thread that waits since
+ * before a recording (collector_seed_stacks()).
  */
-int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id,
+int pyruntime_walk(pid_t pid, const struct gb_py_config *cfg, __u64 thread_id, pid_t tid,
 		   struct gb_py_frame *frames, int max);
-/*
- * The thread_id (pthread_self()) of the thread state of thread tid: by
- * its native_thread_id (3.11+), else by the tid glibc keeps in the thread's
- * struct pthread.  0, -ESRCH if no thread state is tid's, -errno.
- */
-int pyruntime_thread_id(pid_t pid, const struct gb_py_config *cfg, pid_t tid, __u64 *thread_id);
 
 /*
  * PEP 768 (CPython 3.14+): where a debugger asks a thread to run a Python
