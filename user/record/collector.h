@@ -63,6 +63,12 @@ void collector_forget_python(struct collector *c, uint32_t pid);
 
 /* The model's pid of the latest process given pid (model.h, MODEL_PID_AGAIN). */
 uint32_t collector_pid(const struct collector *c, uint32_t pid);
+/*
+ * The same as the recording ends: where pid's last process ended and none
+ * came after it (a command, exited), that one's, not the number a next
+ * one would have had.
+ */
+uint32_t collector_pid_at_end(const struct collector *c, uint32_t pid);
 
 void collector_init(struct collector *c, struct model *m);
 void collector_release(struct collector *c);

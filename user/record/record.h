@@ -169,6 +169,8 @@ int targets_late_failed(struct record *r, pid_t pid);
  * and at the end of the recording.
  */
 void targets_mark_missed(struct record *r, pid_t pid, const char *why);
+/* The same for the model's process key (collector_pid(), collector_pid_at_end()). */
+void targets_mark_process_missed(struct record *r, uint32_t key, const char *why);
 
 /* --- pystacks.c --------------------------------------------------------- */
 

@@ -121,17 +121,9 @@ static void add_unfinished(void *ctx, const struct gb_call *c)
 static void add_drops(void *ctx, uint32_t pid, uint64_t n)
 {
 	struct record *r = ctx;
-	uint32_t key = collector_pid(&r->coll, pid);
-	struct model_process *p;
+	struct model_process *p = model_process(&r->model, collector_pid_at_end(&r->coll, pid),
+						NULL);
 
-	/*
-	 * Its last process ended and none came since (a command's, counted
-	 * once it has exited): its drops are that one's, not a next one's
-	 * (they were put under pid + MODEL_PID_AGAIN, a process never seen)
-	 */
-	if (key >= MODEL_PID_AGAIN && !model_find_process(&r->model, key))
-		key -= MODEL_PID_AGAIN;
-	p = model_process(&r->model, key, NULL);
 	if (p)
 		p->dropped = n;
 }
@@ -235,8 +227,11 @@ void record_wait_windows(struct record *r)
 
 static void on_unheld(void *ctx, uint32_t pid, uint64_t n)
 {
-	targets_mark_missed(ctx, pid, "it loaded libcuda while the ring buffer was full: the "
-			    "library was probed only after it was loaded");
+	struct record *r = ctx;
+
+	targets_mark_process_missed(r, collector_pid_at_end(&r->coll, pid), "it loaded libcuda "
+				    "while the ring buffer was full: the library was probed only "
+				    "after it was loaded");
 }
 
 int record_nsignals(void)

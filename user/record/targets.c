@@ -63,7 +63,12 @@ static int attach_markers(struct record *r, const char *path, pid_t pid)
 
 void targets_mark_missed(struct record *r, pid_t pid, const char *why)
 {
-	struct model_process *p = model_process(&r->model, collector_pid(&r->coll, pid), NULL);
+	targets_mark_process_missed(r, collector_pid(&r->coll, pid), why);
+}
+
+void targets_mark_process_missed(struct record *r, uint32_t key, const char *why)
+{
+	struct model_process *p = model_process(&r->model, key, NULL);
 
 	if (p && !p->missed)
 		p->missed = strtab_intern(&r->model.strs, why);
