@@ -253,6 +253,7 @@ void pystacks_forked(struct record *r, const struct gb_fork *f)
 {
 	struct py_try *parent = NULL, *t;
 	struct gb_py_config cfg;
+	int exit_pending;
 
 	for (size_t i = 0; i < r->npy && !parent; i++)
 		if (r->py[i].pid == (pid_t)f->parent && r->py[i].found)
@@ -260,13 +261,20 @@ void pystacks_forked(struct record *r, const struct gb_fork *f)
 	if (!parent)
 		return;
 	cfg = parent->cfg;              /* the layout BPF copied */
+	/*
+	 * Its parent's _exit hook still to attach (found before its libc was
+	 * mapped): its own next look (its libcuda) attaches it too, or a
+	 * worker that ends before its parent's next look is not held there
+	 */
+	exit_pending = parent->exit_pending;
 	t = py_try_of(r, f->pid);       /* may move r->py */
 	if (!t)
 		return;
 	t->cfg = cfg;
 	t->done = t->found = 1;
 	t->found_ns = f->ts;
-	t->exit_pending = t->frees_pending = 0;
+	t->exit_pending = exit_pending;
+	t->frees_pending = 0;
 	if (collector_set_python(&r->coll, f->pid, &t->cfg))
 		fprintf(stderr, "gpubpf: pid %u: no Python stacks: out of memory\n", f->pid);
 	else if (r->o->verbose)
