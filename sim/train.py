@@ -29,7 +29,7 @@ Kernel durations (us) are passed as *(uint32_t *)kernelParams[0].
 
 Options: --steps N (20), --layers N (4), --sync-every N (5), --threads /
 --no-thread, --truth FILE, --pause-before-cuda SECONDS, --wait-file PATH,
---fork-child, --expect-fail, --lib PATH (default libcuda.so.1 via the loader
+--until-file PATH, --hold-file PATH, --fork-child, --expect-fail, --lib PATH (default libcuda.so.1 via the loader
 path, falling back to libcuda.so).
 
 --truth FILE writes a JSON list, one object per driver call, in call order:
@@ -282,8 +282,9 @@ def train_step(drv, model, opt, loader, step, opts):
     return loss
 
 
-def run(drv, opts, steps, threaded, fork_hook=None):
-    """Set up, run `steps` steps, tear down.  Returns (loss, gpu_ms)."""
+def run(drv, opts, steps, threaded, fork_hook=None, until_file=None):
+    """Set up, run `steps` steps (then on until `until_file` exists), tear
+    down.  Returns (loss, gpu_ms, steps run)."""
     drv.init()
     module = drv.load_module()
     kernels = Kernels(drv, module)
@@ -297,8 +298,10 @@ def run(drv, opts, steps, threaded, fork_hook=None):
     loader.start()
     drv.event_record(start, 0)
     loss = 0.0
-    for step in range(steps):
+    step = 0
+    while step < steps or (until_file and not os.path.exists(until_file)):
         loss = train_step(drv, model, opt, loader, step, opts)
+        step += 1
     drv.event_record(end, 0)
     loss = loss_item(drv, model, loss)
     drv.event_synchronize(end)
@@ -313,7 +316,7 @@ def run(drv, opts, steps, threaded, fork_hook=None):
     drv.mem_free(model.loss_buf)
     drv.event_destroy(start)
     drv.event_destroy(end)
-    return loss, gpu_ms
+    return loss, gpu_ms, step
 
 
 # ------------------------------------------------------------------ children
@@ -375,6 +378,8 @@ def parse_args(argv):
     p.add_argument("--truth", metavar="FILE")
     p.add_argument("--pause-before-cuda", type=float, default=0.0, metavar="SECONDS")
     p.add_argument("--wait-file", metavar="PATH")
+    p.add_argument("--until-file", metavar="PATH",
+                   help="after --steps steps, step on until PATH exists (with --no-thread)")
     p.add_argument("--hold-file", metavar="PATH",
                    help="once the steps are done, wait for PATH to exist before exiting")
     p.add_argument("--fork-child", action="store_true")
@@ -383,6 +388,8 @@ def parse_args(argv):
     opts = p.parse_args(argv)
     if opts.steps < 0 or opts.layers < 1 or opts.sync_every < 1 or opts.hidden < 128:
         p.error("bad --steps/--layers/--sync-every/--hidden")
+    if opts.until_file and opts.threads:
+        p.error("--until-file needs --no-thread (the loader thread loads --steps batches)")
     return opts
 
 
@@ -403,9 +410,10 @@ def main(argv=None):
             children.append(spawn_child(opts))
 
     status = 0
-    loss, gpu_ms = 0.0, 0.0
+    loss, gpu_ms, steps = 0.0, 0.0, opts.steps
     try:
-        loss, gpu_ms = run(drv, opts, opts.steps, opts.threads, before_loop)
+        loss, gpu_ms, steps = run(drv, opts, opts.steps, opts.threads, before_loop,
+                                  opts.until_file)
     except CudaError as e:
         sys.stderr.write("train.py: %s\n" % e)
         status = 1
@@ -426,7 +434,7 @@ def main(argv=None):
     failed = sum(1 for c in drv.calls if c["ret"] != 0)
     sys.stderr.write("train.py: pid %d steps %d layers %d calls %d failed %d loss %.4f "
                      "gpu %.1f ms wall %.1f ms\n"
-                     % (os.getpid(), opts.steps, opts.layers, len(drv.calls), failed,
+                     % (os.getpid(), steps, opts.layers, len(drv.calls), failed,
                         loss, gpu_ms, (time.time() - t0) * 1000))
     return status
 

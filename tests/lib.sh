@@ -311,6 +311,12 @@ job_summary() {
 	tail -n 1 "$1" | sed -E 's/pid [0-9]+ //; s/ gpu [0-9.]+ ms//; s/ wall [0-9.]+ ms//'
 }
 
+# job_steps FILE: the number of steps sim/train.py's summary in FILE says it
+# ran (a job run with --until-file: its reference run is given as many).
+job_steps() {
+	tail -n 1 "$1" | sed -nE 's/.* steps ([0-9]+) .*/\1/p'
+}
+
 # cpythons VERSION...: a CPython of each of those versions, one path a line,
 # in that order: pyenv's (3.12 finds ~/.pyenv/versions/3.12.*/bin/python3.12),
 # else Debian unstable's in the chroot scripts/sid-python.sh makes

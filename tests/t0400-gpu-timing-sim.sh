@@ -45,9 +45,9 @@ is "--no-device: no GPU events" "$(json_query "$TMPD/n.json" \
 	'len([e for e in ev if e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")])')" 0
 
 # 4. a job started once with the library, dormant, recorded twice with -p
-# (long enough to outlast two recordings on a loaded machine)
+# (stepping until both are done, however slow the machine)
 CUDA_INJECTION64_PATH="$SIMINJ" \
-	"${train[@]}" --steps 900 --no-thread 2>/dev/null &
+	"${train[@]}" --steps 100 --no-thread --until-file "$TMPD/p.stop" 2>/dev/null &
 w=$!
 at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libgpubpf_cupti "/proc/$w/maps"
@@ -57,12 +57,13 @@ for i in 1 2; do
 		'len([e for e in ev if e.get("cat") == "kernel"])')" -gt 10
 	tap_from "$PY" "$GPUBPF_ROOT/tests/check_gpu.py" --edge-ms 250 "$TMPD/p$i.json"
 done
+touch "$TMPD/p.stop"
 wait "$w"
 is "the job ran to its end, recorded twice" "$?" 0
 
 # 5. -p --no-inject on a job without the library says how to get GPU timing
 # (without --no-inject, gpubpf loads it: tests/t0410-late-attach.sh)
-"${train[@]}" --steps 300 --no-thread 2>/dev/null &
+"${train[@]}" --steps 0 --no-thread --until-file "$TMPD/never" 2>/dev/null &
 w=$!
 at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
@@ -100,7 +101,7 @@ is "the variant missing: said" "$(head -n1 "$TMPD/b.err")" \
 
 # 7. -p of a process on the simulated driver, from a gpubpf whose own
 # environment names no driver: the variant is loaded late all the same
-"${train[@]}" --steps 900 --no-thread 2>/dev/null &
+"${train[@]}" --steps 0 --no-thread --until-file "$TMPD/never" 2>/dev/null &
 w=$!
 at_exit "kill $w 2>/dev/null"
 wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
