@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# test-timeout: 240
+# test-timeout: 300
 # Late attach: record -p on CUDA jobs started WITHOUT CUDA_INJECTION64_PATH
 # (a Python one and a C one, on the simulated driver) gets full GPU timing:
 # gpubpf loads its injection library into the running job with ptrace.
