@@ -26,8 +26,8 @@ is "sync hotspot at the user frame, not the library's" "$(q "[(h['site'], h['fun
 	'[["/home/u/train.py:42", "step", "cuStreamSynchronize", 1, 0.152, 0.09]]'
 is "communication overlap" "$(q "sorted((c['stream'], c['same_stream_as_compute'], float(round(c['exposed_fraction'], 6)), c['count']) for c in $P1['comm_overlap'])")" \
 	'[[7, true, 1.0, 1], [13, false, 0.2, 1]]'
-is "top kernels" "$(q "[(k['name'], k['count'], round(k['total_ms'], 6), round(k['share_of_busy'], 4)) for k in $P1['top_kernels']]")" \
-	'[["gemm", 4, 0.4, 0.5882], ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", 2, 0.2, 0.2941], ["relu", 2, 0.1, 0.1471]]'
+is "top kernels" "$(q "[(k['name'], k['count'], round(k['total_ms'], 6), round(k['share_of_kernel_time'], 4)) for k in $P1['top_kernels']]")" \
+	'[["gemm", 4, 0.4, 0.5714], ["ncclDevKernel_AllReduce_Sum_f32_RING_LL", 2, 0.2, 0.2857], ["relu", 2, 0.1, 0.1429]]'
 is "top call by host time" "$(q "(lambda c: (c['name'], c['count'], round(c['total_ms'], 6)))($P1['top_calls'][0])")" \
 	'["cuStreamSynchronize", 1, 0.152]'
 is "memory: peak, its time and line; host and failed allocations ignored" "$(q "[(m['device'], m['allocs'], m['frees'], m['peak_bytes'], round(m['peak_ms'], 6), m['peak_site'], m['peak_function'], m['peak_call'], m['end_bytes']) for m in $P1['memory']]")" \

@@ -131,7 +131,7 @@ tk = {k["name"]: k for k in p["top_kernels"]}
 ok(tk["compute"]["count"] == 9, "compute: 9 kernels")
 near(tk["compute"]["total_ms"], 17.5, "compute: 17.5 ms", rel=0.005, abs_ms=0.01)
 ok(p["top_kernels"][0]["name"] == "compute", "the longest kernel first")
-near(sum(k["share_of_busy"] for k in p["top_kernels"]), 1.0, "kernel shares add up to 1", abs_ms=0.001)
+near(sum(k["share_of_kernel_time"] for k in p["top_kernels"]), 1.0, "kernel shares add up to 1", abs_ms=0.001)
 # iterations
 it = p["iterations"]
 steps = [c for c in launches if c["args"]["kernel"] == "fwd"]

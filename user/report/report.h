@@ -128,7 +128,7 @@ struct rep_finding {
 struct rep_top {
 	uint32_t name;
 	uint64_t count, total_ns, max_ns;
-	double share;           /* kernels: of the process's busy time */
+	double share;           /* kernels: of the process's summed kernel time */
 };
 
 /* Failed driver calls of one name with one error (CUDA_ERROR_NOT_READY is no failure). */

@@ -307,7 +307,7 @@ static void text_proc(const struct rt_table *t, const struct rep_proc *rp, FILE 
 	}
 	if (rp->nkernels) {
 		fprintf(f, "  top kernels by GPU time:\n    %8s %10s %10s %7s  %s\n", "count", "total ms",
-			"mean us", "busy", "kernel");
+			"mean us", "share", "kernel");
 		for (size_t k = 0; k < rp->nkernels && k < TEXT_TOP; k++) {
 			const struct rep_top *x = &rp->kernels[k];
 
@@ -569,7 +569,7 @@ static void json_proc(const struct rt_table *t, const struct rep_proc *rp, struc
 			if (calls)
 				jw_kv_double(jw, "max_us", x->max_ns / 1e3);
 			else
-				jw_kv_double(jw, "share_of_busy", x->share);
+				jw_kv_double(jw, "share_of_kernel_time", x->share);
 			jw_obj_end(jw);
 		}
 		jw_arr_end(jw);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: BSD-2-Clause
 /*
- * Top kernels (count, total, mean, share of the process's busy time) and
+ * Top kernels (count, total, mean, share of the process's kernel time) and
  * top driver calls by host time, per process; its failed calls, and those
  * it was still in when the recording stopped.
  */
@@ -109,7 +109,7 @@ int report_top(const struct rt_table *t, struct report *r)
 		goto out;
 	for (size_t p = 0; p < r->nprocs; p++) {
 		struct rep_proc *rp = &r->procs[p];
-		uint64_t busy = 0;
+		uint64_t all = 0;
 
 		memset(kern, 0, nstr * sizeof(*kern));
 		memset(call, 0, nstr * sizeof(*call));
@@ -134,13 +134,14 @@ int report_top(const struct rt_table *t, struct report *r)
 			if ((uint64_t)e->dur > a->max_ns)
 				a->max_ns = e->dur;
 		}
-		for (size_t d = 0; d < rp->ndevs; d++)
-			busy += rp->devs[d].busy_ns;
+		/* summed, not the union: kernels running side by side share no more than 100% */
+		for (size_t i = 0; i < nstr; i++)
+			all += kern[i].total_ns;
 		if (keep_top(kern, nstr, &rp->kernels, &rp->nkernels) ||
 		    keep_top(call, nstr, &rp->calls, &rp->ncalls))
 			goto out;
 		for (size_t k = 0; k < rp->nkernels; k++)
-			rp->kernels[k].share = busy ? (double)rp->kernels[k].total_ns / busy : 0;
+			rp->kernels[k].share = all ? (double)rp->kernels[k].total_ns / all : 0;
 		if (count_errors(t, p, rp) || list_open(t, p, rp))
 			goto out;
 	}
