@@ -2,9 +2,9 @@
 # merge's output always parses (issue #10, item 6): invalid UTF-8 in an
 # input's strings (names, keys, args, the "gpubpf" object, the file name)
 # becomes U+FFFD, so the output is strict UTF-8 JSON; a "ts" or "dur" that is
-# not a finite number of microseconds within +-9e15 (1e400, "abc"), or a
-# "ts" the clock shift would carry out of range, is refused with one line,
-# exit 1 and no output, by merge and by report alike.
+# not a finite number of microseconds within +-9e15 (1e400, "abc"), a
+# negative "dur", or a "ts" the clock shift would carry out of range, is
+# refused with one line, exit 1 and no output, by merge and by report alike.
 . "$(dirname "$0")/lib.sh"
 test_description "merge: valid UTF-8 output, out-of-range ts refused"
 require_gpubpf
@@ -97,6 +97,7 @@ mk inf.json '{"ph":"X","name":"k","pid":1,"tid":1,"ts":1e400,"dur":1}'
 mk neginf.json '{"ph":"i","name":"k","pid":1,"tid":1,"ts":-1e400}'
 mk big.json '{"ph":"X","name":"k","pid":1,"tid":1,"ts":9000000000000001,"dur":1}'
 mk durinf.json '{"ph":"X","name":"k","pid":1,"tid":1,"ts":7,"dur":1e999}'
+mk durneg.json '{"ph":"X","name":"k","pid":1,"tid":1,"ts":7,"dur":-0.5}'
 mk str.json '{"ph":"X","name":"k","pid":1,"tid":1,"ts":"abc","dur":1}'
 mk null.json '{"ph":"M","name":"k","pid":1,"tid":1,"ts":null}'
 refused() { # FILE REGEX
@@ -114,11 +115,16 @@ refused inf.json '^gpubpf: inf\.json: "ts" of the event at line 3 is out of rang
 refused neginf.json '^gpubpf: neginf\.json: "ts" of the event at line 3 is out of range \(-1e400'
 refused big.json '^gpubpf: big\.json: "ts" of the event at line 3 is out of range \(9000000000000001'
 refused durinf.json '^gpubpf: durinf\.json: "dur" of the event at line 3 is out of range \(1e999'
+refused durneg.json '^gpubpf: durneg\.json: "dur" of the event at line 3 is negative$'
 refused str.json '^gpubpf: str\.json: "ts" of the event at line 3 is not a number$'
 refused null.json '^gpubpf: null\.json: "ts" of the event at line 3 is not a number$'
 rc=0
 err=$("$GPUBPF" report inf.json 2>&1 >/dev/null) || rc=$?
 like "report refuses 1e400 too" "$rc:$err" '^1:gpubpf: inf\.json: "ts" of the event at line 3 is out of range'
+rc=0
+err=$("$GPUBPF" report durneg.json 2>&1 >/dev/null) || rc=$?
+is "report refuses a negative dur too" "$rc:$err" \
+	'1:gpubpf: durneg.json: "dur" of the event at line 3 is negative'
 
 # in range alone, out of range once moved to the first trace's clock
 mk farts.json '{"ph":"X","name":"k","pid":1,"tid":1,"ts":2000000000000000,"dur":1}'

@@ -546,7 +546,7 @@ static int read_state(struct trace_import *ti, const struct tr_event *te, const 
 		      uint32_t pid, uint32_t tid)
 {
 	struct model_state_span span = {
-		.ts = te->ts_ns, .dur = te->has_dur && te->dur_ns > 0 ? te->dur_ns : 0,
+		.ts = te->ts_ns, .dur = te->has_dur ? te->dur_ns : 0,
 		.pid = pid, .tid = tid, .syscall = -1, .holder = int_val(&a[A_HOLDER]),
 	};
 	const char *s = str_val(ti, &a[A_STATE]);
@@ -652,7 +652,7 @@ static int import_event(struct trace_import *ti, const struct tr_event *te,
 	ev->kind = kind;
 	ev->pid = pid;
 	ev->ts = te->ts_ns;
-	ev->dur = te->has_dur && te->dur_ns > 0 ? te->dur_ns : 0;
+	ev->dur = te->has_dur ? te->dur_ns : 0;
 	ev->link = MODEL_NO_LINK;
 	name = member_val(te, te->key[TRK_NAME]);
 	ev->name = intern_val(ti, &name);

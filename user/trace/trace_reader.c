@@ -925,7 +925,8 @@ static void utf8_fix(char *out, const char *text, size_t len)
 /*
  * "ts" or "dur" of ev: absent is fine, anything but a number of
  * microseconds within +-9e15 (285 years) is an error: it could not be
- * moved to another clock, nor compared.
+ * moved to another clock, nor compared (and the caller refuses a
+ * negative "dur": a slice that ends before it starts).
  */
 static int read_time(struct trace_reader *r, const struct tr_event *ev, int key,
 		     const char *name, bool *has, int64_t *ns)
@@ -1004,6 +1005,9 @@ static int make_event(struct trace_reader *r, const char *text, size_t len, uint
 	}
 	ret = read_time(r, ev, TRK_TS, "ts", &ev->has_ts, &ev->ts_ns) ?:
 	      read_time(r, ev, TRK_DUR, "dur", &ev->has_dur, &ev->dur_ns);
+	if (!ret && ev->has_dur && ev->dur_ns < 0)
+		ret = set_msg(r, -EINVAL, "\"dur\" of the event at line %llu is negative",
+			      (unsigned long long)line);
 	if (!ret && ev->has_ts && (__builtin_add_overflow(ev->ts_ns, r->ts_base_ns, &ev->ts_ns) ||
 				   ev->ts_ns > TR_MAX_TS_NS))
 		ret = set_msg(r, -EINVAL, "\"ts\" of the event at line %llu is out of range "

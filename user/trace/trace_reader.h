@@ -72,7 +72,7 @@ struct tr_event {
 	uint32_t nmembers;
 	struct tr_member *m;
 	int16_t key[TRK_NKEYS];         /* member index per enum tr_key, or -1 */
-	bool has_ts, has_dur;           /* "ts"/"dur" present (then numeric, in range) */
+	bool has_ts, has_dur;           /* "ts"/"dur" present (then numeric, in range; dur >= 0) */
 	bool ws;                        /* whitespace outside strings inside */
 	int64_t ts_ns, dur_ns;          /* exact, from the text */
 	uint64_t line;                  /* line of the event's first byte */
