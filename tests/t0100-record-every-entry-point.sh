@@ -30,6 +30,16 @@ is "sim: the process and its main thread named as they exited" "$(json_query "$T
 	 e.get("name") in ("process_name", "thread_name") and e["tid"] == e["pid"]})')" \
 	'[["process_name", "cudacalls"], ["thread_name", "cudacalls"]]'
 
+# a link per entry point and return, as on a kernel without usable
+# uprobe_multi links: the same calls, the same arguments
+GPUBPF_TEST_NO_MULTI=1 record_calls "$SIMLIB/libcuda.so.1" sim-links -v \
+	--libcuda "$SIMLIB/libcuda.so.1"
+like "sim-links: attached a link per entry point" "$(grep 'gpubpf: uprobes:' "$TMPD/.check.out")" \
+	"^gpubpf: uprobes: a link per entry point and return "
+like "sim: attached two uprobe_multi links (this kernel's are usable)" \
+	"$("$GPUBPF" record -v -o "$TMPD/v.json" -- true 2>&1 | grep 'gpubpf: uprobes:')" \
+	"^gpubpf: uprobes: two uprobe_multi links a library"
+
 # the library a command loads is found through its LD_LIBRARY_PATH
 LD_LIBRARY_PATH="$SIMLIB" record_calls "$SIMLIB/libcuda.so.1" sim-discovered
 

@@ -19,23 +19,36 @@ json.dump([c for c in d if c["t0_ns"] >= int(sys.argv[2])], open(sys.argv[3], "w
 }
 
 # 1. A process that has loaded libcuda and waits; everything after the go
-# signal is captured.
-"${train[@]}" --steps 6 --wait-file "$TMPD/go1" --truth "$TMPD/t1.json" 2>"$TMPD/w1.err" &
-w1=$!
-wait_for_cmd 20 grep -q libcuda "/proc/$w1/maps"
-"$GPUBPF" record -p "$w1" -d 60s -o "$TMPD/p1.json" 2>"$TMPD/g1.err" &
-g1=$!
-wait_recording "$TMPD/g1.err"
-t_go=$(monotonic_ns)
-touch "$TMPD/go1"
-wait "$w1"
-is "workload 1 ran to its end" "$?" 0
-wait "$g1"
-is "record ends with the process, exit 0" "$?" 0
-like "it says the process exited" "$(cat "$TMPD/g1.err")" "pid $w1 exited"
-truth_since "$TMPD/t1.json" "$t_go" "$TMPD/t1.since.json"
-tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --sim-syncs \
-	"$TMPD/p1.json" "$TMPD/t1.since.json" "$probed"
+# signal is captured, from both its threads (main, the data loader's).
+# Then the same with a link per entry point, as on a kernel whose
+# uprobe_multi links are missing or see a pid's main thread only.
+attached_waiting() { # NAME [ENV...]
+	local n=$1 w g t_go
+	shift
+	"${train[@]}" --steps 6 --wait-file "$TMPD/go$n" --truth "$TMPD/t$n.json" \
+		2>"$TMPD/w$n.err" &
+	w=$!
+	wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+	env "$@" "$GPUBPF" record -v -p "$w" -d 60s -o "$TMPD/p$n.json" 2>"$TMPD/g$n.err" &
+	g=$!
+	wait_recording "$TMPD/g$n.err"
+	t_go=$(monotonic_ns)
+	touch "$TMPD/go$n"
+	wait "$w"
+	is "$n: workload ran to its end" "$?" 0
+	wait "$g"
+	is "$n: record ends with the process, exit 0" "$?" 0
+	like "$n: it says the process exited" "$(cat "$TMPD/g$n.err")" "pid $w exited"
+	truth_since "$TMPD/t$n.json" "$t_go" "$TMPD/t$n.since.json"
+	tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --sim-syncs \
+		"$TMPD/p$n.json" "$TMPD/t$n.since.json" "$probed"
+	is "$n: calls of both threads" "$(json_query "$TMPD/p$n.json" \
+		'len({e["tid"] for e in ev if e.get("cat") == "cuda_api"})')" 2
+}
+attached_waiting 1
+attached_waiting 1l GPUBPF_TEST_NO_MULTI=1
+like "1l: a link per entry point" "$(grep 'gpubpf: uprobes:' "$TMPD/g1l.err")" \
+	"^gpubpf: uprobes: a link per entry point and return "
 
 # 2. Attached before the process loads libcuda: waits for it, loses nothing.
 # (gpubpf's setup takes 1.3-1.9 s on these VMs: at a 1.5 s pause, a clean

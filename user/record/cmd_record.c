@@ -135,6 +135,7 @@ static int open_probes(struct record *r)
 	po.follow_forks = o->mode == MODE_CMD;
 	po.cmd_signals = o->mode == MODE_CMD;
 	po.ringbuf_bytes = o->ringbuf;
+	po.autograd = o->autograd;
 	po.one_ring = o->autograd;
 	po.verbose = o->verbose;
 	po.native_stacks = o->native;
@@ -150,6 +151,8 @@ static int open_probes(struct record *r)
 	po.no_hold = getenv("GPUBPF_TEST_NO_HOLD") && *getenv("GPUBPF_TEST_NO_HOLD");
 	/* tests: walk Python stacks as on a kernel without may_goto */
 	po.no_may_goto = getenv("GPUBPF_TEST_NO_MAY_GOTO") && *getenv("GPUBPF_TEST_NO_MAY_GOTO");
+	/* tests: a link per entry point, as on a kernel without usable uprobe_multi */
+	po.no_multi = getenv("GPUBPF_TEST_NO_MULTI") && *getenv("GPUBPF_TEST_NO_MULTI");
 	/* tests: a sample's search amid a call's walk, as a CPU-clock tick can land */
 	po.test_nested_search = getenv("GPUBPF_TEST_NESTED_SEARCH") &&
 				*getenv("GPUBPF_TEST_NESTED_SEARCH");

@@ -140,7 +140,7 @@ static int map_crings(struct probes *p)
 
 int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t errlen)
 {
-	int ret, may_goto;
+	int ret, may_goto, multi;
 
 	memset(p, 0, sizeof(*p));
 	p->verbose = o->verbose;
@@ -152,11 +152,15 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		return -ENOTSUP;
 	}
 	may_goto = !o->no_may_goto && may_goto_known();
+	multi = !o->no_multi && uprobe_multi_usable();
 	/*
-	 * try with uprobe_multi programs, then without them; each with the
-	 * mmap hook that holds new libcuda mappings, then without it
+	 * with uprobe_multi programs where they are usable, else (or should
+	 * they not load) without them; each with the mmap hook that holds new
+	 * libcuda mappings, then without it.  Only the entry programs of the
+	 * one kind are loaded: each walks Python stacks, ~0.3 s of the
+	 * verifier.
 	 */
-	for (int attempt = 0; attempt < 4; attempt++) {
+	for (int attempt = multi ? 0 : 2; attempt < 4; attempt++) {
 		p->multi = attempt < 2;
 		p->hold = !(attempt & 1) && !o->no_hold;
 		p->skel = cuda_bpf__open();
@@ -188,6 +192,8 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 			size_crings(p);
 		bpf_program__set_autoload(p->skel->progs.gb_entry_multi, p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_return_multi, p->multi);
+		bpf_program__set_autoload(p->skel->progs.gb_entry, !p->multi);
+		bpf_program__set_autoload(p->skel->progs.gb_return, !p->multi);
 		bpf_program__set_autoload(p->skel->progs.gb_mmap, p->hold);
 		bpf_program__set_autoload(p->skel->progs.gb_end, p->hold);
 		bpf_program__set_autoload(p->skel->progs.gb_switch, o->states);
@@ -196,6 +202,10 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		bpf_program__set_autoload(p->skel->progs.gb_sample, o->sample_hz > 0);
 		bpf_program__set_autoload(p->skel->progs.gb_waking, o->wakes);
 		bpf_program__set_autoload(p->skel->progs.gb_signal, o->cmd_signals);
+		/* gb_node_made walks Python stacks: ~0.3 s of the verifier at every load */
+		bpf_program__set_autoload(p->skel->progs.gb_node_made, o->autograd);
+		bpf_program__set_autoload(p->skel->progs.gb_node_run, o->autograd);
+		bpf_program__set_autoload(p->skel->progs.gb_node_done, o->autograd);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_entry_multi,
 						      ATTACH_UPROBE_MULTI);
 		bpf_program__set_expected_attach_type(p->skel->progs.gb_return_multi,
@@ -236,6 +246,11 @@ int probes_open(struct probes *p, const struct probes_opts *o, char *err, size_t
 		else
 			fprintf(stderr, "gpubpf: call rings: none, every call through the first "
 				"ring buffer\n");
+		fprintf(stderr, "gpubpf: uprobes: %s\n", p->multi ?
+			"two uprobe_multi links a library (entries, returns)" :
+			!multi ? "a link per entry point and return (this kernel has no uprobe_multi "
+			"links, or links that filter a pid by thread, as before Linux 6.10)" :
+			"a link per entry point and return (the uprobe_multi programs did not load)");
 		fprintf(stderr, "gpubpf: Python stacks: %s\n", may_goto ?
 			"a frame an iteration of a may_goto loop" :
 			"four frames a bpf_loop turn (no may_goto: Linux 6.9)");
@@ -306,10 +321,7 @@ static int attach_one(struct probes *p, struct probe_target *t, size_t *cap, uns
 	return add_link(t, bpf_program__attach_uprobe_opts(prog, t->pid, t->path, off, &uo), cap);
 }
 
-/*
- * One uprobe_multi link for the entries and one for the returns.  -EINVAL
- * or -EOPNOTSUPP from the first link means the kernel lacks them.
- */
+/* One uprobe_multi link for the entries and one for the returns: 0 or -errno. */
 static int attach_multi(struct probes *p, struct probe_target *t, const unsigned *ids,
 			const uint64_t *offs, unsigned n)
 {
@@ -479,16 +491,11 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 		offs[n++] = offs[i];
 	}
 	move_past_endbr(path, offs, n);
-	ret = p->multi ? attach_multi(p, t, ids, offs, n) : -EOPNOTSUPP;
-	if (ret == -EINVAL || ret == -EOPNOTSUPP) {
-		detach(t);
-		p->multi = 0;
-		ret = 0;
-		for (unsigned i = 0; i < n && !ret; i++) {
-			ret = attach_one(p, t, &cap, ids[i], offs[i], 0);
-			if (!ret && cuda_calls[ids[i]].ret)
-				ret = attach_one(p, t, &cap, ids[i], offs[i], 1);
-		}
+	ret = p->multi ? attach_multi(p, t, ids, offs, n) : 0;
+	for (unsigned i = 0; !p->multi && i < n && !ret; i++) {
+		ret = attach_one(p, t, &cap, ids[i], offs[i], 0);
+		if (!ret && cuda_calls[ids[i]].ret)
+			ret = attach_one(p, t, &cap, ids[i], offs[i], 1);
 	}
 	if (ret) {
 		snprintf(err, errlen, "cannot attach uprobes to '%s': %s", path, strerror(-ret));

@@ -30,6 +30,8 @@ struct probes_opts {
 	int no_hold;            /* do not load the mmap hook (as on a kernel without it) */
 	int no_may_goto;        /* walk Python stacks with bpf_loop (as on a kernel
 				   without may_goto, before Linux 6.9) */
+	int no_multi;           /* a link per entry point, as on a kernel without
+				   usable uprobe_multi links (uprobe_multi.h) */
 	int test_nested_search; /* tests: a sample's search amid each call's walk
 				   that finds its cached state not its own */
 	int hold_each;          /* hold every process that maps libcuda, once (see
@@ -44,6 +46,8 @@ struct probes_opts {
 				   each call with the node its thread runs then) */
 	int cmd_signals;        /* note the signals sent to the command
 				   (probes_watch_signals()) */
+	int autograd;           /* load the autograd engine's programs
+				   (probes_attach_autograd()) */
 };
 
 
@@ -64,7 +68,7 @@ struct probes {
 	struct probe_target *targets;
 	size_t ntargets;
 	int verbose;
-	int multi;              /* the kernel has uprobe_multi links */
+	int multi;              /* uprobe_multi links, not a link per entry point */
 	int hold;               /* the hooks that stop processes (gb_mmap, gb_end) loaded */
 	struct bpf_link *hold_link; /* and attached */
 	int ends_released;      /* probes_release_ends(): no holds at a process's end */

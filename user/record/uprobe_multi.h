@@ -23,4 +23,16 @@
 int uprobe_multi_link(int prog_fd, const char *path, const uint64_t *offs,
 		      const uint64_t *cookies, uint32_t cnt, pid_t pid, int ret);
 
+/*
+ * Whether this kernel's uprobe_multi links can be used: 1 if it makes
+ * them and filters a link's pid by process; 0 if it lacks them, or if it
+ * filters by thread (the first kernels that had them, until Linux 6.10
+ * and the stable kernels that took the fix: a link for pid P saw P's
+ * main thread only, and -p would miss every call of the job's other
+ * threads).  Asked of the kernel with a two-instruction program and two
+ * links that must fail: to the directory "/" (-EBADF where links are
+ * made at all), and with pid -1 (-EINVAL first where the fix is in).
+ */
+int uprobe_multi_usable(void);
+
 #endif
