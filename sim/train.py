@@ -29,8 +29,8 @@ Kernel durations (us) are passed as *(uint32_t *)kernelParams[0].
 
 Options: --steps N (20), --layers N (4), --sync-every N (5), --threads /
 --no-thread, --truth FILE, --pause-before-cuda SECONDS, --wait-file PATH,
---until-file PATH, --hold-file PATH, --fork-child, --expect-fail, --lib PATH (default libcuda.so.1 via the loader
-path, falling back to libcuda.so).
+--until-file PATH, --hold-file PATH, --fork-child, --expect-fail, --lib PATH
+(default libcuda.so.1 via the loader path, falling back to libcuda.so).
 
 --truth FILE writes a JSON list, one object per driver call, in call order:
   {"name": exact exported symbol, "pid": int, "tid": kernel thread id,
