@@ -321,6 +321,21 @@ static int attach_one(struct probes *p, struct probe_target *t, size_t *cap, uns
 	return add_link(t, bpf_program__attach_uprobe_opts(prog, t->pid, t->path, off, &uo), cap);
 }
 
+/* A link for each entry point, and for each return probed: 0 or -errno. */
+static int attach_each(struct probes *p, struct probe_target *t, const unsigned *ids,
+		       const uint64_t *offs, unsigned n)
+{
+	size_t cap = 0;
+	int ret = 0;
+
+	for (unsigned i = 0; i < n && !ret; i++) {
+		ret = attach_one(p, t, &cap, ids[i], offs[i], 0);
+		if (!ret && cuda_calls[ids[i]].ret)
+			ret = attach_one(p, t, &cap, ids[i], offs[i], 1);
+	}
+	return ret;
+}
+
 /* One uprobe_multi link for the entries and one for the returns: 0 or -errno. */
 static int attach_multi(struct probes *p, struct probe_target *t, const unsigned *ids,
 			const uint64_t *offs, unsigned n)
@@ -449,7 +464,6 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 	uint64_t *offs = NULL;
 	unsigned *ids = NULL, n = 0;
 	struct probe_target *t;
-	size_t cap = 0;
 	int ret;
 
 	ret = new_target(p, path, 0, pid, &t, err, errlen);
@@ -491,12 +505,7 @@ int probes_attach(struct probes *p, const char *path, pid_t pid, char *err, size
 		offs[n++] = offs[i];
 	}
 	move_past_endbr(path, offs, n);
-	ret = p->multi ? attach_multi(p, t, ids, offs, n) : 0;
-	for (unsigned i = 0; !p->multi && i < n && !ret; i++) {
-		ret = attach_one(p, t, &cap, ids[i], offs[i], 0);
-		if (!ret && cuda_calls[ids[i]].ret)
-			ret = attach_one(p, t, &cap, ids[i], offs[i], 1);
-	}
+	ret = p->multi ? attach_multi(p, t, ids, offs, n) : attach_each(p, t, ids, offs, n);
 	if (ret) {
 		snprintf(err, errlen, "cannot attach uprobes to '%s': %s", path, strerror(-ret));
 		goto cleanup;
