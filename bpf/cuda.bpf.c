@@ -1843,7 +1843,8 @@ static __always_inline __u32 hold_current(__u32 tgid, __u64 now)
 		return GB_SHELL_JOB;
 	if (BPF_CORE_READ((struct task_struct *)bpf_get_current_task(), ptrace))
 		return GB_PTRACED;
-	if (now - recorder_alive_ns > RECORDER_ALIVE_NS)
+	/* signed: a heartbeat stored after now was read (another CPU) is fresh, not 584 years old */
+	if ((__s64)(now - recorder_alive_ns) > (__s64)RECORDER_ALIVE_NS)
 		return GB_RECORDER_AWAY;
 	/* noted first: the keeper must know of every stop */
 	if (bpf_map_update_elem(&held, &tgid, &now, BPF_ANY))
