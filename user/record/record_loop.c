@@ -155,8 +155,11 @@ static void reader_alive(void *ctx)
 {
 	struct record *r = ctx;
 
-	if (now_ns(CLOCK_MONOTONIC) - __atomic_load_n(&r->alive_ns, __ATOMIC_RELAXED) <
-	    COLLECTOR_HUNG_NS)
+	uint64_t now = now_ns(CLOCK_MONOTONIC);
+
+	/* signed: the collector may have stored a time after this thread read its clock */
+	if ((int64_t)(now - __atomic_load_n(&r->alive_ns, __ATOMIC_RELAXED)) <
+	    (int64_t)COLLECTOR_HUNG_NS)
 		probes_heartbeat(&r->probes);
 }
 
