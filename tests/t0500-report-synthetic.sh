@@ -51,6 +51,21 @@ is "no stacks: hotspot site unknown, same numbers" "$(json_query "$TMPD/ns.rep.j
 	'[[null, null, 1, 0.09]]'
 is "no stacks: the same findings, sites unknown" "$(json_query "$TMPD/ns.rep.json" "[(f['kind'], round(f['cost_ms'], 6), f['site']) for f in $P1['findings']]")" \
 	'[["host_bound", 0.155, null], ["serialised_comm", 0.1, null], ["sync", 0.09, null], ["serialised_comm", 0.02, null]]'
+# stacks that are empty or not lists read as none (an empty first one was
+# undefined behaviour, caught by UBSan under t0700)
+for kind in empty number; do
+	"$PY" - "$TMPD/k.json" "$TMPD/s-$kind.json" "$kind" <<'PYEOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+for e in d["traceEvents"]:
+    if "stack" in e.get("args", {}):
+        e["args"]["stack"] = [] if sys.argv[3] == "empty" else 5
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+	check "report with $kind stacks" "$GPUBPF" report --format json -o "$TMPD/s-$kind.rep.json" "$TMPD/s-$kind.json"
+	is "... the figures of no stacks" "$(json_query "$TMPD/s-$kind.rep.json" "[(h['site'], h['function'], h['count'], round(h['gpu_idle_ms'], 6)) for h in $P1['sync_hotspots']]")" \
+		'[[null, null, 1, 0.09]]'
+done
 is "no stacks: iterations from the launch sequence" "$(json_query "$TMPD/ns.rep.json" "(lambda i: (i['source'], i['steps'], i['kernels_per_step']))($P2['iterations'])")" \
 	'["launch_sequence", 9, 5]'
 "$GPUBPF" report "$TMPD/ns.json" >"$TMPD/ns.txt"
@@ -285,6 +300,18 @@ for f in foreign trunc empty text missing nots; do
 done
 check_fails "unknown format" "$GPUBPF" report --format xml "$TMPD/k.json"
 check_fails "no trace" "$GPUBPF" report
+
+# standard output that cannot be written (a full disk): said, exit 1, and
+# the --memory-svg written beside it removed (it failed silently)
+if [[ -w /dev/full ]]; then
+	rc=0
+	"$GPUBPF" report --memory-svg "$TMPD/full.svg" "$TMPD/k.json" >/dev/full 2>"$TMPD/full.err" || rc=$?
+	is "standard output full: exit 1, says so" "$rc:$(cat "$TMPD/full.err")" \
+		"1:gpubpf: cannot write the report to standard output: No space left on device"
+	ok "... and the SVG is not left" test ! -e "$TMPD/full.svg"
+else
+	skip "no writable /dev/full here" 2
+fi
 
 # the trace itself as an output: refused, the trace kept
 cp "$TMPD/k.json" "$TMPD/keep.json"

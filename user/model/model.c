@@ -121,8 +121,10 @@ static int add_stack(struct model *m, uint32_t pid, uint64_t id, int native, int
 	    array_grow(&m->funcs, &m->cap_funcs, m->nframes + n) ||
 	    hashmap_add(&m->stack_index, stack_hash(pid, id, native), m->nstacks))
 		return -ENOMEM;
-	memcpy(m->frames + m->nframes, frames, n * sizeof(*frames));
-	memcpy(m->funcs + m->nframes, funcs, n * sizeof(*funcs));
+	if (n) {        /* an empty stack: frames may still be NULL */
+		memcpy(m->frames + m->nframes, frames, n * sizeof(*frames));
+		memcpy(m->funcs + m->nframes, funcs, n * sizeof(*funcs));
+	}
 	m->stacks[m->nstacks++] = (struct model_stack){ .pid = pid, .n = n, .first = m->nframes,
 							.truncated = !!truncated, .id = id,
 							.native = !!native };

@@ -6,6 +6,7 @@
  * is written.  Also the same report of the model record has just built,
  * without reading back the trace it wrote.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -188,6 +189,10 @@ int cmd_report(int argc, char **argv)
 			goto out;
 		}
 	} else if (fwrite(buf, 1, len, stdout) != len || fflush(stdout)) {
+		fprintf(stderr, "gpubpf: cannot write the report to standard output: %s\n",
+			strerror(errno));
+		if (svg)
+			unlink(svg);
 		goto out;
 	}
 	status = 0;
