@@ -110,6 +110,33 @@ bad "a trace cut after parts were written" "truncated" --memory 1M "$TMPD/big/cu
 	"$TMPD/big/x.pftrace"
 is "nothing left of its parts" "$(ls -A "$TMPD/big" | sort | tr '\n' ' ')" \
 	"cut.json p.json p.pftrace pp.json t.json "
+# out of time order by more than a part: the parts are cut by time, and
+# such an event would be finished apart from the calls and scopes around it
+# (it was, silently); whole, the same events convert as the sorted trace
+"$PY" - "$TMPD/big/t.json" "$TMPD/big/shuffled.json" <<'PYEOF'
+import json, random, sys
+d = json.load(open(sys.argv[1]))
+meta = [e for e in d["traceEvents"] if e.get("ph") == "M"]
+rest = [e for e in d["traceEvents"] if e.get("ph") != "M"]
+random.Random(1).shuffle(rest)
+d["traceEvents"] = meta + rest
+json.dump(d, open(sys.argv[2], "w"))
+PYEOF
+bad "events out of order beyond --memory" \
+	"shuffled.json: events out of time order by more than --memory holds \(one at [0-9.]+ us comes after those before [0-9.]+ us were written out\): convert it with a larger --memory$" \
+	--memory 1M "$TMPD/big/shuffled.json" "$TMPD/big/x.json"
+check "... whole, it converts" "$GPUBPF" convert "$TMPD/big/shuffled.json" "$TMPD/big/s.json"
+is "... to the same events as the sorted trace" \
+	"$(json_query "$TMPD/big/s.json" 'len(ev)'):$(json_query "$TMPD/big/s.json" 'sorted((e.get("ts", 0), e["name"]) for e in ev if e.get("cat") == "cuda_api") == sorted((e.get("ts", 0), e["name"]) for e in json.load(open("'"$TMPD/big/t.json"'"))["traceEvents"] if e.get("cat") == "cuda_api")')" \
+	"$(json_query "$TMPD/big/t.json" 'len(ev)'):true"
+rm -f "$TMPD/big/shuffled.json" "$TMPD/big/s.json"
+# an output that is a loop of symbolic links: open()'s error, the links kept
+ln -s loop2.json "$TMPD/loop1.json"
+ln -s loop1.json "$TMPD/loop2.json"
+bad "an output path in a loop of links" "cannot write '$TMPD/loop1.json': Too many levels of symbolic links$" \
+	"$TMPD/a.json" "$TMPD/loop1.json"
+is "... which stays a link" "$(readlink "$TMPD/loop1.json")" loop2.json
+rm -f "$TMPD/loop1.json" "$TMPD/loop2.json"
 bad "another tool's Perfetto trace" "not a gpubpf trace .a Perfetto trace without gpubpf's metadata.$" \
 	"$TMPD/foreign.pftrace" "$TMPD/x.json"
 bad "bytes that are no Perfetto trace" "not a Perfetto trace" "$TMPD/junk.pftrace" "$TMPD/x.json"

@@ -82,7 +82,8 @@ static char *dir_of(const char *path)
  * pipe) is written in place (*direct; replacing it with a file would
  * destroy it); a symbolic link is followed, to the file it names, which
  * is replaced or created (the link kept); anything else is replaced as
- * named.  A malloc'd path, NULL on ENOMEM.
+ * named.  A malloc'd path; NULL with errno set (ENOMEM, or ELOOP where
+ * links still follow after 40, as open() says).
  */
 static char *final_path(const char *path, int *direct)
 {
@@ -95,10 +96,15 @@ static char *final_path(const char *path, int *direct)
 		return p;
 	}
 	/* link by link (the last may name a file not there yet), as open() would */
-	for (int hops = 0; p && hops < 40 && !lstat(p, &st) && S_ISLNK(st.st_mode); hops++) {
+	for (int hops = 0; p && !lstat(p, &st) && S_ISLNK(st.st_mode); hops++) {
 		ssize_t n = readlink(p, target, sizeof(target) - 1);
 		char *dir, *next;
 
+		if (hops == 40) {
+			free(p);
+			errno = ELOOP;
+			return NULL;
+		}
 		if (n <= 0)
 			break;
 		target[n] = '\0';
@@ -107,6 +113,8 @@ static char *final_path(const char *path, int *direct)
 			next = NULL;
 		else if (asprintf(&next, "%s%s%s", dir ? dir : "", dir ? "/" : "", target) < 0)
 			next = NULL;
+		if (!next)
+			errno = ENOMEM;
 		free(dir);
 		free(p);
 		p = next;
@@ -136,12 +144,16 @@ static int check_path(const char *path, int by_extension, char *err, size_t errl
 		goto cleanup;
 	}
 	final = final_path(path, &direct);
-	if (final && direct) {
+	if (!final) {
+		ret = -errno;
+		goto cleanup;
+	}
+	if (direct) {
 		if (access(final, W_OK) < 0)
 			ret = -errno;
 		goto cleanup;
 	}
-	dir = final ? dir_of(final) : NULL;
+	dir = dir_of(final);
 	if (!dir) {
 		ret = -ENOMEM;
 		goto cleanup;
@@ -217,9 +229,13 @@ static int open_as(struct sink *s, const char *path, int format)
 	}
 	s->path = strdup(path);
 	final = final_path(path, &s->direct);
+	if (!final) {
+		ret = -errno;
+		goto fail;
+	}
 	s->cap = SINK_BUFSZ;
 	s->buf = malloc(s->cap);
-	if (!s->path || !final || !s->buf) {
+	if (!s->path || !s->buf) {
 		ret = -ENOMEM;
 		goto fail;
 	}

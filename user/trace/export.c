@@ -90,19 +90,20 @@ void export_parts_free(struct export_parts *p)
 	free(p);
 }
 
-/* A part of m (a trace read back up to the instant now) into *p, opened for out first. */
+/*
+ * A part of m (a trace read back up to the instant now) into *p, opened
+ * for out first; *cut: the events before it are written out.
+ */
 static int convert_part(struct model *m, struct export_parts **p, const struct export_opts *opts,
-			const char *out, uint64_t now)
+			const char *out, uint64_t now, uint64_t *cut)
 {
-	uint64_t cut;
-
 	if (!*p) {
 		int ret = export_parts_open(p, out, opts);
 
 		if (ret)
 			return ret;
 	}
-	return model_part_cutoff(m, now, UINT64_MAX, &cut) ?: model_part_take(m, cut) ?:
+	return model_part_cutoff(m, now, UINT64_MAX, cut) ?: model_part_take(m, *cut) ?:
 	       export_parts_add(*p, m) ?: model_part_next(m);
 }
 
@@ -114,7 +115,7 @@ int export_convert(const char *in, const struct export_opts *opts, size_t memory
 	struct model_event ev, *e;
 	struct model m;
 	size_t spill_at = memory;
-	uint64_t now = 0;
+	uint64_t now = 0, written = 0;
 	int ret;
 
 	if (errlen)
@@ -130,8 +131,21 @@ int export_convert(const char *in, const struct export_opts *opts, size_t memory
 		*e = ev;
 		now = ev.ts > now ? ev.ts : now;
 		ret = 0;
+		/*
+		 * Parts are cut by time: an event before the last cut would be
+		 * finished without the calls, scopes and work around it
+		 */
+		if (ev.ts < written) {
+			ret = -EINVAL;
+			snprintf(err, errlen, "%s: events out of time order by more than --memory holds "
+				 "(one at %.3f us comes after those before %.3f us were written out): "
+				 "convert it with a larger --memory", in,
+				 (double)(int64_t)(ev.ts - m.ts_base_ns) / 1e3,
+				 (double)(int64_t)(written - m.ts_base_ns) / 1e3);
+			break;
+		}
 		if (memory && model_event_bytes(&m) >= spill_at) {
-			ret = convert_part(&m, &p, opts, out, now);
+			ret = convert_part(&m, &p, opts, out, now, &written);
 			spill_at = model_part_next_at(&m, memory);
 			if (ret)
 				snprintf(err, errlen, "%s: %s", out, strerror(-ret));
