@@ -50,7 +50,7 @@ like "the skew found is reported on stderr" "$(grep node2 skew.err)" \
 	'^gpubpf: node2: clock skew \+123\.[0-9]{3} us against node1 \(57 NCCL kernels matched'
 "$GPUBPF" merge -q -o noalign.json s1.json s2.json s3.json.gz
 is "without --align-collectives the skew stays (node3 events 2500 us early)" \
-	"$(json_query noalign.json 'sorted({round(float(e["ts"]) * 1000 - (e["args"]["rt"] - 1700000000000000000)) for e in ev if e.get("args", {}).get("host") == "node3" and "rt" in e["args"]})')" \
+	"$(json_query noalign.json 'sorted({round(float(e["ts"]) * 1000) + d["gpubpf"].get("ts_base_ns", 0) - (e["args"]["rt"] - d["gpubpf"]["realtime_offset_ns"]) for e in ev if e.get("args", {}).get("host") == "node3" and "rt" in e["args"]})')" \
 	'[-2500321]'
 is "skew_ns is null without the refinement" \
 	"$(json_query noalign.json '[h["skew_ns"] for h in d["gpubpf"]["merge"]["hosts"]]')" '[null, null, null]'

@@ -7,8 +7,9 @@
 Prints "ok - ..." / "not ok - ..." lines for tests/lib.sh's tap_from:
 host groups and labels, remapped pids/tids (one merged value per
 (host, original), none shared by two hosts, main thread still pid ==
-tid), timestamps at rt - realtime_offset of the first input (exact, or
-within --tolerance-ns), flow ids kept apart per host, every input event
+tid), timestamps at rt - realtime_offset of the merged trace (exact, or
+within --tolerance-ns; the first input's clock, moved on by whole seconds
+where an input began before its zero), none negative, flow ids kept apart per host, every input event
 present, sorted output, and the skews reported in the metadata.
 """
 import argparse
@@ -56,8 +57,12 @@ def main():
           "metadata lists the hosts in input order",
           [h.get("host") for h in m.get("hosts", [])])
     off0 = inputs[0]["gpubpf"]["realtime_offset_ns"]
-    check(g["realtime_offset_ns"] == off0 and g["clock"] == "CLOCK_MONOTONIC",
-          "merged clock is the first host's", g["realtime_offset_ns"], off0)
+    added = m.get("clock_added_ns")
+    off = g["realtime_offset_ns"]
+    base = g.get("ts_base_ns", 0)
+    check(added is not None and added >= 0 and added % 10 ** 9 == 0 and off == off0 - added and
+          g["clock"] == "CLOCK_MONOTONIC",
+          "merged clock is the first host's, moved on by whole seconds only", off, off0, added)
     check(g["events"] == sum(i["gpubpf"]["events"] for i in inputs),
           "event count in the metadata is the inputs' sum")
 
@@ -80,6 +85,8 @@ def main():
           "every input event is in the merged trace", len(data))
     ts = [ns(e["ts"]) for e in data]
     check(all(ts[i] <= ts[i + 1] for i in range(len(ts) - 1)), "events sorted by time")
+    check(not ts or min(ts) + base >= 0, "no event before the merged clock's zero",
+          min(ts) + base if ts else None)
 
     pmap, tmap, ok_map = {}, {}, True
     for e in data:
@@ -110,7 +117,7 @@ def main():
         if rt is None:
             continue
         n += 1
-        worst = max(worst, abs(ns(e["ts"]) - (rt - off0)))
+        worst = max(worst, abs(ns(e["ts"]) + base - (rt - off)))
     check(n > 0 and worst <= a.tolerance_ns,
           "timestamps aligned on one clock (worst error %d ns, tolerance %d ns)" % (worst, a.tolerance_ns))
 

@@ -103,6 +103,8 @@ int cmd_merge(int argc, char **argv)
 		goto cleanup;
 	if (o.align && merge_align_pass(&m))
 		goto cleanup;
+	if (merge_rebase(&m))
+		goto cleanup;
 	ret = sink_open(&m.sink, tmp[0] ? tmp : o.output);
 	if (ret) {
 		fprintf(stderr, "gpubpf: %s\n", sink_errmsg(&m.sink));
@@ -133,6 +135,11 @@ int cmd_merge(int argc, char **argv)
 		fprintf(stderr, "gpubpf: %s\n", err);
 		goto cleanup;
 	}
+	if (!o.quiet && m.clock_added_ns)
+		fprintf(stderr, "gpubpf: %s's trace begins before %s's clock's zero: the merged "
+			"clock is %s's CLOCK_MONOTONIC + %" PRId64 " s\n",
+			m.in[m.earliest].label, m.in[0].label, m.in[0].label,
+			m.clock_added_ns / 1000000000);
 	if (!o.quiet) {
 		fprintf(stderr, "gpubpf: merged %d trace%s (", m.nin, m.nin == 1 ? "" : "s");
 		for (int i = 0; i < m.nin; i++)

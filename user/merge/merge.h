@@ -78,6 +78,9 @@ struct merge {
 	int nheap;
 	int64_t last_key;
 	int64_t ts_base_ns;             /* the merged trace's: its "ts" count from it */
+	int64_t clock_added_ns;         /* merged clock = reference's CLOCK_MONOTONIC + this */
+	int64_t realtime_offset_ns;     /* the merged clock's */
+	int earliest;                   /* the input that set clock_added_ns */
 
 	struct sink sink;
 	char *ob;                       /* one event being written */
@@ -115,6 +118,15 @@ int merge_open_inputs(struct merge *m);
  * remove each host's residual skew from its shift.  0 or -errno, said.
  */
 int merge_align_pass(struct merge *m);
+
+/*
+ * Where an input's base lies before the reference's clock's zero once
+ * shifted (two traces of one host either side of a reboot, the reference
+ * the later), move every shift on by whole seconds so that none does: a
+ * trace's times are never negative (trace_reader refuses them).  Sets
+ * m->realtime_offset_ns, the merged clock's.  0 or -EINVAL, said.
+ */
+int merge_rebase(struct merge *m);
 
 /* --- merge_ids.c -------------------------------------------------------- */
 

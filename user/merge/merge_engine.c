@@ -67,6 +67,7 @@ static int refill(struct merge *m, struct input *in)
 	       (!in->nwin || in->win_bytes < m->o->window_bytes)) {
 		struct tr_event *ev;
 		struct slot s;
+		int64_t key = 0;
 		int ret = trace_reader_next(&in->r, &ev);
 
 		if (ret < 0) {
@@ -79,15 +80,24 @@ static int refill(struct merge *m, struct input *in)
 		}
 		s.ev = ev;
 		s.seq = in->seq++;
-		if (ev->has_ts && shift_ts(ev->ts_ns, in->shift_ns, &s.key)) {
+		if (ev->has_ts && shift_ts(ev->ts_ns, in->shift_ns, &key)) {
 			fprintf(stderr, "gpubpf: %s: \"ts\" of the event at line %llu is out of range once moved to %s's clock (%+.3f us)\n",
 				in->path, (unsigned long long)ev->line, m->in[0].label,
 				in->shift_ns / 1e3);
 			free(ev);
 			return -EINVAL;
 		}
-		if (!ev->has_ts || tr_event_str_is(ev, ev->key[TRK_PH], "M"))
+		if (tr_event_str_is(ev, ev->key[TRK_PH], "M")) {
 			s.key = KEY_META;
+		} else if (!ev->has_ts) {
+			/* only metadata may go without: the rest has no place in time */
+			fprintf(stderr, "gpubpf: %s: the event at line %llu has no \"ts\"\n",
+				in->path, (unsigned long long)ev->line);
+			free(ev);
+			return -EINVAL;
+		} else {
+			s.key = key;
+		}
 		in->win_bytes += ev->len;
 		win_push(in, s);
 	}

@@ -81,7 +81,7 @@ int merge_write_header(struct merge *m)
 	jw_kv_str(&jw, TS_META_VERSION, GPUBPF_VERSION);
 	jw_kv_str(&jw, TS_META_CLOCK, "CLOCK_MONOTONIC");
 	jw_kv_str(&jw, TS_META_CLOCK_HOST, m->in[0].label);
-	jw_kv_int(&jw, TS_META_REALTIME, m->in[0].r.realtime_offset_ns);
+	jw_kv_int(&jw, TS_META_REALTIME, m->realtime_offset_ns);
 	m->ts_base_ns = merged_base(m);
 	jw_kv_int(&jw, TS_META_TS_BASE, m->ts_base_ns);
 	jw_key(&jw, TS_META_HOST);
@@ -124,6 +124,7 @@ int merge_write_header(struct merge *m)
 	jw_key(&jw, TS_META_MERGE);
 	jw_obj_begin(&jw);
 	jw_kv_str(&jw, TS_MERGE_REFERENCE, m->in[0].label);
+	jw_kv_int(&jw, TS_MERGE_CLOCK_ADDED, m->clock_added_ns);
 	jw_kv_bool(&jw, TS_MERGE_ALIGNED, m->o->align);
 	jw_kv_int(&jw, TS_MERGE_PID_STRIDE, PID_STRIDE);
 	jw_key(&jw, TS_MERGE_HOSTS);

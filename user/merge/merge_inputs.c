@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include "merge/merge.h"
 #include "model/model_part.h"
 #include "trace/export.h"
@@ -82,8 +83,19 @@ int merge_temp_json(const char *out, char *tmp, size_t len)
 static int open_input(struct merge *m, struct input *in)
 {
 	char tmp[PATH_MAX], err[600];
+	struct stat st;
 	int ret;
 
+	/* a pipe's first bytes would be gone once its type is seen, a FIFO's writer too */
+	if (stat(in->path, &st)) {
+		fprintf(stderr, "gpubpf: %s: cannot open: %s\n", in->path, strerror(errno));
+		return -EINVAL;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "gpubpf: %s: not a regular file (merge reads each input more "
+			"than once: save it to a file first)\n", in->path);
+		return -EINVAL;
+	}
 	if (!trace_reader_is_pftrace(in->path)) {
 		if (trace_reader_open(&in->r, in->path) < 0) {
 			fprintf(stderr, "gpubpf: %s\n", trace_reader_errmsg(&in->r));
@@ -221,4 +233,32 @@ int merge_align_pass(struct merge *m)
 	if (ret == -ENOMEM)
 		fprintf(stderr, "gpubpf: out of memory\n");
 	return ret;
+}
+
+int merge_rebase(struct merge *m)
+{
+	int64_t lo = 0, b;
+	int first = 0;
+
+	m->realtime_offset_ns = m->in[0].r.realtime_offset_ns;
+	for (int i = 0; i < m->nin; i++)
+		if (!shift_ts(m->in[i].r.ts_base_ns, m->in[i].shift_ns, &b) && b < lo) {
+			lo = b;
+			first = i;
+		}
+	if (!lo)
+		return 0;
+	/* whole seconds: the merged ts_base_ns stays one (merge_header.c) */
+	m->clock_added_ns = -lo + (1000000000 - -lo % 1000000000) % 1000000000;
+	if (__builtin_sub_overflow(m->in[0].r.realtime_offset_ns, m->clock_added_ns,
+				   &m->realtime_offset_ns)) {
+		fprintf(stderr, "gpubpf: %s: realtime_offset_ns %" PRId64 " is out of range\n",
+			m->in[0].path, m->in[0].r.realtime_offset_ns);
+		return -EINVAL;
+	}
+	/* |shift| <= 2^62 and clock_added_ns <= 2^61 + 1 s: no overflow */
+	for (int i = 0; i < m->nin; i++)
+		m->in[i].shift_ns += m->clock_added_ns;
+	m->earliest = first;
+	return 0;
 }

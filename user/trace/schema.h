@@ -134,6 +134,7 @@
 #define TS_META_CLOCK_HOST      "clock_host"
 #define TS_META_MERGE           "merge"
 #define TS_MERGE_REFERENCE      "reference"
+#define TS_MERGE_CLOCK_ADDED    "clock_added_ns"  /* merged clock - reference's */
 #define TS_MERGE_ALIGNED        "aligned_collectives"
 #define TS_MERGE_PID_STRIDE     "pid_stride"
 #define TS_MERGE_HOSTS          "hosts"         /* one object per input: */

@@ -636,6 +636,13 @@ static int import_event(struct trace_import *ti, const struct tr_event *te,
 		return 0;
 	if (tr_event_str_is(te, te->key[TRK_PH], TS_PH_META))
 		return read_meta_event(ti, te, pid);
+	/* the model's times count from the clock's zero: gpubpf writes none before it */
+	if (te->has_ts && te->ts_ns < 0) {
+		snprintf(ti->msg, sizeof(ti->msg),
+			 "%s: \"ts\" of the event at line %llu is negative once ts_base_ns is added",
+			 ti->r.path ? ti->r.path : "trace", (unsigned long long)te->line);
+		return -EINVAL;
+	}
 	if ((ret = read_sched(ti, te, pid)) <= 0)
 		return ret;
 	kind = event_kind(te);

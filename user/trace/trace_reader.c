@@ -34,7 +34,7 @@ struct scan {
 	const char *err_at;
 	const char *what;               /* why SC_BAD */
 	bool ws;                        /* whitespace seen between tokens */
-	bool bad_utf8;                  /* a string holds invalid UTF-8 */
+	bool bad_utf8;                  /* a string holds invalid UTF-8 or a surrogate escape */
 	int depth;
 };
 
@@ -94,10 +94,49 @@ static size_t scan_utf8(struct scan *s, const char *p, const char *end)
 	return bad_len;
 }
 
+static int hex4(const char *p)
+{
+	return hexval(p[0]) << 12 | hexval(p[1]) << 8 | hexval(p[2]) << 4 | hexval(p[3]);
+}
+
+/*
+ * At a \u escape (6 bytes at p, hex digits checked): 0 if it is not of a
+ * surrogate; else how many bytes the escapes of its character take (12
+ * for a pair, *cp its code point; 6 for half a pair without the other,
+ * *cp U+FFFD), -1 when the bytes that tell run past end.  Perfetto refuses
+ * both in a JSON trace, so they are written as UTF-8 (utf8_fix()).
+ */
+static int surrogate_escape(const char *p, const char *end, uint32_t *cp)
+{
+	int u = hex4(p + 2), v;
+
+	*cp = 0xfffd;
+	if (u < 0xd800 || u > 0xdfff)
+		return 0;
+	if (u >= 0xdc00)
+		return 6;               /* a second half first */
+	if (p + 8 > end)
+		return -1;
+	if (p[6] != '\\' || p[7] != 'u')
+		return 6;
+	if (p + 12 > end)
+		return -1;
+	for (int i = 8; i < 12; i++)
+		if (hexval(p[i]) < 0)
+			return 6;       /* and the next escape is an error */
+	v = hex4(p + 8);
+	if (v < 0xdc00 || v > 0xdfff)
+		return 6;
+	*cp = 0x10000 + ((uint32_t)(u - 0xd800) << 10) + (uint32_t)(v - 0xdc00);
+	return 12;
+}
+
 /* The rest of a string from p, after a byte of str_stop that is not '"'. */
 static __attribute__((noinline)) int scan_string_from(struct scan *s, const char *p)
 {
 	const char *end = s->end;
+	uint32_t cp;
+	int n;
 
 	for (;;) {
 		while (p < end && !str_stop[(unsigned char)*p])
@@ -109,11 +148,11 @@ static __attribute__((noinline)) int scan_string_from(struct scan *s, const char
 			return SC_OK;
 		}
 		if ((unsigned char)*p >= 0x80) {
-			size_t n = scan_utf8(s, p, end);
+			size_t k = scan_utf8(s, p, end);
 
-			if (!n)
+			if (!k)
 				return SC_MORE;
-			p += n;
+			p += k;
 			continue;
 		}
 		if ((unsigned char)*p < 0x20)
@@ -132,7 +171,12 @@ static __attribute__((noinline)) int scan_string_from(struct scan *s, const char
 			for (int i = 2; i < 6; i++)
 				if (hexval(p[i]) < 0)
 					return bad(s, p, "invalid \\u escape");
-			p += 6;
+			n = surrogate_escape(p, end, &cp);
+			if (n < 0)
+				return SC_MORE;
+			if (n)                  /* rewritten with the UTF-8 (utf8_fix()) */
+				s->bad_utf8 = true;
+			p += n ? n : 6;
 			break;
 		default:
 			return bad(s, p, "invalid escape in a string");
@@ -876,50 +920,82 @@ static int key_index(const char *k, uint32_t len)
 	return -1;
 }
 
-/* Length of text (len bytes) once invalid UTF-8 is replaced by U+FFFD. */
-static size_t utf8_fixed_len(const char *text, size_t len)
+/* The UTF-8 bytes of code point cp (at most U+10FFFF) into out: how many. */
+static size_t utf8_put(char *out, uint32_t cp)
 {
-	const unsigned char *p = (const unsigned char *)text;
-	size_t i = 0, n = 0, k, bad;
+	unsigned char b[4];
+	size_t n;
 
-	while (i < len) {
-		if (p[i] < 0x80) {
-			i++;
-			n++;
-		} else if ((k = utf8_seq(p + i, len - i, &bad))) {
-			i += k;
-			n += k;
-		} else {
-			i += bad;
-			n += 3;
-		}
+	if (cp < 0x80) {
+		b[0] = cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		b[0] = 0xc0 | cp >> 6;
+		b[1] = 0x80 | (cp & 0x3f);
+		n = 2;
+	} else if (cp < 0x10000) {
+		b[0] = 0xe0 | cp >> 12;
+		b[1] = 0x80 | (cp >> 6 & 0x3f);
+		b[2] = 0x80 | (cp & 0x3f);
+		n = 3;
+	} else {
+		b[0] = 0xf0 | cp >> 18;
+		b[1] = 0x80 | (cp >> 12 & 0x3f);
+		b[2] = 0x80 | (cp >> 6 & 0x3f);
+		b[3] = 0x80 | (cp & 0x3f);
+		n = 4;
 	}
+	if (out)
+		memcpy(out, b, n);
 	return n;
 }
 
 /*
- * Copy text to out replacing each invalid UTF-8 sequence by U+FFFD.  Bytes
- * >= 0x80 only occur inside strings (the grammar was checked), so the
+ * Copy text (len bytes) to out replacing each invalid UTF-8 sequence by
+ * U+FFFD, and each \u escape of a surrogate by its character in UTF-8 (a
+ * pair's, or U+FFFD for half of one); the length of the result, which
+ * out (NULL: only count) must have room for.  Bytes >= 0x80 and
+ * backslashes only occur inside strings (the grammar was checked), so the
  * result is the same JSON with valid strings.
  */
-static void utf8_fix(char *out, const char *text, size_t len)
+static size_t utf8_fix(char *out, const char *text, size_t len)
 {
 	const unsigned char *p = (const unsigned char *)text;
-	size_t i = 0, k, bad;
+	size_t i = 0, o = 0, k, bad;
+	uint32_t cp;
 
 	while (i < len) {
-		if (p[i] < 0x80) {
-			*out++ = p[i++];
+		if (p[i] == '\\' && i + 1 < len) {
+			int n = p[i + 1] == 'u' && i + 6 <= len ?
+				surrogate_escape(text + i, text + len, &cp) : 0;
+
+			if (n > 0) {
+				o += utf8_put(out ? out + o : NULL, cp);
+				i += n;
+			} else {
+				if (out)
+					memcpy(out + o, p + i, 2);
+				o += 2;
+				i += 2;
+			}
+		} else if (p[i] < 0x80) {
+			if (out)
+				out[o] = p[i];
+			o++;
+			i++;
 		} else if ((k = utf8_seq(p + i, len - i, &bad))) {
-			memcpy(out, p + i, k);
-			out += k;
+			if (out)
+				memcpy(out + o, p + i, k);
+			o += k;
 			i += k;
 		} else {
-			memcpy(out, "\xef\xbf\xbd", 3);
-			out += 3;
+			if (out)
+				memcpy(out + o, "\xef\xbf\xbd", 3);
+			o += 3;
 			i += bad;
 		}
 	}
+	return o;
 }
 
 /*
@@ -960,7 +1036,7 @@ static int read_time(struct trace_reader *r, const struct tr_event *ev, int key,
 static int make_event(struct trace_reader *r, const char *text, size_t len, uint32_t nm,
 		      bool bad_utf8, bool ws, uint64_t line, struct tr_event **evp)
 {
-	size_t tlen = bad_utf8 ? utf8_fixed_len(text, len) : len;
+	size_t tlen = bad_utf8 ? utf8_fix(NULL, text, len) : len;
 	struct tr_event *ev;
 	int ret;
 
