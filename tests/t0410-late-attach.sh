@@ -201,6 +201,38 @@ is "debugged job: the library was not loaded" "$(lib_copies "$w")" 0
 kill "$tr"
 wait "$tr" 2>/dev/null
 kill "$w"
+# 8. a job that loads libcuda only after record -p started, gpubpf itself
+# unable to find libcuda (sudo drops LD_LIBRARY_PATH): held as it maps
+# libcuda, probed, continued, then the library loaded late (it was tried
+# while the job was still held: "the target is stopped", no GPU timing),
+# and nothing said to be missed (a scan of the job while held said so)
+printf '%s\n' 'import os, runpy, sys, time' \
+	'while not os.path.exists(sys.argv[1]):' '    time.sleep(0.01)' \
+	'sys.argv = sys.argv[2:]' 'runpy.run_path(sys.argv[0], run_name="__main__")' >"$TMPD/later.py"
+rm -f "$TMPD/go8"
+"$PY" "$TMPD/later.py" "$TMPD/go8" "$GPUBPF_ROOT/sim/train.py" --steps 60 --no-thread \
+	--truth "$TMPD/t8.json" >"$TMPD/l8.out" 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+env -u LD_LIBRARY_PATH "$GPUBPF" record -v -p "$w" -o "$TMPD/l8.json" 2>"$TMPD/l8.err" &
+g=$!
+wait_recording "$TMPD/l8.err"
+touch "$TMPD/go8"
+wait "$w"
+is "loads later: the job exited 0" "$?" 0
+wait "$g"
+is "loads later: record ends with it, exit 0" "$?" 0
+like "loads later: held as it mapped libcuda" "$(cat "$TMPD/l8.err")" \
+	"gpubpf: pid $w loaded [^ ]*libcuda.so.1, held until probed"
+is "loads later: GPU timing on, nothing said missed" \
+	"$(grep -c 'GPU timing off\|may be missing\|probed only after' "$TMPD/l8.err")" 0
+is "loads later: the library was loaded late" \
+	"$(json_query "$TMPD/l8.json" "sorted(d['gpubpf']['gpu']['late_attach'])")" "[\"$w\"]"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_window.py" "$TMPD/l8.json" "$w"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/l8.json" "$TMPD/t8.json" \
+	"$(probed_list)"
+cmp_ok "loads later: most launches have their kernel" "$(json_query "$TMPD/l8.json" \
+	'len([e for e in ev if e.get("cat") == "kernel"])')" -gt 400
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/a.json"
 perfetto_ok "$TMPD/e.json"

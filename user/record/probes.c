@@ -736,6 +736,14 @@ int probes_held_fd(struct probes *p)
 	return bpf_map__fd(p->skel->maps.held);
 }
 
+bool probes_is_held(struct probes *p, pid_t pid)
+{
+	uint32_t key = pid;
+	uint64_t since;
+
+	return p->skel && !bpf_map_lookup_elem(probes_held_fd(p), &key, &since);
+}
+
 /* Set bits of pid in the programs' pid_bits (an array they share with us). */
 static int set_pid_bits(struct probes *p, pid_t pid, uint32_t bits)
 {

@@ -7,6 +7,7 @@
 #ifndef GPUBPF_PROBES_H
 #define GPUBPF_PROBES_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 #include "gpubpf.h"
@@ -165,6 +166,8 @@ void probes_unheld(struct probes *p, void (*per_pid)(void *ctx, uint32_t pid, ui
 int probes_continue(struct probes *p, pid_t pid);
 /* The map of the processes held now (tgid keys), for the keeper (keeper.h). */
 int probes_held_fd(struct probes *p);
+/* pid is held now: stopped by the programs, its record yet to be handled. */
+bool probes_is_held(struct probes *p, pid_t pid);
 /*
  * -- CMD (with probes_opts.cmd_signals): note, from now, when the kernel
  * generates each signal for pid.  probes_signal_sent(): when it last sent

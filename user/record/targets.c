@@ -210,6 +210,13 @@ static int scan_targets(struct record *r)
 			r->waiting = 1;
 			continue;
 		}
+		/*
+		 * Held as it mapped libcuda: its record, on its way, probes it
+		 * (targets_on_map()).  Probed here, it would be said to have
+		 * run before its probes, which the hold prevents.
+		 */
+		if (probes_is_held(&r->probes, t->pid))
+			continue;
 		if (!t->seen_libcuda && r->o->verbose)
 			fprintf(stderr, "gpubpf: pid %d has loaded %s\n", t->pid, path);
 		t->seen_libcuda = 1;
@@ -434,11 +441,6 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 			m->pid, GB_MAP_NAME_LEN, m->name);
 	/* this process is handled; a probe for all processes was noted by the attach */
 	probes_lib_known(&r->probes, m->dev, m->ino, m->pid);
-	for (int i = 0; i < r->ntargets; i++)
-		if (r->targets[i].pid == (pid_t)m->pid) {
-			r->targets[i].seen_libcuda = 1;
-			target_markers(r, &r->targets[i]);
-		}
 	/* held: before its first call (-p: a target that loaded libcuda late or execed) */
 	if (n >= 0) {
 		pystacks_try(r, m->pid);
@@ -453,6 +455,12 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 				    "this one had probed its libcuda: its first calls may be missing");
 	if (m->held == GB_HELD && (ret = probes_continue(&r->probes, m->pid)))
 		fprintf(stderr, "gpubpf: cannot continue pid %u: %s\n", m->pid, strerror(-ret));
+	/* continued first: a late attach needs a thread that runs to a safe point */
+	for (int i = 0; i < r->ntargets; i++)
+		if (r->targets[i].pid == (pid_t)m->pid) {
+			r->targets[i].seen_libcuda = 1;
+			target_markers(r, &r->targets[i]);
+		}
 	/* n == 0: that file was probed already, no call can have been missed */
 	if (n != 0 && m->held == GB_SHELL_JOB)
 		targets_mark_missed(r, m->pid, "it is a job of an interactive shell, which gpubpf does "
