@@ -70,4 +70,24 @@ kill -ALRM "$to"
 rc=0
 wait "$to" || rc=$?
 got to "timeout -s TERM" TERM 124
+
+# -d shorter than the command: the recording ends, gpubpf waits for the
+# command and exits with its status, as without -d (it exited 0)
+for c in "exit 3:3" "kill -SEGV \$\$:139"; do
+	rc=0
+	"$GPUBPF" record -q -d 300ms -o "$TMPD/d.json" -- sh -c "sleep 1.5; ${c%%:*}" || rc=$?
+	is "-d 300ms, then the command's '${c%%:*}': gpubpf exits ${c##*:}" "$rc" "${c##*:}"
+done
+# a second signal leaves the command running untraced, and says so
+"$GPUBPF" record -q -o "$TMPD/u.json" -- sh -c 'trap "" TERM INT; sleep 3' 2>"$TMPD/u.err" &
+g=$!
+at_exit "kill -9 $g 2>/dev/null"
+wait_for_cmd 30 pgrep -P "$g" -x sh
+sleep 0.5
+kill -TERM "$g"
+sleep 1.2
+kill -INT "$g"
+wait "$g"
+like "a second signal: the command runs on, said" "$(cat "$TMPD/u.err")" \
+	"gpubpf: the command \(pid [0-9]+\) runs on, untraced; its exit status is not gpubpf's"
 done_testing

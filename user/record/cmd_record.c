@@ -275,6 +275,9 @@ static void record_release(struct record *r)
 	record_unhold(r);       /* no process stays stopped */
 	/* the command runs on, untraced, if we stopped first */
 	spawn_release(&r->child, record_nsignals() < 2);
+	if (r->child.pid > 0 && !r->child.done && r->child.release_fd < 0)
+		fprintf(stderr, "gpubpf: the command (pid %d) runs on, untraced; its exit status "
+			"is not gpubpf's\n", r->child.pid);
 	ring_reader_release(&r->reader);
 	if (r->keeper > 0)
 		keeper_stop(r->keeper, probes_held_fd(&r->probes));
@@ -334,6 +337,9 @@ int cmd_record(int argc, char **argv)
 		ret = finish(&r);
 	}
 	record_release(&r);
+	/* -d ended the recording first: the command's status, once it ended */
+	if (!ret && o.mode == MODE_CMD && r.child.done)
+		ret = r.child.status;
 	record_opts_release(&o);
 	return ret;
 }

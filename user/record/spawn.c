@@ -79,11 +79,16 @@ int spawn_poll(struct spawn *s)
 
 void spawn_release(struct spawn *s, int wait)
 {
+	int st;
+
 	if (s->pid > 0 && !s->done) {
-		if (s->release_fd >= 0)
+		if (s->release_fd >= 0) {
 			kill(s->pid, SIGKILL);
-		if (s->release_fd >= 0 || wait)
 			waitpid(s->pid, NULL, 0);
+		} else if (wait && waitpid(s->pid, &st, 0) == s->pid) {
+			s->done = 1;
+			s->status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+		}
 	}
 	if (s->release_fd >= 0)
 		close(s->release_fd);

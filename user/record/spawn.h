@@ -41,7 +41,8 @@ int spawn_poll(struct spawn *s);
 
 /*
  * A command never let go is killed; one running is waited for when wait
- * is set (else it runs on, untraced).  Closes the pipes.
+ * is set, s.status set as by spawn_poll() (else it runs on, untraced).
+ * Closes the pipes.
  */
 void spawn_release(struct spawn *s, int wait);
 
