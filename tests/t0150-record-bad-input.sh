@@ -33,6 +33,42 @@ expect_error "libcuda that is not ELF" 1 "is not an ELF file" \
 	"$GPUBPF" record --libcuda "$TMPD/fake.so" -a -d 1s "${o[@]}"
 expect_error "libcuda without CUDA entry points" 1 "defines no CUDA driver entry point" \
 	"$GPUBPF" record --libcuda /bin/true -a -d 1s "${o[@]}"
+# a FIFO as libcuda: refused, not waited on for a writer (record and list hung)
+mkfifo "$TMPD/fifo.so"
+expect_error "a FIFO as libcuda" 1 "^gpubpf: libcuda '$TMPD/fifo.so' is not an ELF file$" \
+	timeout 20 "$GPUBPF" record --libcuda "$TMPD/fifo.so" -p $$ "${o[@]}"
+expect_error "list -v of a FIFO" 1 "^gpubpf: '$TMPD/fifo.so' is not an ELF file$" \
+	timeout 20 "$GPUBPF" list -v --libcuda "$TMPD/fifo.so"
+# --cupti-lib that is not the injection library: refused before the command
+# runs (it was set in its CUDA_INJECTION64_PATH, and the driver said so on
+# the command's stderr)
+for lib in "$TMPD/fake.so" "$SIMLIB/libcuda.so.1" "$TMPD"; do
+	expect_error "--cupti-lib ${lib##*/}" 1 \
+		"^gpubpf: --cupti-lib '$lib' is not gpubpf's injection library \(no gpubpf_late_attach in it\)$" \
+		"$GPUBPF" record --cupti-lib "$lib" "${o[@]}" -- sh -c 'echo RAN >&2'
+done
+# the default output (no -o) where it cannot be written: refused before the
+# command runs (it ran, and its trace was lost at the end)
+mkdir "$TMPD/ro"
+chmod 555 "$TMPD/ro"
+rc=0
+(cd "$TMPD/ro" && setpriv --inh-caps=-all --bounding-set=-dac_override,-dac_read_search \
+	"$GPUBPF" record -- sh -c 'echo RAN >&2') 2>"$TMPD/ro.err" || rc=$?
+if grep -q "needs CAP_BPF" "$TMPD/ro.err"; then
+	skip "no root without CAP_DAC_OVERRIDE here" 2
+else
+	is "an unwritable default output: exit 1" "$rc" 1
+	like "... said, before the command ran" "$(cat "$TMPD/ro.err")" \
+		"^gpubpf: cannot write 'gpubpf-[0-9]+-[0-9-]+\.json': Permission denied \(the default output, in the current directory: give -o PATH\)$"
+fi
+# a name too long for the file system: refused first; one just short
+# enough is written (its temporary name was too long for it)
+long=$(printf 'b%.0s' {1..256})
+expect_error "an output name of 261 bytes" 1 "File name too long" \
+	"$GPUBPF" record -o "$out/$long.json" -- true
+long=$(printf 'b%.0s' {1..250})
+check "an output name of 255 bytes" "$GPUBPF" record -q -o "$TMPD/$long.json" -- true
+ok "... is written" test -s "$TMPD/$long.json"
 sleep 30 &
 sleeper=$!
 at_exit "kill $sleeper 2>/dev/null"

@@ -37,6 +37,11 @@ mkdir -m 0777 "$TMPD/sudo"
 check "record as root under sudo" env SUDO_UID=65534 SUDO_GID=65534 \
 	"$GPUBPF" record -o "$TMPD/sudo/t.json" -- "${work[@]}"
 is "the trace belongs to the sudo user" "$(stat -c %u:%g "$TMPD/sudo/t.json")" "65534:65534"
+# ids that do not fit a uid_t are no ids: the trace stays root's (it was
+# given to the id they wrapped around to)
+check "record under a sudo of impossible ids" env SUDO_UID=99999999999 SUDO_GID=4294967296 \
+	"$GPUBPF" record -q -o "$TMPD/sudo/big.json" -- true
+is "... the trace stays root's" "$(stat -c %u:%g "$TMPD/sudo/big.json")" "0:0"
 
 # killed while recording: nothing at the final path, no temporary left
 "$GPUBPF" record -o "$TMPD/killed.json" -- "$PY" "$GPUBPF_ROOT/sim/train.py" --steps 400 2>/dev/null &

@@ -127,6 +127,7 @@ static int check_path(const char *path, int by_extension, char *err, size_t errl
 {
 	struct stat st;
 	char *dir = NULL, *final = NULL;
+	const char *base;
 	int direct, ret = 0;
 
 	if (err && errlen)
@@ -151,6 +152,12 @@ static int check_path(const char *path, int by_extension, char *err, size_t errl
 	if (direct) {
 		if (access(final, W_OK) < 0)
 			ret = -errno;
+		goto cleanup;
+	}
+	base = strrchr(final, '/');
+	base = base ? base + 1 : final;
+	if (strlen(base) > NAME_MAX || strlen(final) >= PATH_MAX) {
+		ret = -ENAMETOOLONG;
 		goto cleanup;
 	}
 	dir = dir_of(final);
@@ -249,7 +256,9 @@ static int open_as(struct sink *s, const char *path, int format)
 		dir = dir_of(final);
 		base = strrchr(final, '/');
 		base = base ? base + 1 : final;
-		if (!dir || asprintf(&s->tmp, "%s/.%s.XXXXXX", dir, base) < 0) {
+		/* a name near NAME_MAX would be too long with the dot and suffix */
+		if (!dir || asprintf(&s->tmp, "%s/.%s.XXXXXX", dir,
+				     strlen(base) + 8 > NAME_MAX ? "gpubpf" : base) < 0) {
 			s->tmp = NULL;
 			ret = -ENOMEM;
 			goto fail;
@@ -393,12 +402,13 @@ static void chown_to_sudo_user(int fd)
 
 	if (geteuid() != 0 || !u || !g || !*u || !*g)
 		return;
+	/* digits only, and ids that fit (-1 is no id: fchown's "unchanged") */
 	errno = 0;
 	uid = strtoul(u, &end, 10);
-	if (errno || *end)
+	if (errno || *end || *u < '0' || *u > '9' || uid >= (uid_t)-1)
 		return;
 	gid = strtoul(g, &end, 10);
-	if (errno || *end)
+	if (errno || *end || *g < '0' || *g > '9' || gid >= (gid_t)-1)
 		return;
 	if (fchown(fd, (uid_t)uid, (gid_t)gid) < 0) {
 		/* the trace is still written, owned by root */

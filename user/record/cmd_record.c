@@ -242,8 +242,17 @@ static int start(struct record *r)
 	}
 	for (int i = 0; i < o->noutputs; i++)
 		r->outputs[r->noutputs++] = o->outputs[i];
-	if (!r->noutputs)
+	if (!r->noutputs) {
+		char err[600];
+
 		default_output(r);
+		/* checked as -o's are, before the command runs */
+		if (sink_check_path(r->outbuf, err, sizeof(err))) {
+			fprintf(stderr, "gpubpf: %s (the default output, in the current directory: "
+				"give -o PATH)\n", err);
+			return 1;
+		}
+	}
 	if (o->mode == MODE_CMD)
 		return start_cmd(r);
 	if (o->mode == MODE_ALL && !r->holding)

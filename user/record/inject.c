@@ -54,7 +54,6 @@
 #include "cupti_pick.h"
 #include "record/inject.h"
 
-#define ENTRY "gpubpf_late_attach"
 #define CALL_TIMEOUT_MS 10000   /* a remote dlopen: slow disks, loaded machines */
 #define SYSCALL_TIMEOUT_MS 2000
 #define PENDING_WAIT_MS 1000    /* threads that did not stop in time */
@@ -1116,7 +1115,7 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 		   char *why, size_t whylen)
 {
 	uint64_t t0 = inject_now_ns(), entry_off = 0;
-	const char *entry_name = ENTRY;
+	const char *entry_name = INJECT_ENTRY;
 	pid_t *tids = NULL, pending[64];
 	int npending = 0, n, ret = -EAGAIN, status, memfd;
 	struct loader ld;
@@ -1125,7 +1124,7 @@ int inject_library(pid_t pid, const char *lib, int timeout_ms, struct inject_sta
 	memset(st, 0, sizeof(*st));
 	why[0] = 0;
 	if (elf_sym_offsets(lib, &entry_name, 1, &entry_off) != 1) {
-		snprintf(why, whylen, "'%s' has no %s entry (rebuild it)", lib, ENTRY);
+		snprintf(why, whylen, "'%s' has no %s entry (rebuild it)", lib, INJECT_ENTRY);
 		return -ENOENT;
 	}
 	if (!read_small("/proc/sys/kernel/yama/ptrace_scope", scope, sizeof(scope)) &&

@@ -19,6 +19,9 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The injection library's entry that a late attach calls (cupti/late.c). */
+#define INJECT_ENTRY "gpubpf_late_attach"
+
 struct inject_stats {
 	pid_t tid;              /* the thread borrowed */
 	long syscall_nr;        /* the system call it was stopped in */

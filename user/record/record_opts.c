@@ -11,6 +11,8 @@
 #include "lib/sink.h"
 #include "model/model_part.h"
 #include "record/discover.h"
+#include "record/inject.h"
+#include "sym/elf_syms.h"
 #include "record/record_opts.h"
 
 #define DEFAULT_RINGBUF (16ULL << 20)
@@ -193,13 +195,23 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 			o->stack_depth = v;
 			break;
 		}
-		case 'C':
+		case 'C': {
+			const char *entry = INJECT_ENTRY;
+			uint64_t off;
+
 			if (!realpath(optarg, o->injlib)) {
 				fprintf(stderr, "gpubpf: cannot read injection library '%s': %s\n",
 					optarg, strerror(errno));
 				return -EINVAL;
 			}
+			/* else the command would load it, and say so on its stderr */
+			if (elf_sym_offsets(o->injlib, &entry, 1, &off) != 1) {
+				fprintf(stderr, "gpubpf: --cupti-lib '%s' is not gpubpf's injection "
+					"library (no %s in it)\n", optarg, entry);
+				return -EINVAL;
+			}
 			break;
+		}
 		case 'M': {
 			char *end;
 			unsigned long v = strtoul(optarg, &end, 10);
@@ -270,11 +282,16 @@ int record_opts_parse(struct record_opts *o, int argc, char **argv)
 
 int record_opts_check(struct record_opts *o)
 {
-	const char *env = getenv("CUDA_INJECTION64_PATH");
+	const char *env = getenv("CUDA_INJECTION64_PATH"), *name = "cuInit";
 	char err[512];
+	uint64_t off;
 
 	if (o->libcuda && access(o->libcuda, R_OK)) {
 		fprintf(stderr, "gpubpf: cannot read libcuda '%s': %s\n", o->libcuda, strerror(errno));
+		return -EINVAL;
+	}
+	if (o->libcuda && elf_sym_offsets(o->libcuda, &name, 1, &off) < 0) {
+		fprintf(stderr, "gpubpf: libcuda '%s' is not an ELF file\n", o->libcuda);
 		return -EINVAL;
 	}
 	for (int i = 0; i < o->noutputs; i++) {

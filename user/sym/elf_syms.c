@@ -2,6 +2,7 @@
 /* Symbol lookup in ELF files; see elf_syms.h. */
 #include <errno.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <gelf.h>
 #include <libelf.h>
 #include <stdlib.h>
@@ -84,13 +85,18 @@ static int lookup_section(Elf *elf, Elf_Scn *scn, const struct elf_seg *segs, si
 
 int elf_file_open(const char *path, int *fd, Elf **elf)
 {
+	struct stat st;
+
 	*elf = NULL;
 	*fd = -1;
 	if (elf_version(EV_CURRENT) == EV_NONE)
 		return -EINVAL;
-	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* not blocking: a FIFO's open waits for a writer */
+	*fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (*fd < 0)
 		return -errno;
+	if (fstat(*fd, &st) || !S_ISREG(st.st_mode))
+		return -ENOEXEC;
 	*elf = elf_begin(*fd, ELF_C_READ_MMAP, NULL);
 	return *elf && elf_kind(*elf) == ELF_K_ELF ? 0 : -ENOEXEC;
 }
