@@ -5,7 +5,8 @@
 # library until the probes are in, so no call is lost, cuInit included.
 # Where calls could have been missed, the summary line and the trace say so.
 # Where tracefs is not mounted, gpubpf mounts it to hold processes.
-# A process chrooted inside a mount namespace of its own is probed too.
+# A process chrooted inside a mount namespace of its own is probed too, and
+# under -p one whose libcuda was replaced on disk since it loaded it.
 . "$(dirname "$0")/lib.sh"
 test_description "record -- CMD probes the libcuda the command loads, from its first call"
 require_bpf
@@ -203,6 +204,29 @@ if unshare -m true 2>/dev/null; then
 else
 	skip "cannot make a mount namespace (unshare -m)" 12
 fi
+
+# a job whose libcuda was replaced on disk after it loaded it (a driver
+# upgraded under it): probed through its mapping (gpubpf said it had never
+# loaded libcuda, and recorded nothing)
+mkdir "$TMPD/upg"
+cp "$SIMLIB/libcuda.so.1" "$TMPD/upg/"
+LD_LIBRARY_PATH="$TMPD/upg" "$TESTBIN/cudaloop" "$TMPD/upg/libcuda.so.1" 50 "$TMPD/upg.stop" \
+	>"$TMPD/upg.out" 2>&1 &
+w=$!
+at_exit "kill $w 2>/dev/null"
+wait_for_cmd 20 grep -q libcuda "/proc/$w/maps"
+cp "$SIMLIB/libcuda.so.1" "$TMPD/upg/new.so"
+mv "$TMPD/upg/new.so" "$TMPD/upg/libcuda.so.1"
+like "replaced: the job's maps say its libcuda was deleted" "$(grep libcuda "/proc/$w/maps" | head -n 1)" \
+	"libcuda.so.1 \(deleted\)$"
+check "replaced: record -p" "$GPUBPF" record -q -p "$w" -d 700ms -o "$TMPD/upg.json"
+cmp_ok "replaced: its launches are recorded" "$(json_query "$TMPD/upg.json" \
+	'len([e for e in ev if e.get("name") == "cuLaunchKernel"])')" -gt 0
+cmp_ok "replaced: with their kernels (a late attach)" "$(json_query "$TMPD/upg.json" \
+	'len([e for e in ev if e.get("cat") == "kernel"])')" -gt 0
+touch "$TMPD/upg.stop"
+wait "$w"
+is "replaced: the job ran on untouched" "$?:$(grep -c 'errors=0' "$TMPD/upg.out")" "0:1"
 
 check "report of that trace" "$GPUBPF" report "$TMPD/job.json"
 like "the report says so too" "$(cat "$TMPD/.check.out")" \

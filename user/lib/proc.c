@@ -4,6 +4,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +150,7 @@ struct find_prefix {
 	pid_t pid;
 	char *out;
 	size_t len;
+	bool deleted;           /* out holds a deleted file's mapping */
 };
 
 static int match_prefix(const struct proc_map *m, void *arg)
@@ -157,18 +159,29 @@ static int match_prefix(const struct proc_map *m, void *arg)
 	const char *base = strrchr(m->path, '/');
 
 	if (!base || strncmp(base + 1, fp->prefix, strlen(fp->prefix)) ||
-	    strstr(m->path, " (deleted)") || (fp->ino && m->inode != fp->ino))
+	    (fp->ino && m->inode != fp->ino))
 		return 0;
+	/*
+	 * A file replaced or removed since it was mapped (a driver upgraded
+	 * under a running job): its mapping, through map_files, unless a
+	 * live one follows
+	 */
+	if (strstr(m->path, " (deleted)")) {
+		if (!m->inode || fp->deleted || proc_map_file(fp->pid, m, fp->out, fp->len))
+			return 0;
+		fp->deleted = true;
+		return 0;
+	}
 	return proc_map_file(fp->pid, m, fp->out, fp->len) ?: 1;
 }
 
 int proc_find_mapping_ino(pid_t pid, const char *prefix, unsigned long ino, char *path,
 			  size_t len)
 {
-	struct find_prefix fp = { prefix, ino, pid, path, len };
+	struct find_prefix fp = { prefix, ino, pid, path, len, false };
 	int ret = proc_maps_each(pid, match_prefix, &fp);
 
-	return ret == 1 ? 0 : ret ? ret : -ENOENT;
+	return ret == 1 || (!ret && fp.deleted) ? 0 : ret ? ret : -ENOENT;
 }
 
 /* The numeric entries of the directory path, in a malloc'd array; the count or -errno. */

@@ -43,8 +43,9 @@ int proc_maps_each(pid_t pid, int (*fn)(const struct proc_map *m, void *arg), vo
 int proc_map_file(pid_t pid, const struct proc_map *m, char *out, size_t len);
 /*
  * proc_map_file() of the first mapped file of pid whose base name starts
- * with prefix (e.g. "libcuda.so").  0 on success, -ENOENT if none is
- * mapped, -errno if the process cannot be read.
+ * with prefix (e.g. "libcuda.so"), one deleted since it was mapped only
+ * where no other is (its /proc/PID/map_files entry).  0 on success,
+ * -ENOENT if none is mapped, -errno if the process cannot be read.
  */
 int proc_find_mapping(pid_t pid, const char *prefix, char *path, size_t len);
 /* The same for the mapped file with inode number ino. */
