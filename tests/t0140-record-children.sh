@@ -34,6 +34,17 @@ is "the bystander is not traced" "$(json_query "$TMPD/kids.json" \
 check "record forked workers" "$GPUBPF" record -q -o "$TMPD/workers.json" -- \
 	"$PY" "$GPUBPF_ROOT/tests/py/fork_workers.py" 4 5
 fork_workers_ok "-- CMD" "$TMPD/workers.json" "$TMPD/.check.out" 4 5
+# the command exits while a CUDA process it started runs on: the recording
+# ends with the command, as documented, and says so (it said nothing)
+"$GPUBPF" record -q -o "$TMPD/left.json" -- sh -c "'$PY' '$GPUBPF_ROOT/sim/train.py' --steps 100000 \
+--no-thread --until-file '$TMPD/left.stop' >/dev/null 2>&1 & echo \$! >'$TMPD/left.pid'; \
+while ! grep -q libcuda /proc/\$!/maps; do sleep 0.05; done" 2>"$TMPD/left.err"
+is "a CUDA child left running: record exits 0" "$?" 0
+left=$(cat "$TMPD/left.pid")
+at_exit "kill $left 2>/dev/null"
+is "... and says so, naming it" "$(grep 'command exited' "$TMPD/left.err")" \
+	"gpubpf: the command exited, but 1 CUDA process it started still runs (pid $left): their calls from now on are not recorded"
+touch "$TMPD/left.stop"
 # each trace as Perfetto's importer reads it
 perfetto_ok "$TMPD/kids.json"
 done_testing

@@ -265,6 +265,7 @@ static int start(struct record *r)
 /* Write the trace, say what it holds, and the report.  The exit status. */
 static int finish(struct record *r)
 {
+	targets_say_left_running(r);
 	if (targets_check_seen(r) || write_trace(r))
 		return 1;
 	record_summary(r);

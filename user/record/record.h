@@ -161,6 +161,12 @@ int targets_scan(struct record *r);
 /* -p: 0, or -ENOENT (said) if no target ever loaded libcuda. */
 int targets_check_seen(struct record *r);
 
+/*
+ * -- CMD, once the command exited: say which processes it started still
+ * run with libcuda mapped (their calls from now on are not recorded).
+ */
+void targets_say_left_running(struct record *r);
+
 /* 1 if late attach already said why pid gets no GPU timing. */
 int targets_late_failed(struct record *r, pid_t pid);
 

@@ -495,6 +495,32 @@ int targets_scan(struct record *r)
 	return scan_targets(r);
 }
 
+void targets_say_left_running(struct record *r)
+{
+	char path[PATH_MAX], list[128] = "";
+	pid_t *pids;
+	int n, left = 0;
+	size_t len = 0;
+
+	if (r->o->mode != MODE_CMD || !r->child.done)
+		return;
+	pids = malloc(MAX_TRACED * sizeof(*pids));
+	n = pids ? probes_traced_pids(&r->probes, pids, MAX_TRACED) : 0;
+	for (int i = 0; i < n; i++) {
+		if (pids[i] == r->child.pid || !proc_alive(pids[i]) ||
+		    proc_find_mapping(pids[i], "libcuda.so", path, sizeof(path)))
+			continue;
+		if (left++ < 8 && len < sizeof(list))
+			len += snprintf(list + len, sizeof(list) - len, "%s%d", len ? ", " : "",
+					pids[i]);
+	}
+	free(pids);
+	if (left)
+		fprintf(stderr, "gpubpf: the command exited, but %d CUDA process%s it started still "
+			"run%s (pid %s%s): their calls from now on are not recorded\n", left,
+			left == 1 ? "" : "es", left == 1 ? "s" : "", list, left > 8 ? ", ..." : "");
+}
+
 /* -p: a process that never loaded libcuda is not a CUDA process. */
 int targets_check_seen(struct record *r)
 {
