@@ -113,6 +113,18 @@ is "shortsync: the hotspot's GPU idle is the sync's 11 us" "$(json_query "$TMPD/
 is "shortsync: the host-bound finding at the late launch's line comes first" "$(json_query "$TMPD/ss.rep.json" \
 	'[(f["kind"], f["site"], round(f["cost_ms"], 6)) for f in d["processes"][0]["findings"]]')" \
 	'[["host_bound", "step (/home/u/s.py:7)", 3.99], ["sync", "step (/home/u/s.py:5)", 0.011]]'
+# the sync that drained the queue is the longest in progress as the GPU
+# went idle, however many others started after it (gen_report_trace.py
+# drained: a short poll of another thread that ended later took the gap,
+# and past 512 syncs started after it the main one was not seen)
+"$PY" "$gen" drained "$TMPD/dr.json" || bail_out "cannot generate the drained trace"
+check "report the drained trace" "$GPUBPF" report --format json -o "$TMPD/dr.rep.json" "$TMPD/dr.json"
+is "drained: host-bound, sync-bound, other" "$(json_query "$TMPD/dr.rep.json" \
+	'(lambda i: [round(i[k], 6) for k in ("host_bound_ms", "sync_bound_ms", "other_ms")])(d["processes"][0]["devices"][0]["idle"])')" \
+	"[0.0, 4.99, 0.01]"
+is "drained: the GPU idle on the main thread's sync" "$(json_query "$TMPD/dr.rep.json" \
+	'[(h["site"], h["count"], round(h["gpu_idle_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
+	'[["/home/u/d.py:20", 1, 4.99], ["/home/u/d.py:50", 601, 0.0]]'
 # a job installed in dist-packages and run with -m: no frame is user code,
 # so each stack's innermost frame that is not frozen is its site, where it
 # was unknown (gen_report_trace.py installed)

@@ -567,6 +567,32 @@ def mixed_sync():
     return ev
 
 
+def drained():
+    """pid 800, device 0, stream 7: k1 runs 0-10000 (launched at 0), and the
+    main thread blocks in cuStreamSynchronize 10-10010 at step
+    (/home/u/d.py:20); k2, launched at 14990, runs 15000-15100.  Meanwhile
+    thread 802 polls: 600 cuEventSynchronize of 1 us from 100 on (poll
+    (/home/u/d.py:50)), the last ending after the main sync, and one of
+    25 us at 9995-10020.  The gap [10000, 15000): the launch came at 14990,
+    so 4990 us waited on the host, all of it sync-bound on the main sync (in
+    progress at 10000, blocked 10 ms): it drained the queue; 10 us is
+    other.  (A short poll that ended later took the gap, and a long sync
+    with 512 syncs started after it was not seen.)"""
+    p = 800
+    main = ["step (/home/u/d.py:20)", "<module> (/home/u/d.py:30)"]
+    poll = ["poll (/home/u/d.py:50)", "<module> (/home/u/d.py:31)"]
+    ev = [meta(p, "drained"),
+          api(p, "cuLaunchKernel", 0, kernel="k1", correlation=1, stack=main),
+          gpu(p, "kernel", "k1", 0, 10000, 7, 1),
+          api(p, "cuStreamSynchronize", 10, 10000, stream="0x0", ret=0, stack=main),
+          api(p, "cuLaunchKernel", 14990, kernel="k2", correlation=2, stack=main),
+          gpu(p, "kernel", "k2", 15000, 100, 7, 2),
+          api(p, "cuEventSynchronize", 9995, 25, tid=802, ret=0, stack=poll)]
+    for i in range(600):
+        ev.append(api(p, "cuEventSynchronize", 100 + i * 16.5, 1, tid=802, ret=0, stack=poll))
+    return ev
+
+
 def installed():
     """pid 800: short_sync's schedule, from a job installed in dist-packages
     and run with -m (python -m trainpkg): no frame of its stacks is user
@@ -654,6 +680,8 @@ if __name__ == "__main__":
         write(sys.argv[2], short_sync())
     elif sys.argv[1] == "mixedsync":
         write(sys.argv[2], mixed_sync())
+    elif sys.argv[1] == "drained":
+        write(sys.argv[2], drained())
     elif sys.argv[1] == "installed":
         write(sys.argv[2], installed())
     elif sys.argv[1] == "trainer":

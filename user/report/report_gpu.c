@@ -76,30 +76,42 @@ static int cmp_stream_ts(const void *a, const void *b)
 	return 0;
 }
 
-/* The sync call in progress (or just returned) at g0, index into syncs or -1. */
-static long sync_at(const struct rt_table *t, const uint32_t *syncs, size_t n, int64_t g0)
+/*
+ * The syncs that may be in progress at a gap's start g0, which only rises
+ * along a device's work: those started by then are taken in order, those
+ * over before it dropped.
+ */
+struct sync_sweep {
+	const uint32_t *syncs;          /* by start */
+	size_t n, next;
+	uint32_t *live;                 /* indices into syncs */
+	size_t nlive;
+};
+
+/*
+ * The longest sync call in progress at g0 (or returned within SYNC_SLACK
+ * before it), index into syncs or -1: the one that drained the queue, not
+ * a short poll of another thread's that happened to end later (it was the
+ * one that ended last, among at most 512 started before g0: a long sync
+ * with more after its start went unseen).
+ */
+static long sync_at(const struct rt_table *t, struct sync_sweep *w, int64_t g0)
 {
-	size_t lo = 0, hi = n;
 	long best = -1;
-	int64_t best_end = INT64_MIN;
+	size_t k = 0;
 
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
+	while (w->next < w->n && t->ev[w->syncs[w->next]].ts <= g0)
+		w->live[w->nlive++] = w->next++;
+	for (size_t i = 0; i < w->nlive; i++) {
+		const struct rt_event *s = &t->ev[w->syncs[w->live[i]]];
 
-		if (t->ev[syncs[mid]].ts <= g0)
-			lo = mid + 1;
-		else
-			hi = mid;
+		if (s->ts + s->dur < g0 - SYNC_SLACK)
+			continue;       /* over for good: g0 only rises */
+		w->live[k++] = w->live[i];
+		if (best < 0 || s->dur > t->ev[w->syncs[best]].dur)
+			best = w->live[i];
 	}
-	for (size_t k = lo, seen = 0; k-- > 0 && seen < 512; seen++) {
-		const struct rt_event *s = &t->ev[syncs[k]];
-		int64_t end = s->ts + s->dur;
-
-		if (end >= g0 - SYNC_SLACK && end > best_end) {
-			best = k;
-			best_end = end;
-		}
-	}
+	w->nlive = k;
 	return best;
 }
 
@@ -167,6 +179,7 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 			struct rep_proc *rp, const uint32_t *g, size_t n, const uint32_t *syncs,
 			size_t nsync, uint64_t *sync_idle)
 {
+	struct sync_sweep w = { .syncs = syncs, .n = nsync };
 	struct rep_device *d;
 	int64_t end;
 	void *p = realloc(rp->devs, (rp->ndevs + 1) * sizeof(*rp->devs));
@@ -174,6 +187,9 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 	if (!p)
 		return -ENOMEM;
 	rp->devs = p;
+	w.live = malloc((nsync ? nsync : 1) * sizeof(*w.live));
+	if (!w.live)
+		return -ENOMEM;
 	d = &rp->devs[rp->ndevs++];
 	memset(d, 0, sizeof(*d));
 	d->device = t->ev[g[0]].device;
@@ -206,7 +222,7 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 		}
 		wait = (l->ts < g1 ? l->ts : g1) - g0;
 		d->other_ns += g1 - g0 - wait;
-		s = sync_at(t, syncs, nsync, g0);
+		s = sync_at(t, &w, g0);
 		if (s >= 0) {
 			int64_t sb = t->ev[syncs[s]].dur < wait ? t->ev[syncs[s]].dur : wait;
 
@@ -218,10 +234,13 @@ static int device_usage(const struct rt_table *t, const struct hashmap *cm, stru
 		if (wait > 0) {
 			d->host_bound_ns += wait;
 			x = late_add(t, lm, rp, l, e, wait);
-			if (!x || report_causes_add(t, d, x, l, g0, g0 + wait))
+			if (!x || report_causes_add(t, d, x, l, g0, g0 + wait)) {
+				free(w.live);
 				return -ENOMEM;
+			}
 		}
 	}
+	free(w.live);
 	d->last_ns = end;
 	d->span_ns = end - d->first_ns;
 	report_causes_sort(d);
