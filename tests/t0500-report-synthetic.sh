@@ -125,6 +125,14 @@ is "drained: host-bound, sync-bound, other" "$(json_query "$TMPD/dr.rep.json" \
 is "drained: the GPU idle on the main thread's sync" "$(json_query "$TMPD/dr.rep.json" \
 	'[(h["site"], h["count"], round(h["gpu_idle_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
 	'[["/home/u/d.py:20", 1, 4.99], ["/home/u/d.py:50", 601, 0.0]]'
+# steps from the launch sequence lie in the run that repeats: the anchor
+# kernel's set-up launches and a lone one after the loop are not steps
+# (gen_report_trace.py setup: they made 12 steps of 0.01 to 9.88 ms)
+"$PY" "$gen" setup "$TMPD/su.json" || bail_out "cannot generate the setup trace"
+check "report the setup trace" "$GPUBPF" report --format json -o "$TMPD/su.rep.json" "$TMPD/su.json"
+is "setup: 9 steps of 1 ms, anchored at A" "$(json_query "$TMPD/su.rep.json" \
+	'(lambda i: [i["source"], i["steps"], i["anchor_kernel"], i["kernels_per_step"]] + [round(i["step_ms"][k], 6) for k in ("mean", "min", "max", "stddev")])(d["processes"][0]["iterations"])')" \
+	'["launch_sequence", 9, "A", 4, 1.0, 1.0, 1.0, 0.0]'
 # a job installed in dist-packages and run with -m: no frame is user code,
 # so each stack's innermost frame that is not frozen is its site, where it
 # was unknown (gen_report_trace.py installed)

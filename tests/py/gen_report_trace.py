@@ -593,6 +593,28 @@ def drained():
     return ev
 
 
+def setup_loop():
+    """pid 900, no stacks: set-up launches A A A (at 100, 110, 120), then 10
+    steps of A B C D 1000 us apart from 10000 (each kernel 10 us, 100 us
+    after the one before), then a lone A 5 ms after the loop.  From the
+    launch sequence: period 4, 9 steps of exactly 1 ms (the set-up A's and
+    the lone one made steps of 0.01 to 9.88 ms of their own)."""
+    p, corr, ev = 900, 0, [meta(900, "setup")]
+
+    def k(name, ts):
+        nonlocal corr
+        corr += 1
+        ev.append(api(p, "cuLaunchKernel", ts, kernel=name, correlation=corr))
+        ev.append(gpu(p, "kernel", name, ts + 5, 10, 7, corr))
+    for i in range(3):
+        k("A", 100 + 10 * i)
+    for step in range(10):
+        for j, name in enumerate("ABCD"):
+            k(name, 10000 + 1000 * step + 100 * j)
+    k("A", 10000 + 1000 * 10 + 5000)
+    return ev
+
+
 def installed():
     """pid 800: short_sync's schedule, from a job installed in dist-packages
     and run with -m (python -m trainpkg): no frame of its stacks is user
@@ -682,6 +704,8 @@ if __name__ == "__main__":
         write(sys.argv[2], mixed_sync())
     elif sys.argv[1] == "drained":
         write(sys.argv[2], drained())
+    elif sys.argv[1] == "setup":
+        write(sys.argv[2], setup_loop())
     elif sys.argv[1] == "installed":
         write(sys.argv[2], installed())
     elif sys.argv[1] == "trainer":

@@ -16,11 +16,13 @@
  * occurrence, at least 80% of the launches equal the one p later.  The
  * smallest divisor of p that also passes is the period (a run repeats
  * every 2 steps too).  Steps begin at the occurrences of a token that
- * comes once per period (the anchor); step time is the time between two
- * consecutive anchor launches.
+ * comes once per period (the anchor), within the run that repeats (not
+ * its launches in set-up or after the loop); step time is the time
+ * between two consecutive anchor launches.
  */
 #include <errno.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -67,16 +69,30 @@ static double periodic(const uint64_t *seq, uint32_t first, uint32_t last, uint3
 	return all ? (double)same / all : 0;
 }
 
+/* seq[a..a+p) and seq[b..b+p) alike: at least 80% of their tokens equal. */
+static bool alike(const uint64_t *seq, size_t a, size_t b, uint32_t p)
+{
+	uint32_t same = 0;
+
+	for (uint32_t j = 0; j < p; j++)
+		same += seq[a + j] == seq[b + j];
+	return (uint64_t)same * 5 >= (uint64_t)p * 4;
+}
+
 /*
  * The steps of sequence seq[0..n) (events ix, launch ordinals pos) that
- * begin at each occurrence of token anchor: it's figures, the step starts
- * in st[0..it->steps] and the index of the first occurrence in *first.
+ * begin at each occurrence of token anchor, in the run that repeats with
+ * period p (0: all of them): from the first occurrence whose period the next one repeats
+ * to the last that repeats the one before (the anchor's launches in set-up
+ * or after the loop made steps of their own); it's figures, the step
+ * starts in st[0..it->steps] and the index of the first occurrence in
+ * *first.
  */
 static int anchor_steps(const struct rt_table *t, struct rep_iter *it, const uint64_t *seq,
 			const uint32_t *ix, const uint32_t *pos, size_t n, uint64_t anchor,
-			int64_t *st, size_t *first)
+			uint32_t p, int64_t *st, size_t *first)
 {
-	size_t na = 0, ngaps = 0;
+	size_t na = 0, ngaps = 0, lo = n, hi = 0;
 	double sum = 0, sq = 0;
 	uint32_t prev = UINT32_MAX;
 	uint64_t *d = malloc((n + 1) * sizeof(*d)), *kps = malloc((n + 1) * sizeof(*kps));
@@ -86,7 +102,17 @@ static int anchor_steps(const struct rt_table *t, struct rep_iter *it, const uin
 		free(kps);
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; p && i + 2 * (size_t)p <= n && lo == n; i++)
+		if (seq[i] == anchor && alike(seq, i, i + p, p))
+			lo = i;
+	for (size_t i = n; p && i-- > p && !hi;)
+		if (seq[i] == anchor && i + p <= n && alike(seq, i - p, i, p))
+			hi = i;
+	if (lo >= hi) {         /* no period (p 0), or no run found: every occurrence */
+		lo = 0;
+		hi = n ? n - 1 : 0;
+	}
+	for (size_t i = lo; i <= hi && i < n; i++) {
 		if (seq[i] != anchor)
 			continue;
 		if (prev != UINT32_MAX) {
@@ -189,7 +215,7 @@ static int analyze(const struct rt_table *t, struct rep_iter *it, const uint64_t
 			goto out;       /* no token marks the shorter period */
 		best = b2;
 	}
-	ret = anchor_steps(t, it, seq, ix, pos, n, best->token, st, first);
+	ret = anchor_steps(t, it, seq, ix, pos, n, best->token, p, st, first);
 out:
 	free(tk);
 	free(cand);
@@ -341,7 +367,7 @@ static int proc_iter(const struct rt_table *t, uint32_t proc, struct rep_iter *i
 
 		if (anchor == UINT64_MAX)
 			return -ENOMEM;
-		ret = anchor ? anchor_steps(t, it, q->tok, q->ix, q->pos, q->n, anchor, q->st,
+		ret = anchor ? anchor_steps(t, it, q->tok, q->ix, q->pos, q->n, anchor, 0, q->st,
 					    &first) : 0;
 	} else {
 		ret = analyze(t, it, q->tok, q->ix, q->pos, q->n, q->st, &first);
