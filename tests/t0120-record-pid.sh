@@ -63,6 +63,22 @@ tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/p2.json" "$TMPD/t2.jso
 is "the lookups right after loading libcuda were captured" "$(json_query "$TMPD/p2.json" \
 	'len([e for e in ev if e.get("name") == "cuModuleGetFunction"])')" 9
 
+# 2b. -p A,B, B gone during gpubpf's set-up (it was there at the start):
+# said, and A recorded (the whole recording ended: "no such process")
+"${train[@]}" --steps 3 --pause-before-cuda 4 --truth "$TMPD/t2b.json" 2>/dev/null &
+wa=$!
+sleep 0.3 &
+wb=$!
+"$GPUBPF" record -p "$wa,$wb" -o "$TMPD/p2b.json" 2>"$TMPD/g2b.err"
+is "-p A,B, B gone during the set-up: exit 0" "$?" 0
+like "... B said to have exited" "$(cat "$TMPD/g2b.err")" "gpubpf: pid $wb exited before the recording began"
+wait "$wa"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" "$TMPD/p2b.json" "$TMPD/t2b.json" "$probed"
+out=$TMPD/none      # expect_error: nothing written here
+mkdir -p "$out"
+expect_error "-p of a pid that is not there at the start" 1 "^gpubpf: no such process: $wb$" \
+	"$GPUBPF" record -p "$wb" -o "$out/p.json"
+
 # 3. -d stops the recording while the process runs on; SIGINT too.  Both
 # traces are valid, and the workload finishes untouched.  It waits for
 # hold3 once its steps are done, so it is still there when checked even

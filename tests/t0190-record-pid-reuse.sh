@@ -9,7 +9,7 @@
 test_description "record: a second process at an ended one's pid"
 require_bpf
 require_sim
-require_file "$SIMINJ"
+require_file "$SIMINJ" "$TESTBIN/cudacalls"
 probed=$(probed_list)
 export LD_LIBRARY_PATH="$SIMLIB"
 unset GPUBPF_INJECTION_LIB
@@ -57,6 +57,27 @@ done
 # as Perfetto's importer reads them: flows within each process
 perfetto_ok "$TMPD/t.json"
 perfetto_ok "$TMPD/t.pftrace"
+# a C program first (its threads' states come before its calls, which
+# named neither them nor the process: the model knew no such process at
+# its exit, did not count it, and took the second for it), then another at
+# its pid: two processes, each with its calls exact
+cjob='"$1" "$2" "$3/ca.json" >/dev/null & p=$!; wait $p
+exec "$4" "$5" $p -- "$1" "$2" "$3/cb.json" >/dev/null'
+for try in 1 2 3; do
+	rc=0
+	"$GPUBPF" record -q -o "$TMPD/c.json" -- bash -c "$cjob" sh "$TESTBIN/cudacalls" \
+		"$SIMLIB/libcuda.so.1" "$TMPD" "$PY" "$GPUBPF_ROOT/tests/py/fork_at_pid.py" \
+		2>"$TMPD/cerr" || rc=$?
+	((rc == 3)) || break    # another process took the pid first
+done
+is "C program first: recorded" "$rc" 0
+cp=$(json_query "$TMPD/ca.json" 'd["pid"]')
+is "C program first: the second had its pid" "$(json_query "$TMPD/cb.json" 'd["pid"]')" "$cp"
+is "C program first: two processes" "$(json_query "$TMPD/c.json" \
+	'sorted({e["pid"] for e in ev if e.get("cat") == "cuda_api"})')" "[$cp, $((cp + 4194304))]"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --pid "$cp" "$TMPD/c.json" "$TMPD/ca.json" "$probed"
+tap_from "$PY" "$GPUBPF_ROOT/tests/check_trace.py" --pid "$cp" --trace-pid "$((cp + 4194304))" \
+	"$TMPD/c.json" "$TMPD/cb.json" "$probed"
 # the report: two processes, the second by its name
 "$GPUBPF" report "$TMPD/t.json" >"$TMPD/r.txt"
 is "the report has both" "$(grep -c "^process " "$TMPD/r.txt")" 2

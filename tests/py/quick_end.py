@@ -3,7 +3,7 @@ function not called before: a tracer names their frames from the
 process's memory, which goes with it, so only in time if it holds the
 process as it ends.
 
-usage: quick_end.py exit|finalize|worker [GO_FILE]
+usage: quick_end.py exit|finalize|exec|worker [GO_FILE]
 
 Loads the simulated libcuda.so.1 (LD_LIBRARY_PATH), calls cuInit, then
 waits 0.3 s (a tracer finds its Python), or until GO_FILE exists if given
@@ -13,6 +13,8 @@ waits 0.3 s (a tracer finds its Python), or until GO_FILE exists if given
   finalize: the same calls, then the script ends (exit 0): the interpreter
             finalizes first, freeing the code objects of the module's
             functions;
+  exec:     the same calls, then os.execv into /bin/sh -c "exit 5": the
+            program's memory goes at once;
   worker:   forks a child that does as "exit" does (its own cuInit and
             0.3 s first); the parent waits for it, then exits as it did.
 """
@@ -62,7 +64,7 @@ def calls():
 
 def main():
     mode, go = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None
-    if mode not in ("exit", "finalize", "worker"):
+    if mode not in ("exit", "finalize", "exec", "worker"):
         sys.exit(__doc__)
     if mode == "worker":
         child = os.fork()
@@ -76,6 +78,8 @@ def main():
     calls()
     if mode == "exit":
         os._exit(7)
+    if mode == "exec":
+        os.execv("/bin/sh", ["sh", "-c", "exit 5"])
 
 
 main()

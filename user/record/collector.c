@@ -351,7 +351,13 @@ static int first_sighting(struct collector *c, uint32_t pid, uint32_t tid)
 	return hashmap_put(&c->seen, key, &added) ? added : -ENOMEM;
 }
 
-/* first_sighting() of a call's thread, which keeps its latest call's entry time */
+/*
+ * first_sighting() of a call's thread, which keeps its latest call's entry
+ * time: 1 also for the first call of a thread seen so far only by its
+ * states or samples (time 0), which named neither it nor its process (the
+ * model knew no such process at its exit, which was then not counted, and
+ * a later process at its pid was taken for it).
+ */
 static int call_sighting(struct collector *c, uint32_t pid, uint32_t tid, uint64_t ts)
 {
 	struct hashmap_slot *sl;
@@ -360,6 +366,7 @@ static int call_sighting(struct collector *c, uint32_t pid, uint32_t tid, uint64
 	sl = hashmap_put(&c->seen, (uint64_t)pid << 32 | tid, &added);
 	if (!sl)
 		return -ENOMEM;
+	added |= !sl->val;
 	if (ts > sl->val)
 		sl->val = ts;
 	return added;

@@ -77,38 +77,41 @@ static void pystacks_frees_again(struct record *r, struct py_try *t)
 }
 
 /*
- * libc's _exit in pid: the file (glibc, or musl's loader) and its offset;
- * 0, -EAGAIN where no libc is mapped (yet: a process found at its exec,
- * before its loader runs), or -ENOENT.
+ * libc's _exit and execve in pid: the file (glibc, or musl's loader) and
+ * their offsets (execve's 0 where there is none); 0, -EAGAIN where no libc
+ * is mapped (yet: a process found at its exec, before its loader runs),
+ * or -ENOENT.  execv, execvp and the others come to execve (an alias of
+ * glibc's __execve), so does Python's os.exec*().
  */
-static int libc_exit(pid_t pid, char *path, size_t len, __u64 *off, char *why, size_t whylen)
+static int libc_ends(pid_t pid, char *path, size_t len, uint64_t off[2], char *why,
+		     size_t whylen)
 {
-	static const char *const name = "_exit";
-	uint64_t o;
+	static const char *const names[] = { "_exit", "execve" };
 
 	if (proc_find_mapping(pid, "libc.so", path, len) &&
 	    proc_find_mapping(pid, "ld-musl", path, len)) {
 		snprintf(why, whylen, "it maps no libc.so");
 		return -EAGAIN;
 	}
-	if (elf_sym_offsets(path, &name, 1, &o) != 1) {
+	if (elf_sym_offsets(path, names, 2, off) < 1 || !off[0]) {
 		snprintf(why, whylen, "no _exit in %.400s", path);
 		return -ENOENT;
 	}
-	*off = o;
 	return 0;
 }
 
 /*
  * Hold pid where it begins to end (its interpreter's Py_FinalizeEx, libc's
- * _exit) until the stacks it sent before are named: its memory goes with
- * it, and a process that ends right after a call (os._exit in a worker, a
- * short script) left the frames of that call unnamed ("?").
+ * _exit and execve) until the stacks it sent before are named: its memory
+ * goes with it, and a process that ends right after a call (os._exit in a
+ * worker, a short script, os.execv into another program) left the frames
+ * of that call unnamed ("?").
  */
 static void pystacks_hold_ends(struct record *r, struct py_try *t)
 {
 	pid_t who = r->o->mode == MODE_PIDS ? t->pid : -1;
 	char path[PATH_MAX], why[512];
+	uint64_t offs[2];
 	__u64 off;
 	int ret;
 
@@ -121,13 +124,18 @@ static void pystacks_hold_ends(struct record *r, struct py_try *t)
 				"call made just before may have its frames unnamed): %s\n", t->pid,
 				why);
 	}
-	ret = libc_exit(t->pid, path, sizeof(path), &off, why, sizeof(why));
+	ret = libc_ends(t->pid, path, sizeof(path), offs, why, sizeof(why));
 	/* again at its next look (its libcuda, the targets' poll) */
 	t->exit_pending = ret == -EAGAIN;
 	if (!ret)
-		ret = probes_attach_end(&r->probes, path, off, who, why, sizeof(why));
+		ret = probes_attach_end(&r->probes, path, offs[0], who, why, sizeof(why));
 	if (ret < 0 && !t->exit_pending && r->o->verbose)
 		fprintf(stderr, "gpubpf: pid %d: not held at its _exit (a call made just before "
+			"may have its frames unnamed): %s\n", t->pid, why);
+	if (ret >= 0 && offs[1] &&
+	    probes_attach_end(&r->probes, path, offs[1], who, why, sizeof(why)) < 0 &&
+	    r->o->verbose)
+		fprintf(stderr, "gpubpf: pid %d: not held at its execve (a call made just before "
 			"may have its frames unnamed): %s\n", t->pid, why);
 }
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 #include "gpubpf.h"
 #include "lib/parse.h"
+#include "lib/proc.h"
 #include "lib/sink.h"
 #include "model/model_part.h"
 #include "record/discover.h"
@@ -286,6 +287,12 @@ int record_opts_check(struct record_opts *o)
 	char err[512];
 	uint64_t off;
 
+	/* before the probes load (a second or more): a pid gone then is a typo */
+	for (int i = 0; i < o->npids; i++)
+		if (proc_tgid(o->pids[i]) < 0 || !proc_alive(proc_tgid(o->pids[i]))) {
+			fprintf(stderr, "gpubpf: no such process: %d\n", o->pids[i]);
+			return -ESRCH;
+		}
 	if (o->libcuda && access(o->libcuda, R_OK)) {
 		fprintf(stderr, "gpubpf: cannot read libcuda '%s': %s\n", o->libcuda, strerror(errno));
 		return -EINVAL;

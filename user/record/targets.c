@@ -276,8 +276,11 @@ static void scan_libs(struct record *r)
 
 /*
  * The processes -p names: a thread's id (from top -H, a log line) stands
- * for its process, said once; each process once.  0, or -ESRCH or -EINVAL
- * with the reason printed: no such process, or a kernel thread.
+ * for its process, said once; each process once.  One that was there when
+ * gpubpf started (record_opts_check()) and has ended since, during the
+ * set-up, is said to have exited, as one that exits later, and the others
+ * are recorded.  0, or -ESRCH or -EINVAL with the reason printed: none
+ * left, or a kernel thread.
  */
 static int targets_processes(struct record *r)
 {
@@ -289,8 +292,8 @@ static int targets_processes(struct record *r)
 		int dup = 0;
 
 		if (pid < 0 || !proc_alive(pid)) {
-			fprintf(stderr, "gpubpf: no such process: %d\n", id);
-			return -ESRCH;
+			fprintf(stderr, "gpubpf: pid %d exited before the recording began\n", id);
+			continue;
 		}
 		proc_comm(pid, 0, comm, sizeof(comm));
 		if (proc_kernel_thread(pid)) {
@@ -307,7 +310,7 @@ static int targets_processes(struct record *r)
 			r->targets[n++].pid = pid;
 	}
 	r->ntargets = n;
-	return 0;
+	return n ? 0 : -ESRCH;
 }
 
 int targets_setup_pids(struct record *r)
