@@ -435,9 +435,17 @@ void targets_on_map(struct record *r, const struct gb_map *m)
 	char path[PATH_MAX];
 	int n = -ENOENT, ret;
 
-	/* by inode; an overlay file system may show another inode in the maps */
+	/*
+	 * By inode; an overlay file system may show another inode in the
+	 * maps.  The record comes as the mmap begins: a held process stops as
+	 * it returns, and only then is the mapping surely in its maps (its
+	 * Python was not looked for, and its libcuda said not probed).
+	 */
 	if (!proc_find_mapping_ino(m->pid, "libcuda.so", m->ino, path, sizeof(path)) ||
-	    !proc_find_mapping(m->pid, "libcuda.so", path, sizeof(path)))
+	    !proc_find_mapping(m->pid, "libcuda.so", path, sizeof(path)) ||
+	    (m->held == GB_HELD && still_held(m->pid) &&
+	     (!proc_find_mapping_ino(m->pid, "libcuda.so", m->ino, path, sizeof(path)) ||
+	      !proc_find_mapping(m->pid, "libcuda.so", path, sizeof(path)))))
 		n = attach_lib(r, path, who);
 	else if (proc_alive(m->pid))
 		fprintf(stderr, "gpubpf: pid %u mapped %.*s but it cannot be found in its maps\n",
