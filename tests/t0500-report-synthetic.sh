@@ -6,6 +6,18 @@ test_description "report: every figure of a known synthetic schedule; bad inputs
 require_gpubpf
 gen="$GPUBPF_ROOT/tests/py/gen_report_trace.py"
 "$PY" "$gen" known "$TMPD/k.json" || bail_out "cannot generate the trace"
+# idle_split NAME: host-bound, sync-bound and other ms of NAME.rep.json's
+# first process's first device
+idle_split() {
+	json_query "$TMPD/$1.rep.json" \
+		'(lambda i: [round(i[k], 6) for k in ("host_bound_ms", "sync_bound_ms", "other_ms")])(d["processes"][0]["devices"][0]["idle"])'
+}
+# gen_report KIND NAME DESC: gen_report_trace.py's KIND trace as NAME.json,
+# and its JSON report as NAME.rep.json (one result: DESC)
+gen_report() {
+	"$PY" "$gen" "$1" "$TMPD/$2.json" || bail_out "cannot generate the $1 trace"
+	check "$3" "$GPUBPF" report --format json -o "$TMPD/$2.rep.json" "$TMPD/$2.json"
+}
 
 check "report --format json" "$GPUBPF" report --format json -o "$TMPD/k.rep.json" \
 	--memory-svg "$TMPD/k.svg" "$TMPD/k.json"
@@ -82,8 +94,7 @@ is "svg: one block per device allocation" "$(grep -c '<title>' "$TMPD/k.svg")" 4
 check "svg is well-formed XML" "$PY" -c 'import sys, xml.dom.minidom as m; m.parse(sys.argv[1])' "$TMPD/k.svg"
 
 # host-bound gaps by the launching thread's state (gen_report_trace.py states)
-"$PY" "$gen" states "$TMPD/s.json" || bail_out "cannot generate the states trace"
-check "report the states trace" "$GPUBPF" report --format json -o "$TMPD/s.rep.json" "$TMPD/s.json"
+gen_report states s "report the states trace"
 CAUSES='[(c["cause"], c["site"], round(c["ms"], 6)) for c in d["processes"][0]["devices"][0]["idle"]["host_bound_causes"]]'
 SCAUSES='[["other", "step (/home/u/train.py:43)", 0.18], ["running", "collate (/home/u/data.py:7)", 0.135], ["gil_wait", "step (/home/u/train.py:41)", 0.11], ["lock_wait", "step (/home/u/train.py:42)", 0.05], ["sleep", "step (/home/u/train.py:42)", 0.05], ["running", "log_metrics (/home/u/train.py:30)", 0.045], ["runnable", "step (/home/u/train.py:41)", 0.04], ["io", "step (/home/u/train.py:41)", 0.04], ["running", "step (/home/u/train.py:43)", 0.015], ["running", "step (/home/u/train.py:41)", 0.01]]'
 is "states: host-bound causes, costliest first; running at its samples' sites" \
@@ -102,10 +113,8 @@ like "states: text block under the idle line, costliest first" "$(cat "$TMPD/s.t
  +0.135 ms \( 20%\)  running +collate \(/home/u/data.py:7\)"
 # a sync is charged no more GPU idle than it blocked: a 4 ms gap after an
 # 11 us sync is host-bound (gen_report_trace.py shortsync)
-"$PY" "$gen" shortsync "$TMPD/ss.json" || bail_out "cannot generate the shortsync trace"
-check "report the shortsync trace" "$GPUBPF" report --format json -o "$TMPD/ss.rep.json" "$TMPD/ss.json"
-is "shortsync: host-bound, sync-bound, other" "$(json_query "$TMPD/ss.rep.json" \
-	'(lambda i: [round(i[k], 6) for k in ("host_bound_ms", "sync_bound_ms", "other_ms")])(d["processes"][0]["devices"][0]["idle"])')" \
+gen_report shortsync ss "report the shortsync trace"
+is "shortsync: host-bound, sync-bound, other" "$(idle_split ss)" \
 	"[3.99, 0.011, 0.004]"
 is "shortsync: the hotspot's GPU idle is the sync's 11 us" "$(json_query "$TMPD/ss.rep.json" \
 	'[(h["site"], round(h["blocked_ms"], 6), round(h["gpu_idle_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
@@ -117,10 +126,8 @@ is "shortsync: the host-bound finding at the late launch's line comes first" "$(
 # went idle, however many others started after it (gen_report_trace.py
 # drained: a short poll of another thread that ended later took the gap,
 # and past 512 syncs started after it the main one was not seen)
-"$PY" "$gen" drained "$TMPD/dr.json" || bail_out "cannot generate the drained trace"
-check "report the drained trace" "$GPUBPF" report --format json -o "$TMPD/dr.rep.json" "$TMPD/dr.json"
-is "drained: host-bound, sync-bound, other" "$(json_query "$TMPD/dr.rep.json" \
-	'(lambda i: [round(i[k], 6) for k in ("host_bound_ms", "sync_bound_ms", "other_ms")])(d["processes"][0]["devices"][0]["idle"])')" \
+gen_report drained dr "report the drained trace"
+is "drained: host-bound, sync-bound, other" "$(idle_split dr)" \
 	"[0.0, 4.99, 0.01]"
 is "drained: the GPU idle on the main thread's sync" "$(json_query "$TMPD/dr.rep.json" \
 	'[(h["site"], h["count"], round(h["gpu_idle_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
@@ -128,16 +135,14 @@ is "drained: the GPU idle on the main thread's sync" "$(json_query "$TMPD/dr.rep
 # steps from the launch sequence lie in the run that repeats: the anchor
 # kernel's set-up launches and a lone one after the loop are not steps
 # (gen_report_trace.py setup: they made 12 steps of 0.01 to 9.88 ms)
-"$PY" "$gen" setup "$TMPD/su.json" || bail_out "cannot generate the setup trace"
-check "report the setup trace" "$GPUBPF" report --format json -o "$TMPD/su.rep.json" "$TMPD/su.json"
+gen_report setup su "report the setup trace"
 is "setup: 9 steps of 1 ms, anchored at A" "$(json_query "$TMPD/su.rep.json" \
 	'(lambda i: [i["source"], i["steps"], i["anchor_kernel"], i["kernels_per_step"]] + [round(i["step_ms"][k], 6) for k in ("mean", "min", "max", "stddev")])(d["processes"][0]["iterations"])')" \
 	'["launch_sequence", 9, "A", 4, 1.0, 1.0, 1.0, 0.0]'
 # a job installed in dist-packages and run with -m: no frame is user code,
 # so each stack's innermost frame that is not frozen is its site, where it
 # was unknown (gen_report_trace.py installed)
-"$PY" "$gen" installed "$TMPD/in.json" || bail_out "cannot generate the installed trace"
-check "report the installed trace" "$GPUBPF" report --format json -o "$TMPD/in.rep.json" "$TMPD/in.json"
+gen_report installed in "report the installed trace"
 PKG=/usr/local/lib/python3.11/dist-packages
 is "installed: the sync hotspot at the package's line" "$(json_query "$TMPD/in.rep.json" \
 	'[(h["site"], h["function"], h["call"], round(h["gpu_idle_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
@@ -151,8 +156,7 @@ like "installed: the text names the line, not an unknown stack" "$(cat "$TMPD/in
 
 # one line making two kinds of blocking call: a hotspot for each, named
 # by its call (gen_report_trace.py mixedsync)
-"$PY" "$gen" mixedsync "$TMPD/ms.json" || bail_out "cannot generate the mixedsync trace"
-check "report the mixedsync trace" "$GPUBPF" report --format json -o "$TMPD/ms.rep.json" "$TMPD/ms.json"
+gen_report mixedsync ms "report the mixedsync trace"
 is "mixedsync: a hotspot per call at the one line, costliest first" "$(json_query "$TMPD/ms.rep.json" \
 	'[(h["site"], h["call"], h["count"], round(h["blocked_ms"], 6)) for h in d["processes"][0]["sync_hotspots"]]')" \
 	'[["/home/u/m.py:5", "cuMemcpyDtoH_v2", 2, 0.05], ["/home/u/m.py:5", "cuStreamSynchronize", 1, 0.01]]'
@@ -164,8 +168,7 @@ like "mixedsync: each sync finding names its own call" "$(json_query "$TMPD/ms.r
 
 # kernels 2 ms apart wait for the host's work between launches, not for the
 # launches: no launch-bound stream, a host_bound finding (gen_report_trace.py loader)
-"$PY" "$gen" loader "$TMPD/ld.json" || bail_out "cannot generate the loader trace"
-check "report the loader trace" "$GPUBPF" report --format json -o "$TMPD/ld.rep.json" "$TMPD/ld.json"
+gen_report loader ld "report the loader trace"
 is "loader: its stream, late in every gap, is not launch-bound (gaps over 1 ms)" "$(json_query "$TMPD/ld.rep.json" \
 	'[(s["stream"], s["kernels"], s["median_gap_us"], s["late_launch_fraction"], s["launch_bound"]) for s in d["processes"][0]["streams"]]')" \
 	'[[3, 10, 2000, 1, false]]'
@@ -175,15 +178,13 @@ is "loader: its gaps are a host_bound finding at the launch line" "$(json_query 
 
 # on a launch-bound stream, a gap over 10 ms is no launch overhead: its own
 # host_bound finding (gen_report_trace.py longgap)
-"$PY" "$gen" longgap "$TMPD/lg.json" || bail_out "cannot generate the longgap trace"
-check "report the longgap trace" "$GPUBPF" report --format json -o "$TMPD/lg.rep.json" "$TMPD/lg.json"
+gen_report longgap lg "report the longgap trace"
 is "longgap: the long gap is host_bound at its line, the rest launch_bound" "$(json_query "$TMPD/lg.rep.json" \
 	'[(f["kind"], f["site"], round(f["cost_ms"], 6), f["count"]) for f in d["processes"][0]["findings"]]')" \
 	'[["host_bound", "load (/home/u/g.py:3)", 50.085, 1], ["launch_bound", "step (/home/u/g.py:7)", 1.53, 18]]'
 
 # running time in the garbage collector (gen_report_trace.py gc): "gc" at its samples' sites
-"$PY" "$gen" gc "$TMPD/g.json" || bail_out "cannot generate the gc trace"
-check "report the gc trace" "$GPUBPF" report --format json -o "$TMPD/g.rep.json" "$TMPD/g.json"
+gen_report gc g "report the gc trace"
 is "gc: samples in the collector make gc, at their sites (the launch's without a stack)" \
 	"$(json_query "$TMPD/g.rep.json" "$CAUSES")" \
 	'[["gc", "step (/home/u/train.py:50)", 0.288333], ["running", "collate (/home/u/data.py:7)", 0.096667], ["gc", "step (/home/u/train.py:51)", 0.095]]'
@@ -195,8 +196,7 @@ is "no states in the trace: host-bound time is all other, at the launch sites" \
 	'[["other", "step (/home/u/train.py:41)", 0.155]]'
 
 # a loop's anatomy: steps from the loop frame train(), phases by its lines (gen_report_trace.py loop)
-"$PY" "$gen" loop "$TMPD/l.json" || bail_out "cannot generate the loop trace"
-check "report the loop" "$GPUBPF" report --format json -o "$TMPD/l.rep.json" "$TMPD/l.json"
+gen_report loop l "report the loop"
 IT='d["processes"][0]["iterations"]'
 is "loop: 9 steps of 9 launches, from the loop frame" "$(json_query "$TMPD/l.rep.json" "(lambda i: (i['source'], i['loop_function'], i['steps'], i['kernels_per_step'], i['anchor_kernel'], round(i['step_ms']['median'], 6), round(i['step_ms']['max'], 6)))($IT)")" \
 	'["python_stack", "train (/home/u/t.py)", 9, 9, "normalize", 1.0, 1.4]'
@@ -209,8 +209,7 @@ is "nested loop: run()'s set-up and tear-down around it, the loop in train_step(
 # repeated work: a kernel run again in every step on the same grid and
 # arguments, and its look-alikes that are not (gen_report_trace.py repeats);
 # the same read back from a .pftrace
-"$PY" "$gen" repeats "$TMPD/rp.json" || bail_out "cannot generate the repeats trace"
-check "report the repeats" "$GPUBPF" report --format json -o "$TMPD/rp.rep.json" "$TMPD/rp.json"
+gen_report repeats rp "report the repeats"
 RPF="[(f['kind'], round(f['cost_ms'], 6), f['site'], f['count']) for f in d['processes'][0]['findings'] if f['kind'] == 'repeated_work']"
 is "repeats: softmax recomputed at Metrics.compute in each of 9 steps, 9 x 50 us; nothing else" \
 	"$(json_query "$TMPD/rp.rep.json" "$RPF")" '[["repeated_work", 0.45, "Metrics.compute (/home/u/metrics.py:7)", 9]]'
@@ -228,8 +227,7 @@ like "loop: the anatomy in the text" "$(cat "$TMPD/l.txt")" "iteration anatomy .
 # PyTorch 2's frames between a loop line and the code it runs: each phase is
 # named by the first frame that does more than pass the call on, and
 # zero_grad() after the step is the optimizer's own work (gen_report_trace.py torchloop)
-"$PY" "$gen" torchloop "$TMPD/tl.json" || bail_out "cannot generate the torchloop trace"
-check "report the torchloop trace" "$GPUBPF" report --format json -o "$TMPD/tl.rep.json" "$TMPD/tl.json"
+gen_report torchloop tl "report the torchloop trace"
 is "torchloop: phases named past Module._call_impl and decorators' wrappers" "$(json_query "$TMPD/tl.rep.json" \
 	'(lambda i: (i["steps"], [x["phase"] for x in i["phases"]]))(d["processes"][0]["iterations"])')" \
 	'[9, ["Net.forward", "CrossEntropyLoss.forward", "Tensor.backward", "SGD.step", "Optimizer.zero_grad", "outside any phase"]]'
@@ -238,8 +236,7 @@ is "torchloop: no wasted work (zero_grad after the step is the optimizer's)" "$(
 
 # a loop that library code runs under one line of user code (transformers'
 # Trainer): found among all frames (gen_report_trace.py trainer)
-"$PY" "$gen" trainer "$TMPD/tr.json" || bail_out "cannot generate the trainer trace"
-check "report the trainer trace" "$GPUBPF" report --format json -o "$TMPD/tr.rep.json" "$TMPD/tr.json"
+gen_report trainer tr "report the trainer trace"
 is "trainer: the loop in the library, its steps and phases" "$(json_query "$TMPD/tr.rep.json" \
 	'(lambda i: (i["source"], i["loop_function"].split(" (")[0], i["steps"], [(x["phase"], x["site"].split(":")[-1]) for x in i["phases"][:-1]]))(d["processes"][0]["iterations"])')" \
 	'["python_stack", "Trainer._inner_training_loop", 9, [["Trainer._prepare_inputs", "2550)"], ["Trainer.training_step", "2555)"], ["Accelerator.clip_grad_norm_", "2600)"], ["AcceleratedOptimizer.step", "2620)"], ["Module.zero_grad", "2640)"], ["Trainer._maybe_log_save_evaluate", "2660)"]]]'
@@ -264,8 +261,7 @@ is "trainer: the launch-bound finding and the steps' first launch at BatchEncodi
 # between calls goes to the lines its samples were taken on, the time it
 # waited to the line it blocked in, a data loading line that makes no call
 # included (gen_report_trace.py loop_samples)
-"$PY" "$gen" loop_samples "$TMPD/ls.json" || bail_out "cannot generate the loop_samples trace"
-check "report the loop with samples" "$GPUBPF" report --format json -o "$TMPD/ls.rep.json" "$TMPD/ls.json"
+gen_report loop_samples ls "report the loop with samples"
 is "loop with samples: host time between calls by the samples' and waits' lines, the rest to the next call's" \
 	"$(json_query "$TMPD/ls.rep.json" "[(x['phase'], x['site'], round(x['gpu_ms_median'], 6), round(x['host_ms_median'], 6), round(x['host_ms_min'], 6), round(x['host_ms_max'], 6), x['launches_median']) for x in $IT['phases']]")" \
 	'[["DataLoader.__next__", "train (/home/u/t.py:10)", 0.0, 0.13, 0.13, 0.53, 0], ["load_batch", "train (/home/u/t.py:11)", 0.02, 0.01, 0.01, 0.01, 1], ["Model.forward", "train (/home/u/t.py:12)", 0.16, 0.25, 0.25, 0.25, 4], ["Model.backward", "train (/home/u/t.py:13)", 0.16, 0.28, 0.28, 0.28, 2], ["SGD.step", "train (/home/u/t.py:14)", 0.03, 0.07, 0.07, 0.07, 1], ["Tensor.item", "train (/home/u/t.py:15)", 0.005, 0.19, 0.19, 0.19, 0], ["Detector.postprocess", "train (/home/u/t.py:16)", 0.1, 0.02, 0.02, 0.02, 1], ["outside any phase", null, 0.0, 0.05, 0.05, 0.05, 0]]'
@@ -274,8 +270,7 @@ is "loop with samples: the steps are the same" \
 	'[9, 9, 1.0, 1.4]'
 
 # the same loop, its forward and backward launched by a worker with attributed stacks
-"$PY" "$gen" workers "$TMPD/w.json" || bail_out "cannot generate the workers trace"
-check "report the loop with a worker" "$GPUBPF" report --format json -o "$TMPD/w.rep.json" "$TMPD/w.json"
+gen_report workers w "report the loop with a worker"
 anatomy="(lambda i: [i['thread'], i['source'], i['loop_function'], i['steps'], i['kernels_per_step'], i['anchor_kernel'], round(i['step_ms']['median'], 6), [(x['phase'], x['site'], round(x['gpu_ms_median'], 6), round(x['host_ms_median'], 6), round(x['host_ms_min'], 6), round(x['host_ms_max'], 6), x['launches_median']) for x in i['phases']]])($IT)"
 is "workers: the Python thread's steps and anatomy, as if it had launched them" \
 	"$(json_query "$TMPD/w.rep.json" "$anatomy")" "$(json_query "$TMPD/l.rep.json" "$anatomy" | sed 's/^\[300,/[302,/')"
