@@ -49,15 +49,23 @@ static int attach_lib(struct record *r, const char *path, pid_t pid)
 	return n;
 }
 
-static int attach_markers(struct record *r, const char *path, pid_t pid)
+/*
+ * The injection library's markers at path, for pid (-1: all processes);
+ * owner: the process whose library it is (0: the one every process
+ * loads), named where it fails (a process killed meanwhile: not said; it
+ * read as GPU timing off for the whole recording).
+ */
+static int attach_markers(struct record *r, const char *path, pid_t pid, pid_t owner)
 {
 	char err[512];
 	int n = probes_attach_markers(&r->probes, path, pid, err, sizeof(err));
 
-	if (n < 0)
-		fprintf(stderr, "gpubpf: GPU timing off: %s\n", err);
-	else
+	if (n >= 0)
 		r->nmarkers += n;
+	else if (!owner)
+		fprintf(stderr, "gpubpf: GPU timing off: %s\n", err);
+	else if (proc_alive(owner))
+		fprintf(stderr, "gpubpf: pid %d: GPU timing off: %s\n", owner, err);
 	return n;
 }
 
@@ -181,7 +189,7 @@ static int target_markers(struct record *r, struct target *t)
 	    !late_attach(r, t->pid) && inject_find_lib(t->pid, INJECTION_LIB, path, sizeof(path)))
 		return 0;
 	if (!inject_find_lib(t->pid, INJECTION_LIB, path, sizeof(path)) &&
-	    attach_markers(r, path, t->pid) >= 0) {
+	    attach_markers(r, path, t->pid, t->pid) >= 0) {
 		t->markers = 1;
 		join(r, t->pid, path);
 	}
@@ -266,7 +274,7 @@ static void scan_libs(struct record *r)
 		    !late_attach(r, pids[i]))
 			have = !inject_find_lib(pids[i], INJECTION_LIB, path, sizeof(path));
 		if (have && !probes_attached(&r->probes, path, -1))
-			attach_markers(r, path, -1);
+			attach_markers(r, path, -1, pids[i]);
 		/* -a: a library loaded before we came may be another recorder's already */
 		if (have && r->o->mode == MODE_ALL && probes_attached(&r->probes, path, -1))
 			join(r, pids[i], path);
@@ -391,10 +399,10 @@ int targets_setup_global(struct record *r)
 	if (r->o->device) {
 		char sim[PATH_MAX];
 
-		attach_markers(r, r->o->injlib, -1);
+		attach_markers(r, r->o->injlib, -1, 0);
 		/* what the simulated driver loads instead, if it is the driver */
 		if (!discover_sim_injection_lib(sim, sizeof(sim)) && strcmp(sim, r->o->injlib))
-			attach_markers(r, sim, -1);
+			attach_markers(r, sim, -1, 0);
 	}
 	if (lib && attach_lib(r, lib, -1) < 0)
 		return -EINVAL;
