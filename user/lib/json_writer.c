@@ -294,6 +294,35 @@ size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad)
 	return need + 1;
 }
 
+size_t utf8_put(char *out, uint32_t cp)
+{
+	unsigned char b[4];
+	size_t n;
+
+	if (cp < 0x80) {
+		b[0] = cp;
+		n = 1;
+	} else if (cp < 0x800) {
+		b[0] = 0xc0 | cp >> 6;
+		b[1] = 0x80 | (cp & 0x3f);
+		n = 2;
+	} else if (cp < 0x10000) {
+		b[0] = 0xe0 | cp >> 12;
+		b[1] = 0x80 | (cp >> 6 & 0x3f);
+		b[2] = 0x80 | (cp & 0x3f);
+		n = 3;
+	} else {
+		b[0] = 0xf0 | cp >> 18;
+		b[1] = 0x80 | (cp >> 12 & 0x3f);
+		b[2] = 0x80 | (cp >> 6 & 0x3f);
+		b[3] = 0x80 | (cp & 0x3f);
+		n = 4;
+	}
+	if (out)
+		memcpy(out, b, n);
+	return n;
+}
+
 /* Write s as a quoted, escaped JSON string. */
 static int put_string(struct jw *jw, const char *str, size_t n)
 {

@@ -161,4 +161,7 @@ static inline int jw_kv_hex(struct jw *jw, const char *key, uint64_t v)
  */
 size_t utf8_seq(const unsigned char *s, size_t n, size_t *bad);
 
+/* The UTF-8 bytes of code point cp (at most U+10FFFF) into out (NULL: only count): how many. */
+size_t utf8_put(char *out, uint32_t cp);
+
 #endif

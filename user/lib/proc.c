@@ -167,9 +167,8 @@ static int match_prefix(const struct proc_map *m, void *arg)
 	 * live one follows
 	 */
 	if (strstr(m->path, " (deleted)")) {
-		if (!m->inode || fp->deleted || proc_map_file(fp->pid, m, fp->out, fp->len))
-			return 0;
-		fp->deleted = true;
+		if (m->inode && !fp->deleted && !proc_map_file(fp->pid, m, fp->out, fp->len))
+			fp->deleted = true;
 		return 0;
 	}
 	return proc_map_file(fp->pid, m, fp->out, fp->len) ?: 1;

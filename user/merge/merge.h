@@ -123,7 +123,8 @@ int merge_align_pass(struct merge *m);
  * Where an input's base lies before the reference's clock's zero once
  * shifted (two traces of one host either side of a reboot, the reference
  * the later), move every shift on by whole seconds so that none does: a
- * trace's times are never negative (trace_reader refuses them).  Sets
+ * trace's times are never negative (report and convert refuse them,
+ * trace_import.c).  Sets
  * m->realtime_offset_ns, the merged clock's.  0 or -EINVAL, said.
  */
 int merge_rebase(struct merge *m);

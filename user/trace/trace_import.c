@@ -13,6 +13,7 @@
 #include <cjson/cJSON.h>
 
 #include "lib/array.h"
+#include "lib/json_writer.h"
 #include "gpu_activity.h"
 #include "model/cuda_calls.h"
 #include "model/memory.h"
@@ -135,31 +136,6 @@ static void scan_args(const struct val *args, struct val *a)
 			}
 }
 
-
-static size_t put_utf8(char *o, unsigned c)
-{
-	if (c < 0x80) {
-		o[0] = c;
-		return 1;
-	}
-	if (c < 0x800) {
-		o[0] = 0xc0 | c >> 6;
-		o[1] = 0x80 | (c & 0x3f);
-		return 2;
-	}
-	if (c < 0x10000) {
-		o[0] = 0xe0 | c >> 12;
-		o[1] = 0x80 | (c >> 6 & 0x3f);
-		o[2] = 0x80 | (c & 0x3f);
-		return 3;
-	}
-	o[0] = 0xf0 | c >> 18;
-	o[1] = 0x80 | (c >> 12 & 0x3f);
-	o[2] = 0x80 | (c >> 6 & 0x3f);
-	o[3] = 0x80 | (c & 0x3f);
-	return 4;
-}
-
 static unsigned hex4(const char *p)
 {
 	unsigned v = 0;
@@ -214,7 +190,7 @@ static const char *str_val(struct trace_import *ti, const struct val *v)
 				c = '?';
 			else if (c >= 0xd800 && c < 0xe000)
 				c = 0xfffd;     /* a lone surrogate */
-			n += put_utf8(ti->buf + n, c);     /* \uXXXX: 6 bytes for at most 4 */
+			n += utf8_put(ti->buf + n, c);     /* \uXXXX: 6 bytes for at most 4 */
 			break;
 		default: ti->buf[n++] = *p; break;
 		}
